@@ -1,0 +1,5 @@
+"""``python -m logkit``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""``logkit session ...`` and ``logkit schema``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._common import add_json, group, print_json, store
+
+
+def register(sub: Any) -> None:
+    """Add the session and schema commands."""
+    sessions = group(sub, "session", "start, list and show sessions")
+
+    p = sessions.add_parser("start", help="start a new session and make it current")
+    p.add_argument("title", help='what the session is about, e.g. "GLM-5 NVFP4 on 8x RTX PRO 6000"')
+    p.add_argument("--goal", help="what would count as done")
+    p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
+    p.add_argument("--id", dest="session_id", help="use this session id instead of DATE-slug")
+    add_json(p)
+    p.set_defaults(func=cmd_session_start)
+
+    p = sessions.add_parser("list", help="list sessions")
+    add_json(p)
+    p.set_defaults(func=cmd_session_list)
+
+    p = sessions.add_parser("show", help="show a session's events")
+    p.add_argument("session_id", nargs="?", help="session id (default: the current session)")
+    add_json(p)
+    p.set_defaults(func=cmd_session_show)
+
+    p = sessions.add_parser("use", help="make a session the current one")
+    p.add_argument("session_id")
+    p.set_defaults(func=cmd_session_use)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of every event kind", description="print the JSON Schema of every event kind")
+    p.add_argument("kind", nargs="?", help="only this kind (e.g. attempt)")
+    p.add_argument("--list", action="store_true", help="list the event kinds")
+    p.add_argument("--write", metavar="DIR", help="write schemas/<kind>.schema.json files into DIR")
+    p.add_argument("--check", metavar="DIR", help="exit 1 if the files in DIR are stale")
+    p.set_defaults(func=cmd_schema)
+
+
+def cmd_session_start(args: argparse.Namespace) -> int:
+    handle = store(args).create(args.title, goal=args.goal, tags=args.tags, session_id=args.session_id)
+    if args.json:
+        print_json({"session": handle.id, "path": str(handle.dir)})
+    else:
+        print(f"started session {handle.id} ({handle.dir}); it is now current")
+    return 0
+
+
+def cmd_session_list(args: argparse.Namespace) -> int:
+    from ..session_view import summarize
+
+    st = store(args)
+    rows = [summarize(st.handle(sid)) for sid in st.session_ids()]
+    current = st.current()
+    if args.json:
+        print_json([{**row, "current": row["id"] == current} for row in rows])
+        return 0
+    if not rows:
+        print(f"no sessions in {st.root}; start one with: logkit session start TITLE")
+        return 0
+    for row in rows:
+        mark = "*" if row["id"] == current else " "
+        print(f"{mark} {row['id']:<48} {row['attempts']:>4} attempts  {row['title']}")
+    return 0
+
+
+def cmd_session_show(args: argparse.Namespace) -> int:
+    from ..session_view import render_text
+    from ..store import dump_event
+
+    st = store(args)
+    handle = st.open(args.session_id) if args.session_id is None else st.handle(args.session_id)
+    if args.session_id is not None:
+        handle.reconcile()
+    result = handle.read()
+    for problem in result.problems:
+        print(f"logkit: warning: {problem}", file=sys.stderr)
+    if args.json:
+        print_json([dump_event(e) for e in result.events])
+    else:
+        print(render_text(handle.id, result.events))
+    return 0
+
+
+def cmd_session_use(args: argparse.Namespace) -> int:
+    st = store(args)
+    st.set_current(args.session_id)
+    print(f"current session: {args.session_id}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .. import schema
+    from ..errors import BadInput
+    from ..events import EVENT_TYPES
+
+    if args.list:
+        for kind, cls in EVENT_TYPES.items():
+            print(f"{kind:<12} {(cls.__doc__ or '').strip().splitlines()[0]}")
+        return 0
+    if args.write:
+        for path in schema.write(Path(args.write)):
+            print(path)
+        return 0
+    if args.check:
+        stale = schema.stale(Path(args.check))
+        if stale:
+            print(f"stale schema files in {args.check}: {', '.join(stale)}", file=sys.stderr)
+            print(f"  fix: logkit schema --write {args.check}", file=sys.stderr)
+            return 1
+        return 0
+    schemas = schema.json_schemas()
+    if args.kind:
+        name = f"{args.kind}.schema.json"
+        if name not in schemas:
+            raise BadInput(f"unknown event kind {args.kind!r}", fix="one of: " + ", ".join(EVENT_TYPES))
+        print_json(schemas[name])
+    else:
+        print_json(schemas)
+    return 0

@@ -1,0 +1,516 @@
+"""The typed event records logkit writes, one JSON object per line of ``events.jsonl``.
+
+Contract:
+
+* Every event is a closed record (``extra="forbid"``) tagged by ``kind``; all kinds are members of
+  the one discriminated union :data:`Event` and registered in :data:`EVENT_TYPES`.
+* Every event carries ``v`` (the schema version it was written with), a unique ``id``, the
+  ``session`` id and a UTC timestamp ``ts``.
+* Adding a kind: define a ``BaseEvent`` subclass with ``kind: Literal["..."]``, add it to
+  ``Event``, run ``logkit schema --write``. Adding an optional field needs no version bump;
+  renaming or removing one does, with an upgrade step in :data:`UPGRADES`.
+* Lines written by an older logkit are upgraded step by step on read (:func:`upgrade`); lines from
+  a newer one are refused with :class:`~logkit.errors.SchemaTooNew`.
+
+This module imports nothing heavier than pydantic, so ``logkit run`` starts fast.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from .errors import SchemaTooNew
+
+__all__ = [
+    "ATTEMPT_ROLES",
+    "DECISION_STATUSES",
+    "EVENT_TYPES",
+    "OUTCOME_STATUSES",
+    "SCHEMA_VERSION",
+    "UPGRADES",
+    "Attempt",
+    "BaseEvent",
+    "BenchConfig",
+    "Decision",
+    "DecisionOption",
+    "Environment",
+    "Event",
+    "EvidenceLine",
+    "GitInfo",
+    "Gpu",
+    "Hypothesis",
+    "LaunchConfig",
+    "LogFile",
+    "Metric",
+    "Milestone",
+    "Note",
+    "Outcome",
+    "Probe",
+    "Provenance",
+    "ServerInfo",
+    "Session",
+    "Smoke",
+    "Survivor",
+    "Todo",
+    "TodoItem",
+    "Verdict",
+    "event_adapter",
+    "new_id",
+    "parse_event",
+    "upgrade",
+    "utcnow",
+]
+
+SCHEMA_VERSION = 1
+
+#: How an attempt ended. ``ready`` means a server came up and was still serving when recording
+#: stopped; a server that became ready and later died gets the cause (``nan``, ``oom``, ...) with
+#: ``ready_at`` set on the outcome.
+OUTCOME_STATUSES = (
+    "ready",
+    "exit_ok",
+    "oom",
+    "arch_mismatch",
+    "missing_kernel",
+    "jit_error",
+    "nan",
+    "garbage",
+    "nccl",
+    "illegal_memory",
+    "killed",
+    "import_error",
+    "arg_error",
+    "hang",
+    "other_crash",
+    "interrupted",
+    "abandoned",
+)
+OutcomeStatus = Literal[
+    "ready",
+    "exit_ok",
+    "oom",
+    "arch_mismatch",
+    "missing_kernel",
+    "jit_error",
+    "nan",
+    "garbage",
+    "nccl",
+    "illegal_memory",
+    "killed",
+    "import_error",
+    "arg_error",
+    "hang",
+    "other_crash",
+    "interrupted",
+    "abandoned",
+]
+
+ATTEMPT_ROLES = ("launch", "bench", "smoke", "command")
+AttemptRole = Literal["launch", "bench", "smoke", "command"]
+
+DECISION_STATUSES = ("proposed", "accepted", "superseded", "deprecated")
+DecisionStatus = Literal["proposed", "accepted", "superseded", "deprecated"]
+
+HypothesisVerdict = Literal["confirmed", "refuted", "inconclusive"]
+Priority = Literal["low", "medium", "high"]
+
+ATTEMPT_ID = r"^A[0-9]+$"
+HYPOTHESIS_ID = r"^H[0-9]+$"
+DECISION_ID = r"^DR-[0-9]{4,}$"
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A unique event id: 32 hex digits."""
+    return uuid.uuid4().hex
+
+
+class Record(BaseModel):
+    """Base of every nested record: closed, so a typo in a hand-edited file is caught."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Provenance(Record):
+    """Where an event's facts come from, when not from logkit watching it happen."""
+
+    source: Literal["captured", "imported", "reconstructed"] = "captured"
+    #: Free text: the file an import came from, or the written account a reconstruction follows.
+    detail: str | None = None
+
+
+class BaseEvent(Record):
+    """Fields every event has."""
+
+    v: int = SCHEMA_VERSION
+    id: str = Field(default_factory=new_id)
+    session: str
+    ts: datetime = Field(default_factory=utcnow)
+    provenance: Provenance | None = None
+
+    @field_validator("ts")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# --- session ----------------------------------------------------------------------------------
+
+
+class Session(BaseEvent):
+    """The first line of every session: what the session is about."""
+
+    kind: Literal["session"] = "session"
+    title: str
+    goal: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+    host: str | None = None
+    logkit_version: str | None = None
+
+
+# --- reasoning --------------------------------------------------------------------------------
+
+
+class Hypothesis(BaseEvent):
+    """A claim a later attempt will test: ``H3: flashinfer_trtllm MoE runs on SM120``."""
+
+    kind: Literal["hypothesis"] = "hypothesis"
+    short_id: str = Field(pattern=HYPOTHESIS_ID)
+    text: str
+    priority: Priority = "medium"
+    tags: list[str] = Field(default_factory=list)
+
+
+class Verdict(BaseEvent):
+    """A hypothesis closed by evidence (``logkit hypothesis refute H3 --evidence A7``)."""
+
+    kind: Literal["verdict"] = "verdict"
+    hypothesis: str = Field(pattern=HYPOTHESIS_ID)
+    verdict: HypothesisVerdict
+    evidence: list[str] = Field(default_factory=list)
+    because: str | None = None
+
+
+class TodoItem(Record):
+    """One item of a todo list, in the shape the agents' ``todowrite`` tool writes."""
+
+    content: str
+    status: str = "pending"
+    priority: str | None = None
+    #: The hypothesis this item was matched to, if any (shown, never guessed silently).
+    hypothesis: str | None = None
+
+
+class Todo(BaseEvent):
+    """A snapshot of a todo list."""
+
+    kind: Literal["todo"] = "todo"
+    items: list[TodoItem]
+    source: str | None = None
+
+
+class DecisionOption(Record):
+    """An option a decision considered, and why it lost (empty ``why_not`` for the chosen one)."""
+
+    name: str
+    chosen: bool = False
+    why_not: str | None = None
+    hypotheses: list[str] = Field(default_factory=list)
+    attempts: list[str] = Field(default_factory=list)
+
+
+class Decision(BaseEvent):
+    """A decision record, citable across the whole knowledge base as ``DR-0003``."""
+
+    kind: Literal["decision"] = "decision"
+    decision_id: str = Field(pattern=DECISION_ID)
+    title: str
+    status: DecisionStatus = "accepted"
+    context: str | None = None
+    decision: str | None = None
+    options: list[DecisionOption] = Field(default_factory=list)
+    #: Attempt ids (``A7``) or cross-session references (``2026-11-14-glm5/A4``).
+    evidence: list[str] = Field(default_factory=list)
+    consequences: str | None = None
+    supersedes: str | None = Field(default=None, pattern=DECISION_ID)
+    tags: list[str] = Field(default_factory=list)
+
+
+class Note(BaseEvent):
+    """Free text worth keeping, optionally about attempts, hypotheses or decisions."""
+
+    kind: Literal["note"] = "note"
+    text: str
+    refs: list[str] = Field(default_factory=list)
+
+
+# --- capture ----------------------------------------------------------------------------------
+
+
+class LogFile(Record):
+    """The raw log of an attempt, relative to the session directory."""
+
+    path: str
+    size: int | None = None
+    sha256: str | None = None
+
+
+class GitInfo(Record):
+    """The git state of the attempt's working directory."""
+
+    commit: str | None = None
+    dirty: bool | None = None
+    branch: str | None = None
+
+
+class Gpu(Record):
+    """One GPU as nvidia-smi reports it."""
+
+    index: int
+    name: str
+    driver: str | None = None
+    memory_mib: int | None = None
+    compute_cap: str | None = None
+
+
+class Probe(Record):
+    """How one environment probe went: a probe that cannot run is recorded, never fatal."""
+
+    ok: bool
+    seconds: float | None = None
+    error: str | None = None
+
+
+class Environment(Record):
+    """Where an attempt ran. Every value is redacted before it is stored."""
+
+    host: str | None = None
+    os: str | None = None
+    python: str | None = None
+    git: GitInfo | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    gpus: list[Gpu] = Field(default_factory=list)
+    topology: str | None = None
+    #: Versions from the wrapped command's own interpreter: sglang, sgl-kernel, flashinfer, ...
+    packages: dict[str, str | None] = Field(default_factory=dict)
+    torch_cuda: str | None = None
+    device_capability: str | None = None
+    interpreter: str | None = None
+    probes: dict[str, Probe] = Field(default_factory=dict)
+
+
+class ConfigDiff(Record):
+    """What changed against the previous launch of the session."""
+
+    against: str | None = None
+    added: dict[str, Any] = Field(default_factory=dict)
+    removed: dict[str, Any] = Field(default_factory=dict)
+    #: flag -> [old, new]
+    changed: dict[str, list[Any]] = Field(default_factory=dict)
+    env_changed: dict[str, list[str | None]] = Field(default_factory=dict)
+    packages_changed: dict[str, list[str | None]] = Field(default_factory=dict)
+
+
+class LaunchConfig(Record):
+    """An SGLang launch's configuration, parsed before launch."""
+
+    #: ``sglang`` when SGLang's own parser resolved the flags, ``plain`` when it was not importable.
+    parser: Literal["sglang", "plain"] = "plain"
+    sglang_version: str | None = None
+    unresolved: bool = True
+    args: dict[str, Any] = Field(default_factory=dict)
+    non_default: dict[str, Any] = Field(default_factory=dict)
+    fingerprint: dict[str, Any] = Field(default_factory=dict)
+    host: str | None = None
+    port: int | None = None
+    diff: ConfigDiff | None = None
+
+
+class BenchConfig(Record):
+    """A benchmark client's target and workload."""
+
+    host: str | None = None
+    port: int | None = None
+    base_url: str | None = None
+    output_file: str | None = None
+    labels: dict[str, Any] = Field(default_factory=dict)
+
+
+class Attempt(BaseEvent):
+    """One wrapped command, written when it starts (its outcome follows when it ends)."""
+
+    kind: Literal["attempt"] = "attempt"
+    short_id: str = Field(pattern=ATTEMPT_ID)
+    argv: list[str]
+    cwd: str | None = None
+    role: AttemptRole = "command"
+    started: datetime = Field(default_factory=utcnow)
+    tests: list[str] = Field(default_factory=list)
+    environment: Environment | None = None
+    log: LogFile | None = None
+    pid: int | None = None
+    pgid: int | None = None
+    #: pid of the logkit process recording it: used to tell a live recording from an abandoned one.
+    recorder_pid: int | None = None
+    recorder_host: str | None = None
+    launch: LaunchConfig | None = None
+    bench: BenchConfig | None = None
+    label: str | None = None
+
+
+class EvidenceLine(Record):
+    """A line of an attempt's log, with its 1-based line number."""
+
+    line: int
+    text: str
+
+
+class Milestone(Record):
+    """A startup stage: weights loaded, KV cache allocated, CUDA graphs captured, ready."""
+
+    stage: str
+    at: datetime | None = None
+    seconds: float | None = None
+    line: int | None = None
+    rank: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Survivor(Record):
+    """A process of the attempt's group still alive after it ended."""
+
+    pid: int
+    cmdline: str | None = None
+
+
+class Outcome(BaseEvent):
+    """How an attempt ended."""
+
+    kind: Literal["outcome"] = "outcome"
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    status: OutcomeStatus
+    label: str | None = None
+    signature: str | None = None
+    ended: datetime = Field(default_factory=utcnow)
+    duration_s: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    ready_at: datetime | None = None
+    evidence: list[EvidenceLine] = Field(default_factory=list)
+    tail: list[EvidenceLine] = Field(default_factory=list)
+    timeline: list[Milestone] = Field(default_factory=list)
+    log: LogFile | None = None
+    survivors: list[Survivor] = Field(default_factory=list)
+    #: Why the stored log is shorter than what the child printed (disk full, size limit), if it is.
+    capture_truncated: str | None = None
+
+
+class ServerInfo(BaseEvent):
+    """What a live server reported about itself (``/server_info``), redacted."""
+
+    kind: Literal["server_info"] = "server_info"
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    version: str | None = None
+    endpoint: str | None = None
+    resolved: dict[str, Any] = Field(default_factory=dict)
+    fingerprint: dict[str, Any] = Field(default_factory=dict)
+
+
+class Smoke(BaseEvent):
+    """A smoke-test prompt sent to a ready server and what came back."""
+
+    kind: Literal["smoke"] = "smoke"
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    prompt: str
+    reply: str | None = None
+    latency_s: float | None = None
+    ok: bool
+    reason: str | None = None
+
+
+class Metric(BaseEvent):
+    """One measured figure, named with SGLang's own JSONL keys (``output_throughput``)."""
+
+    kind: Literal["metric"] = "metric"
+    name: str
+    value: float
+    unit: str | None = None
+    #: The attempt that measured it (a bench run), if any.
+    attempt: str | None = Field(default=None, pattern=ATTEMPT_ID)
+    #: The launch attempt it measured.
+    server_attempt: str | None = Field(default=None, pattern=ATTEMPT_ID)
+    labels: dict[str, Any] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    Union[
+        Session,
+        Hypothesis,
+        Verdict,
+        Todo,
+        Decision,
+        Note,
+        Attempt,
+        Outcome,
+        ServerInfo,
+        Smoke,
+        Metric,
+    ],
+    Field(discriminator="kind"),
+]
+
+EVENT_TYPES: dict[str, type[BaseEvent]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, Outcome, ServerInfo, Smoke, Metric)
+}
+
+_adapter: TypeAdapter[Any] | None = None
+
+
+def event_adapter() -> TypeAdapter[Any]:
+    """The TypeAdapter of the :data:`Event` union (built once, lazily)."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(Event)
+    return _adapter
+
+
+#: ``UPGRADES[n]`` turns an event dict of version ``n`` into version ``n + 1``.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an event dict written by any older logkit up to :data:`SCHEMA_VERSION`."""
+    version = data.get("v", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"'v' must be a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"written by a newer logkit (event schema v{version}; this logkit reads up to v{SCHEMA_VERSION})",
+            fix="upgrade logkit: pip install -U logkit",
+        )
+    while version < SCHEMA_VERSION:
+        step = UPGRADES.get(version)
+        if step is None:  # pragma: no cover - a missing step is a programming error
+            raise RuntimeError(f"no upgrade step from event schema v{version}")
+        data = step(dict(data))
+        version += 1
+        data["v"] = version
+    return data
+
+
+def parse_event(data: dict[str, Any]) -> BaseEvent:
+    """Validate one event dict (upgrading it first); raises pydantic's ValidationError."""
+    return event_adapter().validate_python(upgrade(data))

@@ -1,0 +1,528 @@
+"""The session store: ``<root>/<session-id>/events.jsonl`` plus ``<root>/<session-id>/logs/``.
+
+Contract:
+
+* ``events.jsonl`` is append-only, one JSON event per line. Writers take an exclusive ``flock`` on
+  the file, make sure it ends in a newline (a writer killed mid-line leaves a torn line that must
+  not swallow the next one), and write each line with a single ``write`` on an ``O_APPEND``
+  descriptor. Outcome events are fsynced. So two logkit processes writing one session never
+  interleave or tear each other's lines.
+* Short ids (``A7``, ``H3``) are allocated under that lock; decision ids (``DR-0003``) under a lock
+  on the whole store, by scanning every session.
+* The reader never raises on a bad line: it validates each one and returns a :class:`Problem`
+  naming ``file:line`` and the field, skipping the line. A torn last line is a problem too, and
+  never loses the lines before it. ``strict=True`` turns problems into :class:`BadInput`.
+* Opening a session for writing (:meth:`Store.open`) reconciles it: an attempt whose recording
+  logkit is gone (SIGKILLed, machine rebooted) gets an ``abandoned`` outcome, with the pids of any
+  of its process group still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from . import procs
+from .errors import BadInput, NotFound, SchemaTooNew, StoreError
+from .events import (
+    Attempt,
+    BaseEvent,
+    EvidenceLine,
+    LogFile,
+    Outcome,
+    Provenance,
+    Session,
+    Survivor,
+    parse_event,
+)
+
+__all__ = [
+    "ENV_SESSIONS",
+    "Problem",
+    "ReadResult",
+    "SessionHandle",
+    "Store",
+    "Txn",
+    "slugify",
+]
+
+ENV_SESSIONS = "LOGKIT_SESSIONS"
+EVENTS_FILE = "events.jsonl"
+LOGS_DIR = "logs"
+CURRENT_FILE = ".current"
+STORE_LOCK = ".store.lock"
+
+_SHORT_ID_RE = {
+    "A": re.compile(rb'"short_id":\s*"A([0-9]+)"'),
+    "H": re.compile(rb'"short_id":\s*"H([0-9]+)"'),
+}
+_DECISION_RE = re.compile(rb'"decision_id":\s*"DR-([0-9]+)"')
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def slugify(text: str, limit: int = 40) -> str:
+    """A lowercase, hyphenated, filesystem-safe form of ``text``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "session"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line of a session file that could not be used."""
+
+    path: Path
+    line: int
+    message: str
+    field: str | None = None
+    torn: bool = False
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        what = f" field '{self.field}':" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+
+@dataclass
+class ReadResult:
+    """The events of one session that validated, and the problems of those that did not."""
+
+    path: Path
+    events: list[BaseEvent] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _dump(event: BaseEvent) -> bytes:
+    data = event.model_dump(mode="json", exclude_none=True)
+    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _problem_from_validation(path: Path, line: int, err: ValidationError) -> Problem:
+    first = err.errors()[0]
+    loc = ".".join(str(part) for part in first.get("loc", ()))
+    # The discriminated union puts the kind name first in the location: keep it, it helps.
+    message = first.get("msg", "invalid")
+    if first.get("type") == "union_tag_invalid":
+        message += " (known kinds: see 'logkit schema --list')"
+    elif first.get("type") == "extra_forbidden":
+        message = "unknown field (written by a newer logkit, or a typo in a hand edit)"
+    return Problem(path, line, message + "; fix or delete that line", field=loc or None)
+
+
+def read_events(path: Path) -> ReadResult:
+    """Read and validate every line of one ``events.jsonl``; never raises for bad content."""
+    result = ReadResult(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        result.problems.append(Problem(path, 0, "file is missing"))
+        return result
+    except OSError as exc:
+        result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
+        return result
+    lines = raw.split(b"\n")
+    ends_clean = raw.endswith(b"\n") or not raw
+    if ends_clean:
+        lines = lines[:-1]
+    last = len(lines)
+    for number, chunk in enumerate(lines, start=1):
+        if not chunk.strip():
+            continue
+        torn = number == last and not ends_clean
+        try:
+            data = json.loads(chunk)
+        except (UnicodeDecodeError, ValueError) as exc:
+            if torn:
+                result.problems.append(
+                    Problem(path, number, "torn last line (logkit was killed while writing it); skipped", torn=True)
+                )
+            else:
+                result.problems.append(Problem(path, number, f"not valid JSON ({exc}); fix or delete that line"))
+            continue
+        if not isinstance(data, dict):
+            result.problems.append(Problem(path, number, "an event must be a JSON object; fix or delete that line"))
+            continue
+        try:
+            result.events.append(parse_event(data))
+        except SchemaTooNew as exc:
+            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+        except ValidationError as exc:
+            result.problems.append(_problem_from_validation(path, number, exc))
+        except ValueError as exc:
+            result.problems.append(Problem(path, number, str(exc), field="v"))
+    return result
+
+
+class Txn:
+    """What a writer may do while it holds a session's lock."""
+
+    def __init__(self, handle: SessionHandle, fd: int) -> None:
+        self.handle = handle
+        self._fd = fd
+        self._raw: bytes | None = None
+
+    def raw(self) -> bytes:
+        """The file's bytes as they are under the lock."""
+        if self._raw is None:
+            self._raw = self.handle.events_path.read_bytes()
+        return self._raw
+
+    def next_short_id(self, prefix: str) -> str:
+        """The next free ``A<n>`` or ``H<n>`` of this session."""
+        numbers = [int(m) for m in _SHORT_ID_RE[prefix].findall(self.raw())]
+        return f"{prefix}{max(numbers, default=0) + 1}"
+
+    def append(self, event: BaseEvent, *, durable: bool = False) -> None:
+        """Append one event as one whole line."""
+        data = _dump(event)
+        os.write(self._fd, data)
+        if self._raw is not None:
+            self._raw += data
+        if durable:
+            os.fsync(self._fd)
+
+
+class SessionHandle:
+    """One session directory."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store = store
+        self.id = session_id
+        self.dir = store.root / session_id
+        self.events_path = self.dir / EVENTS_FILE
+        self.logs_dir = self.dir / LOGS_DIR
+
+    def __repr__(self) -> str:
+        return f"SessionHandle({self.id!r})"
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Txn]:
+        """Hold the session's write lock; appends inside are atomic whole lines."""
+        try:
+            fd = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot open {self.events_path} for writing: {exc.strerror}",
+                fix=f"check that {self.dir} exists and is writable, or set {ENV_SESSIONS}",
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.events_path, "rb") as fh:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":
+                        # A torn line from a killed writer: end it so it cannot eat ours.
+                        os.write(fd, b"\n")
+            yield Txn(self, fd)
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    def append(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
+        """Append one ready-made event."""
+        with self.transaction() as txn:
+            txn.append(event, durable=durable)
+        return event
+
+    def append_new(self, build: Callable[[Txn], BaseEvent], *, durable: bool = False) -> BaseEvent:
+        """Build an event under the lock (to allocate its short id) and append it."""
+        with self.transaction() as txn:
+            event = build(txn)
+            txn.append(event, durable=durable)
+        return event
+
+    def read(self, *, strict: bool = False) -> ReadResult:
+        """All events of the session; with ``strict`` a bad line raises :class:`BadInput`."""
+        result = read_events(self.events_path)
+        if strict and result.problems:
+            raise BadInput(
+                "\n".join(str(p) for p in result.problems),
+                fix="fix or delete the lines named above (or rerun without --strict)",
+            )
+        return result
+
+    def meta(self) -> Session | None:
+        """The session event (the first ``session`` line), if readable."""
+        for event in self.read().events:
+            if isinstance(event, Session):
+                return event
+        return None
+
+    def log_path(self, name: str) -> Path:
+        """An absolute path for a log of this session (creating ``logs/``)."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        return self.logs_dir / name
+
+    def relative(self, path: Path) -> str:
+        """``path`` relative to the session directory, as stored in events."""
+        return str(Path(path).resolve().relative_to(self.dir.resolve()))
+
+    # -- reconciliation ------------------------------------------------------------------------
+
+    def open_attempts(self, events: list[BaseEvent] | None = None) -> list[Attempt]:
+        """Attempts that have no outcome yet."""
+        events = self.read().events if events is None else events
+        ended = {e.attempt for e in events if isinstance(e, Outcome)}
+        return [e for e in events if isinstance(e, Attempt) and e.short_id not in ended]
+
+    def reconcile(self) -> list[Outcome]:
+        """Mark attempts whose recorder died as ``abandoned``; returns the outcomes written."""
+        written: list[Outcome] = []
+        candidates = self.open_attempts()
+        if not candidates:
+            return written
+        host = procs.hostname()
+        with self.transaction() as txn:
+            # Re-read under the lock: another logkit may have just finished one of them.
+            ended = {
+                e.attempt
+                for e in read_events(self.events_path).events
+                if isinstance(e, Outcome)
+            }
+            for attempt in candidates:
+                if attempt.short_id in ended:
+                    continue
+                if attempt.recorder_host not in (None, host):
+                    continue  # recorded on another machine: cannot tell from here
+                if attempt.recorder_pid and procs.alive(attempt.recorder_pid) and _is_logkit(attempt.recorder_pid):
+                    continue  # still being recorded
+                outcome = _abandoned(self, attempt)
+                txn.append(outcome, durable=True)
+                written.append(outcome)
+        return written
+
+
+def _is_logkit(pid: int) -> bool:
+    line = procs.cmdline(pid) or ""
+    return "logkit" in line
+
+
+def _abandoned(handle: SessionHandle, attempt: Attempt) -> Outcome:
+    survivors = []
+    if attempt.pgid and attempt.recorder_host in (None, procs.hostname()):
+        survivors = [Survivor(pid=p, cmdline=procs.cmdline(p)) for p in procs.group_members(attempt.pgid)]
+    log = None
+    tail: list[EvidenceLine] = []
+    if attempt.log is not None:
+        path = handle.dir / attempt.log.path
+        log = LogFile(path=attempt.log.path)
+        if path.exists():
+            log = _log_digest(path, attempt.log.path)
+            tail = _tail(path)
+    now = datetime.now(UTC)
+    label = "logkit stopped recording before the command ended (killed or crashed)"
+    if survivors:
+        label += f"; {len(survivors)} process(es) of its group still running: " + ", ".join(
+            str(s.pid) for s in survivors
+        )
+    return Outcome(
+        session=handle.id,
+        attempt=attempt.short_id,
+        status="abandoned",
+        label=label,
+        ended=now,
+        duration_s=(now - attempt.started).total_seconds(),
+        log=log,
+        tail=tail,
+        survivors=survivors,
+        provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"),
+    )
+
+
+def _log_digest(path: Path, rel: str) -> LogFile:
+    import hashlib
+
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return LogFile(path=rel, size=size, sha256=digest.hexdigest())
+
+
+def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        end = fh.tell()
+        fh.seek(max(0, end - 64 * 1024))
+        chunk = fh.read()
+        start_line = None if end > 64 * 1024 else 1
+    lines = chunk.decode("utf-8", "replace").splitlines()
+    if start_line is None:
+        with open(path, "rb") as fh:
+            total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+        if not chunk.endswith(b"\n"):
+            total += 1
+        start_line = total - len(lines) + 1
+    picked = lines[-count:]
+    first = start_line + len(lines) - len(picked)
+    return [EvidenceLine(line=first + i, text=text[:2000]) for i, text in enumerate(picked)]
+
+
+class Store:
+    """The sessions directory (``$LOGKIT_SESSIONS``, default ``./sessions``)."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def from_env(cls, override: str | None = None) -> Store:
+        """The store named by ``override``, else ``$LOGKIT_SESSIONS``, else ``./sessions``."""
+        return cls(override or os.environ.get(ENV_SESSIONS) or "sessions")
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.root)!r})"
+
+    def session_ids(self) -> list[str]:
+        """Every session directory that holds an events file, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.parent.name for p in self.root.glob(f"*/{EVENTS_FILE}"))
+
+    def handle(self, session_id: str) -> SessionHandle:
+        """A handle without reconciliation (for readers)."""
+        if not _SESSION_ID_RE.match(session_id):
+            raise BadInput(
+                f"{session_id!r} is not a valid session id",
+                fix="use letters, digits, '.', '_' and '-' (see 'logkit session list')",
+            )
+        handle = SessionHandle(self, session_id)
+        if not handle.events_path.exists():
+            known = ", ".join(self.session_ids()[-5:]) or "none yet"
+            raise NotFound(
+                f"no session {session_id!r} in {self.root}",
+                fix=f"pick one of: {known} (or 'logkit session start TITLE'; the store is ${ENV_SESSIONS})",
+            )
+        return handle
+
+    def open(self, session_id: str | None = None) -> SessionHandle:
+        """A session for writing: the named one or the current one, reconciled."""
+        handle = self.handle(session_id or self.current_or_fail())
+        handle.reconcile()
+        return handle
+
+    def create(
+        self,
+        title: str,
+        *,
+        goal: str | None = None,
+        tags: list[str] | None = None,
+        session_id: str | None = None,
+        when: datetime | None = None,
+        provenance: Provenance | None = None,
+        make_current: bool = True,
+    ) -> SessionHandle:
+        """Start a new session ``YYYY-MM-DD-<slug>`` and (by default) make it current."""
+        from . import __version__
+
+        if not title.strip():
+            raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
+        when = when or datetime.now(UTC)
+        base = session_id or f"{when:%Y-%m-%d}-{slugify(title)}"
+        if not _SESSION_ID_RE.match(base):
+            raise BadInput(f"{base!r} is not a valid session id", fix="use letters, digits, '.', '_' and '-'")
+        self.root.mkdir(parents=True, exist_ok=True)
+        candidate, n = base, 1
+        while True:
+            try:
+                (self.root / candidate).mkdir()
+                break
+            except FileExistsError:
+                if session_id:
+                    raise BadInput(f"session {candidate!r} exists already", fix="choose another --id") from None
+                n += 1
+                candidate = f"{base}-{n}"
+        handle = SessionHandle(self, candidate)
+        handle.logs_dir.mkdir()
+        handle.append(
+            Session(
+                session=candidate,
+                ts=when,
+                title=title,
+                goal=goal,
+                tags=list(tags or []),
+                host=procs.hostname(),
+                logkit_version=__version__,
+                provenance=provenance,
+            ),
+            durable=True,
+        )
+        if make_current:
+            self.set_current(candidate)
+        return handle
+
+    # -- the current-session pointer -----------------------------------------------------------
+
+    def current(self) -> str | None:
+        """The current session id, if one is set and still exists."""
+        try:
+            value = (self.root / CURRENT_FILE).read_text().strip()
+        except OSError:
+            return None
+        if value and (self.root / value / EVENTS_FILE).exists():
+            return value
+        return None
+
+    def current_or_fail(self) -> str:
+        """The current session id, or a clear error saying how to get one."""
+        value = self.current()
+        if value is None:
+            raise NotFound(
+                f"no current session in {self.root}",
+                fix='start one with: logkit session start "TITLE" (or pass --session ID)',
+            )
+        return value
+
+    def set_current(self, session_id: str) -> None:
+        """Point the current-session pointer at ``session_id``."""
+        self.handle(session_id)
+        tmp = self.root / f"{CURRENT_FILE}.{os.getpid()}"
+        tmp.write_text(session_id + "\n")
+        os.replace(tmp, self.root / CURRENT_FILE)
+
+    # -- knowledge-base-wide ids ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """An exclusive lock over the whole store (for ids unique across sessions)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def decision_numbers(self) -> list[int]:
+        """Every ``DR-<n>`` number used anywhere in the store."""
+        numbers: list[int] = []
+        for sid in self.session_ids():
+            try:
+                raw = (self.root / sid / EVENTS_FILE).read_bytes()
+            except OSError:
+                continue
+            numbers.extend(int(m) for m in _DECISION_RE.findall(raw))
+        return numbers
+
+    def next_decision_id(self) -> str:
+        """The next free decision id; call it inside :meth:`locked`."""
+        return f"DR-{max(self.decision_numbers(), default=0) + 1:04d}"
+
+    def read_all(self) -> dict[str, ReadResult]:
+        """Every session's events and problems, by session id."""
+        return {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
+
+
+def dump_event(event: BaseEvent) -> dict[str, Any]:
+    """The JSON-ready dict of an event, as written to disk."""
+    return event.model_dump(mode="json", exclude_none=True)

@@ -1,0 +1,44 @@
+"""Shared fixtures: a fresh sessions directory per test, and the logkit command as a real process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty sessions directory, exported as $LOGKIT_SESSIONS."""
+    root = tmp_path / "sessions"
+    root.mkdir()
+    monkeypatch.setenv("LOGKIT_SESSIONS", str(root))
+    return root
+
+
+def run_logkit(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None, input: str | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m logkit ARGS`` as a real process and capture its output."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "logkit", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        input=input,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def logkit():
+    """The ``run_logkit`` helper as a fixture."""
+    return run_logkit
