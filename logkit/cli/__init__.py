@@ -17,7 +17,7 @@ from ..errors import LogkitError
 __all__ = ["build_parser", "main"]
 
 #: Command modules, in the order their commands appear in ``logkit --help``.
-COMMAND_MODULES = ("core", "capture", "reason", "site")
+COMMAND_MODULES = ("core", "capture", "sglang", "reason", "site")
 
 
 def build_parser() -> argparse.ArgumentParser:
