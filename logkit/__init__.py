@@ -9,9 +9,25 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import events
+from typing import TYPE_CHECKING, Any
+
 from .errors import LogkitError
-from .store import ReadResult, SessionHandle, Store
+
+if TYPE_CHECKING:
+    from . import events
+    from .store import ReadResult, SessionHandle, Store
+
+# `events` and `store` import pydantic; load them on first use so `logkit run -- true` starts fast.
+_LAZY = {"events": ".events", "ReadResult": ".store", "SessionHandle": ".store", "Store": ".store"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(_LAZY[name], __name__)
+        return module if name == "events" else getattr(module, name)
+    raise AttributeError(f"module 'logkit' has no attribute {name!r}")
 
 __all__ = [
     "LogkitError",
@@ -26,4 +42,6 @@ __all__ = [
 
 def load(root: str | None = None) -> dict[str, ReadResult]:
     """Read every session under ``root`` (default ``$LOGKIT_SESSIONS`` or ``./sessions``)."""
+    from .store import Store
+
     return Store.from_env(root).read_all()

@@ -34,6 +34,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "UPGRADES",
     "Attempt",
+    "AttemptEnvironment",
     "BaseEvent",
     "BenchConfig",
     "Decision",
@@ -370,6 +371,19 @@ class Attempt(BaseEvent):
     label: str | None = None
 
 
+class AttemptEnvironment(BaseEvent):
+    """The full environment of an attempt, once its background probes finished.
+
+    ``logkit run`` writes the instant part (host, OS, Python, variables) on the attempt line and
+    this event when git, nvidia-smi and the package probe are done; it supersedes
+    ``attempt.environment`` for that attempt.
+    """
+
+    kind: Literal["environment"] = "environment"
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    environment: Environment
+
+
 class EvidenceLine(Record):
     """A line of an attempt's log, with its 1-based line number."""
 
@@ -463,6 +477,7 @@ Event = Annotated[
         Decision,
         Note,
         Attempt,
+        AttemptEnvironment,
         Outcome,
         ServerInfo,
         Smoke,
@@ -473,7 +488,7 @@ Event = Annotated[
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.model_fields["kind"].default: cls
-    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, Outcome, ServerInfo, Smoke, Metric)
+    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, Outcome, ServerInfo, Smoke, Metric)
 }
 
 _adapter: TypeAdapter[Any] | None = None

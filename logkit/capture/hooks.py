@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..events import Attempt, BaseEvent, BenchConfig, EvidenceLine, LaunchConfig, Milestone
+if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slow `logkit run -- true`
+    from ..events import Attempt, BaseEvent, BenchConfig, EvidenceLine, LaunchConfig, Milestone
 
 __all__ = ["ExitInfo", "Plan", "Planner", "Verdict", "Watcher", "WatchContext"]
 
@@ -36,6 +37,10 @@ class ExitInfo:
     duration_s: float = 0.0
     lines: int = 0
     tail: list[EvidenceLine] = field(default_factory=list)
+    #: Why logkit stopped the child, when it did: "SIGINT received", or a watcher's request_stop reason.
+    stop_reason: str | None = None
+    #: True when logkit had to SIGKILL the group after --grace.
+    escalated: bool = False
 
 
 @dataclass

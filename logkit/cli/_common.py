@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..store import Store
+if TYPE_CHECKING:
+    from ..store import Store
 
 __all__ = ["add_json", "group", "print_json", "store"]
 
 
 def store(args: argparse.Namespace) -> Store:
     """The store named by --sessions / $LOGKIT_SESSIONS / ./sessions."""
+    from ..store import Store  # lazily: pydantic is not needed to start `logkit run`
+
     return Store.from_env(getattr(args, "sessions", None))
 
 

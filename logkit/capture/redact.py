@@ -1,0 +1,205 @@
+"""Keep secrets off disk: redaction of argv, environment, events and raw log text.
+
+Contract:
+
+* The patterns are data, in ``logkit/data/secrets.toml`` (env-var names, flag names, text regexes);
+  this module only compiles them. Every matched value becomes the placeholder ``[REDACTED]``.
+* A :class:`Redactor` made with :meth:`Redactor.for_run` also learns the literal values of the
+  secret variables and flags of the run it guards, so a child printing ``$HF_TOKEN`` is caught
+  even when the token has no recognisable shape.
+* :meth:`Redactor.chunk` is on the recorder's hot path: one lowercase copy and a few substring
+  tests decide whether the single compiled regex runs at all. Callers give it complete lines
+  (a secret is never split across two calls, except inside a line cut for being huge).
+* :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
+  and a value under a secret-looking key (``api_key``) is replaced whole.
+
+Imports only the standard library (the ``logkit run`` start-up must stay light).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+__all__ = ["PLACEHOLDER", "Redactor", "Rules", "load_rules"]
+
+PLACEHOLDER = "[REDACTED]"
+_HARMLESS = re.compile(r"^(?:-?[0-9][0-9.,_]*%?|none|null|true|false|nil|)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The compiled content of ``secrets.toml``."""
+
+    placeholder: str
+    env_names: tuple[str, ...]
+    flag_names: frozenset[str]
+    flag_pattern: re.Pattern[str]
+    min_literal: int
+    prefilter: tuple[bytes, ...]
+    #: (name, regex source) in file order
+    patterns: tuple[tuple[str, str], ...]
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> Rules:
+    """Read ``logkit/data/secrets.toml`` once."""
+    raw = resources.files("logkit").joinpath("data/secrets.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(raw)
+    text = data["text"]
+    return Rules(
+        placeholder=data.get("placeholder", PLACEHOLDER),
+        env_names=tuple(n.upper() for n in data["env"]["names"]),
+        flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
+        flag_pattern=re.compile(data["flags"]["pattern"]),
+        min_literal=int(text.get("min_literal", 6)),
+        prefilter=tuple(t.lower().encode() for t in text["prefilter"]),
+        patterns=tuple((p["name"], p["regex"]) for p in text["patterns"]),
+    )
+
+
+def _scoped(source: str) -> str:
+    """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
+    if source.startswith("(?i)"):
+        return f"(?i:{source[4:]})"
+    return source
+
+
+class Redactor:
+    """Redacts one run's secrets (the rules, plus literal values learned from its env and argv)."""
+
+    def __init__(self, rules: Rules | None = None, literals: Iterable[str] = ()) -> None:
+        self.rules = rules or load_rules()
+        self.placeholder = self.rules.placeholder
+        self._ph = self.placeholder.encode()
+        lits = sorted({v for v in literals if len(v) >= self.rules.min_literal}, key=len, reverse=True)
+        self.literals: tuple[str, ...] = tuple(lits)
+        self._lit_bytes = tuple(v.encode("utf-8", "surrogateescape") for v in lits)
+        parts: list[str] = []
+        self._secret_group: dict[str, str | None] = {}
+        if lits:
+            parts.append("(?P<lit>" + "|".join(re.escape(v) for v in lits) + ")")
+            self._secret_group["lit"] = None
+        for i, (_name, source) in enumerate(self.rules.patterns):
+            has_secret = "(?P<secret>" in source
+            source = source.replace("(?P<secret>", f"(?P<s{i}>")
+            parts.append(f"(?P<p{i}>{_scoped(source)})")
+            self._secret_group[f"p{i}"] = f"s{i}" if has_secret else None
+        joined = "|".join(parts)
+        self._text_re = re.compile(joined)
+        self._bytes_re = re.compile(joined.encode("utf-8"))
+
+    @classmethod
+    def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:
+        """A redactor that also knows the secret values in this run's environment and flags."""
+        rules = load_rules()
+        probe = cls(rules)
+        literals = [value for name, value in env.items() if probe.is_secret_env(name) and value]
+        literals += [value for _flag, value in probe._flag_values(argv)]
+        return cls(rules, literals)
+
+    # -- classification ------------------------------------------------------------------------
+
+    def is_secret_env(self, name: str) -> bool:
+        """Whether an environment variable of this name holds a secret."""
+        upper = name.upper()
+        return any(fnmatch.fnmatchcase(upper, pattern) for pattern in self.rules.env_names)
+
+    def is_secret_flag(self, flag: str) -> bool:
+        """Whether a command-line flag (``--api-key``) takes a secret value."""
+        low = flag.lower()
+        return low in self.rules.flag_names or bool(self.rules.flag_pattern.match(low))
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
+        norm = key.strip().lstrip("-").replace("-", "_")
+        return self.is_secret_env(norm) or self.is_secret_flag("--" + norm.replace("_", "-"))
+
+    def _flag_values(self, argv: list[str]) -> list[tuple[int, str]]:
+        found: list[tuple[int, str]] = []
+        for i, arg in enumerate(argv):
+            if not arg.startswith("-"):
+                continue
+            flag, eq, value = arg.partition("=")
+            if not self.is_secret_flag(flag):
+                continue
+            if eq:
+                found.append((i, value))
+            elif i + 1 < len(argv):
+                found.append((i + 1, argv[i + 1]))
+        return found
+
+    # -- redaction -----------------------------------------------------------------------------
+
+    def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any) -> Any:
+        group = self._secret_group.get(match.lastgroup or "")
+        whole = match.group(0)
+        if group is None:
+            return placeholder
+        start, end = match.span(group)
+        if start < 0:
+            return placeholder
+        value = match.group(group)
+        if value[:1] in quotes and len(value) >= 2 and value[-1:] == value[:1]:
+            if len(value) == 2:
+                return whole  # an empty quoted value: nothing to hide
+            start, end = start + 1, end - 1
+        elif _HARMLESS.match(value if isinstance(value, str) else value.decode("utf-8", "replace")):
+            return whole  # an unquoted number or None: `#new-token: 5`, `password=None`
+        base = match.start()
+        return whole[: start - base] + placeholder + whole[end - base :]
+
+    def text(self, value: str) -> str:
+        """Redact a string (a log line, an argv word, an env value)."""
+        if not value:
+            return value
+        return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
+
+    def chunk(self, data: bytes) -> bytes:
+        """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
+        low = data.lower()
+        if not any(t in low for t in self.rules.prefilter) and not any(v in data for v in self._lit_bytes):
+            return data
+        return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """The argv as it may be stored: secret flag values replaced, every word redacted as text."""
+        out = list(argv)
+        for i, _value in self._flag_values(argv):
+            if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
+                flag = argv[i].partition("=")[0]
+                out[i] = f"{flag}={self.placeholder}"
+            else:
+                out[i] = self.placeholder
+        return [self.text(word) if word != self.placeholder else word for word in out]
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Environment values as they may be stored."""
+        return {
+            name: (self.placeholder if self.is_secret_env(name) and value else self.text(value))
+            for name, value in env.items()
+        }
+
+    def scrub(self, value: Any) -> Any:
+        """Redact a JSON-ready value deeply (an event dict before it is written)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            out: dict[Any, Any] = {}
+            for key, item in value.items():
+                if isinstance(key, str) and item not in (None, "", False, True) and self.is_secret_key(key):
+                    out[key] = self.placeholder if not isinstance(item, (dict, list)) else self.scrub(item)
+                else:
+                    out[key] = self.scrub(item)
+            return out
+        if isinstance(value, list):
+            if value and all(isinstance(v, str) for v in value):
+                return self.argv(value)
+            return [self.scrub(v) for v in value]
+        return value
