@@ -1,9 +1,376 @@
-"""Commands of the reason domain (filled in by its issue)."""
+"""``logkit hypothesis|todo|decide|decision|note|status|record``: recording the reasoning.
+
+Each handler parses, imports its implementation from :mod:`logkit.reasoning` lazily, makes one
+library call and prints. Every command takes ``--session ID`` (default: the current session) and
+``--at TIME`` (default ``$LOGKIT_NOW``, else now) so generated sessions are reproducible, and
+``--reconstructed "ACCOUNT"`` marks an event as reconstructed from a written account.
+"""
 
 from __future__ import annotations
 
+import argparse
+import shlex
+import sys
 from typing import Any
+
+from ._common import add_json, group, print_json, store
+
+PRIORITIES = ("low", "medium", "high")
+
+
+def _common(p: argparse.ArgumentParser, *, reconstructed_required: bool = False) -> None:
+    p.add_argument("--session", dest="session_id", metavar="ID", help="session id (default: the current session)")
+    p.add_argument("--at", metavar="TIME", help="timestamp, ISO 8601 (default $LOGKIT_NOW, else now)")
+    p.add_argument(
+        "--reconstructed", metavar="ACCOUNT", required=reconstructed_required,
+        help='mark the event as reconstructed from a written account, e.g. "seed 000: msg 5976"',
+    )
 
 
 def register(sub: Any) -> None:
-    """Add this domain's commands."""
+    """Add the reasoning commands."""
+    hyp = group(sub, "hypothesis", "add, close and list the hypotheses of a session")
+    p = hyp.add_parser("add", help="record a hypothesis; prints its id (H3)")
+    p.add_argument("text", help='the claim, e.g. "flashinfer_trtllm MoE runs on SM120"')
+    p.add_argument("--priority", choices=PRIORITIES, default="medium")
+    p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
+    _common(p)
+    add_json(p)
+    p.set_defaults(func=cmd_hypothesis_add)
+    for verb, verdict in (("confirm", "confirmed"), ("refute", "refuted"), ("inconclusive", "inconclusive")):
+        p = hyp.add_parser(verb, help=f"close a hypothesis as {verdict}, citing the attempts that show it")
+        p.add_argument("hypothesis", help="H3")
+        p.add_argument("--evidence", action="append", default=[], metavar="A7[,A9]", help="attempt ids (repeatable)")
+        p.add_argument("--because", help="why, in a sentence")
+        _common(p)
+        add_json(p)
+        p.set_defaults(func=cmd_hypothesis_close, verdict=verdict)
+    p = hyp.add_parser("list", help="list hypotheses with their verdicts")
+    p.add_argument("--session", dest="session_id", metavar="ID")
+    add_json(p)
+    p.set_defaults(func=cmd_hypothesis_list)
+
+    todo = group(sub, "todo", "import todo-list snapshots")
+    p = todo.add_parser("import", help='import a todowrite JSON file ({"todos": [...]} or a list) as a snapshot')
+    p.add_argument("file")
+    p.add_argument("--source", help="what to record as the snapshot's source (default: the file path)")
+    _common(p)
+    add_json(p)
+    p.set_defaults(func=cmd_todo_import)
+
+    p = sub.add_parser("decide", help="record a decision; prints its id (DR-0004)", description=(
+        'record a decision. Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
+    p.add_argument("title", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
+    p.add_argument("--context", help="the situation that called for a decision")
+    p.add_argument("--decision", help="what was decided, in a sentence")
+    p.add_argument("--option", action="append", default=[], dest="options", metavar="'NAME: WHY (H2, A4)'",
+                   help="an option considered and why it lost; trailing (H2, A4) cites evidence (repeatable)")
+    p.add_argument("--chosen", action="append", default=[], metavar="NAME", help="the option(s) chosen (repeatable)")
+    p.add_argument("--evidence", action="append", default=[], metavar="A7[,A9]", help="attempt ids (repeatable)")
+    p.add_argument("--consequences", help="what follows from it")
+    p.add_argument("--supersedes", metavar="DR-0002", help="the decision this one replaces")
+    p.add_argument("--status", choices=("proposed", "accepted", "superseded", "deprecated"), default="accepted")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    _common(p)
+    add_json(p)
+    p.set_defaults(func=cmd_decide)
+
+    dec = group(sub, "decision", "list and check decision ids across the knowledge base")
+    p = dec.add_parser("list", help="every decision of the store")
+    add_json(p)
+    p.set_defaults(func=cmd_decision_list)
+    p = dec.add_parser("check", help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
+    add_json(p)
+    p.set_defaults(func=cmd_decision_check)
+    p = dec.add_parser("renumber", help="give a session's decision the next free id (the fix for a duplicate)")
+    p.add_argument("session_id")
+    p.add_argument("decision_id", help="DR-0004")
+    p.set_defaults(func=cmd_decision_renumber)
+
+    p = sub.add_parser("note", help="record a note", description="record a note")
+    p.add_argument("text")
+    p.add_argument("--ref", action="append", default=[], dest="refs", help="A7, H3 or DR-0002 it is about (repeatable)")
+    _common(p)
+    p.set_defaults(func=cmd_note)
+
+    p = sub.add_parser("status", help="the current session: open hypotheses, last attempts, running servers",
+                       description="the current session: open hypotheses, last attempts, running servers")
+    p.add_argument("--session", dest="session_id", metavar="ID")
+    p.add_argument("--last", type=int, default=5, help="how many attempts to show (default 5)")
+    add_json(p)
+    p.set_defaults(func=cmd_status)
+
+    rec = group(sub, "record", "record a session, attempt or metric without running anything (reconstructions)")
+    p = rec.add_parser("session", help="start a session reconstructed from a written account")
+    p.add_argument("title")
+    p.add_argument("--id", dest="new_id", help="session id (default DATE-slug)")
+    p.add_argument("--goal")
+    p.add_argument("--tag", action="append", default=[], dest="tags")
+    p.add_argument("--at", metavar="TIME")
+    p.add_argument("--reconstructed", metavar="ACCOUNT", required=True)
+    add_json(p)
+    p.set_defaults(func=cmd_record_session)
+
+    p = rec.add_parser("attempt", help="record an attempt (and its outcome) that an account describes")
+    p.add_argument("--cmd", required=True, help="the command line as the account gives it (shell-quoted)")
+    p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="default: from the command")
+    p.add_argument("--status", help="how it ended (an outcome status: ready, arch_mismatch, nan, garbage, ...)")
+    p.add_argument("--label", help="what the attempt was, in the account's words")
+    p.add_argument("--result", help="how it ended, in the account's words (the outcome label)")
+    p.add_argument("--evidence-text", action="append", default=[], help="words the account quotes (repeatable)")
+    p.add_argument("--tests", action="append", default=[], metavar="H3", help="hypotheses it tests (repeatable)")
+    p.add_argument("--gpu", help='GPU name, e.g. "NVIDIA RTX PRO 6000 Blackwell"')
+    p.add_argument("--compute-cap", help="e.g. 12.0")
+    p.add_argument("--count", type=int, default=1, help="how many such GPUs")
+    p.add_argument("--first-index", type=int, default=0, help="index of the first GPU (default 0)")
+    p.add_argument("--package", action="append", default=[], metavar="NAME=VERSION")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--duration", type=float, help="seconds it ran, if the account says")
+    _common(p, reconstructed_required=True)
+    add_json(p)
+    p.set_defaults(func=cmd_record_attempt)
+
+    p = rec.add_parser("metric", help="record a figure an account gives")
+    p.add_argument("name", help="SGLang's key, e.g. output_throughput")
+    p.add_argument("value", type=float)
+    p.add_argument("--attempt", required=True, help="the attempt it belongs to (a launch or a bench)")
+    p.add_argument("--unit", help="e.g. tok/s")
+    p.add_argument("--label", action="append", default=[], dest="labels", metavar="KEY=VALUE")
+    _common(p, reconstructed_required=True)
+    add_json(p)
+    p.set_defaults(func=cmd_record_metric)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _handle(args: argparse.Namespace) -> Any:
+    return store(args).open(args.session_id)
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    from ..errors import BadInput
+
+    out: dict[str, str] = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{flag} {value!r} is not KEY=VALUE", fix=f"e.g. {flag} max_concurrency=64")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _typed(values: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, val in values.items():
+        try:
+            out[key] = int(val)
+        except ValueError:
+            out[key] = val
+    return out
+
+
+# --- handlers ---------------------------------------------------------------------------------
+
+
+def cmd_hypothesis_add(args: argparse.Namespace) -> int:
+    from ..reasoning import hypotheses
+
+    event = hypotheses.add(_handle(args), args.text, priority=args.priority, tags=args.tags, at=args.at,
+                           reconstructed=args.reconstructed)
+    print_json({"id": event.short_id, "session": event.session}) if args.json else print(event.short_id)
+    return 0
+
+
+def cmd_hypothesis_close(args: argparse.Namespace) -> int:
+    from ..reasoning import hypotheses
+    from ..reasoning.common import split_ids
+
+    event = hypotheses.close(_handle(args), args.hypothesis, args.verdict, evidence=split_ids(args.evidence),
+                             because=args.because, at=args.at, reconstructed=args.reconstructed)
+    if args.json:
+        print_json({"hypothesis": event.hypothesis, "verdict": event.verdict, "evidence": event.evidence})
+    else:
+        ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
+        print(f"{event.hypothesis} {event.verdict}{ev}")
+    return 0
+
+
+def cmd_hypothesis_list(args: argparse.Namespace) -> int:
+    from ..reasoning.hypotheses import states
+
+    st = store(args)
+    handle = st.handle(args.session_id or st.current_or_fail())
+    rows = [s.as_dict() for s in states(handle.read().events)]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print(f"no hypotheses in {handle.id}; add one with: logkit hypothesis add TEXT")
+    for r in rows:
+        ev = f" by {', '.join(r['evidence'])}" if r["evidence"] else ""
+        print(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {r['text']}{ev}")
+    return 0
+
+
+def cmd_todo_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..reasoning import todo
+
+    event, matches = todo.record(_handle(args), Path(args.file), source=args.source, at=args.at,
+                                 reconstructed=args.reconstructed)
+    if args.json:
+        print_json({"items": len(event.items), "matches": [m.__dict__ for m in matches]})
+        return 0
+    print(f"imported {len(event.items)} todo items into {event.session}:")
+    for m, item in zip(matches, event.items, strict=True):
+        target = f"-> {m.hypothesis} ({m.reason})" if m.hypothesis else f"   {m.reason}"
+        print(f"  {m.index}. [{item.status}] {item.content}\n       {target}")
+    return 0
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from ..reasoning import decisions
+    from ..reasoning.common import split_ids
+
+    event = decisions.record(
+        _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
+        chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
+        supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at, reconstructed=args.reconstructed,
+    )
+    print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
+    return 0
+
+
+def cmd_decision_list(args: argparse.Namespace) -> int:
+    from ..reasoning.decisions import decisions_by_id
+
+    rows = [
+        {"id": did, "session": e.session, "title": e.title, "status": e.status}
+        for did, events in sorted(decisions_by_id(store(args)).items())
+        for e in events
+    ]
+    if args.json:
+        print_json(rows)
+    for r in rows if not args.json else []:
+        print(f"{r['id']}  {r['session']:<44} [{r['status']}] {r['title']}")
+    return 0
+
+
+def cmd_decision_check(args: argparse.Namespace) -> int:
+    from ..reasoning.decisions import check
+
+    problems = check(store(args))
+    if args.json:
+        print_json([p.__dict__ for p in problems])
+    elif problems:
+        for problem in problems:
+            print(problem)
+    else:
+        print("decision ids are unique and the ledger matches the sessions")
+    return 1 if problems else 0
+
+
+def cmd_decision_renumber(args: argparse.Namespace) -> int:
+    from ..reasoning.decisions import renumber
+
+    new_id = renumber(store(args), args.session_id, args.decision_id)
+    print(f"{args.session_id}: {args.decision_id} is now {new_id}; commit the session and sessions/DECISIONS.tsv")
+    return 0
+
+
+def cmd_note(args: argparse.Namespace) -> int:
+    from ..events import Note
+    from ..reasoning.common import now, provenance
+
+    handle = _handle(args)
+    event = Note(session=handle.id, ts=now(args.at), text=args.text, refs=args.refs,
+                 provenance=provenance(args.reconstructed))
+    handle.append(event)
+    print(f"noted in {handle.id}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ..reasoning.status import render, status
+
+    st = store(args)
+    handle = st.open(args.session_id)
+    result = handle.read()
+    for problem in result.problems:
+        print(f"logkit: warning: {problem}", file=sys.stderr)
+    data = status(handle.id, result.events, last=args.last)
+    print_json(data) if args.json else print(render(data))
+    return 0
+
+
+def cmd_record_session(args: argparse.Namespace) -> int:
+    from ..reasoning import record
+
+    handle = record.session(store(args), args.title, session_id=args.new_id, goal=args.goal, tags=args.tags,
+                            at=args.at, reconstructed=args.reconstructed)
+    print_json({"session": handle.id}) if args.json else print(handle.id)
+    return 0
+
+
+def _role(argv: list[str]) -> str:
+    joined = " ".join(argv)
+    if "sglang.launch_server" in joined or argv[:2] == ["sglang", "serve"]:
+        return "launch"
+    if "sglang.bench_serving" in joined or "bench_one_batch_server" in joined:
+        return "bench"
+    return "command"
+
+
+def parse_launch(argv: list[str]) -> Any:
+    """The argv's LaunchConfig: SGLang's own parser (capture/sglang/args.py) when it is there, else a plain parse."""
+    from ..reasoning.launch import plain
+
+    try:
+        from ..capture.sglang import args as sglang_args
+    except ImportError:
+        return plain(argv)
+    parse = getattr(sglang_args, "parse_launch", None)
+    if parse is None:
+        return plain(argv)
+    try:
+        return parse(argv)
+    except Exception:  # noqa: BLE001 - flags the parser rejects still deserve a record
+        return plain(argv)
+
+
+def cmd_record_attempt(args: argparse.Namespace) -> int:
+    from ..errors import BadInput
+    from ..reasoning import record
+    from ..reasoning.common import split_ids
+
+    try:
+        argv = shlex.split(args.cmd)
+    except ValueError as exc:
+        raise BadInput(f"--cmd {args.cmd!r}: {exc}", fix="quote it as a shell command line") from None
+    role = args.role or _role(argv)
+    env = record.environment(
+        gpu=args.gpu, compute_cap=args.compute_cap, count=args.count, first_index=args.first_index,
+        packages=dict(_pairs(args.package, "--package")), env=_pairs(args.env, "--env"),
+    )
+    attempt, outcome = record.attempt(
+        _handle(args), argv, role=role, status=args.status, label=args.label, outcome_label=args.result,
+        evidence_text=args.evidence_text, tests=split_ids(args.tests), environment=env,
+        launch=parse_launch(argv) if role == "launch" else None, at=args.at, duration_s=args.duration,
+        reconstructed=args.reconstructed,
+    )
+    if args.json:
+        print_json({"id": attempt.short_id, "status": outcome.status if outcome else None})
+    else:
+        print(attempt.short_id)
+    return 0
+
+
+def cmd_record_metric(args: argparse.Namespace) -> int:
+    from ..reasoning import record
+
+    event = record.metric(_handle(args), args.name, args.value, attempt_id=args.attempt, unit=args.unit,
+                          labels=_typed(_pairs(args.labels, "--label")), at=args.at, reconstructed=args.reconstructed)
+    print_json({"metric": event.name, "value": event.value}) if args.json else print(f"{event.name} = {event.value:g}")
+    return 0

@@ -1,0 +1,112 @@
+"""Helpers every reasoning command shares: the clock, provenance, and resolving ids in a session.
+
+Contract:
+
+* :func:`now` is the time a reasoning event is stamped with: ``at`` if given, else ``$LOGKIT_NOW``,
+  else the wall clock. A fixed ``$LOGKIT_NOW``/``--at`` makes generated sessions reproducible.
+* :func:`provenance` turns ``--reconstructed "seed 000: ..."`` into a ``reconstructed`` provenance.
+* :func:`attempt_ids`/:func:`hypothesis_ids` and :func:`check_refs` validate ``A7``, ``H3`` and
+  ``other-session/A4`` references, raising :class:`~logkit.errors.NotFound` with the ids that exist.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+
+from ..errors import BadInput, NotFound
+from ..events import Attempt, BaseEvent, Hypothesis, Provenance
+from ..store import SessionHandle, Store
+
+__all__ = ["ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "parse_time", "provenance", "split_ids"]
+
+ENV_NOW = "LOGKIT_NOW"
+_ATTEMPT = re.compile(r"^A[0-9]+$")
+_HYPOTHESIS = re.compile(r"^H[0-9]+$")
+
+
+def parse_time(text: str, *, what: str = "--at") -> datetime:
+    """An ISO 8601 time (``2026-11-14T09:30:00Z``); naive times are UTC."""
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"{what} {text!r} is not an ISO 8601 time", fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def now(at: str | None = None) -> datetime:
+    """``at``, else ``$LOGKIT_NOW``, else the current UTC time."""
+    if at:
+        return parse_time(at)
+    env = os.environ.get(ENV_NOW)
+    if env:
+        return parse_time(env, what=f"${ENV_NOW}")
+    return datetime.now(UTC)
+
+
+def provenance(reconstructed: str | None) -> Provenance | None:
+    """The provenance of an event reconstructed from a written account, or None for a live one."""
+    if reconstructed is None:
+        return None
+    if not reconstructed.strip():
+        raise BadInput("--reconstructed needs the account it follows", fix='--reconstructed "seed 000: msg 5976"')
+    return Provenance(source="reconstructed", detail=reconstructed.strip())
+
+
+def split_ids(values: list[str] | None) -> list[str]:
+    """``["A7,A9", "A10"]`` -> ``["A7", "A9", "A10"]`` (comma lists and repeated flags both work)."""
+    out: list[str] = []
+    for value in values or []:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out
+
+
+def attempt_ids(events: list[BaseEvent]) -> list[str]:
+    """The attempt short ids of a session, in order."""
+    return [e.short_id for e in events if isinstance(e, Attempt)]
+
+
+def hypothesis_ids(events: list[BaseEvent]) -> list[str]:
+    """The hypothesis short ids of a session, in order."""
+    return [e.short_id for e in events if isinstance(e, Hypothesis)]
+
+
+def _known(ids: list[str]) -> str:
+    return ", ".join(ids[-12:]) if ids else "none yet"
+
+
+def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], *, allow: str = "AH") -> None:
+    """Raise :class:`NotFound`/:class:`BadInput` unless every ref names an existing attempt or hypothesis.
+
+    A ref is ``A7``/``H3`` in this session, or ``SESSION/A4`` in another session of the same store.
+    ``allow`` says which prefixes are acceptable here.
+    """
+    attempts = attempt_ids(events)
+    hypotheses = hypothesis_ids(events)
+    for ref in refs:
+        if "/" in ref:
+            other, _, short = ref.rpartition("/")
+            if not (_ATTEMPT.match(short) or _HYPOTHESIS.match(short)):
+                raise BadInput(f"{ref!r} is not SESSION/A<n> or SESSION/H<n>", fix="e.g. 2026-11-14-glm5/A4")
+            store: Store = handle.store
+            other_events = store.handle(other).read().events
+            pool = attempt_ids(other_events) if short.startswith("A") else hypothesis_ids(other_events)
+            if short not in pool:
+                raise NotFound(f"session {other!r} has no {short}", fix=f"known there: {_known(pool)}")
+            continue
+        if _ATTEMPT.match(ref) and "A" in allow:
+            if ref not in attempts:
+                raise NotFound(
+                    f"no attempt {ref} in session {handle.id}",
+                    fix=f"known attempts: {_known(attempts)} (see 'logkit status')",
+                )
+        elif _HYPOTHESIS.match(ref) and "H" in allow:
+            if ref not in hypotheses:
+                raise NotFound(
+                    f"no hypothesis {ref} in session {handle.id}",
+                    fix=f"known hypotheses: {_known(hypotheses)} (see 'logkit hypothesis list')",
+                )
+        else:
+            kinds = " or ".join({"A": "an attempt (A7)", "H": "a hypothesis (H3)"}[k] for k in allow)
+            raise BadInput(f"{ref!r} is not {kinds}", fix="use ids as 'logkit status' prints them")

@@ -1,0 +1,215 @@
+"""Before a launch: has this configuration already been refuted on this GPU architecture?
+
+Contract:
+
+* :func:`refuted_runs` scans every session of the store for attempts that failed: an outcome in a
+  ``[failure_classes]`` status of ``reasoning.toml``, or an attempt cited as evidence of a
+  ``refuted`` verdict. Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
+  from the attempt's recorded GPUs) and its *suspect* flags: what the attempt changed against the
+  launch before it (its config diff), else its non-default backend flags. A run with no suspect
+  flags or no known architecture is never matched (it would match everything).
+* :func:`check` returns the refuted runs whose suspect flags all have the same value in the new
+  launch's fingerprint, on the same architecture. An unknown architecture here matches nothing.
+* :func:`local_arch` reads the architecture of the GPUs this launch will use (nvidia-smi, honouring
+  ``CUDA_VISIBLE_DEVICES``; ``$LOGKIT_GPU_ARCH`` overrides, e.g. ``SM120``). It never raises.
+* :func:`confirm` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
+  prompts when stdin is not a terminal (it proceeds and prints the warning).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ..events import Attempt, BaseEvent, Environment, LaunchConfig, Outcome, Verdict
+from ..store import Store
+from .tables import tables
+
+__all__ = ["ENV_ARCH", "RefutedRun", "arch_of", "check", "confirm", "local_arch", "refuted_runs", "suspects", "warning"]
+
+ENV_ARCH = "LOGKIT_GPU_ARCH"
+_CAP = re.compile(r"^\s*(?:SM_?)?(\d+)(?:[.,](\d+))?\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class RefutedRun:
+    """A failed attempt somewhere in the knowledge base, as the pre-launch check sees it."""
+
+    session: str
+    attempt: str
+    status: str
+    arch: str | None
+    #: fingerprint key -> the value that failed
+    suspects: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+
+
+def arch_name(capability: str | None) -> str | None:
+    """``"12.0"`` / ``"(12, 0)"`` / ``"sm120"`` -> ``"SM120"``."""
+    if not capability:
+        return None
+    text = str(capability).strip().strip("()").replace(" ", "")
+    if text.upper().startswith("SM") and text[2:].isdigit():
+        return "SM" + text[2:]
+    match = _CAP.match(text.replace(",", "."))
+    if not match:
+        return None
+    return f"SM{int(match.group(1))}{int(match.group(2) or 0)}"
+
+
+def arch_of(environment: Environment | None) -> str | None:
+    """The architecture of an attempt's GPUs (the first one's; mixed hosts are rare)."""
+    if environment is None:
+        return None
+    for gpu in environment.gpus:
+        name = arch_name(gpu.compute_cap)
+        if name:
+            return name
+    return arch_name(environment.device_capability)
+
+
+def local_arch(env: dict[str, str] | None = None, timeout: float = 5.0) -> str | None:
+    """The architecture of the GPUs a launch here would use, or None when it cannot tell."""
+    env = dict(os.environ if env is None else env)
+    if env.get(ENV_ARCH):
+        return arch_name(env[ENV_ARCH])
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    caps: dict[str, str] = {}
+    for line in out.splitlines():
+        index, _, cap = line.partition(",")
+        caps[index.strip()] = cap.strip()
+    visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    chosen = [caps[v] for v in visible if v in caps] or list(caps.values())
+    return arch_name(chosen[0]) if chosen else None
+
+
+def _fingerprint(launch: LaunchConfig | None) -> dict[str, Any]:
+    if launch is None:
+        return {}
+    return dict(launch.fingerprint or launch.non_default)
+
+
+def _is_backend(key: str) -> bool:
+    return any(part in key for part in tables()["fingerprint"]["backend_key_contains"])
+
+
+def suspects(launch: LaunchConfig | None) -> dict[str, Any]:
+    """The flags a failed launch is blamed on: what it changed, else its non-default backends."""
+    if launch is None:
+        return {}
+    ignore = {str(v).lower() for v in tables()["fingerprint"]["ignore_values"]}
+    fingerprint = _fingerprint(launch)
+    picked: dict[str, Any] = {}
+    if launch.diff is not None:
+        picked.update(launch.diff.added)
+        picked.update({k: new for k, (_, new) in ((k, v) for k, v in launch.diff.changed.items() if len(v) == 2)})
+        picked = {k: v for k, v in picked.items() if k in fingerprint or not fingerprint}
+    if not picked:
+        picked = {k: v for k, v in fingerprint.items() if _is_backend(k)}
+    return {k: v for k, v in picked.items() if v is not None and str(v).lower() not in ignore}
+
+
+def _session_runs(session: str, events: list[BaseEvent]) -> list[RefutedRun]:
+    classes = tables()["failure_classes"]
+    attempts = {e.short_id: e for e in events if isinstance(e, Attempt)}
+    outcomes = {e.attempt: e for e in events if isinstance(e, Outcome)}
+    refuted_by = {ref for e in events if isinstance(e, Verdict) and e.verdict == "refuted" for ref in e.evidence}
+    runs = []
+    for sid, attempt in attempts.items():
+        if attempt.role != "launch":
+            continue
+        outcome = outcomes.get(sid)
+        status = outcome.status if outcome else None
+        if status not in classes and sid not in refuted_by:
+            continue
+        blamed = suspects(attempt.launch)
+        arch = arch_of(attempt.environment)
+        if blamed and arch:
+            label = outcome.label if outcome else None
+            runs.append(RefutedRun(session, sid, status or "refuted", arch, blamed, label))
+    return runs
+
+
+def refuted_runs(store: Store) -> list[RefutedRun]:
+    """Every refuted launch of the knowledge base (unreadable lines are skipped, never fatal)."""
+    runs: list[RefutedRun] = []
+    for session, result in store.read_all().items():
+        runs.extend(_session_runs(session, result.events))
+    return runs
+
+
+def _same(a: Any, b: Any) -> bool:
+    return str(a).strip().lower() == str(b).strip().lower()
+
+
+def check(fingerprint: dict[str, Any], arch: str | None, store: Store) -> list[RefutedRun]:
+    """The refuted runs this launch repeats on the same architecture (none when ``arch`` is unknown)."""
+    if not arch:
+        return []
+    arch = arch_name(arch) or arch
+    return [
+        run for run in refuted_runs(store)
+        if run.arch == arch and all(k in fingerprint and _same(fingerprint[k], v) for k, v in run.suspects.items())
+    ]
+
+
+def describe(suspected: dict[str, Any]) -> str:
+    """``{"moe_runner_backend": "flashinfer_trtllm"}`` -> ``flashinfer_trtllm MoE``."""
+    labels = tables()["fingerprint"]["labels"]
+    parts = []
+    for key, value in suspected.items():
+        if key in labels:
+            parts.append(f"{value} {labels[key]}")
+        else:
+            parts.append(f"--{key.replace('_', '-')} {value}")
+    return " + ".join(parts)
+
+
+def warning(run: RefutedRun) -> str:
+    """``flashinfer_trtllm MoE crashed on SM120 in 2026-11-14-glm5 A4 (arch_mismatch).``"""
+    verb = tables()["failure_classes"].get(run.status, "was refuted")
+    return f"{describe(run.suspects)} {verb} on {run.arch} in {run.session} {run.attempt} ({run.status})."
+
+
+def confirm(
+    runs: list[RefutedRun],
+    *,
+    yes: bool = False,
+    stdin: TextIO | None = None,
+    stderr: TextIO | None = None,
+    ask: Callable[[str], str] | None = None,
+) -> bool:
+    """Warn about ``runs``; True to go ahead. Prompts only on a terminal, and not with ``yes``."""
+    if not runs:
+        return True
+    stdin = stdin or sys.stdin
+    stderr = stderr or sys.stderr
+    for run in runs:
+        stderr.write(f"logkit: warning: {warning(run)}\n")
+    if yes:
+        return True
+    try:
+        interactive = stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        stderr.write("logkit: not a terminal, running anyway (pass --yes to silence this check)\n")
+        return True
+    stderr.write("Run anyway? [y/N] ")
+    stderr.flush()
+    try:
+        answer = ask("") if ask else stdin.readline()
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
