@@ -1,9 +1,67 @@
-"""Commands of the site domain (filled in by its issue)."""
+"""``logkit build``, ``logkit serve`` and ``logkit cite``: the knowledge-base site."""
 
 from __future__ import annotations
 
+import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from ._common import store
 
 
 def register(sub: Any) -> None:
-    """Add this domain's commands."""
+    """Add the site commands."""
+    p = sub.add_parser(
+        "build", help="build the knowledge-base site from the sessions",
+        description="Render every session into Markdown (site/docs/) and run mkdocs build (site/out/). "
+                    "The site opens offline: site/out/index.html.",
+    )
+    p.add_argument("--out", metavar="DIR", default="site/out", help="HTML output directory (default site/out)")
+    p.add_argument("--docs", metavar="DIR", default="site/docs",
+                   help="generated Markdown directory (default site/docs; must not be inside --out)")
+    p.add_argument("--config", metavar="FILE", help="mkdocs.yml to use (default ./mkdocs.yml, else logkit's own)")
+    p.add_argument("--strict", action="store_true", help="fail on any session line that does not validate")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("serve", help="preview the site with live reload",
+                       description="Build the Markdown, then serve it with mkdocs live reload; edits to the "
+                                   "sessions rebuild the pages.")
+    p.add_argument("--docs", metavar="DIR", default="site/docs", help="generated Markdown directory")
+    p.add_argument("--config", metavar="FILE", help="mkdocs.yml to use")
+    p.add_argument("--addr", default="127.0.0.1:8000", help="address to serve on (default 127.0.0.1:8000)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("cite", help="print a Markdown link to a decision record",
+                       description="Print a Markdown link to a decision, built from site_url in mkdocs.yml.")
+    p.add_argument("decision_id", help="e.g. DR-0003")
+    p.add_argument("--config", metavar="FILE", help="mkdocs.yml to read site_url from")
+    p.add_argument("--site-url", help="use this base URL instead of site_url")
+    p.set_defaults(func=cmd_cite)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..build import build
+
+    st = store(args)
+    result = build(st.root, Path(args.docs), Path(args.out), strict=args.strict,
+                   config=Path(args.config) if args.config else None, chart_cache=Path(".cache/logkit-charts"))
+    took = sum(result.timings.values())
+    skipped = f", {len(result.warnings)} warning(s)" if result.warnings else ""
+    print(f"built {result.pages} pages from {st.root} in {took:.1f}s{skipped}: {Path(args.out) / 'index.html'}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..build.serve import serve
+
+    serve(store(args).root, Path(args.docs), Path(args.config) if args.config else None, args.addr)
+    return 0
+
+
+def cmd_cite(args: argparse.Namespace) -> int:
+    from ..build.cite import cite
+
+    print(cite(store(args).root, args.decision_id, Path(args.config) if args.config else None, args.site_url,
+               warn=lambda m: print(m, file=sys.stderr)))
+    return 0

@@ -1,0 +1,118 @@
+"""The knowledge-base builder: sessions -> frames -> charts -> page contexts -> Markdown -> mkdocs.
+
+Contract: :func:`build` is one linear pipeline of named stages; every stage but the last two is a
+pure function of the previous one's output:
+
+1. ``load``     validate every session (:mod:`.load`); bad lines warned about and skipped
+2. ``frames``   pandas DataFrames of attempts, outcomes, metrics (:mod:`.frames`)
+3. ``charts``   Altair specs per model x GPU (:mod:`.charts`)
+4. ``contexts`` one typed dataclass per page (:mod:`.pages_kb`, :mod:`.pages_configs`)
+5. ``render``   Jinja2 templates to Markdown in ``docs``, charts to SVG (:mod:`.render`)
+6. ``mkdocs``   ``mkdocs build`` with Material into ``out`` (:mod:`.site`)
+
+:func:`generate` runs stages 1-5 only (``logkit serve`` and the bench use it).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BuildResult", "build", "generate"]
+
+
+@dataclass
+class BuildResult:
+    """What a build did."""
+
+    docs: Path
+    out: Path | None
+    pages: int = 0
+    charts_rendered: int = 0
+    warnings: list[str] = field(default_factory=list)
+    #: stage name -> seconds
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
+             templates: Path | None = None, chart_cache: Path | None = None) -> BuildResult:
+    """Stages 1-5: write the Markdown knowledge base of ``sessions`` into ``docs``."""
+    from .charts import metrics_pages, render_svgs
+    from .frames import make_frames
+    from .index import KBIndex
+    from .load import load
+    from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
+    from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
+    from .render import Renderer
+    from .site import copy_assets
+
+    result = BuildResult(docs=docs, out=None)
+
+    def warned(message: str) -> None:
+        result.warnings.append(message)
+        warn(message)
+
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        result.timings[stage] = now - clock
+        clock = now
+
+    loaded = load(sessions, strict=strict, warn=warned)
+    lap("load")
+    frames = make_frames(loaded)
+    lap("frames")
+    metric_pages, metric_index, jobs = metrics_pages(frames)
+    lap("charts")
+    index = KBIndex(loaded, frames)
+    cfg_pages = config_pages(index)
+    matrix, negatives = matrix_page(index)
+    sig_pages = signature_pages(index)
+    home = home_page(index)
+    pages: list[tuple[Any, Any]] = [(home.page, home)]
+    for ctx in [
+        decisions_index(index), *decision_pages(index),
+        configs_index(index, cfg_pages), *cfg_pages,
+        matrix, *negatives,
+        signatures_index(sig_pages), *sig_pages,
+        metric_index, *metric_pages,
+        sessions_index(index), *session_pages(index),
+    ]:
+        pages.append((ctx.page, ctx))
+    lap("contexts")
+    docs.mkdir(parents=True, exist_ok=True)
+    renderer = Renderer(docs, templates)
+    from .contexts import Page
+
+    pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
+    renderer.write(pages)
+    renderer.prune()
+    copy_assets(docs)
+    result.charts_rendered = render_svgs(jobs, docs, chart_cache, warned)
+    result.pages = len(pages)
+    lap("render")
+    return result
+
+
+def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config: Path | None = None,
+          warn: Callable[[str], None] = _stderr, chart_cache: Path | None = None) -> BuildResult:
+    """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``)."""
+    from .site import check_dirs, run_mkdocs
+
+    check_dirs(docs, out)
+    result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+    start = time.perf_counter()
+    run_mkdocs(config, docs, out)
+    result.timings["mkdocs"] = time.perf_counter() - start
+    result.out = out
+    return result

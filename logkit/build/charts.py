@@ -1,0 +1,153 @@
+"""Stage 3, charts: Altair charts of the metrics, rendered to SVG files at build time.
+
+Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
+GPU with up to four charts (throughput against concurrency per configuration, TTFT and ITL
+against concurrency, best throughput per backend value), each with the numbers as a table. Charts
+are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
+``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
+its file name and a cache directory lets a rebuild skip rendering it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
+from .frames import Frames
+from .load import tables
+from .paths import metrics_path
+
+__all__ = ["ChartJob", "metrics_pages", "render_svgs"]
+
+ChartJob = tuple[str, dict[str, Any]]
+
+
+def _config_label(frames: Frames, ref: str) -> str:
+    f = frames.facts[ref]
+    parts = [f"{k.removesuffix('_backend')}={v}" for k, v in sorted(f.backends.items())]
+    tp = f.fingerprint.get("tp_size")
+    if tp is not None:
+        parts.append(f"tp={tp}")
+    return " ".join(parts)[:80] or (f.fp_hash or "config")
+
+
+def _first(names: list[str], present: set[str]) -> str | None:
+    return next((n for n in names if n in present), None)
+
+
+def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    spec = chart.to_dict()
+    spec.pop("$schema", None)
+    return spec
+
+
+def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    src = f"assets/charts/{digest}.svg"
+    return src, (src, spec)
+
+
+def _line(df: pd.DataFrame, y: str, title: str) -> alt.Chart:
+    return alt.Chart(df, title=title, width=520, height=260).mark_line(point=True).encode(
+        x=alt.X("concurrency:Q", title="max concurrency"),
+        y=alt.Y("value:Q", title=y),
+        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)),
+    )
+
+
+def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
+    """Metric pages with their chart contexts, and the charts still to render."""
+    names = tables()["metrics"]
+    m = frames.metrics
+    m = m[m["server"].notna()] if not m.empty else m
+    pages: list[MetricsPage] = []
+    jobs: list[ChartJob] = []
+    rows: list[tuple[str, str, int, str]] = []
+    if m.empty:
+        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
+    m = m.assign(config=[_config_label(frames, r) for r in m["server"]])
+    for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
+        model_s = model if isinstance(model, str) else "unknown model"
+        gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
+        present = set(group["name"])
+        charts: list[ChartCtx] = []
+        for kind, label in (("throughput", "tok/s"), ("ttft", "ms"), ("itl", "ms")):
+            name = _first(names[kind], present)
+            if name is None:
+                continue
+            sel = group[(group["name"] == name) & group["concurrency"].notna()]
+            if sel.empty:
+                continue
+            # the latest figure per configuration and concurrency
+            sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
+            src, job = _job(_spec(_line(sel, f"{name} ({label})", f"{name} against concurrency")))
+            jobs.append(job)
+            table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
+            charts.append(ChartCtx(
+                title=f"{name} against concurrency", src=src,
+                alt=f"{name} against max concurrency for {model_s} on {gpu_s}",
+                headers=["concurrency", *[str(c) for c in table.columns]],
+                rows=[[f"{c:g}", *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for c, r in zip(table.index, table.values)],
+            ))
+        name = _first(names["throughput"], present)
+        if name is not None:
+            best = group[group["name"] == name].groupby("config", as_index=False)["value"].max()
+            if len(best) > 1:
+                spec = _spec(alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
+                    x=alt.X("value:Q", title=f"{name} (tok/s)"),
+                    y=alt.Y("config:N", sort="-x", title=None, axis=alt.Axis(labelLimit=400)),
+                ))
+                src, job = _job(spec)
+                jobs.append(job)
+                charts.append(ChartCtx(
+                    title=f"best {name} per configuration", src=src, alt=f"backend comparison for {model_s} on {gpu_s}",
+                    headers=["configuration", name],
+                    rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
+                ))
+        path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
+        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2"), model_s, gpu_s, charts))
+        rows.append((model_s, gpu_s, len(group), path))
+    return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
+
+
+def _render_one(spec: dict[str, Any]) -> str:
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_svg(spec)
+
+
+def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
+    """Write every chart's SVG under ``docs``; returns how many were rendered (not cached)."""
+    rendered = 0
+    seen: set[str] = set()
+    for src, spec in jobs:
+        if src in seen:
+            continue
+        seen.add(src)
+        target = docs / src
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            continue  # the name is the spec's hash: an existing file is this chart
+        cached = cache / Path(src).name if cache else None
+        if cached is not None and cached.exists():
+            shutil.copyfile(cached, target)
+            continue
+        try:
+            svg = _render_one(spec)
+        except Exception as exc:  # a chart that cannot render must not stop the build
+            warn(f"warning: chart {src} could not be rendered: {exc}")
+            svg = '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40"><text x="5" y="25">chart unavailable</text></svg>'
+        target.write_text(svg, encoding="utf-8")
+        rendered += 1
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(target, cached)
+    return rendered

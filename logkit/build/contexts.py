@@ -1,0 +1,441 @@
+"""Stage 4 output: one typed context per page template; templates see nothing else.
+
+Contract: every field is plain data (str, numbers, datetimes, lists of these dataclasses). Strings
+are the user's raw text: templates escape them (the engine's ``finalize`` escapes every output).
+``href`` fields are paths from the docs root to a generated page (``sessions/<id>/index.md#A4``);
+the render stage makes them relative to the page that links them. No DataFrame or event object
+reaches a template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+__all__ = [
+    "AttemptRef", "BestRow", "CellCtx", "ChartCtx", "ConfigCtx", "ConfigPage", "ConfigRow", "ConfigsIndex",
+    "DecisionPage", "DecisionRow", "DecisionsIndex", "DiffRow", "Entry", "EvidenceCtx", "HomePage", "HypRef",
+    "MatrixPage", "MatrixRow", "MatrixTable", "MetricRow", "MetricsIndex", "MetricsPage", "NegativePage",
+    "OptionCtx", "SessionPage", "SessionRow", "SessionsIndex", "SignaturePage", "SignatureRow",
+    "SignaturesIndex", "Line", "Page",
+]
+
+
+@dataclass
+class Page:
+    """Where a page goes and what it is called."""
+
+    #: path of the Markdown file under the docs directory, e.g. ``decisions/DR-0003/index.md``
+    path: str
+    #: the page title (raw text; escaped for the HTML title by the render stage)
+    title: str
+    #: the template that renders it, e.g. ``decision.md.j2``
+    template: str
+    #: Material tags of the page (status of a decision, GPU architecture...)
+    tags: list[str] = field(default_factory=list)
+    #: keep the page's text out of the search index (big evidence pages)
+    no_search: bool = False
+
+
+@dataclass
+class Line:
+    """A log line with its 1-based number in the attempt's log."""
+
+    number: int
+    text: str
+
+
+@dataclass
+class AttemptRef:
+    """A link to one attempt and the gist of how it ended."""
+
+    #: ``<session>/<A7>``
+    ref: str
+    #: link target: the attempt's anchor on its session page
+    href: str
+    #: short status word (``ready``, ``oom``, ... or ``running`` when no outcome was recorded)
+    status: str
+    #: outcome label, e.g. ``CUDA out of memory during CUDA graph capture``
+    label: str | None = None
+    #: when it started
+    started: datetime | None = None
+
+
+@dataclass
+class HypRef:
+    """A hypothesis and its verdict."""
+
+    id: str
+    text: str
+    href: str
+    #: ``confirmed`` / ``refuted`` / ``inconclusive`` / ``open``
+    verdict: str = "open"
+    because: str | None = None
+    evidence: list[AttemptRef] = field(default_factory=list)
+
+
+@dataclass
+class DecisionRow:
+    """One decision in a list."""
+
+    id: str
+    title: str
+    #: the status shown: ``superseded`` when a later record supersedes it, else the recorded one
+    status: str
+    date: datetime
+    href: str
+    session: str
+    superseded_by: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MetricRow:
+    """One figure: name, value, unit and the concurrency it was measured at."""
+
+    name: str
+    value: float
+    unit: str | None = None
+    concurrency: float | None = None
+
+
+@dataclass
+class EvidenceCtx:
+    """An attempt cited as evidence, with its log excerpt."""
+
+    attempt: AttemptRef
+    signature: str | None = None
+    metrics: list[MetricRow] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    #: the log file, relative to the session directory
+    log: str | None = None
+
+
+@dataclass
+class OptionCtx:
+    """An option a decision considered."""
+
+    name: str
+    chosen: bool
+    why_not: str | None = None
+    hypotheses: list[HypRef] = field(default_factory=list)
+    attempts: list[AttemptRef] = field(default_factory=list)
+
+
+@dataclass
+class DecisionPage:
+    """``decisions/DR-0003/``: a MADR-like record."""
+
+    page: Page
+    row: DecisionRow
+    #: the status as recorded in the event (differs from ``row.status`` when superseded later)
+    recorded_status: str
+    context: str | None
+    decision: str | None
+    consequences: str | None
+    options: list[OptionCtx]
+    evidence: list[EvidenceCtx]
+    #: references that name no attempt of the knowledge base (shown, not linked)
+    unresolved: list[str]
+    supersedes: DecisionRow | None
+    superseded_by: list[DecisionRow]
+    tags: list[str]
+    #: e.g. ``reconstructed from a written account: seeds/000.txt``; None when captured live
+    provenance: str | None
+    session_href: str
+    session_title: str
+
+
+@dataclass
+class DecisionsIndex:
+    """``decisions/``: every decision grouped by status."""
+
+    page: Page
+    #: status -> rows, in the closed list's order (proposed, accepted, superseded, deprecated)
+    by_status: dict[str, list[DecisionRow]]
+    counts: dict[str, int]
+
+
+@dataclass
+class BestRow:
+    """The best measured configuration of one model on one GPU."""
+
+    model: str
+    gpu: str
+    metric: str
+    value: float
+    unit: str | None
+    concurrency: float | None
+    config_href: str
+    attempt: AttemptRef
+
+
+@dataclass
+class HomePage:
+    """The home page: coverage, counts, latest decisions, best configurations."""
+
+    page: Page
+    counts: dict[str, int]
+    models: list[str]
+    #: (GPU label, architecture) pairs
+    gpus: list[tuple[str, str]]
+    sglang_versions: list[str]
+    first: datetime | None
+    last: datetime | None
+    latest_decisions: list[DecisionRow]
+    best: list[BestRow]
+    #: provenance source -> number of sessions with events of that source
+    sources: dict[str, int]
+    problems: list[str]
+
+
+@dataclass
+class ConfigCtx:
+    """One working configuration (one launch fingerprint) of a model on a GPU."""
+
+    #: stable anchor: ``cfg-<fingerprint hash>``
+    anchor: str
+    #: backend axes and values, e.g. ``moe_runner_backend=flashinfer_cutlass``
+    backends: list[tuple[str, str]]
+    command: str
+    #: version name -> the distinct versions it has worked with
+    holds_for: dict[str, list[str]]
+    #: concurrency -> throughput / ttft / itl (columns in ``metric_names``)
+    metric_names: list[str]
+    metric_rows: list[tuple[str, list[str]]]
+    last_verified: datetime
+    attempts: list[AttemptRef]
+    stale_by: AttemptRef | None = None
+
+
+@dataclass
+class ConfigPage:
+    """``configs/<model>-<gpu>-<sglang>/``."""
+
+    page: Page
+    model: str
+    gpu: str
+    arch: str
+    sglang: str
+    configs: list[ConfigCtx]
+    metrics_href: str | None
+
+
+@dataclass
+class ConfigRow:
+    """A line of the configurations index."""
+
+    model: str
+    gpu: str
+    arch: str
+    sglang: str
+    count: int
+    stale: int
+    best: str
+    href: str
+
+
+@dataclass
+class ConfigsIndex:
+    """``configs/``."""
+
+    page: Page
+    rows: list[ConfigRow]
+
+
+@dataclass
+class CellCtx:
+    """A cell of the compatibility matrix."""
+
+    category: str
+    text: str
+    href: str | None = None
+    #: evidence gist: signature label, versions, date
+    detail: str | None = None
+
+
+@dataclass
+class MatrixRow:
+    """Backend axis=value and its cells, one per architecture."""
+
+    axis: str
+    value: str
+    cells: list[CellCtx]
+
+
+@dataclass
+class MatrixTable:
+    """The matrix of one model."""
+
+    model: str
+    archs: list[str]
+    rows: list[MatrixRow]
+
+
+@dataclass
+class MatrixPage:
+    """``backends/``: backend value x GPU architecture x model."""
+
+    page: Page
+    tables: list[MatrixTable]
+    legend: list[tuple[str, str]]
+    negatives: list[tuple[str, str, str]]
+
+
+@dataclass
+class NegativePage:
+    """``backends/<axis>-<value>-<arch>-<model>/``: a negative result."""
+
+    page: Page
+    axis: str
+    value: str
+    arch: str
+    model: str
+    category: str
+    tried: list[tuple[AttemptRef, str]]
+    signatures: list[tuple[str, str]]
+    excerpt: list[Line]
+    excerpt_from: AttemptRef | None
+    reproduce: str
+    refuted_on: dict[str, list[str]]
+    hypotheses: list[HypRef]
+    options: list[tuple[str, str, str, str]]
+    retry_when: list[str]
+    worked_elsewhere: list[str]
+
+
+@dataclass
+class SignatureRow:
+    """A line of the signature index."""
+
+    signature: str
+    label: str | None
+    count: int
+    archs: str
+    cleared: int
+    href: str
+
+
+@dataclass
+class SignaturesIndex:
+    """``signatures/``."""
+
+    page: Page
+    rows: list[SignatureRow]
+
+
+@dataclass
+class DiffRow:
+    """One changed setting between two attempts."""
+
+    key: str
+    old: str | None
+    new: str | None
+
+
+@dataclass
+class SignaturePage:
+    """``signatures/<slug>/``: a failure signature and who hit it."""
+
+    page: Page
+    signature: str
+    label: str | None
+    #: (attempt, backends text, gpu, arch, versions text)
+    hits: list[tuple[AttemptRef, str, str, str, str]]
+    excerpt: list[Line]
+    excerpt_from: AttemptRef | None
+    #: (failed attempt, the next attempt that worked, what changed)
+    cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]]
+
+
+@dataclass
+class Entry:
+    """One item of a session's story; ``kind`` picks the partial that renders it."""
+
+    kind: str
+    ts: datetime
+    anchor: str | None = None
+    title: str = ""
+    text: str | None = None
+    provenance: str | None = None
+    attempt: AttemptRef | None = None
+    command: str | None = None
+    backends: list[tuple[str, str]] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    diff: list[DiffRow] = field(default_factory=list)
+    diff_against: str | None = None
+    lines: list[Line] = field(default_factory=list)
+    metrics: list[MetricRow] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)
+    #: todo items (status, content, hypothesis) and what changed since the previous snapshot
+    items: list[tuple[str, str, str | None]] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SessionPage:
+    """``sessions/<id>/``: the story of one session in time order."""
+
+    page: Page
+    id: str
+    title: str
+    goal: str | None
+    tags: list[str]
+    started: datetime | None
+    host: str | None
+    provenance: list[str]
+    counts: dict[str, int]
+    entries: list[Entry]
+    problems: list[str]
+
+
+@dataclass
+class SessionRow:
+    """A line of the session index."""
+
+    id: str
+    title: str
+    started: datetime | None
+    attempts: int
+    ready: int
+    decisions: int
+    source: str
+    href: str
+
+
+@dataclass
+class SessionsIndex:
+    """``sessions/``."""
+
+    page: Page
+    rows: list[SessionRow]
+
+
+@dataclass
+class ChartCtx:
+    """A chart rendered to SVG at build time, and its numbers as a table."""
+
+    title: str
+    #: the SVG file, from the docs root
+    src: str
+    alt: str
+    headers: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class MetricsPage:
+    """``metrics/<model>-<gpu>/``."""
+
+    page: Page
+    model: str
+    gpu: str
+    charts: list[ChartCtx]
+
+
+@dataclass
+class MetricsIndex:
+    """``metrics/``."""
+
+    page: Page
+    rows: list[tuple[str, str, int, str]]

@@ -1,0 +1,111 @@
+"""Cross-references of the whole knowledge base: attempts by reference, decisions by id.
+
+Contract: :class:`KBIndex` resolves ``A7`` (in a given session) and ``2026-11-14-glm5/A4``
+(anywhere) to attempt facts, ``H3`` to a hypothesis, and ``DR-0003`` to the latest record of that
+decision. ``supersedes`` is written once, on the newer record; :meth:`KBIndex.superseded_by`
+derives the other direction so both pages show the link and it can never be one-sided.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..events import Decision
+from .contexts import DecisionRow, HypRef
+from .frames import AttemptFacts, Frames, ref_of
+from .load import Loaded
+from .paths import attempt_ref, decision_href, session_href
+
+__all__ = ["KBIndex", "provenance_text"]
+
+_ATTEMPT = re.compile(r"^(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]*)/)?(?P<id>A[0-9]+)$")
+_HYP = re.compile(r"^(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]*)/)?(?P<id>H[0-9]+)$")
+
+
+def provenance_text(provenance: object) -> str | None:
+    """How a page says where facts come from; None for plain live capture."""
+    if provenance is None:
+        return None
+    source = getattr(provenance, "source", "captured")
+    detail = getattr(provenance, "detail", None)
+    words = {
+        "reconstructed": "reconstructed from a written account",
+        "imported": "imported",
+        "captured": "captured",
+    }.get(source, str(source))
+    if source == "captured" and not detail:
+        return None
+    return f"{words}: {detail}" if detail else words
+
+
+class KBIndex:
+    """Lookups over the loaded knowledge base."""
+
+    def __init__(self, loaded: Loaded, frames: Frames) -> None:
+        self.loaded = loaded
+        self.frames = frames
+        self.decisions: dict[str, tuple[Decision, str]] = {}
+        for session in loaded.sessions.values():
+            for d in session.decisions:
+                known = self.decisions.get(d.decision_id)
+                if known is None or d.ts >= known[0].ts:
+                    self.decisions[d.decision_id] = (d, session.id)
+        self._superseded_by: dict[str, list[str]] = {}
+        for did, (d, _sid) in sorted(self.decisions.items()):
+            if d.supersedes and d.supersedes != did:
+                self._superseded_by.setdefault(d.supersedes, []).append(did)
+
+    def attempt(self, ref: str, session: str) -> AttemptFacts | None:
+        """The attempt ``ref`` names, read in ``session``; None if no such attempt exists."""
+        match = _ATTEMPT.match(ref.strip())
+        if not match:
+            return None
+        return self.frames.facts.get(ref_of(match["session"] or session, match["id"]))
+
+    def hypothesis(self, ref: str, session: str) -> HypRef | None:
+        """The hypothesis ``ref`` names, with its latest verdict."""
+        match = _HYP.match(ref.strip())
+        if not match:
+            return None
+        sid = match["session"] or session
+        data = self.loaded.sessions.get(sid)
+        if data is None or match["id"] not in data.hypotheses:
+            return None
+        hyp = data.hypotheses[match["id"]]
+        verdicts = data.verdicts.get(hyp.short_id, [])
+        last = verdicts[-1] if verdicts else None
+        evidence = []
+        if last is not None:
+            for r in last.evidence:
+                facts = self.attempt(r, sid)
+                if facts is not None:
+                    evidence.append(attempt_ref(facts))
+        return HypRef(
+            id=hyp.short_id if sid == session else f"{sid}/{hyp.short_id}",
+            text=hyp.text,
+            href=session_href(sid) + f"#{hyp.short_id}",
+            verdict=last.verdict if last else "open",
+            because=last.because if last else None,
+            evidence=evidence,
+        )
+
+    def superseded_by(self, decision_id: str) -> list[str]:
+        """The decisions whose ``supersedes`` names ``decision_id``."""
+        return self._superseded_by.get(decision_id, [])
+
+    def decision_row(self, decision_id: str) -> DecisionRow | None:
+        """The list row of a decision, with its shown status."""
+        known = self.decisions.get(decision_id)
+        if known is None:
+            return None
+        d, sid = known
+        later = self.superseded_by(decision_id)
+        return DecisionRow(
+            id=d.decision_id,
+            title=d.title,
+            status="superseded" if later else d.status,
+            date=d.ts,
+            href=decision_href(d.decision_id),
+            session=sid,
+            superseded_by=later,
+        )

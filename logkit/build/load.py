@@ -1,0 +1,128 @@
+"""Stage 1, load: read and validate every session of the store into :class:`Loaded`.
+
+Contract: every line of every ``events.jsonl`` is validated through
+:meth:`logkit.store.Store.read_all`. A line that does not validate is reported as ``file:line:
+message`` through ``warn`` and skipped; the rest of its session and of the store still load.
+With ``strict=True`` any problem raises :class:`~logkit.errors.BadInput` listing all of them.
+Events are grouped per session, in time order, by kind; unknown kinds (added to the schema after
+this module was written) are kept in ``events`` and shown generically.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from ..events import (
+    Attempt,
+    BaseEvent,
+    Decision,
+    Hypothesis,
+    Metric,
+    Note,
+    Outcome,
+    ServerInfo,
+    Session,
+    Smoke,
+    Todo,
+    Verdict,
+)
+from ..store import Problem, Store
+
+__all__ = ["Loaded", "SessionData", "load", "tables"]
+
+
+@cache
+def tables() -> dict[str, Any]:
+    """The builder's knowledge tables (``logkit/data/knowledge.toml``)."""
+    with resources.files("logkit").joinpath("data/knowledge.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+@dataclass
+class SessionData:
+    """The validated events of one session, grouped by kind."""
+
+    id: str
+    path: Path
+    meta: Session | None = None
+    events: list[BaseEvent] = field(default_factory=list)
+    attempts: dict[str, Attempt] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    metrics: list[Metric] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    hypotheses: dict[str, Hypothesis] = field(default_factory=dict)
+    verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
+    todos: list[Todo] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    smokes: dict[str, list[Smoke]] = field(default_factory=dict)
+    server_info: dict[str, ServerInfo] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        """The session's title, or its id when the session line is missing."""
+        return self.meta.title if self.meta else self.id
+
+
+@dataclass
+class Loaded:
+    """Everything the later stages need from the store."""
+
+    root: Path
+    sessions: dict[str, SessionData]
+    problems: list[Problem]
+
+
+def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem]) -> SessionData:
+    data = SessionData(id=sid, path=path, problems=problems)
+    data.events = sorted(events, key=lambda e: e.ts)
+    for event in data.events:
+        if isinstance(event, Session):
+            data.meta = data.meta or event
+        elif isinstance(event, Attempt):
+            data.attempts[event.short_id] = event
+        elif isinstance(event, Outcome):
+            data.outcomes[event.attempt] = event
+        elif isinstance(event, Metric):
+            data.metrics.append(event)
+        elif isinstance(event, Decision):
+            data.decisions.append(event)
+        elif isinstance(event, Hypothesis):
+            data.hypotheses[event.short_id] = event
+        elif isinstance(event, Verdict):
+            data.verdicts.setdefault(event.hypothesis, []).append(event)
+        elif isinstance(event, Todo):
+            data.todos.append(event)
+        elif isinstance(event, Note):
+            data.notes.append(event)
+        elif isinstance(event, Smoke):
+            data.smokes.setdefault(event.attempt, []).append(event)
+        elif isinstance(event, ServerInfo):
+            data.server_info[event.attempt] = event
+    return data
+
+
+def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None) -> Loaded:
+    """Read every session under ``root``; bad lines are warned about and skipped (or fatal)."""
+    store = Store(root)
+    results = store.read_all()
+    problems = [p for r in results.values() for p in r.problems]
+    if strict and problems:
+        raise BadInput(
+            "the knowledge base has lines that do not validate:\n" + "\n".join(str(p) for p in problems),
+            fix="fix or delete the lines named above, or build without --strict to skip them",
+        )
+    for problem in problems:
+        warn(f"warning: skipped {problem}")
+    sessions = {
+        sid: _group(sid, result.path, result.events, result.problems)
+        for sid, result in results.items()
+    }
+    return Loaded(root=Path(root), sessions=sessions, problems=problems)

@@ -1,0 +1,288 @@
+"""Stage 4b, contexts of the working-configuration, compatibility-matrix, negative-result and
+signature pages.
+
+Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
+for configurations and the matrix. A configuration is one launch fingerprint that worked for a
+model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
+same GPU failed. A matrix cell (backend axis=value x architecture x model) shows the category of
+its latest attempt (``slow`` when it worked below ``slow_ratio`` of the best throughput for that
+model and GPU); failing cells get a negative-result page.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .contexts import (
+    AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
+    MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
+)
+from .frames import AttemptFacts
+from .index import KBIndex
+from .load import tables
+from .pages_kb import diff_settings
+from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
+
+__all__ = ["config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index"]
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _launches(index: KBIndex) -> list[AttemptFacts]:
+    return sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
+                  key=lambda f: (f.started, f.ref))
+
+
+def _best_throughput(index: KBIndex) -> dict[str, float]:
+    """Best throughput measured against each launch attempt, by its reference."""
+    m = index.frames.metrics
+    names = tables()["metrics"]["throughput"]
+    best: dict[str, float] = {}
+    if m.empty:
+        return best
+    for name in names:
+        sel = m[(m["name"] == name) & m["server"].notna()]
+        if not sel.empty:
+            return sel.groupby("server")["value"].max().to_dict()
+    return best
+
+
+def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    m = index.frames.metrics
+    if m.empty:
+        return [], []
+    sel = m[m["server"].isin(refs)]
+    if sel.empty:
+        return [], []
+    want = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1]]
+    names = [n for n in want if n in set(sel["name"])]
+    if not names:
+        return [], []
+    latest = sel.sort_values("ts").groupby(["concurrency", "name"], dropna=False)["value"].last()
+    concs = sorted({c for c, _n in latest.index}, key=lambda c: (c != c, c))
+    rows = []
+    for c in concs:
+        label = "—" if c != c else f"{c:g}"
+        rows.append((label, [_fmt(latest.get((c, n))) for n in names]))
+    return names, rows
+
+
+def config_pages(index: KBIndex) -> list[ConfigPage]:
+    """One page per model x GPU x SGLang version with working launches."""
+    launches = _launches(index)
+    groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    for f in launches:
+        if f.category == "works":
+            groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
+    pages = []
+    for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
+        for f in works:
+            by_fp[f.fp_hash or ""].append(f)
+        configs = []
+        for fp, items in by_fp.items():
+            last = items[-1]
+            later_fail = [
+                g for g in launches
+                if g.fp_hash == fp and g.gpu_label == gpu and g.started > last.started
+                and g.category not in (None, "works")
+            ]
+            holds: dict[str, list[str]] = {}
+            for f in items:
+                for k, v in f.versions.items():
+                    if v not in holds.setdefault(k, []):
+                        holds[k].append(v)
+            names, rows = _metric_table(index, [f.ref for f in items])
+            configs.append(ConfigCtx(
+                anchor=f"cfg-{fp}", backends=sorted(last.backends.items()), command=last.command, holds_for=holds,
+                metric_names=names, metric_rows=rows,
+                last_verified=(last.outcome.ended if last.outcome else last.started),
+                attempts=[attempt_ref(f) for f in items],
+                stale_by=attempt_ref(later_fail[-1]) if later_fail else None,
+            ))
+        configs.sort(key=lambda c: (c.stale_by is not None, -c.last_verified.timestamp()))
+        arch = works[-1].arch or "unknown"
+        title = f"{model or 'unknown model'} on {gpu or 'unknown GPU'} (SGLang {sglang or '?'})"
+        pages.append(ConfigPage(
+            page=Page(config_path(model, gpu, sglang), title, "config.md.j2", tags=[arch]),
+            model=model or "unknown model", gpu=gpu or "unknown GPU", arch=arch, sglang=sglang or "unknown",
+            configs=configs, metrics_href=metrics_path(model, gpu),
+        ))
+    return pages
+
+
+def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
+    """The table of configuration pages."""
+    best = _best_throughput(index)
+    rows = []
+    for p in pages:
+        refs = [a.ref for c in p.configs for a in c.attempts]
+        top = max((best.get(r, 0.0) for r in refs), default=0.0)
+        rows.append(ConfigRow(p.model, p.gpu, p.arch, p.sglang, len(p.configs),
+                              sum(1 for c in p.configs if c.stale_by), _fmt(top) if top else "", p.page.path))
+    return ConfigsIndex(page=Page("configs/index.md", "Working configurations", "configs_index.md.j2"), rows=rows)
+
+
+def _versions_text(f: AttemptFacts) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
+
+
+def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
+    """The compatibility matrix and the negative-result page of every failing cell."""
+    icons = tables()["matrix"]["icons"]
+    slow_ratio = float(tables()["matrix"]["slow_ratio"])
+    best = _best_throughput(index)
+    launches = [f for f in _launches(index) if f.category is not None]
+    group_best: dict[tuple, float] = defaultdict(float)
+    for f in launches:
+        group_best[(f.model, f.gpu_label)] = max(group_best[(f.model, f.gpu_label)], best.get(f.ref, 0.0))
+    cells: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    archs: dict[str | None, set[str]] = defaultdict(set)
+    for f in launches:
+        arch = f.arch or "unknown"
+        archs[f.model].add(arch)
+        for axis, value in f.backends.items():
+            cells[(f.model, axis, value, arch)].append(f)
+    tables_out: list[MatrixTable] = []
+    negatives: list[NegativePage] = []
+    neg_list: list[tuple[str, str, str]] = []
+    for model in sorted(archs, key=str):
+        model_archs = sorted(archs[model])
+        axes = sorted({(a, v) for (m, a, v, _arch) in cells if m == model})
+        rows = []
+        for axis, value in axes:
+            row_cells = []
+            for arch in model_archs:
+                hits = cells.get((model, axis, value, arch))
+                if not hits:
+                    row_cells.append(CellCtx("untested", icons["untested"]))
+                    continue
+                last = hits[-1]
+                category = last.category or "untested"
+                if category == "works":
+                    top = group_best.get((model, last.gpu_label), 0.0)
+                    mine = max((best.get(h.ref, 0.0) for h in hits if h.category == "works"), default=0.0)
+                    if top and mine and mine < slow_ratio * top:
+                        category = "slow"
+                detail = "; ".join(x for x in (
+                    (last.outcome.label if last.outcome else None), _versions_text(last),
+                    f"{last.started:%Y-%m-%d}") if x)
+                if category == "works":
+                    href = config_href(last)
+                else:
+                    neg = _negative(index, model, axis, value, arch, category, hits)
+                    negatives.append(neg)
+                    neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", category, neg.page.path))
+                    href = neg.page.path
+                row_cells.append(CellCtx(category, icons.get(category, category), href, detail))
+            rows.append(MatrixRow(axis, value, row_cells))
+        tables_out.append(MatrixTable(model or "unknown model", model_archs, rows))
+    legend = [(k, v) for k, v in icons.items()]
+    page = Page("backends/index.md", "Refuted backends", "matrix.md.j2")
+    return MatrixPage(page=page, tables=tables_out, legend=legend, negatives=neg_list), negatives
+
+
+def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
+              hits: list[AttemptFacts]) -> NegativePage:
+    failed = [h for h in hits if h.category not in ("works", None)] or hits
+    last = failed[-1]
+    refs = {h.ref for h in hits}
+    refuted_on: dict[str, list[str]] = {}
+    for h in failed:
+        for k, v in h.versions.items():
+            if v not in refuted_on.setdefault(k, []):
+                refuted_on[k].append(v)
+    hyps: list[HypRef] = []
+    options: list[tuple[str, str, str, str]] = []
+    for sid in sorted({h.session for h in hits}):
+        session = index.loaded.sessions[sid]
+        for hid in session.hypotheses:
+            h = index.hypothesis(hid, sid)
+            if h is None:
+                continue
+            if {e.ref for e in h.evidence} & refs or value in h.text:
+                hyps.append(h)
+    for did, (d, sid) in sorted(index.decisions.items()):
+        for opt in d.options:
+            hit = any((f := index.attempt(r, sid)) is not None and f.ref in refs for r in opt.attempts)
+            if hit or (value in opt.name and not opt.chosen):
+                options.append((did, decision_href(did), opt.name, opt.why_not or ""))
+    retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
+             if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
+    retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
+    signatures = sorted({(h.outcome.signature or h.outcome.status, h.outcome.label or "") for h in failed if h.outcome})
+    worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), fs in index_cells(index).items()
+                     if m == model and a == axis and v == value for f in fs if f.category == "works" and f.arch})
+    title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
+    outcome = last.outcome
+    return NegativePage(
+        page=Page(negative_path(axis, value, arch, model), title, "negative.md.j2", tags=[arch, category]),
+        axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
+        tried=[(attempt_ref(h), h.command) for h in hits],
+        signatures=signatures,
+        excerpt=[Line(e.line, e.text) for e in (outcome.evidence if outcome else [])[:12]],
+        excerpt_from=attempt_ref(last),
+        reproduce=last.command,
+        refuted_on=refuted_on,
+        hypotheses=hyps,
+        options=options,
+        retry_when=retry,
+        worked_elsewhere=worked,
+    )
+
+
+def index_cells(index: KBIndex) -> dict[tuple, list[AttemptFacts]]:
+    """Launches by (model, axis, value, arch), computed once per index."""
+    cached = getattr(index, "_cells", None)
+    if cached is None:
+        cached = defaultdict(list)
+        for f in _launches(index):
+            for axis, value in f.backends.items():
+                cached[(f.model, axis, value, f.arch or "unknown")].append(f)
+        index._cells = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def signature_pages(index: KBIndex) -> list[SignaturePage]:
+    """One page per failure signature."""
+    by_sig: dict[str, list[AttemptFacts]] = defaultdict(list)
+    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
+        if f.outcome is not None and f.outcome.signature and f.category not in ("works",):
+            by_sig[f.outcome.signature].append(f)
+    launches_by_session: dict[str, list[AttemptFacts]] = defaultdict(list)
+    for f in _launches(index):
+        launches_by_session[f.session].append(f)
+    pages = []
+    for sig in sorted(by_sig):
+        hits = by_sig[sig]
+        cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]] = []
+        for h in hits:
+            later = [g for g in launches_by_session.get(h.session, []) if g.started > h.started and g.category == "works"]
+            if later:
+                fix = later[0]
+                old = {**h.fingerprint}
+                cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
+        first = next((h for h in hits if h.outcome and h.outcome.evidence), hits[0])
+        pages.append(SignaturePage(
+            page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
+            signature=sig,
+            label=hits[-1].outcome.label if hits[-1].outcome else None,
+            hits=[(attempt_ref(h), ", ".join(f"{k}={v}" for k, v in sorted(h.backends.items())),
+                   h.gpu_label or "", h.arch or "", _versions_text(h)) for h in hits],
+            excerpt=[Line(e.line, e.text) for e in (first.outcome.evidence[:12] if first.outcome else [])],
+            excerpt_from=attempt_ref(first),
+            cleared=cleared,
+        ))
+    return pages
+
+
+def signatures_index(pages: list[SignaturePage]) -> SignaturesIndex:
+    """The table of signatures, most hit first."""
+    rows = [SignatureRow(p.signature, p.label, len(p.hits), ", ".join(sorted({h[3] for h in p.hits if h[3]})),
+                         len(p.cleared), p.page.path) for p in pages]
+    rows.sort(key=lambda r: (-r.count, r.signature))
+    return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows)

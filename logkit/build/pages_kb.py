@@ -1,0 +1,304 @@
+"""Stage 4a, contexts of the home, decision and session pages.
+
+Contract: pure functions of the loaded knowledge base, its frames and its :class:`KBIndex`; each
+returns the typed context of one page (see :mod:`logkit.build.contexts`). References that name
+nothing in the knowledge base are kept as text (``unresolved``), never dropped or guessed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
+from .contexts import (
+    BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    Page, SessionPage, SessionRow, SessionsIndex,
+)
+from .frames import AttemptFacts
+from .index import KBIndex, provenance_text
+from .load import SessionData, tables
+from .paths import attempt_href, attempt_ref, config_href, decision_href, session_href
+
+__all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
+
+_SKIP_KINDS = {"session", "outcome", "metric", "smoke", "server_info"}
+
+
+def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
+    return [
+        MetricRow(m.name, m.value, m.unit, _conc(m))
+        for m in session.metrics
+        if short_id in (m.attempt, m.server_attempt)
+    ]
+
+
+def _conc(m: Metric) -> float | None:
+    for key in tables()["metrics"]["concurrency_labels"]:
+        if m.labels.get(key) is not None:
+            try:
+                return float(m.labels[key])
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _lines(outcome: Outcome | None, limit: int = 12) -> list[Line]:
+    if outcome is None:
+        return []
+    picked = outcome.evidence or outcome.tail[-limit:]
+    return [Line(e.line, e.text) for e in picked[:limit]]
+
+
+def home_page(index: KBIndex) -> HomePage:
+    """The home page context."""
+    loaded, frames = index.loaded, index.frames
+    facts = list(frames.facts.values())
+    launches = [f for f in facts if f.role == "launch"]
+    dates = [e.ts for s in loaded.sessions.values() for e in s.events]
+    rows = [r for r in (index.decision_row(d) for d in index.decisions) if r is not None]
+    rows.sort(key=lambda r: (r.date, r.id), reverse=True)
+    best: list[BestRow] = []
+    metrics = frames.metrics
+    if not metrics.empty:
+        for name in tables()["metrics"]["throughput"]:
+            chosen = metrics[(metrics["name"] == name) & metrics["server"].notna()]
+            if chosen.empty:
+                continue
+            top = chosen.sort_values("value", ascending=False).groupby(["model", "gpu"], dropna=False).head(1)
+            for rec in top.sort_values(["model", "gpu"]).to_dict("records"):
+                server = frames.facts[rec["server"]]
+                best.append(BestRow(
+                    model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
+                    value=float(rec["value"]), unit=rec["unit"], concurrency=rec["concurrency"],
+                    config_href=config_href(server), attempt=attempt_ref(server),
+                ))
+            break
+    sources: dict[str, int] = {}
+    for s in loaded.sessions.values():
+        for src in sorted({(e.provenance.source if e.provenance else "captured") for e in s.events}):
+            sources[src] = sources.get(src, 0) + 1
+    gpus = sorted({(f.gpu_label, f.arch or "unknown") for f in launches if f.gpu_label})
+    return HomePage(
+        page=Page("index.md", "Knowledge base", "home.md.j2"),
+        counts={
+            "sessions": len(loaded.sessions), "attempts": len(facts), "launches": len(launches),
+            "working launches": sum(1 for f in launches if f.category == "works"),
+            "failed launches": sum(1 for f in launches if f.category not in (None, "works")),
+            "decisions": len(index.decisions),
+            "metrics": len(metrics),
+        },
+        models=sorted({f.model for f in launches if f.model}),
+        gpus=gpus,
+        sglang_versions=sorted({f.versions["sglang"] for f in facts if f.versions.get("sglang")}),
+        first=min(dates) if dates else None,
+        last=max(dates) if dates else None,
+        latest_decisions=rows[:10],
+        best=best,
+        sources=sources,
+        problems=[str(p) for p in loaded.problems],
+    )
+
+
+def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
+    session = index.loaded.sessions[facts.session]
+    outcome = facts.outcome
+    return EvidenceCtx(
+        attempt=attempt_ref(facts),
+        signature=outcome.signature if outcome else None,
+        metrics=_metric_rows(session, facts.attempt.short_id),
+        lines=_lines(outcome),
+        log=(outcome.log.path if outcome and outcome.log else facts.attempt.log.path if facts.attempt.log else None),
+    )
+
+
+def decision_pages(index: KBIndex) -> list[DecisionPage]:
+    """One page per decision id."""
+    pages = []
+    for did in sorted(index.decisions):
+        d, sid = index.decisions[did]
+        row = index.decision_row(did)
+        assert row is not None
+        unresolved: list[str] = []
+        evidence = []
+        for ref in d.evidence:
+            facts = index.attempt(ref, sid)
+            if facts is None:
+                unresolved.append(ref)
+            else:
+                evidence.append(_evidence(index, facts))
+        options = []
+        for opt in d.options:
+            hyps = [h for h in (index.hypothesis(r, sid) for r in opt.hypotheses) if h is not None]
+            atts = [attempt_ref(f) for f in (index.attempt(r, sid) for r in opt.attempts) if f is not None]
+            unresolved += [r for r in opt.hypotheses if index.hypothesis(r, sid) is None]
+            unresolved += [r for r in opt.attempts if index.attempt(r, sid) is None]
+            options.append(OptionCtx(opt.name, opt.chosen, opt.why_not, hyps, atts))
+        session = index.loaded.sessions[sid]
+        tags = [f"status:{row.status}", *d.tags]
+        pages.append(DecisionPage(
+            page=Page(decision_href(did), f"{did}: {d.title}", "decision.md.j2", tags=tags),
+            row=row,
+            recorded_status=d.status,
+            context=d.context, decision=d.decision, consequences=d.consequences,
+            options=options, evidence=evidence, unresolved=unresolved,
+            supersedes=index.decision_row(d.supersedes) if d.supersedes else None,
+            superseded_by=[r for r in (index.decision_row(x) for x in index.superseded_by(did)) if r],
+            tags=list(d.tags),
+            provenance=provenance_text(d.provenance),
+            session_href=session_href(sid), session_title=session.title,
+        ))
+    return pages
+
+
+def decisions_index(index: KBIndex) -> DecisionsIndex:
+    """The decision index grouped by status."""
+    rows = [r for r in (index.decision_row(d) for d in sorted(index.decisions)) if r is not None]
+    by_status = {s: [r for r in rows if r.status == s] for s in DECISION_STATUSES}
+    return DecisionsIndex(
+        page=Page("decisions/index.md", "Decision records", "decisions_index.md.j2"),
+        by_status=by_status,
+        counts={s: len(v) for s, v in by_status.items()},
+    )
+
+
+def _flat(launch: Any) -> dict[str, Any]:
+    if launch is None:
+        return {}
+    return {**launch.non_default, **launch.fingerprint}
+
+
+def _diff(prev: Attempt | None, cur: Attempt) -> tuple[list[DiffRow], str | None]:
+    launch = cur.launch
+    if launch is not None and launch.diff is not None:
+        d = launch.diff
+        rows = [DiffRow(k, None, _s(v)) for k, v in d.added.items()]
+        rows += [DiffRow(k, _s(v), None) for k, v in d.removed.items()]
+        rows += [DiffRow(k, _s(v[0]) if v else None, _s(v[1]) if len(v) > 1 else None) for k, v in d.changed.items()]
+        rows += [DiffRow(f"env {k}", v[0] if v else None, v[1] if len(v) > 1 else None) for k, v in d.env_changed.items()]
+        rows += [DiffRow(f"package {k}", v[0] if v else None, v[1] if len(v) > 1 else None)
+                 for k, v in d.packages_changed.items()]
+        return rows, d.against
+    if prev is None or launch is None:
+        return [], None
+    return diff_settings(_flat(prev.launch), _flat(launch)), prev.short_id
+
+
+def diff_settings(old: dict[str, Any], new: dict[str, Any]) -> list[DiffRow]:
+    """The settings that differ between two flat configurations."""
+    rows = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            rows.append(DiffRow(key, _s(old.get(key)) if key in old else None, _s(new.get(key)) if key in new else None))
+    return rows
+
+
+def _s(value: Any) -> str:
+    return str(value)
+
+
+def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
+    if prev is None:
+        return []
+    before = {i.content: i.status for i in prev.items}
+    after = {i.content: i.status for i in cur.items}
+    changes = [f"added: {c}" for c in after if c not in before]
+    changes += [f"dropped: {c}" for c in before if c not in after]
+    changes += [f"{c}: {before[c]} → {after[c]}" for c in after if c in before and before[c] != after[c]]
+    return changes
+
+
+def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
+    entries: list[Entry] = []
+    prev_launch: Attempt | None = None
+    prev_todo: Todo | None = None
+    for event in session.events:
+        kind = getattr(event, "kind", "event")
+        prov = provenance_text(getattr(event, "provenance", None))
+        if isinstance(event, Attempt):
+            facts = index.frames.facts[f"{session.id}/{event.short_id}"]
+            diff, against = _diff(prev_launch, event) if event.role == "launch" else ([], None)
+            if event.role == "launch":
+                prev_launch = event
+            outcome = facts.outcome
+            extra = {}
+            if outcome is not None:
+                if outcome.duration_s is not None:
+                    extra["duration"] = f"{outcome.duration_s:.1f} s"
+                if outcome.exit_code is not None:
+                    extra["exit code"] = str(outcome.exit_code)
+                if outcome.signature:
+                    extra["signature"] = outcome.signature
+                if outcome.timeline:
+                    extra["timeline"] = ", ".join(
+                        m.stage + (f" {m.seconds:.0f}s" if m.seconds is not None else "") for m in outcome.timeline)
+            for smoke in session.smokes.get(event.short_id, []):
+                extra["smoke"] = ("ok: " if smoke.ok else "FAILED: ") + (smoke.reason or (smoke.reply or "")[:200])
+            entries.append(Entry(
+                kind="attempt", ts=event.ts, anchor=event.short_id, title=f"{event.short_id} · {event.role}",
+                provenance=prov, attempt=attempt_ref(facts), command=facts.command,
+                backends=sorted(facts.backends.items()), versions=facts.versions, diff=diff, diff_against=against,
+                lines=_lines(outcome), metrics=_metric_rows(session, event.short_id), extra=extra,
+                text=event.label,
+            ))
+        elif isinstance(event, Hypothesis):
+            entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,
+                                 title=f"{event.short_id} [{event.priority}]", text=event.text, provenance=prov))
+        elif isinstance(event, Verdict):
+            links = [(r, attempt_href(f.session, f.attempt.short_id))
+                     for r in event.evidence if (f := index.attempt(r, session.id))]
+            entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}",
+                                 text=event.because, provenance=prov, links=links))
+        elif isinstance(event, Todo):
+            entries.append(Entry(kind="todo", ts=event.ts, title="todo snapshot", provenance=prov,
+                                 items=[(i.status, i.content, i.hypothesis) for i in event.items],
+                                 changes=_todo_changes(prev_todo, event)))
+            prev_todo = event
+        elif isinstance(event, Decision):
+            entries.append(Entry(kind="decision", ts=event.ts, anchor=event.decision_id,
+                                 title=f"{event.decision_id} [{event.status}]", text=event.title, provenance=prov))
+        elif isinstance(event, Note):
+            links = [(r, attempt_href(f.session, f.attempt.short_id))
+                     for r in event.refs if (f := index.attempt(r, session.id))]
+            entries.append(Entry(kind="note", ts=event.ts, title="note", text=event.text, provenance=prov, links=links))
+        elif isinstance(event, Session) or kind in _SKIP_KINDS:
+            continue
+        else:  # a kind added after this builder: show it generically
+            entries.append(Entry(kind="other", ts=event.ts, title=str(kind), provenance=prov,
+                                 text=str(getattr(event, "text", "") or getattr(event, "title", "") or "")))
+    meta = session.meta
+    sources = sorted({t for e in session.events if (t := provenance_text(getattr(e, "provenance", None)))})
+    facts = [f for f in index.frames.facts.values() if f.session == session.id]
+    return SessionPage(
+        page=Page(session_href(session.id), f"Session {session.id}", "session.md.j2"),
+        id=session.id, title=session.title, goal=meta.goal if meta else None, tags=list(meta.tags) if meta else [],
+        started=meta.ts if meta else None, host=meta.host if meta else None, provenance=sources,
+        counts={
+            "attempts": len(facts), "hypotheses": len(session.hypotheses), "decisions": len(session.decisions),
+            "metrics": len(session.metrics),
+        },
+        entries=entries,
+        problems=[str(p) for p in session.problems],
+    )
+
+
+def session_pages(index: KBIndex) -> list[SessionPage]:
+    """One page per session."""
+    return [_session_page(index, s) for s in index.loaded.sessions.values()]
+
+
+def sessions_index(index: KBIndex) -> SessionsIndex:
+    """The session index, newest first."""
+    rows = []
+    by_session: dict[str, list[AttemptFacts]] = {}
+    for f in index.frames.facts.values():
+        by_session.setdefault(f.session, []).append(f)
+    for s in index.loaded.sessions.values():
+        facts = by_session.get(s.id, [])
+        srcs = sorted({e.provenance.source for e in s.events if e.provenance} or {"captured"})
+        rows.append(SessionRow(
+            id=s.id, title=s.title, started=s.meta.ts if s.meta else None, attempts=len(facts),
+            ready=sum(1 for f in facts if f.category == "works"), decisions=len(s.decisions),
+            source=", ".join(srcs), href=session_href(s.id),
+        ))
+    rows.sort(key=lambda r: (r.started is None, r.started), reverse=True)
+    return SessionsIndex(page=Page("sessions/index.md", "Sessions", "sessions_index.md.j2"), rows=rows)

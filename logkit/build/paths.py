@@ -1,0 +1,88 @@
+"""Stable page paths and anchors: the site's URLs are a function of ids, never of titles.
+
+Contract: a decision is always ``decisions/<DR-id>/``, a session ``sessions/<session-id>/``, an
+attempt the anchor ``#A7`` on its session page, a hypothesis ``#H3``. Pages keyed by values
+(model, GPU, backend) use :func:`slug` plus a short hash of the exact value, so two values that
+slug alike never share a URL and rebuilds give the same URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .contexts import AttemptRef
+from .frames import AttemptFacts
+
+__all__ = [
+    "attempt_href", "attempt_ref", "config_href", "config_path", "decision_href", "key_slug", "metrics_path",
+    "negative_path", "session_href", "signature_path", "slug",
+]
+
+
+def slug(text: str, limit: int = 48) -> str:
+    """Lowercase, hyphenated, URL-safe."""
+    s = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+    return s[:limit].rstrip("-") or "x"
+
+
+def key_slug(*parts: str | None) -> str:
+    """A readable, collision-free slug of several values."""
+    raw = "\x1f".join(p or "" for p in parts)
+    digest = hashlib.sha1(raw.encode()).hexdigest()[:6]
+    return "-".join(slug(p or "unknown", 32) for p in parts) + "-" + digest
+
+
+def session_href(session_id: str) -> str:
+    """The session page."""
+    return f"sessions/{session_id}/index.md"
+
+
+def attempt_href(session_id: str, short_id: str) -> str:
+    """An attempt's anchor on its session page."""
+    return f"sessions/{session_id}/index.md#{short_id}"
+
+
+def decision_href(decision_id: str) -> str:
+    """A decision record."""
+    return f"decisions/{decision_id}/index.md"
+
+
+def attempt_ref(facts: AttemptFacts) -> AttemptRef:
+    """The link-and-gist of one attempt."""
+    outcome = facts.outcome
+    status = outcome.status if outcome else "running"
+    if facts.smoke_failed and status == "ready":
+        status = "ready, smoke failed"
+    return AttemptRef(
+        ref=facts.ref,
+        href=attempt_href(facts.session, facts.attempt.short_id),
+        status=status,
+        label=outcome.label if outcome else None,
+        started=facts.started,
+    )
+
+
+def config_path(model: str | None, gpu: str | None, sglang: str | None) -> str:
+    """The working-configuration page of a model x GPU x SGLang version."""
+    return f"configs/{key_slug(model, gpu, sglang)}/index.md"
+
+
+def config_href(facts: AttemptFacts) -> str:
+    """A configuration's anchor on its page."""
+    return config_path(facts.model, facts.gpu_label, facts.versions.get("sglang")) + f"#cfg-{facts.fp_hash}"
+
+
+def metrics_path(model: str | None, gpu: str | None) -> str:
+    """The metrics page of a model x GPU."""
+    return f"metrics/{key_slug(model, gpu)}/index.md"
+
+
+def signature_path(signature: str) -> str:
+    """A failure signature's page."""
+    return f"signatures/{key_slug(signature)}/index.md"
+
+
+def negative_path(axis: str, value: str, arch: str, model: str | None) -> str:
+    """A negative result: one backend value on one architecture for one model."""
+    return f"backends/{key_slug(axis, value, arch, model)}/index.md"

@@ -1,0 +1,124 @@
+"""Stage 5, render: page contexts -> Markdown files under the docs directory.
+
+Contract: one Jinja2 environment over ``logkit/templates`` (``*.md.j2``, partials ``_*.md.j2``)
+whose ``finalize`` escapes every printed value (:mod:`logkit.build.escape`); templates get the
+page's context as ``ctx`` plus ``link(label, href)`` / ``url(href)``, which turn a docs-root path
+into one relative to the page (so the site works from ``file://`` and under any base URL). Each
+page gets YAML front matter with its title, tags and search exclusion. Files whose content did not
+change are not rewritten (MkDocs live reload only sees real changes).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .contexts import Page
+from .escape import Markup, code, esc, fence, finalize, html_text, link, text_block
+
+__all__ = ["Renderer"]
+
+
+def _date(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    return value.strftime(fmt) if value else ""
+
+
+def _num(value: float | None) -> str:
+    if value is None or value != value:
+        return ""
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _numbered(lines: Any) -> str:
+    """Log lines as ``  123  text`` (the number is the line's place in its log file)."""
+    return "\n".join(f"{line.number:>6}  {line.text}" for line in lines)
+
+
+def _cell(value: Any) -> Markup:
+    """Escaped text for a table cell (never empty, so the row keeps its shape)."""
+    text = esc(value)
+    return text if str(text) else Markup("&nbsp;")
+
+
+class Renderer:
+    """Renders pages into ``docs``."""
+
+    def __init__(self, docs: Path, templates: Path | None = None) -> None:
+        self.docs = docs
+        loaders: list[jinja2.BaseLoader] = []
+        if templates is not None:
+            loaders.append(jinja2.FileSystemLoader(str(templates)))  # a user's overrides first
+        loaders.append(jinja2.PackageLoader("logkit", "templates"))
+        self.env = jinja2.Environment(
+            loader=jinja2.ChoiceLoader(loaders),
+            autoescape=False,
+            finalize=finalize,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+        )
+        self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
+                                numbered=_numbered)
+        self.written: list[Path] = []
+
+    def render(self, page: Page, ctx: Any) -> str:
+        """The Markdown of one page."""
+        here = posixpath.dirname(page.path)
+
+        def url(href: str) -> str:
+            path, _, anchor = href.partition("#")
+            rel = posixpath.relpath(path, here) if path else ""
+            return rel + (f"#{anchor}" if anchor else "")
+
+        def page_link(label: Any, href: str) -> Markup:
+            return link(label, url(href))
+
+        def aref(a: Any) -> Markup:
+            return page_link(a.ref, a.href) + Markup(" <small>") + esc(a.status) + Markup("</small>")
+
+        body = self.env.get_template(page.template).render(ctx=ctx, link=page_link, url=url, code=code, aref=aref)
+        front = {"title": html_text(page.title)}
+        if page.tags:
+            front["tags"] = [html_text(t) for t in page.tags]
+        lines = ["---", f"title: {json.dumps(front['title'])}"]
+        if page.tags:
+            lines.append("tags:")
+            lines += [f"  - {json.dumps(t)}" for t in front["tags"]]
+        if page.no_search:
+            lines += ["search:", "  exclude: true"]
+        lines.append("---")
+        return "\n".join(lines) + "\n\n" + body
+
+    def write(self, pages: Iterable[tuple[Page, Any]]) -> int:
+        """Render and write every page; returns how many files changed."""
+        changed = 0
+        for page, ctx in pages:
+            text = self.render(page, ctx)
+            target = self.docs / page.path
+            self.written.append(target)
+            try:
+                if target.read_text(encoding="utf-8") == text:
+                    continue
+            except OSError:
+                pass
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            changed += 1
+        return changed
+
+    def prune(self) -> int:
+        """Delete generated Markdown files that this build did not write; returns how many."""
+        keep = {p.resolve() for p in self.written}
+        removed = 0
+        for path in self.docs.rglob("*.md"):
+            if path.resolve() not in keep:
+                path.unlink()
+                removed += 1
+        return removed

@@ -1,0 +1,113 @@
+"""Stage 6, mkdocs: run ``mkdocs build`` (Material) over the generated docs, in this process.
+
+Contract: the configuration is ``mkdocs.yml`` from the working directory when there is one (it
+INHERITs ``logkit/data/mkdocs-base.yml``), else that base file. ``docs_dir`` and ``site_dir`` are
+overridden by the caller's paths, which must not contain each other (MkDocs refuses that, and so do
+we, with a clearer message). Static files logkit ships (the offline search polyfill) are copied
+into the docs first. MkDocs' own errors become :class:`~logkit.errors.BadInput`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+
+__all__ = ["copy_assets", "default_config", "load_site_config", "run_mkdocs", "site_url"]
+
+
+def default_config() -> Path:
+    """The configuration file to use: ``./mkdocs.yml`` if present, else the shipped base."""
+    local = Path("mkdocs.yml")
+    if local.is_file():
+        return local.resolve()
+    return Path(str(resources.files("logkit").joinpath("data/mkdocs-base.yml")))
+
+
+def check_dirs(docs: Path, out: Path) -> None:
+    """Refuse docs and output directories nested in each other."""
+    d, o = docs.resolve(), out.resolve()
+    if d == o or d in o.parents or o in d.parents:
+        raise BadInput(
+            f"the Markdown directory {docs} and the HTML directory {out} are nested in each other",
+            fix="use siblings, e.g. site/docs and site/out (the defaults)",
+        )
+
+
+def copy_assets(docs: Path) -> None:
+    """Copy the static files logkit ships (``logkit/assets``) into the docs directory."""
+    root = resources.files("logkit").joinpath("assets")
+    for sub in ("javascripts",):
+        folder = root.joinpath(sub)
+        target = docs / "assets" / sub
+        target.mkdir(parents=True, exist_ok=True)
+        for item in folder.iterdir():
+            dest = target / item.name
+            data = item.read_bytes()
+            if not dest.exists() or dest.read_bytes() != data:
+                dest.write_bytes(data)
+
+
+def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -> Any:
+    """The MkDocs configuration object with our directories."""
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import ConfigurationError
+
+    path = config or default_config()
+    try:
+        return load_config(config_file=str(path), docs_dir=str(docs.resolve()), site_dir=str(out.resolve()), **extra)
+    except ConfigurationError as exc:
+        raise BadInput(f"{path}: {exc}", fix="fix the MkDocs configuration named above") from exc
+
+
+def site_url(config: Path | None = None) -> str | None:
+    """``site_url`` of the configuration, read without building."""
+    import yaml
+
+    path = config or default_config()
+    seen = 0
+    while path is not None and seen < 5:
+        try:
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise BadInput(f"cannot read {path}: {exc}", fix="fix or remove that mkdocs.yml") from exc
+        if data.get("site_url"):
+            return str(data["site_url"])
+        parent = data.get("INHERIT")
+        path = (path.parent / parent) if parent else None
+        seen += 1
+    return None
+
+
+def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> None:
+    """``mkdocs build --clean`` of ``docs`` into ``out``."""
+    from mkdocs.commands.build import build
+    from mkdocs.exceptions import MkDocsException
+
+    check_dirs(docs, out)
+    cfg = load_site_config(config, docs, out)
+    log = logging.getLogger("mkdocs")
+    level = log.level
+    if quiet:
+        log.setLevel(logging.WARNING)
+    try:
+        cfg.plugins.on_startup(command="build", dirty=False)
+        try:
+            build(cfg)
+        finally:
+            cfg.plugins.on_shutdown()
+    except MkDocsException as exc:
+        raise BadInput(f"mkdocs build failed: {exc}", fix="see the MkDocs messages above") from exc
+    finally:
+        log.setLevel(level)
+    if not (out / "index.html").exists():
+        raise BadInput(f"mkdocs build wrote no {out / 'index.html'}", fix="see the MkDocs messages above")
+
+
+def clean(path: Path) -> None:
+    """Remove a generated directory."""
+    shutil.rmtree(path, ignore_errors=True)
