@@ -1,9 +1,66 @@
-"""Commands of the capture domain (filled in by its issue)."""
+"""``logkit run -- CMD ...``: record one command as an attempt of the current session."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from typing import Any
+
+GRACE_HELP = (
+    "seconds between forwarding SIGINT/SIGTERM/SIGHUP to the command's process group and SIGKILLing it "
+    "(default 30; SGLang drains requests for up to ~75 s on SIGTERM, raise it to let it finish)"
+)
 
 
 def register(sub: Any) -> None:
-    """Add this domain's commands."""
+    """Add the run command."""
+    p = sub.add_parser(
+        "run",
+        help="run a command and record it as an attempt",
+        description="Run CMD (after --) with its output shown live and recorded, redacted, as an attempt "
+        "of the current session. logkit's exit status is the command's (128+N for signal N).",
+    )
+    p.add_argument("--session", metavar="ID", help="record into this session (default: the current one)")
+    p.add_argument("--tests", action="append", default=[], metavar="H3", help="a hypothesis this attempt tests (repeatable)")
+    p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="override the detected role")
+    p.add_argument("--label", help="a short label for the attempt")
+    p.add_argument("--grace", type=float, default=30.0, metavar="SECONDS", help=GRACE_HELP)
+    p.add_argument("--hang-timeout", type=float, metavar="SECONDS",
+                   help="stop the command when it looks hung (SGLang: not ready in time; other commands: no output for SECONDS)")
+    p.add_argument("--smoke", action="append", default=[], metavar="PROMPT", help="a prompt to send once a server is ready (repeatable)")
+    p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts")
+    p.add_argument("--no-preflight", dest="preflight", action="store_false", help="launch even if the pre-launch checks object")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask before launching a configuration already refuted")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write the attempt and outcome as JSON at the end: to FILE, or to stderr without one "
+                   "(stdout belongs to the command)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..capture import runner
+
+    argv = list(args.cmd)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    opts = runner.RunOptions(
+        sessions=args.sessions, session=args.session, tests=args.tests, role=args.role, label=args.label,
+        grace=args.grace, hang_timeout=args.hang_timeout, smoke=args.smoke, smoke_only=args.smoke_only,
+        preflight=args.preflight,
+    )
+    result = runner.run(argv, opts, confirm=None if args.yes else runner.default_confirm)
+    if result.outcome is not None:
+        o = result.outcome
+        print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
+              f"log {result.session}/{o['log']['path']}", file=sys.stderr)
+    if args.json:
+        text = json.dumps({"session": result.session, "exit_status": result.exit_status,
+                           "attempt": result.attempt, "outcome": result.outcome}, ensure_ascii=False)
+        if args.json == "-":
+            print(text, file=sys.stderr)
+        else:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+    return result.exit_status

@@ -1,0 +1,124 @@
+"""Spawning the wrapped command: pty or pipes, its own process group, signals, exit status.
+
+Contract:
+
+* :func:`spawn` starts the child with ``start_new_session=True``: it leads a new session and
+  process group (pgid == pid), so a signal to the group reaches it and every descendant that did
+  not call ``setsid``/``setpgid`` itself (SGLang's schedulers and detokenizer stay in the group).
+  A descendant that left the group cannot be tracked by pgid; that limit is documented.
+* ``use_pty``: stdout and stderr are the slave of a fresh pseudo-terminal (output post-processing
+  off, so the master yields the child's own bytes; the window size copied from logkit's terminal).
+  Otherwise stdout and stderr are two pipes (enlarged to 1 MiB), so redirections of logkit's own
+  stdout/stderr keep their meaning. stdin is always inherited: the child reads what logkit would.
+* :func:`exit_status` maps a wait status to the shell's convention (128+N for signal N).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import struct
+import subprocess
+import termios
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["Child", "exit_status", "kill_group", "spawn"]
+
+PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+@dataclass
+class Child:
+    """A running child: its pid, process group and the output fds to read (fd -> logkit fd)."""
+
+    proc: subprocess.Popen[bytes]
+    pid: int
+    pgid: int
+    outputs: dict[int, int] = field(default_factory=dict)
+    pty: bool = False
+    pidfd: int | None = None
+
+
+def _copy_winsize(master: int) -> None:
+    for fd in (1, 2, 0):
+        try:
+            size = fcntl.ioctl(fd, termios.TIOCGWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+        except OSError:
+            continue
+        fcntl.ioctl(master, termios.TIOCSWINSZ, size)
+        return
+
+
+def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -> Child:
+    """Start ``argv`` in a new session; raises FileNotFoundError/PermissionError like Popen."""
+    if use_pty:
+        master, slave = os.openpty()
+        try:
+            attrs = termios.tcgetattr(slave)
+            attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the log gets the child's bytes
+            termios.tcsetattr(slave, termios.TCSANOW, attrs)
+            _copy_winsize(master)
+        except (OSError, termios.error):
+            pass
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=slave, stderr=slave, start_new_session=True)
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        outputs = {master: 1}
+    else:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for fd in (out_r, err_r):
+            try:
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
+            except OSError:
+                pass  # a lower pipe-max-size: the default 64 KiB works, just more reads
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out_w, stderr=err_w, start_new_session=True)
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        outputs = {out_r: 1, err_r: 2}
+    pidfd: int | None = None
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    return Child(proc=proc, pid=proc.pid, pgid=proc.pid, outputs=outputs, pty=use_pty, pidfd=pidfd)
+
+
+def kill_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a process group; False when the group is gone."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def exit_status(returncode: int) -> tuple[int, int | None, int | None]:
+    """(logkit's exit status, the child's exit code, the signal that killed it) from Popen.returncode."""
+    if returncode < 0:
+        sig = -returncode
+        return 128 + sig, None, sig
+    return returncode, returncode, None
+
+
+def signal_name(sig: int) -> str:
+    """``SIGTERM`` for 15."""
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"

@@ -1,0 +1,473 @@
+"""``logkit run -- CMD ...``: one attempt, recorded from spawn to outcome.
+
+Contract:
+
+* Order: plan (planners in :data:`PLANNERS`, imported lazily and only when their argv regex
+  matches) -> confirm -> spawn -> ``attempt`` line (pid, pgid, recorder pid/host) -> stream ->
+  ``environment`` line (when the background probes finish) -> ``outcome`` line (fsynced, after
+  the log is fsynced). The attempt is written after spawn but before any output is read, so the
+  pgid is on disk before anything can be lost; a logkit SIGKILLed at any later point leaves an
+  attempt the next command marks ``abandoned`` with the group's survivors.
+* Output goes to logkit's stdout/stderr as it arrives, unchanged; the log gets complete lines,
+  redacted, with one ``os.write`` per read (a partial line is flushed after :data:`PARTIAL_AGE_S`
+  or past :data:`PARTIAL_MAX` bytes, cut at the last space or ``\\r``).
+* SIGINT/SIGTERM/SIGHUP to logkit are forwarded to the child's group; after ``grace`` seconds the
+  group gets SIGKILL. A third signal kills at once. After the child ends, survivors of the group
+  are recorded on the outcome (and, when logkit stopped the group, killed).
+* A failure inside logkit (a watcher raising, the log disk full, an event write failing) never
+  stops the child or its output: it is reported on stderr and in ``outcome.capture_truncated``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+import select
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import procs
+from ..errors import BadInput
+from . import environment as envmod
+from .hooks import ExitInfo, Plan, WatchContext
+from .journal import Journal, new_event, utc
+from .process import Child, exit_status, kill_group, signal_name, spawn
+from .redact import Redactor
+
+__all__ = ["CONFIRMERS", "PLANNERS", "RunOptions", "RunResult", "default_confirm", "run"]
+
+#: (planner "module:function", regex over the joined argv that must match before it is imported).
+PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
+#: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
+CONFIRMERS: list[str] = []
+
+READ_SIZE = 1 << 20
+PARTIAL_MAX = 64 * 1024
+PARTIAL_AGE_S = 1.0
+TICK_S = 0.5
+DRAIN_S = 1.0
+PROBE_WAIT_S = 5.0
+TAIL_LINES = 20
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class RunOptions:
+    """What the command line asked for."""
+
+    sessions: str | None = None
+    session: str | None = None
+    tests: list[str] = field(default_factory=list)
+    role: str | None = None
+    label: str | None = None
+    grace: float = 30.0
+    hang_timeout: float | None = None
+    smoke: list[str] = field(default_factory=list)
+    smoke_only: bool = False
+    preflight: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """What happened, for the CLI's summary."""
+
+    exit_status: int
+    session: str | None = None
+    attempt: dict[str, Any] | None = None
+    outcome: dict[str, Any] | None = None
+
+
+def default_confirm(plan: Plan, environment: Any) -> bool:
+    """Ask every plugged-in confirmer (:data:`CONFIRMERS`); with none plugged, launch."""
+    for spec in CONFIRMERS:
+        module, _, name = spec.partition(":")
+        if not getattr(importlib.import_module(module), name)(plan, environment):
+            return False
+    return True
+
+
+def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], journal: Journal) -> Plan:
+    joined = " ".join(argv)
+    for spec, pattern in PLANNERS:
+        if not re.search(pattern, joined):
+            continue
+        module, _, name = spec.partition(":")
+        try:
+            planner = getattr(importlib.import_module(module), name)
+        except ImportError:
+            continue  # that planner is not installed (yet)
+        if "previous_launch" not in options:
+            from ..events import Attempt
+
+            last = journal.last_launch()
+            options["previous_launch"] = Attempt.model_validate(last) if last else None
+        plan = planner(argv, env, options)
+        if plan is not None:
+            return plan
+    return Plan(role="command")
+
+
+def _dump_model(value: Any) -> Any:
+    return value.model_dump(mode="json", exclude_none=True) if value is not None else None
+
+
+class Recorder:
+    """The streaming half: terminal copy, redacted log, watcher, tail, digest."""
+
+    def __init__(self, log_fd: int | None, redactor: Redactor, watcher: Any) -> None:
+        self.log_fd = log_fd
+        self.redactor = redactor
+        self.watcher = watcher
+        self.partial: dict[int, bytes] = {}
+        self.partial_since: dict[int, float] = {}
+        self.lines = 0
+        self.size = 0
+        self.sha = hashlib.sha256()
+        self.tail = b""
+        self.problems: list[str] = []
+        self.echo_ok = {1: True, 2: True}
+
+    def echo(self, dest: int, data: bytes) -> None:
+        if not self.echo_ok.get(dest, True):
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(dest, view):]
+        except OSError:
+            self.echo_ok[dest] = False  # logkit's own stdout is gone: keep recording
+
+    def _store(self, data: bytes) -> None:
+        data = self.redactor.chunk(data)
+        if self.log_fd is not None:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.log_fd, view):]
+            except OSError as exc:
+                self.problems.append(f"log write failed after {self.size} bytes: {exc.strerror}")
+                self.log_fd = None
+                return
+        self.size += len(data)
+        self.sha.update(data)
+        first = self.lines + 1
+        self.lines += data.count(b"\n")
+        self.tail = (self.tail + data)[-65536:] if len(data) < 65536 else data[-65536:]
+        if self.watcher is not None:
+            try:
+                self.watcher.feed(data, first)
+            except Exception as exc:
+                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+                self.watcher = None
+
+    def record(self, fd: int, data: bytes) -> None:
+        try:
+            buf = self.partial.pop(fd, b"") + data if fd in self.partial else data
+            cut = buf.rfind(b"\n") + 1
+            if cut:
+                self._store(buf[:cut])
+                buf = buf[cut:]
+            if len(buf) > PARTIAL_MAX:
+                buf = self._flush_partial(buf)
+            if buf:
+                self.partial[fd] = buf
+                self.partial_since.setdefault(fd, time.monotonic())
+            else:
+                self.partial_since.pop(fd, None)
+        except Exception as exc:  # never let recording stop the stream
+            self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
+            self.log_fd = None
+
+    def _flush_partial(self, buf: bytes, everything: bool = False) -> bytes:
+        if everything:
+            self._store(buf)
+            return b""
+        cut = max(buf.rfind(b" "), buf.rfind(b"\r")) + 1
+        if cut <= 0:
+            cut = max(len(buf) - 512, 1)
+        self._store(buf[:cut])
+        return buf[cut:]
+
+    def flush_stale(self, now: float, everything: bool = False) -> None:
+        for fd, since in list(self.partial_since.items()):
+            if everything or now - since >= PARTIAL_AGE_S:
+                rest = self._flush_partial(self.partial.pop(fd), everything)
+                self.partial_since.pop(fd, None)
+                if rest:
+                    self.partial[fd] = rest
+                    self.partial_since[fd] = now
+
+    def tail_lines(self) -> list[dict[str, Any]]:
+        text = self.tail.decode("utf-8", "replace")
+        lines = text.splitlines()
+        if len(self.tail) >= 65536 and lines:
+            lines = lines[1:]  # the first may be cut
+        picked = lines[-TAIL_LINES:]
+        last = self.lines if self.tail.endswith(b"\n") else self.lines + 1
+        first = last - len(picked) + 1
+        return [{"line": first + i, "text": t[:2000]} for i, t in enumerate(picked)]
+
+
+def _generic_status(info: ExitInfo) -> tuple[str, str]:
+    if info.stopped_by_logkit:
+        how = f"stopped by logkit ({info.stop_reason})"
+        if info.escalated:
+            how += "; SIGKILLed after the grace period"
+        return "interrupted", how
+    if info.signal is not None:
+        name = signal_name(info.signal)
+        if info.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            hint = " (the OOM killer?)" if info.signal == signal.SIGKILL else ""
+            return "killed", f"killed by {name}{hint}"
+        return "other_crash", f"died of {name}"
+    if info.exit_code == 0:
+        return "exit_ok", "exited 0"
+    return "other_crash", f"exited {info.exit_code}"
+
+
+def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], bool] | None = None,
+        use_pty: bool | None = None) -> RunResult:
+    """Run and record one command; returns the child's exit status (128+N for a signal)."""
+    if not argv:
+        raise BadInput("nothing to run", fix="logkit run -- python -m sglang.launch_server ...")
+    journal = Journal.open(opts.sessions, opts.session)
+    env = dict(os.environ)
+    cwd = os.getcwd()
+    redactor = Redactor.for_run(env, argv)
+    probes = envmod.Probes(argv, cwd, env, redactor)
+    base_env = envmod.quick(env, redactor)
+    options: dict[str, Any] = {
+        "hang_timeout": opts.hang_timeout, "smoke": list(opts.smoke), "smoke_only": opts.smoke_only,
+        "preflight": opts.preflight, "session_dir": str(journal.dir), "grace": opts.grace, **opts.extra,
+    }
+    plan = _find_plan(argv, env, options, journal)
+    for note in plan.notes:
+        print(f"logkit: {note}", file=sys.stderr)
+    if plan.refuse:
+        raise BadInput(f"not launched: {plan.refuse}", fix="fix the command, or pass --no-preflight to launch anyway")
+    if confirm is not None and (confirm is not default_confirm or CONFIRMERS):
+        from ..events import Environment
+
+        snapshot = Environment.model_validate(probes.result(base_env, wait=2.0))
+        if not confirm(plan, snapshot):
+            print("logkit: not launched", file=sys.stderr)
+            return RunResult(exit_status=1, session=journal.id)
+    run_argv = plan.argv or argv
+    if use_pty is None:
+        use_pty = os.isatty(1)
+    started_wall, started = utc(), time.monotonic()
+    try:
+        child = spawn(run_argv, cwd=cwd, env=env, use_pty=use_pty)
+    except OSError as exc:
+        raise BadInput(f"cannot run {run_argv[0]!r}: {exc.strerror}", fix="check the command name and PATH") from exc
+    attempt = new_event(
+        "attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
+        started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid, pgid=child.pgid,
+        recorder_pid=os.getpid(), recorder_host=procs.hostname(), launch=_dump_model(plan.launch),
+        bench=_dump_model(plan.bench), label=opts.label,
+    )
+    problems: list[str] = []
+    log_fd: int | None = None
+    try:
+        attempt = journal.append_attempt(redactor.scrub(attempt))
+        journal.logs_dir.mkdir(exist_ok=True)
+        log_fd = os.open(journal.dir / attempt["log"]["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+    except Exception as exc:
+        problems.append(f"could not record the attempt: {exc}")
+        print(f"logkit: warning: {problems[-1]}; the command runs unrecorded", file=sys.stderr)
+        attempt.setdefault("short_id", None)
+    return _supervise(journal, child, attempt, plan, opts, options, redactor, probes, base_env, log_fd, problems,
+                      started)
+
+
+def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Plan, opts: RunOptions,
+               options: dict[str, Any], redactor: Redactor, probes: envmod.Probes, base_env: dict[str, Any],
+               log_fd: int | None, problems: list[str], started: float) -> RunResult:
+    recorded = attempt.get("short_id") is not None
+    watcher = plan.watcher if recorded else None
+    received: list[int] = []
+    stop: dict[str, Any] = {"reason": None, "deadline": None, "escalated": False, "signal": None}
+
+    def emit(event: Any) -> None:
+        try:
+            journal.append(redactor.scrub(event.model_dump(mode="json", exclude_none=True)))
+        except Exception as exc:
+            problems.append(f"event write failed: {exc}")
+
+    def request_stop(reason: str, sig: int = signal.SIGTERM) -> None:
+        if stop["reason"] is None:
+            stop["reason"], stop["deadline"] = reason, time.monotonic() + opts.grace
+        kill_group(child.pgid, sig)
+
+    rec = Recorder(log_fd, redactor, None)
+    if watcher is not None:
+        from ..events import Attempt
+
+        try:
+            watcher.started(WatchContext(attempt=Attempt.model_validate(attempt), emit=emit,
+                                         request_stop=request_stop, options=options))
+            rec.watcher = watcher
+        except Exception as exc:
+            problems.append(f"watcher failed to start: {type(exc).__name__}: {exc}")
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    old_handlers = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in FORWARDED}
+    poller = select.poll()
+    open_fds = dict(child.outputs)
+    for fd in open_fds:
+        poller.register(fd, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    if child.pidfd is not None:
+        poller.register(child.pidfd, select.POLLIN)
+    env_written = False
+    returncode: int | None = None
+    exited_at: float | None = None
+    last_output = last_tick = time.monotonic()
+    handled = 0
+    try:
+        while open_fds:
+            now = time.monotonic()
+            if exited_at is not None and now - exited_at > DRAIN_S:
+                break  # a descendant keeps the output open; it is a survivor
+            for fd, _ev in poller.poll(TICK_S * 1000):
+                if fd in open_fds:
+                    try:
+                        data = os.read(fd, READ_SIZE)
+                    except OSError:  # EIO: the pty's last writer is gone
+                        data = b""
+                    if not data:
+                        poller.unregister(fd)
+                        del open_fds[fd]
+                        continue
+                    last_output = time.monotonic()
+                    rec.echo(open_fds[fd], data)
+                    rec.record(fd, data)
+                elif fd == wake_r:
+                    try:
+                        os.read(wake_r, 512)
+                    except OSError:
+                        pass
+                elif fd == child.pidfd:
+                    poller.unregister(fd)
+            while handled < len(received):
+                sig = received[handled]
+                handled += 1
+                stop["signal"] = sig
+                if handled >= 3:
+                    stop["escalated"] = True
+                    kill_group(child.pgid, signal.SIGKILL)
+                else:
+                    request_stop(f"{signal_name(sig)} received", sig)
+            if returncode is None:
+                returncode = child.proc.poll()
+                if returncode is not None:
+                    exited_at = time.monotonic()
+            now = time.monotonic()
+            if now - last_tick >= TICK_S:
+                last_tick = now
+                rec.flush_stale(now)
+                if rec.watcher is not None:
+                    try:
+                        rec.watcher.tick(now)
+                    except Exception as exc:
+                        problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+                        rec.watcher = None
+                if recorded and not env_written and probes.done():
+                    env_written = _write_environment(journal, attempt, probes, base_env, problems)
+                if (opts.hang_timeout and plan.watcher is None and stop["reason"] is None
+                        and now - last_output > opts.hang_timeout):
+                    request_stop(f"no output for {opts.hang_timeout:g}s (--hang-timeout)")
+                    stop["hang"] = True
+            if stop["deadline"] is not None and now > stop["deadline"] and not stop["escalated"]:
+                stop["escalated"] = True
+                kill_group(child.pgid, signal.SIGKILL)
+        if returncode is None:
+            returncode = child.proc.wait()
+        if stop["reason"] is not None:
+            # logkit stopped the group: give stragglers the rest of the grace, then SIGKILL.
+            while procs.group_members(child.pgid) and time.monotonic() < (stop["deadline"] or 0):
+                time.sleep(0.1)
+            if procs.group_members(child.pgid):
+                stop["escalated"] = True
+                kill_group(child.pgid, signal.SIGKILL)
+                end = time.monotonic() + 2.0
+                while procs.group_members(child.pgid) and time.monotonic() < end:
+                    time.sleep(0.05)
+    finally:
+        signal.set_wakeup_fd(old_wakeup)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+        for fd in (*child.outputs, wake_r, wake_w, *([child.pidfd] if child.pidfd is not None else [])):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    rec.flush_stale(time.monotonic(), everything=True)
+    duration = time.monotonic() - started
+    status_code, code, sig = exit_status(returncode)
+    survivors = [{"pid": p, "cmdline": redactor.text(procs.cmdline(p) or "")[:500]} for p in procs.group_members(child.pgid)]
+    if survivors:
+        print(f"logkit: warning: {len(survivors)} process(es) of the command's group still running: "
+              + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
+    if not recorded:
+        return RunResult(exit_status=status_code, session=journal.id)
+    if rec.log_fd is not None:
+        try:
+            os.fsync(rec.log_fd)
+        except OSError:
+            pass
+        os.close(rec.log_fd)
+    info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop["reason"] is not None,
+                    forwarded_signal=stop["signal"], duration_s=duration, lines=rec.lines,
+                    stop_reason=stop["reason"], escalated=stop["escalated"])
+    status, label = _generic_status(info)
+    if stop.get("hang"):
+        status = "hang"
+    verdict = None
+    if rec.watcher is not None:
+        from ..events import EvidenceLine
+
+        info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
+        try:
+            verdict = rec.watcher.finished(info)
+        except Exception as exc:
+            problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+    if not env_written:
+        _write_environment(journal, attempt, probes, base_env, problems, wait=PROBE_WAIT_S)
+    problems.extend(rec.problems)
+    outcome = new_event(
+        "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
+        label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=utc(),
+        duration_s=round(duration, 3), exit_code=code, signal=sig,
+        ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
+        evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
+        tail=rec.tail_lines(), timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
+        log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
+        survivors=survivors, capture_truncated="; ".join(problems) or None,
+    )
+    outcome = redactor.scrub(outcome)
+    try:
+        journal.append(outcome, durable=True)
+    except Exception as exc:
+        print(f"logkit: error: could not write the outcome of {attempt['short_id']}: {exc}", file=sys.stderr)
+    return RunResult(exit_status=status_code, session=journal.id, attempt=attempt, outcome=outcome)
+
+
+def _write_environment(journal: Journal, attempt: dict[str, Any], probes: envmod.Probes, base: dict[str, Any],
+                       problems: list[str], wait: float = 0.0) -> bool:
+    try:
+        env = probes.result(base, wait=wait)
+        journal.append(new_event("environment", journal.id, attempt=attempt["short_id"], environment=env))
+        return True
+    except Exception as exc:
+        problems.append(f"environment event failed: {exc}")
+        return True
