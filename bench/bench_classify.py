@@ -1,0 +1,79 @@
+"""Accuracy of the SGLang outcome classifier on the corpus of real logs.
+
+    .venv/bin/python bench/bench_classify.py [--manifest tests/fixtures/logs/manifest.toml]
+
+Prints the exact-class accuracy, every miss, a confusion table (expected x got) and the number of
+failed launches classified `ready` (must be 0), plus the classification speed against a plain
+`bytes.count` scan of the same bytes (a baseline run in the same process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from logkit.capture.sglang.outcomes import Classifier, classify_file  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--manifest", default=str(ROOT / "tests/fixtures/logs/manifest.toml"))
+    args = ap.parse_args()
+    manifest = Path(args.manifest)
+    entries = tomllib.loads(manifest.read_text())["log"]
+    confusion: Counter[tuple[str, str]] = Counter()
+    misses = []
+    false_ready = 0
+    blobs = []
+    for e in entries:
+        path = manifest.parent / e["file"]
+        got = classify_file(path)
+        blobs.append(path.read_bytes())
+        confusion[(e["expected"], got.status)] += 1
+        if got.status != e["expected"]:
+            misses.append((e["file"], e["expected"], got.status, got.label))
+        if got.status == "ready" and e["expected"] != "ready":
+            false_ready += 1
+    n = len(entries)
+    right = sum(v for (a, b), v in confusion.items() if a == b)
+    print(f"corpus: {n} real logs ({manifest})")
+    print(f"exact class: {right}/{n} = {100 * right / n:.1f}%")
+    print(f"failed launches classified ready: {false_ready}")
+    for f, exp, got, label in misses:
+        print(f"  miss: {f}: expected {exp}, got {got} ({label})")
+    classes = sorted({a for a, _ in confusion} | {b for _, b in confusion})
+    width = max(len(c) for c in classes) + 1
+    print("\nconfusion (rows expected, columns got):")
+    print(" " * width + " ".join(c[:6].rjust(6) for c in classes))
+    for a in classes:
+        print(a.ljust(width) + " ".join(str(confusion[(a, b)] or ".").rjust(6) for b in classes))
+    # Speed: classify ~32 MiB of real log bytes vs. a line count over the same bytes.
+    data = b"".join(blobs)
+    reps = max(1, (32 << 20) // max(1, len(data)))
+    big = data * reps
+    t0 = time.perf_counter()
+    big.count(b"\n")
+    base = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    clf = Classifier()
+    step = 1 << 20
+    for i in range(0, len(big), step):
+        chunk = big[i : i + step]
+        cut = chunk.rfind(b"\n") + 1 or len(chunk)
+        clf.feed(chunk[:cut], 1)
+    took = time.perf_counter() - t0
+    mib = len(big) / (1 << 20)
+    print(f"\nspeed: {mib:.0f} MiB classified in {took:.3f}s ({mib / took:.0f} MiB/s); "
+          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
+    return 0 if right / n >= 0.95 and false_ready == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
