@@ -50,7 +50,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         grace=args.grace, hang_timeout=args.hang_timeout, smoke=args.smoke, smoke_only=args.smoke_only,
         preflight=args.preflight,
     )
-    result = runner.run(argv, opts, confirm=None if args.yes else runner.default_confirm)
+    confirm = None
+    if not args.yes:  # the pre-launch check against refuted configurations (logkit/reasoning/refuted.py)
+        from ..reasoning.prelaunch import launch_confirmer
+
+        confirm = launch_confirmer(args.sessions, runner.default_confirm)
+    result = runner.run(argv, opts, confirm=confirm)
     if result.outcome is not None:
         o = result.outcome
         print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "

@@ -85,11 +85,11 @@ def environment(
 
 
 def config_diff(previous: Attempt | None, launch: LaunchConfig) -> ConfigDiff | None:
-    """What ``launch`` changed against the previous launch (by fingerprint, else non-default flags)."""
+    """What ``launch`` changed against the previous launch (its non-default flags, else its fingerprint)."""
     if previous is None or previous.launch is None:
         return None
     def flags(cfg: LaunchConfig) -> dict[str, Any]:
-        return dict(cfg.fingerprint or cfg.non_default)
+        return dict(cfg.non_default or cfg.fingerprint)
     old, new = flags(previous.launch), flags(launch)
     return ConfigDiff(
         against=previous.short_id,

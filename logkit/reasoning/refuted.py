@@ -2,9 +2,9 @@
 
 Contract:
 
-* :func:`refuted_runs` scans every session of the store for attempts that failed: an outcome in a
-  ``[failure_classes]`` status of ``reasoning.toml``, or an attempt cited as evidence of a
-  ``refuted`` verdict. Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
+* :func:`refuted_runs` scans every session of the store for launches that failed: an outcome in a
+  ``[failure_classes]`` status of ``reasoning.toml`` (a launch that worked but refuted a claim, say
+  "cudnn is faster", is no reason to warn before running it again). Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
   from the attempt's recorded GPUs) and its *suspect* flags: what the attempt changed against the
   launch before it (its config diff), else its non-default backend flags. A run with no suspect
   flags or no known architecture is never matched (it would match everything).
@@ -12,8 +12,11 @@ Contract:
   launch's fingerprint, on the same architecture. An unknown architecture here matches nothing.
 * :func:`local_arch` reads the architecture of the GPUs this launch will use (nvidia-smi, honouring
   ``CUDA_VISIBLE_DEVICES``; ``$LOGKIT_GPU_ARCH`` overrides, e.g. ``SM120``). It never raises.
-* :func:`confirm` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
+* :func:`ask` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
   prompts when stdin is not a terminal (it proceeds and prints the warning).
+* :func:`check_launch` is the body of the runner's ``confirm(plan, environment)`` callback
+  (plugged in by :mod:`logkit.reasoning.prelaunch`, which stays import-light). A failure inside
+  the check is reported and never blocks a launch. ``--yes`` skips the callback altogether.
 """
 
 from __future__ import annotations
@@ -26,11 +29,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..events import Attempt, BaseEvent, Environment, LaunchConfig, Outcome, Verdict
+from ..events import Attempt, AttemptEnvironment, BaseEvent, Environment, LaunchConfig, Outcome
 from ..store import Store
 from .tables import tables
 
-__all__ = ["ENV_ARCH", "RefutedRun", "arch_of", "check", "confirm", "local_arch", "refuted_runs", "suspects", "warning"]
+__all__ = [
+    "ENV_ARCH",
+    "RefutedRun",
+    "arch_name",
+    "arch_of",
+    "ask",
+    "check",
+    "describe",
+    "check_launch",
+    "local_arch",
+    "refuted_runs",
+    "suspects",
+    "warning",
+]
 
 ENV_ARCH = "LOGKIT_GPU_ARCH"
 _CAP = re.compile(r"^\s*(?:SM_?)?(\d+)(?:[.,](\d+))?\s*$", re.I)
@@ -124,17 +140,18 @@ def _session_runs(session: str, events: list[BaseEvent]) -> list[RefutedRun]:
     classes = tables()["failure_classes"]
     attempts = {e.short_id: e for e in events if isinstance(e, Attempt)}
     outcomes = {e.attempt: e for e in events if isinstance(e, Outcome)}
-    refuted_by = {ref for e in events if isinstance(e, Verdict) and e.verdict == "refuted" for ref in e.evidence}
+    # logkit run writes the probed environment as a later event that supersedes attempt.environment.
+    probed = {e.attempt: e.environment for e in events if isinstance(e, AttemptEnvironment)}
     runs = []
     for sid, attempt in attempts.items():
         if attempt.role != "launch":
             continue
         outcome = outcomes.get(sid)
         status = outcome.status if outcome else None
-        if status not in classes and sid not in refuted_by:
+        if status not in classes:
             continue
         blamed = suspects(attempt.launch)
-        arch = arch_of(attempt.environment)
+        arch = arch_of(probed.get(sid)) or arch_of(attempt.environment)
         if blamed and arch:
             label = outcome.label if outcome else None
             runs.append(RefutedRun(session, sid, status or "refuted", arch, blamed, label))
@@ -182,7 +199,7 @@ def warning(run: RefutedRun) -> str:
     return f"{describe(run.suspects)} {verb} on {run.arch} in {run.session} {run.attempt} ({run.status})."
 
 
-def confirm(
+def ask(
     runs: list[RefutedRun],
     *,
     yes: bool = False,
@@ -213,3 +230,31 @@ def confirm(
     except (EOFError, KeyboardInterrupt):
         answer = ""
     return answer.strip().lower() in ("y", "yes")
+
+
+def _arch_for_launch(environment: Any) -> str | None:
+    if os.environ.get(ENV_ARCH):
+        return arch_name(os.environ[ENV_ARCH])
+    found = arch_of(environment) if isinstance(environment, Environment) else None
+    if found:
+        return found
+    probe = environment.probes.get("gpus") if isinstance(environment, Environment) else None
+    if probe is not None and (probe.ok or "not found" in (probe.error or "")):
+        return None  # the runner already asked nvidia-smi: no GPU, or none with a known capability
+    return local_arch()
+
+
+
+def check_launch(plan: Any, environment: Any, sessions: str | None, *,
+                 stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
+    """Warn (and ask on a terminal) when ``plan``'s launch repeats a refuted one; True to launch."""
+    fingerprint = _fingerprint(getattr(plan, "launch", None))
+    if not fingerprint:
+        return True
+    err = stderr or sys.stderr
+    try:
+        runs = check(fingerprint, _arch_for_launch(environment), Store.from_env(sessions))
+    except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
+        err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
+        return True
+    return ask(runs, stdin=stdin, stderr=err)
