@@ -1,0 +1,127 @@
+"""SGLang awareness for ``logkit run``: the planner the runner loads as ``logkit.capture.sglang:plan``.
+
+Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`), parses the
+launch flags with SGLang's own parser in the command's interpreter (:mod:`.args`), refuses a launch
+SGLang would reject unless ``--no-preflight`` (``options["preflight"]``), diffs it against
+``options["previous_launch"]``, gives a benchmark an ``--output-file`` in the session when it has
+none and links it to the launch it measures, and returns a :class:`~logkit.capture.hooks.Plan` with
+the matching watcher (:mod:`.watcher`). It returns None for anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ..hooks import Plan
+
+__all__ = ["plan"]
+
+_ENV_PREFIXES = re.compile(r"^(SGLANG_|SGL_|FLASHINFER_|TRTLLM_|CUTE_DSL_|NCCL_|CUDA_|TORCH|TRITON_|HF_|MOONCAKE_)")
+_LOCAL = {"0.0.0.0", "127.0.0.1", "localhost", "::", "[::]", "::1", "", None}
+
+
+def _python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None:
+    if target.python:
+        import shutil
+
+        word = target.python[0]
+        return word if "/" in word else shutil.which(word, path=env.get("PATH"))
+    from ..environment import interpreter_of
+
+    return interpreter_of(argv, env)
+
+
+def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
+    if not session_dir:
+        return []
+    path = Path(session_dir) / "events.jsonl"
+    out = []
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if '"attempt"' in line and '"launch"' in line:
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if ev.get("kind") == "attempt" and ev.get("role") == "launch":
+                        out.append(ev)
+    except OSError:
+        return []
+    return out
+
+
+def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
+    """The newest launch attempt of the session listening on host:port."""
+    if port is None:
+        return None
+    for ev in reversed(_launch_attempts(session_dir)):
+        launch = ev.get("launch") or {}
+        if launch.get("port") == port and (launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
+            return ev.get("short_id")
+    return None
+
+
+def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan | None:
+    """The plan for an SGLang launch or benchmark, or None."""
+    from .detect import detect
+
+    target = detect(argv)
+    if target is None:
+        return None
+    if target.kind == "bench":
+        return _plan_bench(argv, target, options)
+    return _plan_launch(argv, env, target, options)
+
+
+def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
+    from .args import diff_launch, diff_note, parse_launch
+    from .watcher import LaunchWatcher
+
+    notes: list[str] = []
+    python = _python_for(target, argv, env)
+    parsed = parse_launch(target.args, python)
+    cfg = parsed.config
+    if cfg.parser == "plain" and parsed.error is None:
+        notes.append("SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)")
+    if parsed.error and options.get("preflight", True):
+        return Plan(role="launch", launch=cfg, refuse=f"SGLang would reject these flags: {parsed.error}", notes=notes)
+    if parsed.error:
+        notes.append(f"preflight skipped: {parsed.error}")
+    watched_env = {k: v for k, v in {**env, **target.env}.items() if _ENV_PREFIXES.match(k)}
+    previous = options.get("previous_launch")
+    diff = diff_launch(cfg, previous, watched_env if previous is not None else None)
+    if diff is not None:
+        if previous is not None and previous.environment is not None:
+            diff.env_changed = {k: v for k, v in diff.env_changed.items()
+                                if k in previous.environment.env or _ENV_PREFIXES.match(k)}
+        cfg = cfg.model_copy(update={"diff": diff})
+        notes.append(diff_note(diff))
+    return Plan(role="launch", launch=cfg, watcher=LaunchWatcher(cfg), notes=notes)
+
+
+def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
+    from .args import parse_bench
+    from .watcher import BenchWatcher
+
+    bench = parse_bench(target.args)
+    new_argv = None
+    output = bench.output_file
+    if output is None and target.args_at is not None and options.get("session_dir"):
+        logs = Path(options["session_dir"]) / "logs"
+        output = str(logs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")
+        new_argv = argv[: target.args_at] + ["--output-file", output] + argv[target.args_at :]
+        bench = bench.model_copy(update={"output_file": output})
+    host, port = bench.host, bench.port
+    if bench.base_url:
+        m = re.match(r"^\w+://([^/:]+)(?::(\d+))?", bench.base_url)
+        if m:
+            host, port = m.group(1), int(m.group(2)) if m.group(2) else port
+    server = _server_for(host, port, options.get("session_dir"))
+    notes = [f"benchmark of {server} ({host}:{port})"] if server else []
+    return Plan(role="bench", argv=new_argv, bench=bench, watcher=BenchWatcher(bench, output, server), notes=notes)

@@ -1,0 +1,160 @@
+"""Read SGLang benchmark results: the JSONL record, or failing that the printed result block.
+
+Contract: :func:`parse_jsonl` takes the last JSON line of a ``--output-file`` (SGLang appends),
+redacts the embedded ``server_info`` secrets, and returns metrics named with SGLang's own JSONL
+keys plus labels; :func:`parse_text` reads the printed "Serving Benchmark Result" block of any
+version (2024 without max-concurrency, 0.4.0-0.4.4's misspelt "Max reqeuest concurrency", builds
+without TPOT, 2026's peak and P90 lines, posts with padding stripped or cut short: whatever lines
+are there). :func:`parse_file` tries JSONL first. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import BadInput
+from .outcomes import _data
+
+__all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info"]
+
+#: Printed label -> JSONL key (labels compared lower-case, without the trailing colon).
+TEXT_KEYS: dict[str, str] = {
+    "successful requests": "completed",
+    "benchmark duration (s)": "duration",
+    "total input tokens": "total_input_tokens",
+    "total input text tokens": "total_input_text_tokens",
+    "total input vision tokens": "total_input_vision_tokens",
+    "total generated tokens": "total_output_tokens",
+    "total generated tokens (retokenized)": "total_output_tokens_retokenized",
+    "request throughput (req/s)": "request_throughput",
+    "input token throughput (tok/s)": "input_throughput",
+    "output token throughput (tok/s)": "output_throughput",
+    "peak output token throughput (tok/s)": "max_output_tokens_per_s",
+    "peak concurrent requests": "max_concurrent_requests",
+    "total token throughput (tok/s)": "total_throughput",
+    "total throughput (tok/s)": "total_throughput",
+    "concurrency": "concurrency",
+    "accept length": "accept_length",
+    "request goodput (req/s)": "request_goodput",
+}
+for _stat in ("mean", "median", "std", "p90", "p95", "p99", "max"):
+    for _name, _key in (("e2e latency", "e2e_latency"), ("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl")):
+        TEXT_KEYS[f"{_stat} {_name} (ms)"] = f"{_stat}_{_key}_ms"
+LABEL_KEYS = {
+    "backend": "backend",
+    "traffic request rate": "request_rate",
+    "max request concurrency": "max_concurrency",
+    "max reqeuest concurrency": "max_concurrency",
+}
+JSON_LABELS = ("backend", "dataset_name", "request_rate", "max_concurrency", "random_input_len",
+               "random_output_len", "random_range_ratio", "sharegpt_output_len", "tag")
+NOT_METRICS = set(JSON_LABELS) | {"server_info", "goodput_slos_ms", "slo_attainment_by_metric", "cache_report",
+                                  "input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"}
+UNITS = {"duration": "s", "request_throughput": "req/s", "request_goodput": "req/s", "concurrency": None}
+_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ()/_.%-]*?):\s*(\S.*?)\s*$")
+
+
+@dataclass
+class BenchResult:
+    metrics: dict[str, float] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+    server_info: dict[str, Any] | None = None
+    source: str = "jsonl"
+
+    def unit(self, name: str) -> str | None:
+        if name in UNITS:
+            return UNITS[name]
+        if name.endswith("_ms"):
+            return "ms"
+        if name.endswith("_throughput") or name == "max_output_tokens_per_s":
+            return "tok/s"
+        return None
+
+
+def redact_info(info: Any) -> Any:
+    """``server_info`` with every secret key's value replaced (api_key, admin_api_key, ...)."""
+    keys = set(_data("sglang.toml")["redact_keys"])
+    if isinstance(info, dict):
+        return {k: ("[REDACTED]" if k in keys and v not in (None, "") else redact_info(v)) for k, v in info.items()}
+    if isinstance(info, list):
+        return [redact_info(v) for v in info]
+    return info
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if not math.isnan(float(value)) else None
+    try:
+        return float(str(value).rstrip("%"))
+    except ValueError:
+        return None
+
+
+def parse_jsonl(text: str) -> BenchResult:
+    """The last record of a bench ``--output-file``."""
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("{")]
+    if not lines:
+        raise ValueError("no JSON record")
+    rec = json.loads(lines[-1])
+    out = BenchResult(source="jsonl")
+    for k in JSON_LABELS:
+        if rec.get(k) is not None:
+            out.labels["dataset" if k == "dataset_name" else k] = rec[k]
+    for k, v in rec.items():
+        if k in NOT_METRICS:
+            continue
+        num = _number(v)
+        if num is not None:
+            out.metrics[k] = num
+    if rec.get("server_info") is not None:
+        out.server_info = redact_info(rec["server_info"])
+    return out
+
+
+def parse_text(text: str) -> BenchResult:
+    """The printed "Serving Benchmark Result" block (any version; partial blocks too)."""
+    out = BenchResult(source="text")
+    start = text.rfind("Serving Benchmark Result")
+    body = text[start:] if start >= 0 else text
+    for raw in body.splitlines():
+        m = _LINE.match(raw)
+        if not m:
+            continue
+        label, value = m.group(1).strip().lower(), m.group(2).strip()
+        label = re.sub(r"\s+", " ", label)
+        if label in LABEL_KEYS:
+            key = LABEL_KEYS[label]
+            out.labels[key] = None if value == "not set" else (_number(value) if _number(value) is not None else value)
+            continue
+        key = TEXT_KEYS.get(label)
+        num = _number(value.split()[0]) if value else None
+        if key and num is not None:
+            out.metrics[key] = num
+    if not out.metrics:
+        raise ValueError("no Serving Benchmark Result figures")
+    return out
+
+
+def parse_file(path: str | Path) -> BenchResult:
+    """A saved bench JSONL or printed output."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BadInput(f"{p}: cannot read: {exc.strerror}", fix="check the path") from exc
+    try:
+        return parse_jsonl(text)
+    except (ValueError, json.JSONDecodeError):
+        pass
+    try:
+        return parse_text(text)
+    except ValueError:
+        raise BadInput(f"{p}: neither a bench JSONL record nor a 'Serving Benchmark Result' block",
+                       fix="pass the --output-file of sglang.benchmark.serving or its printed output") from None

@@ -1,0 +1,139 @@
+"""Recognise SGLang launches and benchmarks in an argv, through the wrappers people put around them.
+
+Contract: :func:`detect` takes the argv ``logkit run`` was given and returns a :class:`Target`
+(kind ``launch`` or ``bench``, the interpreter words, the SGLang flags and where they sit in the
+argv) or ``None``. It looks through ``env [-i] [VAR=...]``, leading ``VAR=value`` words, ``uv run``,
+``torchrun``/``python -m torch.distributed.run`` style launchers, ``nohup``/``time``/``numactl``
+style prefixes and ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`). Pure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+__all__ = ["Target", "detect"]
+
+LAUNCH_MODULES = {"sglang.launch_server": "launch", "sglang.bench_serving": "bench", "sglang.benchmark.serving": "bench"}
+_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+#: Prefix commands that run the rest of the argv (with how many option words they may take).
+_PREFIXES = {"nohup", "time", "nice", "ionice", "stdbuf", "numactl", "taskset", "exec", "sudo", "chrt", "timeout"}
+
+
+@dataclass
+class Target:
+    """An SGLang command found in an argv."""
+
+    kind: str  # "launch" | "bench"
+    #: The words that start the interpreter (``["python3"]``, ``["/venv/bin/python"]``), if any.
+    python: list[str]
+    #: The SGLang flags (after the module or ``sglang serve``).
+    args: list[str]
+    #: Index in the original argv where the SGLang flags start, or None inside a ``bash -c`` script.
+    args_at: int | None
+    #: Environment assignments seen in the wrapper (``CUDA_VISIBLE_DEVICES=0``).
+    env: dict[str, str] = field(default_factory=dict)
+    #: True when the command came from inside a shell script string.
+    in_shell: bool = False
+
+
+def _skip_launcher(words: list[str], i: int) -> int:
+    """Skip a torchrun-style launcher's options; stop at ``-m MODULE`` or the script."""
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] in ("-m", "--module", "--no-python", "--no_python"):
+            return i
+        i += 1 if "=" in words[i] or i + 1 >= len(words) or words[i + 1].startswith("-") else 2
+    return i
+
+
+def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
+    i = start
+    while i < len(words):
+        w = words[i]
+        base = os.path.basename(w)
+        if _ASSIGN.match(w):
+            k, _, v = w.partition("=")
+            env[k] = v
+            i += 1
+        elif base == "env":
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 2 if words[i] in ("-u", "--unset", "-C", "--chdir") else 1
+        elif base in _PREFIXES:
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 1
+            if base == "timeout" and i < len(words) and re.match(r"^\d", words[i]):
+                i += 1
+        elif base == "uv" and i + 1 < len(words) and words[i + 1] == "run":
+            i += 2
+            while i < len(words) and words[i].startswith("-"):
+                takes = words[i] in ("--with", "--python", "-p", "--project", "--directory", "--env-file", "--extra", "--group")
+                i += 2 if takes and "=" not in words[i] else 1
+        elif base in ("torchrun",):
+            i = _skip_launcher(words, i + 1)
+        else:
+            break
+    return i
+
+
+def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) -> Target | None:
+    i = _strip_env(words, offset, env)
+    if i >= len(words):
+        return None
+    head = os.path.basename(words[i])
+    if head in ("bash", "sh", "zsh", "dash") and not in_shell:
+        j = i + 1
+        while j < len(words) and words[j].startswith("-") and words[j] != "-c":
+            j += 1
+        if j + 1 < len(words) and words[j] == "-c":
+            try:
+                inner = shlex.split(words[j + 1], comments=True)
+            except ValueError:
+                return None
+            # Only the last command of `a && b; c` is the long-running one people wrap.
+            cmds: list[list[str]] = [[]]
+            for w in inner:
+                if w in ("&&", ";", "||", "|"):
+                    cmds.append([])
+                else:
+                    cmds[-1].append(w)
+            for cmd in reversed(cmds):
+                found = _find(cmd, 0, dict(env), True)
+                if found:
+                    found.args_at = None
+                    found.in_shell = True
+                    return found
+        return None
+    if head == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
+        return Target("launch", [], words[i + 2 :], None if in_shell else i + 2, env, in_shell)
+    python: list[str] = []
+    if words[i] in ("-m", "--module") and i + 1 < len(words):  # after torchrun: -m MODULE
+        kind = LAUNCH_MODULES.get(words[i + 1])
+        return Target(kind, [], words[i + 2 :], None if in_shell else i + 2, env, in_shell) if kind else None
+    if _PYTHON.match(head):
+        python = [words[i]]
+        j = i + 1
+        while j < len(words) and words[j].startswith("-") and words[j] != "-m":
+            j += 1
+        if j + 1 < len(words) and words[j] == "-m":
+            module = words[j + 1]
+            if module in ("torch.distributed.run", "torch.distributed.launch"):
+                k = _skip_launcher(words, j + 2)
+                return _find(words[:i + 1] + words[k:], i + 1, env, in_shell) if k < len(words) else None
+            kind = LAUNCH_MODULES.get(module)
+            if kind:
+                return Target(kind, python, words[j + 2 :], None if in_shell else j + 2, env, in_shell)
+        return None
+    # A script path: .../sglang/launch_server.py under torchrun, or a console script.
+    if words[i].endswith(("sglang/launch_server.py", "launch_server.py")) and "sglang" in words[i]:
+        return Target("launch", [], words[i + 1 :], None if in_shell else i + 1, env, in_shell)
+    return None
+
+
+def detect(argv: list[str]) -> Target | None:
+    """The SGLang launch or benchmark in ``argv``, or None."""
+    return _find(list(argv), 0, {}, False)

@@ -1,0 +1,258 @@
+"""Watchers for SGLang attempts: classify while streaming, readiness by log AND HTTP, server info,
+hang detection, smoke prompts (launches); metric events (benchmarks).
+
+Contract: :meth:`LaunchWatcher.feed` only scans bytes (classifier + timeline). Everything that
+waits on the network runs in one daemon thread started by :meth:`started`: it polls ``/ready``
+then ``/health`` on the launch's host:port, reads ``/server_info`` (``/get_server_info`` on old
+versions) once ready and emits a redacted ``ServerInfo``, sends the ``--smoke`` prompts and emits
+``Smoke`` events (a degenerate reply makes the attempt ``garbage``), and with ``--smoke-only``
+asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
+before ready, or output but the ready endpoint never answering within it; it then asks the runner
+to stop. :meth:`finished` returns the :class:`~logkit.capture.hooks.Verdict`. A failure inside the
+thread is recorded in the label, never raised into the recorder.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ...events import BenchConfig, LaunchConfig, Metric, ServerInfo, Smoke
+from ..hooks import ExitInfo, Verdict, WatchContext
+from .args import fingerprint
+from .bench import BenchResult, parse_file, parse_text, redact_info
+from .outcomes import Classifier
+from .smoke import degenerate, send
+from .timeline import Timeline
+
+__all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
+
+POLL_S = 1.0
+
+
+def probe_url(host: str | None, port: int | None) -> str | None:
+    """``http://host:port`` for talking to a server that listens on ``host`` (0.0.0.0 -> loopback)."""
+    if port is None:
+        return None
+    h = host or "127.0.0.1"
+    if h in ("0.0.0.0", "::", "[::]", ""):
+        h = "127.0.0.1"
+    return f"http://{h}:{port}"
+
+
+def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - the server's own address
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+    except Exception:  # noqa: BLE001 - not up yet
+        return 0, b""
+
+
+class LaunchWatcher:
+    """Watches one SGLang server launch."""
+
+    def __init__(self, launch: LaunchConfig | None) -> None:
+        self.launch = launch
+        self.clf = Classifier()
+        self.timeline = Timeline()
+        self.base = probe_url(launch.host if launch else None, launch.port if launch else None)
+        self.ctx: WatchContext | None = None
+        self.last_output = time.monotonic()
+        self.started_at = time.monotonic()
+        self.http_ready_at: datetime | None = None
+        self.log_ready_at: datetime | None = None
+        self.hang: str | None = None
+        self.garbage: str | None = None
+        self.smoke_done = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.api_key = str(launch.args.get("api_key")) if launch and launch.args.get("api_key") else None
+
+    # --- hot path ---------------------------------------------------------------------------
+    def started(self, ctx: WatchContext) -> None:
+        self.ctx = ctx
+        self.started_at = self.last_output = time.monotonic()
+        if self.base:
+            self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
+            self._thread.start()
+
+    def feed(self, chunk: bytes, first_line: int) -> None:
+        self.last_output = time.monotonic()
+        was_ready = self.clf.ready
+        self.clf.feed(chunk, first_line)
+        self.timeline.feed(chunk, first_line, datetime.now(UTC))
+        if self.clf.ready and not was_ready:
+            self.log_ready_at = datetime.now(UTC)
+
+    def tick(self, now: float) -> None:
+        if self.ctx is None or self.hang or self.ready:
+            return
+        limit = self.ctx.options.get("hang_timeout")
+        if not limit:
+            return
+        if now - self.last_output > limit:
+            self.hang = f"no output for {limit:g}s before ready"
+        elif self.base and now - self.started_at > max(limit, 1.0) * 4 and not self.ready:
+            self.hang = f"ready endpoint not answering after {now - self.started_at:.0f}s"
+        if self.hang:
+            self.ctx.request_stop(self.hang + " (--hang-timeout)")
+
+    @property
+    def ready(self) -> bool:
+        return self.clf.ready or self.http_ready_at is not None
+
+    # --- network thread ---------------------------------------------------------------------
+    def _network(self) -> None:
+        assert self.ctx is not None and self.base is not None
+        try:
+            while not self._stop.is_set() and self.http_ready_at is None:
+                code, _ = _get(f"{self.base}/ready")
+                if code == 404:
+                    code, _ = _get(f"{self.base}/health")
+                if code == 200:
+                    self.http_ready_at = datetime.now(UTC)
+                    break
+                self._stop.wait(POLL_S)
+            if self._stop.is_set():
+                return
+            self._server_info()
+            prompts = list(self.ctx.options.get("smoke") or [])
+            for prompt in prompts:
+                self._smoke(prompt)
+            if prompts and self.ctx.options.get("smoke_only"):
+                self.ctx.request_stop("smoke test done (--smoke-only)")
+        except Exception as exc:  # noqa: BLE001 - never kill the recording
+            self.hang = None
+            self.garbage = self.garbage or None
+            if self.ctx:
+                try:
+                    from ...events import Note
+
+                    self.ctx.emit(Note(session=self.ctx.attempt.session, text=f"sglang watcher: {exc}",
+                                       refs=[self.ctx.attempt.short_id]))
+                except Exception:  # noqa: BLE001
+                    pass
+        finally:
+            self.smoke_done.set()
+
+    def _server_info(self) -> None:
+        assert self.ctx is not None
+        for path in ("/server_info", "/get_server_info"):
+            code, body = _get(f"{self.base}{path}")
+            if code == 200 and body:
+                try:
+                    info = json.loads(body)
+                except ValueError:
+                    continue
+                info = redact_info(info)
+                flat = {k: v for k, v in info.items() if k not in ("internal_states",)}
+                self.ctx.emit(ServerInfo(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
+                                         version=info.get("version"), endpoint=path, resolved=flat,
+                                         fingerprint=fingerprint(flat)))
+                return
+
+    def _smoke(self, prompt: str) -> None:
+        assert self.ctx is not None and self.base is not None
+        model = "default"
+        code, body = _get(f"{self.base}/v1/models")
+        if code == 200:
+            try:
+                model = json.loads(body)["data"][0]["id"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                pass
+        r = send(self.base, prompt, model=model, api_key=self.api_key)
+        why = r.error or degenerate(r.reply, r.logprobs)
+        if why and not r.error:
+            self.garbage = self.garbage or why
+        self.ctx.emit(Smoke(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id, prompt=prompt,
+                            reply=r.reply, latency_s=r.latency_s, ok=why is None, reason=why))
+
+    # --- end --------------------------------------------------------------------------------
+    def finished(self, exit_info: ExitInfo) -> Verdict:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
+                            stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
+                            hang=self.hang)
+        status, label, sig = d.status, d.label, d.signature
+        if self.garbage and status in ("ready", "exit_ok", "interrupted", "killed"):
+            status, label, sig = "garbage", f"degenerate smoke reply: {self.garbage}", "logkit-smoke"
+        ready_at = self.log_ready_at or self.http_ready_at
+        if ready_at is None:
+            ready_at = next((m.at for m in self.timeline.milestones if m.stage == "ready"), None)
+        evidence = list(d.evidence)
+        if d.ready_line and not any(e.line == d.ready_line for e in evidence):
+            from ...events import EvidenceLine
+
+            evidence.append(EvidenceLine(line=d.ready_line, text=d.ready_text or ""))
+            evidence.sort(key=lambda e: e.line)
+        started = self.ctx.attempt.started if self.ctx else None
+        return Verdict(status=status, label=label, signature=sig, evidence=evidence,
+                       timeline=self.timeline.with_seconds(started), ready_at=ready_at if d.ready else None)
+
+
+class BenchWatcher:
+    """Watches one SGLang benchmark client run; emits one Metric per figure when it ends."""
+
+    def __init__(self, bench: BenchConfig, output_file: str | None, server_attempt: str | None) -> None:
+        self.bench = bench
+        self.output_file = output_file
+        self.server_attempt = server_attempt
+        self.clf = Classifier()
+        self.ctx: WatchContext | None = None
+        self._tail: list[bytes] = []
+        self._size = 0
+
+    def started(self, ctx: WatchContext) -> None:
+        self.ctx = ctx
+
+    def feed(self, chunk: bytes, first_line: int) -> None:
+        self.clf.feed(chunk, first_line)
+        if b"Serving Benchmark Result" in chunk or self._tail:
+            self._tail.append(chunk)
+            self._size += len(chunk)
+            while self._size > (256 << 10) and len(self._tail) > 1:
+                self._size -= len(self._tail.pop(0))
+
+    def tick(self, now: float) -> None:
+        return None
+
+    def _result(self) -> BenchResult | None:
+        if self.output_file and Path(self.output_file).is_file():
+            try:
+                return parse_file(self.output_file)
+            except Exception:  # noqa: BLE001 - fall back to the printed block
+                pass
+        if self._tail:
+            try:
+                return parse_text(b"".join(self._tail).decode("utf-8", "replace"))
+            except ValueError:
+                return None
+        return None
+
+    def finished(self, exit_info: ExitInfo) -> Verdict:
+        result = self._result()
+        if result is not None and self.ctx is not None:
+            labels = {**self.bench.labels, **result.labels}
+            for name, value in result.metrics.items():
+                self.ctx.emit(Metric(session=self.ctx.attempt.session, name=name, value=value, unit=result.unit(name),
+                                     attempt=self.ctx.attempt.short_id, server_attempt=self.server_attempt,
+                                     labels=labels))
+        d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
+                            stopped_by_logkit=exit_info.stopped_by_logkit)
+        label = d.label
+        if d.status == "exit_ok" and result is not None:
+            label = f"{len(result.metrics)} metrics from the {result.source} result"
+        return Verdict(status=d.status, label=label, signature=d.signature, evidence=d.evidence)
+
+
+def _unused(_: Any) -> None:  # keep linters quiet about optional imports
+    return None
