@@ -25,7 +25,6 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import tomllib
@@ -113,7 +112,8 @@ def interpreter_of(argv: list[str], env: Mapping[str, str]) -> str | None:
     while words and os.path.basename(words[0]) == "env":
         words = words[1:]
         while words and (words[0].startswith("-") or _ENV_ASSIGN.match(words[0])):
-            words = words[1:]
+            takes_value = words[0] in ("-u", "--unset", "-C", "--chdir")
+            words = words[2:] if takes_value else words[1:]
     if not words:
         return None
     path_var = env.get("PATH", os.defpath)
@@ -263,7 +263,3 @@ class Probes:
         merged["probes"] = probes
         return self.redactor.scrub(merged)
 
-
-def current_python() -> str:
-    """This interpreter (for tests and the bench)."""
-    return sys.executable

@@ -3,7 +3,8 @@
 Contract:
 
 * Order: plan (planners in :data:`PLANNERS`, imported lazily and only when their argv regex
-  matches) -> confirm -> spawn -> ``attempt`` line (pid, pgid, recorder pid/host) -> stream ->
+  matches) -> confirm (``confirm(plan, environment)``: the environment, probes waited for up to
+  :data:`CONFIRM_WAIT_S`, only for a launch; ``None`` otherwise) -> spawn -> ``attempt`` line (pid, pgid, recorder pid/host) -> stream ->
   ``environment`` line (when the background probes finish) -> ``outcome`` line (fsynced, after
   the log is fsynced). The attempt is written after spawn but before any output is read, so the
   pgid is on disk before anything can be lost; a logkit SIGKILLed at any later point leaves an
@@ -53,6 +54,7 @@ PARTIAL_AGE_S = 1.0
 TICK_S = 0.5
 DRAIN_S = 1.0
 PROBE_WAIT_S = 5.0
+CONFIRM_WAIT_S = 2.0
 TAIL_LINES = 20
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -253,9 +255,13 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     if plan.refuse:
         raise BadInput(f"not launched: {plan.refuse}", fix="fix the command, or pass --no-preflight to launch anyway")
     if confirm is not None and (confirm is not default_confirm or CONFIRMERS):
-        from ..events import Environment
+        snapshot = None
+        if plan.role == "launch":
+            # A launch is worth up to CONFIRM_WAIT_S for the GPU probe (the refuted check is per arch);
+            # other commands get None and pay nothing.
+            from ..events import Environment
 
-        snapshot = Environment.model_validate(probes.result(base_env, wait=2.0))
+            snapshot = Environment.model_validate(probes.result(base_env, wait=CONFIRM_WAIT_S))
         if not confirm(plan, snapshot):
             print("logkit: not launched", file=sys.stderr)
             return RunResult(exit_status=1, session=journal.id)

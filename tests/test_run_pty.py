@@ -1,0 +1,37 @@
+"""Under a terminal, the child gets a pty: colours survive into the raw log."""
+
+from __future__ import annotations
+
+import os
+import pty
+import sys
+import time
+from pathlib import Path
+
+from logkit.store import Store
+
+CHILD = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty()); print('\\x1b[31mred\\x1b[0m', flush=True)"
+
+
+def test_pty_run_keeps_ansi_colours(sessions: Path, logkit) -> None:
+    assert logkit("session", "start", "pty").returncode == 0
+    pid, master = pty.fork()
+    if pid == 0:  # the child: logkit with a terminal as stdout
+        os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", CHILD])
+    seen = b""
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        seen += data
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    assert os.waitstatus_to_exitcode(status) == 0, seen
+    assert b"\x1b[31mred" in seen
+    (sid,) = Store(sessions).session_ids()
+    log = (sessions / sid / "logs" / "A1.log").read_bytes()
+    assert log == b"tty True True\n\x1b[31mred\x1b[0m\n"  # the child's own bytes: no \r\n
