@@ -14,7 +14,8 @@ Contract:
   never loses the lines before it. ``strict=True`` turns problems into :class:`BadInput`.
 * Opening a session for writing (:meth:`Store.open`) reconciles it: an attempt whose recording
   logkit is gone (SIGKILLed, machine rebooted) gets an ``abandoned`` outcome, with the pids of any
-  of its process group still running.
+  of its process group still running, and says so on stderr (naming those pids), the one place
+  the library prints: every command that opens a session must tell the user about a lost run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import fcntl
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -298,6 +300,11 @@ class SessionHandle:
                 outcome = _abandoned(self, attempt)
                 txn.append(outcome, durable=True)
                 written.append(outcome)
+        for outcome in written:  # the user must hear of a group left running (GPU memory held)
+            attempt = next(a for a in candidates if a.short_id == outcome.attempt)
+            kill = f" (kill -9 -{attempt.pgid})" if outcome.survivors else ""
+            print(f"logkit: warning: {self.id}/{outcome.attempt} marked abandoned: {outcome.label}{kill}",
+                  file=sys.stderr)
         return written
 
 
@@ -357,7 +364,11 @@ def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
         fh.seek(max(0, end - 64 * 1024))
         chunk = fh.read()
         start_line = None if end > 64 * 1024 else 1
-    lines = chunk.decode("utf-8", "replace").splitlines()
+    text = chunk.decode("utf-8", "replace")
+    # "\n" ends a line (as line numbers count); a "\r" progress bar shows its last state
+    lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
+    if text.endswith("\n") or not text:
+        lines.pop()
     if start_line is None:
         with open(path, "rb") as fh:
             total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))

@@ -120,6 +120,31 @@ def _dump_model(value: Any) -> Any:
     return value.model_dump(mode="json", exclude_none=True) if value is not None else None
 
 
+class _Hasher:
+    """sha256 of the stored log, computed on a thread: hashlib releases the GIL on big buffers."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self._sha = hashlib.sha256()
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="logkit-sha256", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while (data := self._queue.get()) is not None:
+            self._sha.update(data)
+
+    def update(self, data: bytes) -> None:
+        self._queue.put(data)
+
+    def hexdigest(self) -> str:
+        self._queue.put(None)
+        self._thread.join()
+        return self._sha.hexdigest()
+
+
 class Recorder:
     """The streaming half: terminal copy, redacted log, watcher, tail, digest."""
 
@@ -131,7 +156,7 @@ class Recorder:
         self.partial_since: dict[int, float] = {}
         self.lines = 0
         self.size = 0
-        self.sha = hashlib.sha256()
+        self.sha = _Hasher()
         self.tail = b""
         self.problems: list[str] = []
         self.echo_ok = {1: True, 2: True}
@@ -149,16 +174,16 @@ class Recorder:
     def _store(self, data: bytes) -> None:
         data = self.redactor.chunk(data)
         if self.log_fd is not None:
+            # size and sha256 describe the stored file, also when the disk fills up mid-chunk
+            written = 0
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.log_fd, view):]
+                while written < len(data):
+                    written += os.write(self.log_fd, memoryview(data)[written:])
             except OSError as exc:
-                self.problems.append(f"log write failed after {self.size} bytes: {exc.strerror}")
+                self.problems.append(f"log write failed after {self.size + written} bytes: {exc.strerror}")
                 self.log_fd = None
-                return
-        self.size += len(data)
-        self.sha.update(data)
+            self.size += written
+            self.sha.update(memoryview(data)[:written])
         first = self.lines + 1
         self.lines += data.count(b"\n")
         self.tail = (self.tail + data)[-65536:] if len(data) < 65536 else data[-65536:]
@@ -208,7 +233,11 @@ class Recorder:
 
     def tail_lines(self) -> list[dict[str, Any]]:
         text = self.tail.decode("utf-8", "replace")
-        lines = text.splitlines()
+        # lines are what "\n" ends (as line numbers count them), shown as a terminal shows a
+        # progress bar: after its last "\r" (str.splitlines would also split on \r, \x0c, \x1c...)
+        lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
+        if text.endswith("\n") or not text:
+            lines.pop()
         if len(self.tail) >= 65536 and lines:
             lines = lines[1:]  # the first may be cut
         picked = lines[-TAIL_LINES:]
