@@ -47,5 +47,5 @@ def plain(argv: list[str]) -> LaunchConfig:
     port = given.get("port")
     return LaunchConfig(
         parser="plain", unresolved=True, args=dict(given), non_default=dict(given), fingerprint=fingerprint,
-        host=str(host) if host else None, port=int(port) if isinstance(port, str) and port.isdigit() else None,
+        host=str(host) if host else None, port=int(port) if isinstance(port, str) and port.isdecimal() else None,
     )
