@@ -54,3 +54,14 @@ def test_redactor_keeps_harmless_values() -> None:
     assert r.text("Authorization: Bearer abcdefghijkl") == "Authorization: Bearer [REDACTED]"
     assert r.scrub({"launch": {"api_key": "k", "tp_size": 8}}) == {"launch": {"api_key": "[REDACTED]", "tp_size": 8}}
     assert r.chunk(b"'hf_token': \"abc\"\n") == b"'hf_token': \"[REDACTED]\"\n"
+
+
+def test_stdlib_prefilter_agrees_with_re2() -> None:
+    text = (b"plain line\n" * 50 + b"{'api_key': 'abc123', 'hf_token': \"x1\"}\nhttps://u:pw12345@h/\n"
+            + b"echo plantedtok123\n" + b"Decode batch, #token: 1234, token usage: 0.01\n")
+    fast = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
+    slow = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
+    slow._fast = None  # the path taken without google-re2
+    assert fast.chunk(text) == slow.chunk(text)
+    assert b"plantedtok123" not in slow.chunk(text) and b"pw12345" not in slow.chunk(text)
+    assert slow.chunk(b"nothing here\n") == b"nothing here\n"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
+import sys
 import re
 import shutil
 import subprocess
@@ -31,10 +31,12 @@ import tomllib
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .redact import Redactor
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
 
 __all__ = ["Probes", "allowed_env", "interpreter_of", "parse_gpus", "quick"]
 
@@ -84,7 +86,7 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 @lru_cache(maxsize=1)
 def _allow_patterns() -> tuple[str, ...]:
-    raw = resources.files("logkit").joinpath("data/env_allowlist.toml").read_text(encoding="utf-8")
+    raw = (_DATA / "env_allowlist.toml").read_text(encoding="utf-8")
     return tuple(tomllib.loads(raw)["patterns"])
 
 
@@ -101,7 +103,7 @@ def quick(env: Mapping[str, str], redactor: Redactor) -> dict[str, Any]:
     return {
         "host": uname.nodename,
         "os": f"{uname.sysname} {uname.release} {uname.machine}",
-        "python": platform.python_version(),
+        "python": "%d.%d.%d" % sys.version_info[:3],
         "env": allowed_env(env, redactor),
     }
 
@@ -206,13 +208,24 @@ class Probes:
     def _git(self) -> Any:
         if shutil.which("git") is None:
             return {}, "git not found on PATH"
+        # One process gives commit, branch and dirtiness (short commands wait for this probe).
+        cmd = ["git", "-C", self._cwd, "status", "--porcelain=v2", "--branch", "--untracked-files=no"]
         try:
-            commit = _run(["git", "-C", self._cwd, "rev-parse", "HEAD"], GIT_TIMEOUT_S).strip()
+            out = _run(cmd, GIT_TIMEOUT_S)
         except RuntimeError:
             return {}, "not a git working tree"
-        status = _run(["git", "-C", self._cwd, "status", "--porcelain", "--untracked-files=no"], GIT_TIMEOUT_S)
-        branch = _run(["git", "-C", self._cwd, "rev-parse", "--abbrev-ref", "HEAD"], GIT_TIMEOUT_S).strip()
-        return {"git": {"commit": commit, "dirty": bool(status.strip()), "branch": branch}}
+        commit = branch = None
+        dirty = False
+        for line in out.splitlines():
+            if line.startswith("# branch.oid "):
+                commit = line.split()[2]
+            elif line.startswith("# branch.head "):
+                branch = line.split()[2]
+            elif line and not line.startswith("#"):
+                dirty = True
+        if commit == "(initial)":
+            commit = None
+        return {"git": {"commit": commit, "dirty": dirty, "branch": branch}}
 
     def _gpus(self) -> Any:
         smi = shutil.which("nvidia-smi", path=self._env.get("PATH", os.defpath))

@@ -7,8 +7,10 @@ Contract:
 * A :class:`Redactor` made with :meth:`Redactor.for_run` also learns the literal values of the
   secret variables and flags of the run it guards, so a child printing ``$HF_TOKEN`` is caught
   even when the token has no recognisable shape.
-* :meth:`Redactor.chunk` is on the recorder's hot path: one lowercase copy and a few substring
-  tests decide whether the single compiled regex runs at all. Callers give it complete lines
+  URL passwords in the environment are learned the same way.
+* :meth:`Redactor.chunk` is on the recorder's hot path: a prefilter (the ``prefilter`` triggers and
+  the learned literals; one RE2 scan when ``google-re2`` is installed, else one substring test per
+  trigger) decides whether the single compiled regex runs at all. Callers give it complete lines
   (a secret is never split across two calls, except inside a line cut for being huge).
 * :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
   and a value under a secret-looking key (``api_key``) is replaced whole.
@@ -24,8 +26,10 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
 
 __all__ = ["PLACEHOLDER", "Redactor", "Rules", "load_rules"]
 
@@ -50,7 +54,7 @@ class Rules:
 @lru_cache(maxsize=1)
 def load_rules() -> Rules:
     """Read ``logkit/data/secrets.toml`` once."""
-    raw = resources.files("logkit").joinpath("data/secrets.toml").read_text(encoding="utf-8")
+    raw = (_DATA / "secrets.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     text = data["text"]
     return Rules(
@@ -62,6 +66,52 @@ def load_rules() -> Rules:
         prefilter=tuple(t.lower().encode() for t in text["prefilter"]),
         patterns=tuple((p["name"], p["regex"]) for p in text["patterns"]),
     )
+
+
+_URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
+
+
+def _secret_env(rules: Rules, name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in rules.env_names)
+
+
+def _secret_flag(rules: Rules, flag: str) -> bool:
+    low = flag.lower()
+    return low in rules.flag_names or bool(rules.flag_pattern.match(low))
+
+
+def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
+    """(index of the value, value) of every secret flag in argv."""
+    found: list[tuple[int, str]] = []
+    for i, arg in enumerate(argv):
+        if not arg.startswith("-"):
+            continue
+        flag, eq, value = arg.partition("=")
+        if not _secret_flag(rules, flag):
+            continue
+        if eq:
+            found.append((i, value))
+        elif i + 1 < len(argv):
+            found.append((i + 1, argv[i + 1]))
+    return found
+
+
+def _fast_prefilter(triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> Any:
+    """One RE2 scan for every trigger and literal, when google-re2 is installed (else None).
+
+    RE2 runs a DFA over the chunk once; the stdlib fallback makes one pass per trigger.
+    """
+    try:
+        import re2  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    alternatives = [b"(?i:" + b"|".join(re.escape(t) for t in triggers) + b")"]
+    alternatives += [re.escape(v) for v in literals]
+    try:
+        return re2.compile(b"|".join(alternatives))
+    except Exception:  # a literal RE2 cannot take: fall back
+        return None
 
 
 def _scoped(source: str) -> str:
@@ -91,30 +141,55 @@ class Redactor:
             source = source.replace("(?P<secret>", f"(?P<s{i}>")
             parts.append(f"(?P<p{i}>{_scoped(source)})")
             self._secret_group[f"p{i}"] = f"s{i}" if has_secret else None
-        joined = "|".join(parts)
-        self._text_re = re.compile(joined)
-        self._bytes_re = re.compile(joined.encode("utf-8"))
+        self._joined = "|".join(parts)
+        self._text_re_: re.Pattern[str] | None = None
+        self._bytes_re_: re.Pattern[bytes] | None = None
+        self._fast: Any = False  # compiled on the first chunk (RE2 costs start-up time)
+        self._triggers = self.rules.prefilter
+        self._str_triggers = tuple(t.decode() for t in self.rules.prefilter)
+
+    # The joined regex is compiled on first use: most runs never need it (start-up matters).
+    @property
+    def _text_re(self) -> re.Pattern[str]:
+        if self._text_re_ is None:
+            self._text_re_ = re.compile(self._joined)
+        return self._text_re_
+
+    @property
+    def _bytes_re(self) -> re.Pattern[bytes]:
+        if self._bytes_re_ is None:
+            self._bytes_re_ = re.compile(self._joined.encode("utf-8"))
+        return self._bytes_re_
+
+    def _suspicious(self, data: bytes) -> bool:
+        if self._fast is False:
+            self._fast = _fast_prefilter(self.rules.prefilter, self._lit_bytes)
+        if self._fast is not None:
+            return self._fast.search(data) is not None
+        low = data.lower()
+        return any(t in low for t in self._triggers) or any(v in data for v in self._lit_bytes)
 
     @classmethod
     def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:
         """A redactor that also knows the secret values in this run's environment and flags."""
         rules = load_rules()
-        probe = cls(rules)
-        literals = [value for name, value in env.items() if probe.is_secret_env(name) and value]
-        literals += [value for _flag, value in probe._flag_values(argv)]
+        literals = [value for name, value in env.items() if _secret_env(rules, name) and value]
+        literals += [value for _flag, value in _flag_values(rules, argv)]
+        # A password inside a URL in the environment (HTTPS_PROXY=http://u:pw@proxy) is learned too.
+        for value in env.values():
+            if "://" in value and "@" in value:
+                literals += _URL_PASSWORD.findall(value)
         return cls(rules, literals)
 
     # -- classification ------------------------------------------------------------------------
 
     def is_secret_env(self, name: str) -> bool:
         """Whether an environment variable of this name holds a secret."""
-        upper = name.upper()
-        return any(fnmatch.fnmatchcase(upper, pattern) for pattern in self.rules.env_names)
+        return _secret_env(self.rules, name)
 
     def is_secret_flag(self, flag: str) -> bool:
         """Whether a command-line flag (``--api-key``) takes a secret value."""
-        low = flag.lower()
-        return low in self.rules.flag_names or bool(self.rules.flag_pattern.match(low))
+        return _secret_flag(self.rules, flag)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
@@ -122,18 +197,7 @@ class Redactor:
         return self.is_secret_env(norm) or self.is_secret_flag("--" + norm.replace("_", "-"))
 
     def _flag_values(self, argv: list[str]) -> list[tuple[int, str]]:
-        found: list[tuple[int, str]] = []
-        for i, arg in enumerate(argv):
-            if not arg.startswith("-"):
-                continue
-            flag, eq, value = arg.partition("=")
-            if not self.is_secret_flag(flag):
-                continue
-            if eq:
-                found.append((i, value))
-            elif i + 1 < len(argv):
-                found.append((i + 1, argv[i + 1]))
-        return found
+        return _flag_values(self.rules, argv)
 
     # -- redaction -----------------------------------------------------------------------------
 
@@ -159,12 +223,14 @@ class Redactor:
         """Redact a string (a log line, an argv word, an env value)."""
         if not value:
             return value
+        low = value.lower()
+        if not any(t in low for t in self._str_triggers) and not any(v in value for v in self.literals):
+            return value
         return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
 
     def chunk(self, data: bytes) -> bytes:
         """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
-        low = data.lower()
-        if not any(t in low for t in self.rules.prefilter) and not any(v in data for v in self._lit_bytes):
+        if not self._suspicious(data):
             return data
         return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
