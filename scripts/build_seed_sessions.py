@@ -21,9 +21,11 @@ command gets a fixed ``--at`` time, so the output is reproducible up to event id
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -272,10 +274,10 @@ SESSIONS: list[tuple[str, str, Any]] = [(Q, "2026-11-14T09:00:00Z", qwen), (G, "
 STEP = timedelta(minutes=7)
 
 
-def run(out: Path, args: list[str], expect: str | None) -> str:
+def run(out: Path, args: list[str], expect: str | None, env: dict[str, str]) -> str:
     """Run one logkit command against ``out``; fail loudly unless it prints ``expect``."""
     cmd = [sys.executable, "-m", "logkit", "--sessions", str(out), *args]
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): logkit {' '.join(args[:3])} ...\n{done.stderr}")
     printed = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
@@ -286,6 +288,15 @@ def run(out: Path, args: list[str], expect: str | None) -> str:
 
 def build(out: Path, *, verbose: bool = False) -> None:
     """Write the three seed sessions into ``out``."""
+    with tempfile.TemporaryDirectory(prefix="logkit-seed-") as tmp:
+        # SGLang's flag parser takes seconds per launch; the same flags parse the same way.
+        env = {**os.environ, "LOGKIT_ARGS_CACHE": str(Path(tmp) / "args-cache.json")}
+        env.pop("LOGKIT_SESSIONS", None)
+        env.pop("LOGKIT_NOW", None)
+        _build(out, env, verbose=verbose)
+
+
+def _build(out: Path, env: dict[str, str], *, verbose: bool) -> None:
     for session_id, start, steps in SESSIONS:
         when = datetime.fromisoformat(start.replace("Z", "+00:00"))
         for number, (args, expect) in enumerate(steps()):
@@ -293,7 +304,7 @@ def build(out: Path, *, verbose: bool = False) -> None:
             full = [*args, "--at", at]
             if args[:2] != ["record", "session"]:
                 full += ["--session", session_id]
-            printed = run(out, full, expect)
+            printed = run(out, full, expect, env)
             if verbose:
                 sys.stdout.write(printed)
     check = subprocess.run([sys.executable, "-m", "logkit", "--sessions", str(out), "decision", "check"],

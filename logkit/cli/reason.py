@@ -114,7 +114,8 @@ def register(sub: Any) -> None:
     p = rec.add_parser("attempt", help="record an attempt (and its outcome) that an account describes")
     p.add_argument("--cmd", required=True, help="the command line as the account gives it (shell-quoted)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="default: from the command")
-    p.add_argument("--status", help="how it ended (an outcome status: ready, arch_mismatch, nan, garbage, ...)")
+    p.add_argument("--status", required=True,
+                   help="how it ended (an outcome status: ready, arch_mismatch, nan, garbage, ...)")
     p.add_argument("--label", help="what the attempt was, in the account's words")
     p.add_argument("--result", help="how it ended, in the account's words (the outcome label)")
     p.add_argument("--evidence-text", action="append", default=[], help="words the account quotes (repeatable)")
@@ -323,21 +324,57 @@ def _role(argv: list[str]) -> str:
     return "command"
 
 
+#: Fed to SGLang's parser when an account gives no model path (the parser requires one); every
+#: value equal to it is dropped again, so the record never claims a model path.
+NO_MODEL = "<model path not given>"
+ENV_ARGS_CACHE = "LOGKIT_ARGS_CACHE"
+
+
 def parse_launch(argv: list[str]) -> Any:
-    """The argv's LaunchConfig: SGLang's own parser (capture/sglang/args.py) when it is there, else a plain parse."""
+    """A reconstructed launch's config, by SGLang's own flag parser (capture/sglang/args.py).
+
+    The flags get SGLang's names and are validated by the installed SGLang, but only the flags the
+    account gives are kept: ``args``, ``non_default`` and ``fingerprint`` hold no resolved default
+    (the account's SGLang version and model are unknown), so ``unresolved`` stays true. Flags that
+    SGLang rejects (older spellings such as ``--nsa-decode-backend``) are recorded as given
+    (``parser="plain"``). ``$LOGKIT_ARGS_CACHE`` names a JSON file memoising the parse (the seed
+    script uses it: the parse is a pure function of the flags and the interpreter).
+    """
+    import json
+    import os
+    from pathlib import Path
+
+    from ..events import LaunchConfig
     from ..reasoning.launch import plain
 
     try:
         from ..capture.sglang import args as sglang_args
+        from ..capture.sglang.detect import detect
     except ImportError:
         return plain(argv)
-    parse = getattr(sglang_args, "parse_launch", None)
-    if parse is None:
-        return plain(argv)
-    try:
-        return parse(argv)
-    except Exception:  # noqa: BLE001 - flags the parser rejects still deserve a record
-        return plain(argv)
+    target = detect(argv)
+    flags = list(target.args) if target is not None else argv[1:]
+    fed = flags if {"--model-path", "--model"} & {f.split("=")[0] for f in flags} else [*flags, "--model-path", NO_MODEL]
+    cache_path = os.environ.get(ENV_ARGS_CACHE)
+    key = json.dumps([sys.executable, fed])
+    cache: dict[str, Any] = {}
+    if cache_path and Path(cache_path).exists():
+        cache = json.loads(Path(cache_path).read_text())
+    if key in cache:
+        cfg = LaunchConfig.model_validate(cache[key])
+    else:
+        cfg = sglang_args.parse_launch(fed, sglang_args.default_python()).config
+        if cache_path:
+            cache[key] = cfg.model_dump(mode="json")
+            Path(cache_path).write_text(json.dumps(cache))
+    given = {k: v for k, v in cfg.non_default.items() if v != NO_MODEL}
+    if cfg.parser == "sglang":
+        fingerprint = {k: v for k, v in cfg.fingerprint.items() if k in given}
+    else:
+        fingerprint = {k: v for k, v in cfg.fingerprint.items() if v != NO_MODEL}
+    return cfg.model_copy(update={"args": dict(given), "non_default": given, "fingerprint": fingerprint, "unresolved": True,
+                                # the parser's SGLang is not the account's: claim no version
+                                "sglang_version": None})
 
 
 def cmd_record_attempt(args: argparse.Namespace) -> int:
