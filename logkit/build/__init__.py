@@ -43,9 +43,15 @@ def _stderr(message: str) -> None:
 
 
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
-             templates: Path | None = None, chart_cache: Path | None = None) -> BuildResult:
-    """Stages 1-5: write the Markdown knowledge base of ``sessions`` into ``docs``."""
-    from .charts import metrics_pages, render_svgs
+             templates: Path | None = None, chart_cache: Path | None = None,
+             background: bool = True) -> BuildResult:
+    """Stages 1-5: write the Markdown knowledge base of ``sessions`` into ``docs``.
+
+    With ``background`` (the default) the charts render in a second process while the pages are
+    made; either way they are all written when this returns.
+    """
+    from .charts import BackgroundCharts, metrics_pages, render_svgs
+    from .contexts import Page
     from .frames import make_frames
     from .index import KBIndex
     from .load import load
@@ -73,6 +79,9 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     frames = make_frames(loaded)
     lap("frames")
     metric_pages, metric_index, jobs = metrics_pages(frames)
+    docs.mkdir(parents=True, exist_ok=True)
+    # the SVGs render on the second core while this one makes and renders the pages
+    charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
     lap("charts")
     index = KBIndex(loaded, frames)
     cfg_pages = config_pages(index)
@@ -90,17 +99,23 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     ]:
         pages.append((ctx.page, ctx))
     lap("contexts")
-    docs.mkdir(parents=True, exist_ok=True)
     renderer = Renderer(docs, templates)
-    from .contexts import Page
-
     pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
     renderer.write(pages)
     renderer.prune()
     copy_assets(docs)
-    result.charts_rendered = render_svgs(jobs, docs, chart_cache, warned)
-    result.pages = len(pages)
     lap("render")
+    if charts is not None:
+        result.charts_rendered = charts.finish(None)
+        lap("charts wait")
+    else:
+        result.charts_rendered = render_svgs(jobs, docs, chart_cache, warned)
+        lap("charts render")
+    wanted = {docs / src for src, _spec in jobs}
+    for old in (docs / "assets" / "charts").glob("*.svg"):
+        if old not in wanted:
+            old.unlink()  # a chart no page shows any more
+    result.pages = len(pages)
     return result
 
 

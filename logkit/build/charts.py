@@ -5,7 +5,8 @@ GPU with up to four charts (throughput against concurrency per configuration, TT
 against concurrency, best throughput per backend value), each with the numbers as a table. Charts
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
-its file name and a cache directory lets a rebuild skip rendering it.
+its file name and a cache directory lets a rebuild skip rendering it. :class:`BackgroundCharts`
+renders them in a second process while MkDocs builds the pages, then copies any MkDocs missed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .frames import Frames
 from .load import tables
 from .paths import metrics_path
 
-__all__ = ["ChartJob", "metrics_pages", "render_svgs"]
+__all__ = ["BackgroundCharts", "ChartJob", "metrics_pages", "render_svgs"]
 
 ChartJob = tuple[str, dict[str, Any]]
 
@@ -44,7 +45,7 @@ def _first(names: list[str], present: set[str]) -> str | None:
 
 
 def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    spec = chart.to_dict()
+    spec = chart.to_dict(validate=False)  # built by this module from known columns
     spec.pop("$schema", None)
     return spec
 
@@ -59,7 +60,7 @@ def _line(df: pd.DataFrame, y: str, title: str) -> alt.Chart:
     return alt.Chart(df, title=title, width=520, height=260).mark_line(point=True).encode(
         x=alt.X("concurrency:Q", title="max concurrency"),
         y=alt.Y("value:Q", title=y),
-        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="bottom", columns=1, labelLimit=500)),
+        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="right")),
     )
 
 
@@ -73,8 +74,12 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
     rows: list[tuple[str, str, int, str]] = []
     if m.empty:
         return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
-    m = m.assign(config=[_config_label(frames, r) for r in m["server"]])
+    m = m.assign(full=[_config_label(frames, r) for r in m["server"]])
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
+        # Short series names keep the SVG light (vl-convert measures every glyph); the key
+        # table on the page maps them to the full configuration.
+        key = {full: f"C{i + 1}" for i, full in enumerate(sorted(set(group["full"])))}
+        group = group.assign(config=[key[f] for f in group["full"]])
         model_s = model if isinstance(model, str) else "unknown model"
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
         present = set(group["name"])
@@ -103,7 +108,7 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
             if len(best) > 1:
                 spec = _spec(alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
                     x=alt.X("value:Q", title=f"{name} (tok/s)"),
-                    y=alt.Y("config:N", sort="-x", title=None, axis=alt.Axis(labelLimit=400)),
+                    y=alt.Y("config:N", sort="-x", title="configuration"),
                 ))
                 src, job = _job(spec)
                 jobs.append(job)
@@ -113,7 +118,8 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
-        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2"), model_s, gpu_s, charts))
+        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2"), model_s, gpu_s, charts,
+                                 key=[(short, full) for full, short in key.items()]))
         rows.append((model_s, gpu_s, len(group), path))
     return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
 
@@ -124,30 +130,81 @@ def _render_one(spec: dict[str, Any]) -> str:
     return vlc.vegalite_to_svg(spec)
 
 
-def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
-    """Write every chart's SVG under ``docs``; returns how many were rendered (not cached)."""
-    rendered = 0
+def _pending(jobs: list[ChartJob], docs: Path) -> list[ChartJob]:
     seen: set[str] = set()
+    todo = []
     for src, spec in jobs:
-        if src in seen:
-            continue
+        if src in seen or (docs / src).exists():
+            continue  # the name is the spec's hash: an existing file is this chart
         seen.add(src)
+        todo.append((src, spec))
+    return todo
+
+
+def _render_all(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> None:
+    tmp = docs.parent / f".{docs.name}-charts-tmp"  # outside docs: MkDocs must never list a half-written file
+    tmp.mkdir(parents=True, exist_ok=True)
+    for src, spec in jobs:
         target = docs / src
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():
-            continue  # the name is the spec's hash: an existing file is this chart
         cached = cache / Path(src).name if cache else None
         if cached is not None and cached.exists():
-            shutil.copyfile(cached, target)
-            continue
-        try:
-            svg = _render_one(spec)
-        except Exception as exc:  # a chart that cannot render must not stop the build
-            warn(f"warning: chart {src} could not be rendered: {exc}")
-            svg = '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40"><text x="5" y="25">chart unavailable</text></svg>'
-        target.write_text(svg, encoding="utf-8")
-        rendered += 1
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(target, cached)
-    return rendered
+            shutil.copyfile(cached, tmp / target.name)
+        else:
+            try:
+                svg = _render_one(spec)
+            except Exception as exc:  # a chart that cannot render must not stop the build
+                warn(f"warning: chart {src} could not be rendered: {exc}")
+                svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">'
+                       '<text x="5" y="25">chart unavailable</text></svg>')
+            (tmp / target.name).write_text(svg, encoding="utf-8")
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(tmp / target.name, cached)
+        (tmp / target.name).replace(target)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
+    """Write every chart's SVG under ``docs`` now; returns how many were missing."""
+    todo = _pending(jobs, docs)
+    _render_all(todo, docs, cache, warn)
+    return len(todo)
+
+
+class BackgroundCharts:
+    """Charts rendered by a second process while MkDocs builds the pages (they need no page).
+
+    :meth:`finish` waits for it and copies into the site the charts MkDocs did not pick up.
+    """
+
+    def __init__(self, jobs: list[ChartJob], docs: Path, cache: Path | None) -> None:
+        import multiprocessing
+
+        self.docs = docs
+        self.jobs = jobs
+        self.todo = _pending(jobs, docs)
+        self.process = None
+        if self.todo:
+            ctx = multiprocessing.get_context("fork")
+            self.process = ctx.Process(target=_render_all, args=(self.todo, docs, cache, _stderr), daemon=True)
+            self.process.start()
+
+    def finish(self, out: Path | None) -> int:
+        """Wait for the renderer; returns how many charts it rendered."""
+        if self.process is not None:
+            self.process.join()
+            if self.process.exitcode != 0:  # it died: render what is missing here
+                _render_all(_pending(self.jobs, self.docs), self.docs, None, _stderr)
+        if out is not None:
+            for src, _spec in self.jobs:
+                if not (out / src).exists() and (self.docs / src).exists():
+                    (out / src).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(self.docs / src, out / src)
+        return len(self.todo)
+
+
+def _stderr(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr)

@@ -345,6 +345,12 @@ class SignaturePage:
     excerpt_from: AttemptRef | None
     #: (failed attempt, the next attempt that worked, what changed)
     cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]]
+    #: how many attempts hit it in all (``hits`` holds the latest of them)
+    total: int = 0
+    #: every architecture it was hit on
+    archs: list[str] = field(default_factory=list)
+    #: how many failures something cleared in all
+    cleared_total: int = 0
 
 
 @dataclass
@@ -364,7 +370,9 @@ class Entry:
     diff: list[DiffRow] = field(default_factory=list)
     diff_against: str | None = None
     lines: list[Line] = field(default_factory=list)
-    metrics: list[MetricRow] = field(default_factory=list)
+    #: the attempt's figures pivoted: column names, then (concurrency, values) rows
+    metric_names: list[str] = field(default_factory=list)
+    metric_rows: list[tuple[str, list[str]]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
     #: todo items (status, content, hypothesis) and what changed since the previous snapshot
     items: list[tuple[str, str, str | None]] = field(default_factory=list)
@@ -431,6 +439,8 @@ class MetricsPage:
     model: str
     gpu: str
     charts: list[ChartCtx]
+    #: series name in the charts (``C1``) -> the full configuration it stands for
+    key: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

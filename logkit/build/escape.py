@@ -9,6 +9,7 @@ template engine's ``finalize`` untouched; every other ``{{ value }}`` is escaped
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -16,12 +17,20 @@ from markupsafe import Markup
 
 __all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "link", "text_block"]
 
-# Characters Python-Markdown, its tables/attr_list extensions or raw HTML give a meaning to.
-_SPECIAL = "&\\`*_{}[]()<>|!~\"'$^"
-_TABLE = str.maketrans({c: f"&#{ord(c)};" for c in _SPECIAL})
+# Characters Python-Markdown, its tables/attr_list extensions or raw HTML give a meaning to. Others
+# (``(``, ``!``, ``.``) only mean something next to one of these, so escaping these is enough; an
+# underscore inside a word is literal in Python-Markdown, so only one at a word edge is escaped.
+# Every entity costs the Markdown parser an inline match: escape no more than needed.
+_SPECIAL = re.compile(r"[&<>\\`*\[\]{}|\"]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 # At the start of a line these make a heading, list, quote or setext underline.
-_LEADING = re.compile(r"^(\s*)([-+#>=:]|\d+(?=[.)]))")
+_LEADING = re.compile(r"^(\s*)([-+#>=:]|\d+(?=[.)](?:\s|$)))")
+_NEEDS = re.compile(r"[&<>\\`*\[\]{}|\"_\x00-\x1f\x7f]")
+_LEAD_CHARS = frozenset(" \t-+#>=:0123456789")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _entity(match: re.Match[str]) -> str:
+    return "".join(f"&#{ord(c)};" for c in match.group(0))
 
 
 def esc(value: Any) -> Markup:
@@ -30,8 +39,16 @@ def esc(value: Any) -> Markup:
         return Markup("")
     if isinstance(value, Markup):
         return value
-    text = _CONTROL.sub(" ", str(value)).replace("\r", " ").replace("\n", " ")
-    text = text.translate(_TABLE)
+    return _esc_str(str(value))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _esc_str(text: str) -> Markup:
+    """:func:`esc` of a string; cached, because statuses, versions and labels repeat a lot."""
+    if not _NEEDS.search(text) and text[:1] not in _LEAD_CHARS:
+        return Markup(text)  # the common case: nothing to escape
+    text = _CONTROL.sub(" ", text).replace("\r", " ").replace("\n", " ")
+    text = _SPECIAL.sub(_entity, text)
     text = _LEADING.sub(lambda m: m.group(1) + "".join(f"&#{ord(c)};" for c in m.group(2)), text)
     return Markup(text)
 

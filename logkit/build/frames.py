@@ -80,8 +80,7 @@ class Frames:
     metrics: pd.DataFrame
 
 
-def _versions(attempt: Attempt) -> dict[str, str]:
-    env = attempt.environment
+def _versions(attempt: Attempt, env: Any) -> dict[str, str]:
     packages = dict(getattr(env, "packages", None) or {})
     found: dict[str, str] = {}
     for name, keys in tables()["versions"].items():
@@ -121,7 +120,7 @@ def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
         model = fingerprint.get(key) or (launch.args.get(key) if launch is not None else None)
         if model:
             break
-    env = attempt.environment
+    env = session.environments.get(attempt.short_id) or attempt.environment
     gpus = list(getattr(env, "gpus", None) or [])
     cap = getattr(gpus[0], "compute_cap", None) if gpus else None
     cap = cap or getattr(env, "device_capability", None)
@@ -144,7 +143,7 @@ def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
         gpu_name=gpus[0].name if gpus else None,
         gpu_count=len(gpus),
         arch=arch_of(cap),
-        versions=_versions(attempt),
+        versions=_versions(attempt, env),
         fingerprint=fingerprint,
         fp_hash=hashlib.sha1(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:10]
         if fingerprint

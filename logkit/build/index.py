@@ -13,7 +13,7 @@ import re
 from ..events import Decision
 from .contexts import DecisionRow, HypRef
 from .frames import AttemptFacts, Frames, ref_of
-from .load import Loaded
+from .load import Loaded, tables
 from .paths import attempt_ref, decision_href, session_href
 
 __all__ = ["KBIndex", "provenance_text"]
@@ -50,6 +50,23 @@ class KBIndex:
                 known = self.decisions.get(d.decision_id)
                 if known is None or d.ts >= known[0].ts:
                     self.decisions[d.decision_id] = (d, session.id)
+        self.facts_by_session: dict[str, list[AttemptFacts]] = {}
+        for f in frames.facts.values():
+            self.facts_by_session.setdefault(f.session, []).append(f)
+        #: launch reference -> its metric rows (name, value, unit, concurrency), in time order
+        self.metrics_by_server: dict[str, list[tuple[str, float, str | None, float | None]]] = {}
+        keys = tables()["metrics"]["concurrency_labels"]
+        for session in loaded.sessions.values():
+            for m in session.metrics:  # events are in time order
+                server = m.server_attempt or m.attempt
+                if server is None:
+                    continue
+                conc = next((m.labels[k] for k in keys if m.labels.get(k) is not None), None)
+                try:
+                    conc = float(conc) if conc is not None else None
+                except (TypeError, ValueError):
+                    conc = None
+                self.metrics_by_server.setdefault(ref_of(session.id, server), []).append((m.name, m.value, m.unit, conc))
         self._superseded_by: dict[str, list[str]] = {}
         for did, (d, _sid) in sorted(self.decisions.items()):
             if d.supersedes and d.supersedes != did:

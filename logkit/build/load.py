@@ -63,6 +63,8 @@ class SessionData:
     notes: list[Note] = field(default_factory=list)
     smokes: dict[str, list[Smoke]] = field(default_factory=dict)
     server_info: dict[str, ServerInfo] = field(default_factory=dict)
+    #: attempt short id -> the full environment from a later ``environment`` event, if any
+    environments: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -106,6 +108,9 @@ def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem
             data.smokes.setdefault(event.attempt, []).append(event)
         elif isinstance(event, ServerInfo):
             data.server_info[event.attempt] = event
+        elif getattr(event, "kind", None) == "environment" and getattr(event, "environment", None) is not None:
+            # the background probes' result supersedes the attempt line's instant environment
+            data.environments[str(getattr(event, "attempt", ""))] = event.environment  # type: ignore[attr-defined]
     return data
 
 

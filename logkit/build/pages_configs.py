@@ -23,6 +23,9 @@ from .load import tables
 from .pages_kb import diff_settings
 from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
 
+#: a signature page lists at most this many of its latest hits (the sessions hold the rest)
+SIGNATURE_HITS = 100
+
 __all__ = ["config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index"]
 
 
@@ -33,8 +36,12 @@ def _fmt(value: float | None) -> str:
 
 
 def _launches(index: KBIndex) -> list[AttemptFacts]:
-    return sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
-                  key=lambda f: (f.started, f.ref))
+    cached = getattr(index, "_launches", None)
+    if cached is None:
+        cached = sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
+                        key=lambda f: (f.started, f.ref))
+        index._launches = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def _best_throughput(index: KBIndex) -> dict[str, float]:
@@ -52,32 +59,31 @@ def _best_throughput(index: KBIndex) -> dict[str, float]:
 
 
 def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    m = index.frames.metrics
-    if m.empty:
+    """The latest figure per concurrency of the first throughput / TTFT / ITL names measured."""
+    latest: dict[tuple[float | None, str], float] = {}
+    for ref in refs:
+        for name, value, _unit, conc in index.metrics_by_server.get(ref, []):
+            latest[(conc, name)] = value  # rows are in time order: the last one wins
+    if not latest:
         return [], []
-    sel = m[m["server"].isin(refs)]
-    if sel.empty:
-        return [], []
-    want = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1]]
-    names = [n for n in want if n in set(sel["name"])]
+    present = {n for _c, n in latest}
+    names = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1] if n in present]
     if not names:
         return [], []
-    latest = sel.sort_values("ts").groupby(["concurrency", "name"], dropna=False)["value"].last()
-    concs = sorted({c for c, _n in latest.index}, key=lambda c: (c != c, c))
-    rows = []
-    for c in concs:
-        label = "—" if c != c else f"{c:g}"
-        rows.append((label, [_fmt(latest.get((c, n))) for n in names]))
-    return names, rows
+    concs = sorted({c for c, _n in latest}, key=lambda c: (c is None, c or 0.0))
+    return names, [("—" if c is None else f"{c:g}", [_fmt(latest.get((c, n))) for n in names]) for c in concs]
 
 
 def config_pages(index: KBIndex) -> list[ConfigPage]:
     """One page per model x GPU x SGLang version with working launches."""
     launches = _launches(index)
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for f in launches:
         if f.category == "works":
             groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
+        elif f.category is not None:
+            failures[(f.fp_hash, f.gpu_label)].append(f)
     pages = []
     for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
@@ -86,11 +92,7 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
         configs = []
         for fp, items in by_fp.items():
             last = items[-1]
-            later_fail = [
-                g for g in launches
-                if g.fp_hash == fp and g.gpu_label == gpu and g.started > last.started
-                and g.category not in (None, "works")
-            ]
+            later_fail = [g for g in failures.get((fp, gpu), []) if g.started > last.started]
             holds: dict[str, list[str]] = {}
             for f in items:
                 for k, v in f.versions.items():
@@ -199,18 +201,12 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     hyps: list[HypRef] = []
     options: list[tuple[str, str, str, str]] = []
     for sid in sorted({h.session for h in hits}):
-        session = index.loaded.sessions[sid]
-        for hid in session.hypotheses:
-            h = index.hypothesis(hid, sid)
-            if h is None:
-                continue
+        for h in _session_hypotheses(index, sid):
             if {e.ref for e in h.evidence} & refs or value in h.text:
                 hyps.append(h)
-    for did, (d, sid) in sorted(index.decisions.items()):
-        for opt in d.options:
-            hit = any((f := index.attempt(r, sid)) is not None and f.ref in refs for r in opt.attempts)
-            if hit or (value in opt.name and not opt.chosen):
-                options.append((did, decision_href(did), opt.name, opt.why_not or ""))
+    for did, opt, opt_refs in _decision_options(index):
+        if opt_refs & refs or (value in opt.name and not opt.chosen):
+            options.append((did, decision_href(did), opt.name, opt.why_not or ""))
     retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
     retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
@@ -233,6 +229,28 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         retry_when=retry,
         worked_elsewhere=worked,
     )
+
+
+def _session_hypotheses(index: KBIndex, sid: str) -> list[HypRef]:
+    """Every hypothesis of a session with its verdict (computed once per session)."""
+    cache = index.__dict__.setdefault("_hyps", {})
+    if sid not in cache:
+        session = index.loaded.sessions[sid]
+        cache[sid] = [h for h in (index.hypothesis(hid, sid) for hid in session.hypotheses) if h is not None]
+    return cache[sid]
+
+
+def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
+    """(decision id, option, the attempt references it cites), computed once."""
+    cached = index.__dict__.get("_options")
+    if cached is None:
+        cached = []
+        for did, (d, sid) in sorted(index.decisions.items()):
+            for opt in d.options:
+                refs = {f.ref for r in opt.attempts if (f := index.attempt(r, sid)) is not None}
+                cached.append((did, opt, refs))
+        index.__dict__["_options"] = cached
+    return cached
 
 
 def index_cells(index: KBIndex) -> dict[tuple, list[AttemptFacts]]:
@@ -267,22 +285,26 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
                 old = {**h.fingerprint}
                 cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
         first = next((h for h in hits if h.outcome and h.outcome.evidence), hits[0])
+        shown = hits[-SIGNATURE_HITS:]
         pages.append(SignaturePage(
             page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
             signature=sig,
             label=hits[-1].outcome.label if hits[-1].outcome else None,
             hits=[(attempt_ref(h), ", ".join(f"{k}={v}" for k, v in sorted(h.backends.items())),
-                   h.gpu_label or "", h.arch or "", _versions_text(h)) for h in hits],
+                   h.gpu_label or "", h.arch or "", _versions_text(h)) for h in shown],
+            total=len(hits),
+            archs=sorted({h.arch for h in hits if h.arch}),
             excerpt=[Line(e.line, e.text) for e in (first.outcome.evidence[:12] if first.outcome else [])],
             excerpt_from=attempt_ref(first),
-            cleared=cleared,
+            cleared=cleared[-SIGNATURE_HITS:],
+            cleared_total=len(cleared),
         ))
     return pages
 
 
 def signatures_index(pages: list[SignaturePage]) -> SignaturesIndex:
     """The table of signatures, most hit first."""
-    rows = [SignatureRow(p.signature, p.label, len(p.hits), ", ".join(sorted({h[3] for h in p.hits if h[3]})),
-                         len(p.cleared), p.page.path) for p in pages]
+    rows = [SignatureRow(p.signature, p.label, p.total, ", ".join(p.archs), p.cleared_total, p.page.path)
+            for p in pages]
     rows.sort(key=lambda r: (-r.count, r.signature))
     return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows)

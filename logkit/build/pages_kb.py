@@ -21,7 +21,7 @@ from .paths import attempt_href, attempt_ref, config_href, decision_href, sessio
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
-_SKIP_KINDS = {"session", "outcome", "metric", "smoke", "server_info"}
+_SKIP_KINDS = {"session", "outcome", "metric", "smoke", "server_info", "environment"}
 
 
 def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
@@ -40,6 +40,17 @@ def _conc(m: Metric) -> float | None:
             except (TypeError, ValueError):
                 return None
     return None
+
+
+def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    names = list(dict.fromkeys(r.name for r in rows))
+    table: dict[float | None, dict[str, str]] = {}
+    for r in rows:
+        unit = f" {r.unit}" if r.unit else ""
+        value = f"{r.value:,.1f}" if abs(r.value) < 1000 else f"{r.value:,.0f}"
+        table.setdefault(r.concurrency, {})[r.name] = value + unit
+    order = sorted(table, key=lambda c: (c is None, c or 0))
+    return names, [("—" if c is None else f"{c:g}", [table[c].get(n, "") for n in names]) for c in order]
 
 
 def _lines(outcome: Outcome | None, limit: int = 12) -> list[Line]:
@@ -210,15 +221,31 @@ def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
 def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
     entries: list[Entry] = []
     prev_launch: Attempt | None = None
+    prev_versions: dict[str, str] | None = None
     prev_todo: Todo | None = None
+    measured_by: dict[str, set[str]] = {}
+    own_metrics: dict[str, list[MetricRow]] = {}
+    for m in session.metrics:
+        owner = m.attempt or m.server_attempt
+        if owner:
+            own_metrics.setdefault(owner, []).append(MetricRow(m.name, m.value, m.unit, _conc(m)))
+    for m in session.metrics:
+        if m.server_attempt and m.attempt and m.attempt != m.server_attempt:
+            measured_by.setdefault(m.server_attempt, set()).add(m.attempt)
     for event in session.events:
         kind = getattr(event, "kind", "event")
         prov = provenance_text(getattr(event, "provenance", None))
         if isinstance(event, Attempt):
             facts = index.frames.facts[f"{session.id}/{event.short_id}"]
             diff, against = _diff(prev_launch, event) if event.role == "launch" else ([], None)
+            versions = facts.versions
             if event.role == "launch":
                 prev_launch = event
+                if prev_versions is not None:
+                    diff += [DiffRow(f"version {k}", prev_versions.get(k), versions.get(k))
+                             for k in sorted(set(prev_versions) | set(versions)) if prev_versions.get(k) != versions.get(k)]
+                    versions = {}
+                prev_versions = facts.versions
             outcome = facts.outcome
             extra = {}
             if outcome is not None:
@@ -231,13 +258,16 @@ def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
                 if outcome.timeline:
                     extra["timeline"] = ", ".join(
                         m.stage + (f" {m.seconds:.0f}s" if m.seconds is not None else "") for m in outcome.timeline)
+            if event.short_id in measured_by:
+                extra["measured by"] = ", ".join(sorted(measured_by[event.short_id]))
             for smoke in session.smokes.get(event.short_id, []):
                 extra["smoke"] = ("ok: " if smoke.ok else "FAILED: ") + (smoke.reason or (smoke.reply or "")[:200])
+            names, rows = _pivot(own_metrics.get(event.short_id, []))
             entries.append(Entry(
                 kind="attempt", ts=event.ts, anchor=event.short_id, title=f"{event.short_id} · {event.role}",
                 provenance=prov, attempt=attempt_ref(facts), command=facts.command,
-                backends=sorted(facts.backends.items()), versions=facts.versions, diff=diff, diff_against=against,
-                lines=_lines(outcome), metrics=_metric_rows(session, event.short_id), extra=extra,
+                versions=versions, diff=diff, diff_against=against,
+                lines=_lines(outcome), metric_names=names, metric_rows=rows, extra=extra,
                 text=event.label,
             ))
         elif isinstance(event, Hypothesis):
@@ -267,7 +297,7 @@ def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
                                  text=str(getattr(event, "text", "") or getattr(event, "title", "") or "")))
     meta = session.meta
     sources = sorted({t for e in session.events if (t := provenance_text(getattr(e, "provenance", None)))})
-    facts = [f for f in index.frames.facts.values() if f.session == session.id]
+    facts = index.facts_by_session.get(session.id, [])
     return SessionPage(
         page=Page(session_href(session.id), f"Session {session.id}", "session.md.j2"),
         id=session.id, title=session.title, goal=meta.goal if meta else None, tags=list(meta.tags) if meta else [],
@@ -289,9 +319,7 @@ def session_pages(index: KBIndex) -> list[SessionPage]:
 def sessions_index(index: KBIndex) -> SessionsIndex:
     """The session index, newest first."""
     rows = []
-    by_session: dict[str, list[AttemptFacts]] = {}
-    for f in index.frames.facts.values():
-        by_session.setdefault(f.session, []).append(f)
+    by_session = index.facts_by_session
     for s in index.loaded.sessions.values():
         facts = by_session.get(s.id, [])
         srcs = sorted({e.provenance.source for e in s.events if e.provenance} or {"captured"})

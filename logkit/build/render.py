@@ -10,6 +10,7 @@ change are not rewritten (MkDocs live reload only sees real changes).
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 from collections.abc import Iterable
@@ -25,14 +26,14 @@ from .escape import Markup, code, esc, fence, finalize, html_text, link, text_bl
 __all__ = ["Renderer"]
 
 
-def _date(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> str:
-    return value.strftime(fmt) if value else ""
+def _date(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> Markup:
+    return Markup(value.strftime(fmt)) if value else Markup("")
 
 
-def _num(value: float | None) -> str:
+def _num(value: float | None) -> Markup:
     if value is None or value != value:
-        return ""
-    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
+        return Markup("")
+    return Markup(f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}")
 
 
 def _numbered(lines: Any) -> str:
@@ -40,10 +41,32 @@ def _numbered(lines: Any) -> str:
     return "\n".join(f"{line.number:>6}  {line.text}" for line in lines)
 
 
+def _excerpt(lines: Any) -> Markup:
+    """A log excerpt as a fenced block, each line with its number in the log (top level only)."""
+    if not lines:
+        return Markup("")
+    return fence(_numbered(lines), "text")
+
+
 def _cell(value: Any) -> Markup:
     """Escaped text for a table cell (never empty, so the row keeps its shape)."""
     text = esc(value)
     return text if str(text) else Markup("&nbsp;")
+
+
+@functools.lru_cache(maxsize=65536)
+def _relative(href: str, here: str) -> str:
+    """``href`` (from the docs root) as seen from the directory ``here``."""
+    path, _, anchor = href.partition("#")
+    if not path:
+        return f"#{anchor}"
+    src = here.split("/") if here else []
+    dst = path.split("/")
+    common = 0
+    while common < len(src) and common < len(dst) - 1 and src[common] == dst[common]:
+        common += 1
+    rel = "/".join([".."] * (len(src) - common) + dst[common:])
+    return rel + (f"#{anchor}" if anchor else "")
 
 
 class Renderer:
@@ -58,6 +81,7 @@ class Renderer:
         self.env = jinja2.Environment(
             loader=jinja2.ChoiceLoader(loaders),
             autoescape=False,
+            auto_reload=False,  # one build, templates do not change under it (saves a stat per include)
             finalize=finalize,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -65,7 +89,7 @@ class Renderer:
             undefined=jinja2.StrictUndefined,
         )
         self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
-                                numbered=_numbered)
+                                numbered=_numbered, excerpt=_excerpt)
         self.written: list[Path] = []
 
     def render(self, page: Page, ctx: Any) -> str:
@@ -73,9 +97,7 @@ class Renderer:
         here = posixpath.dirname(page.path)
 
         def url(href: str) -> str:
-            path, _, anchor = href.partition("#")
-            rel = posixpath.relpath(path, here) if path else ""
-            return rel + (f"#{anchor}" if anchor else "")
+            return _relative(href, here)
 
         def page_link(label: Any, href: str) -> Markup:
             return link(label, url(href))
