@@ -27,7 +27,7 @@ from ..events import Decision, DecisionOption
 from ..store import SessionHandle, Store
 from .common import check_refs, now, provenance
 
-__all__ = ["LEDGER", "LedgerProblem", "check", "ledger_path", "parse_option", "record", "renumber"]
+__all__ = ["LEDGER", "LedgerProblem", "check", "decisions_by_id", "ledger_path", "parse_option", "record", "renumber"]
 
 LEDGER = "DECISIONS.tsv"
 LEDGER_HEADER = (

@@ -30,7 +30,6 @@ from ..events import (
     LaunchConfig,
     Metric,
     Outcome,
-    Session,
 )
 from ..store import SessionHandle, Store, Txn
 from .common import check_refs, now, provenance
@@ -179,7 +178,3 @@ def metric(
     handle.append(event)
     return event
 
-
-def session_meta(handle: SessionHandle) -> Session | None:
-    """The session event of ``handle``."""
-    return handle.meta()
