@@ -103,6 +103,8 @@ def test_two_hosts_collide_in_a_git_merge_and_renumber_fixes_it(logkit, tmp_path
     assert merge.returncode != 0 and "CONFLICT" in merge.stdout and "DECISIONS.tsv" in merge.stdout
     check = logkit("decision", "check", env=env_a)
     assert check.returncode == 1 and "unresolved git merge conflict marker" in check.stdout
+    refused = logkit("decide", "while unmerged", "--session", "from-a", env=env_a)
+    assert refused.returncode == 2 and "DECISIONS.tsv:" in refused.stderr and "unresolved git merge conflict" in refused.stderr
     # Resolve the way the ledger's header says: keep both sides' lines.
     ledger = host_a / "sessions" / "DECISIONS.tsv"
     kept = [line for line in ledger.read_text().splitlines() if not line.startswith(("<<<<<<<", "=======", ">>>>>>>"))]

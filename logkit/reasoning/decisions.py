@@ -91,6 +91,18 @@ def _ledger_numbers(store: Store) -> list[int]:
     return [int(n) for n in found]
 
 
+def _refuse_unmerged(store: Store) -> None:
+    path = ledger_path(store)
+    if not path.exists():
+        return
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        if line.startswith(_CONFLICT):
+            raise BadInput(
+                f"{path}:{number}: unresolved git merge conflict in the decision ledger",
+                fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'",
+            )
+
+
 def _next_id(store: Store) -> str:
     numbers = store.decision_numbers() + _ledger_numbers(store)
     return f"DR-{max(numbers, default=0) + 1:04d}"
@@ -129,6 +141,7 @@ def record(
     store = handle.store
     when, prov = now(at), provenance(reconstructed)
     with store.locked():
+        _refuse_unmerged(store)
         if supersedes is not None:
             if not _DR.match(supersedes):
                 raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-0002")
