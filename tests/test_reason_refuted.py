@@ -78,6 +78,19 @@ def test_arch_names(given: str, expected: str | None) -> None:
     assert refuted.arch_name(given) == expected
 
 
+def test_local_arch_asks_nvidia_smi_for_the_visible_gpus(tmp_path: Path) -> None:
+    # No GPU on this machine: a stand-in nvidia-smi prints what the real one prints for
+    # --query-gpu=index,compute_cap --format=csv,noheader on a mixed host.
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nprintf '0, 12.0\\n1, 9.0\\n'\n")
+    smi.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    assert refuted.local_arch(env) == "SM120"
+    assert refuted.local_arch({**env, "CUDA_VISIBLE_DEVICES": "1"}) == "SM90"
+    assert refuted.local_arch({**env, refuted.ENV_ARCH: "10.0"}) == "SM100"
+    assert refuted.local_arch({"PATH": str(tmp_path / "empty")}) is None
+
+
 def _runs(kb: Store) -> list[refuted.RefutedRun]:
     return refuted.check({"moe_runner_backend": "flashinfer_trtllm"}, "SM120", kb)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -94,10 +95,13 @@ def local_arch(env: dict[str, str] | None = None, timeout: float = 5.0) -> str |
     env = dict(os.environ if env is None else env)
     if env.get(ENV_ARCH):
         return arch_name(env[ENV_ARCH])
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", os.defpath))
+    if smi is None:
+        return None
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=index,compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=timeout, check=False,
+            [smi, "--query-gpu=index,compute_cap", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=timeout, check=False, env=env,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
