@@ -136,6 +136,7 @@ def read_events(path: Path) -> ReadResult:
     if ends_clean:
         lines = lines[:-1]
     last = len(lines)
+    seen: dict[str, int] = {}
     for number, chunk in enumerate(lines, start=1):
         if not chunk.strip():
             continue
@@ -154,7 +155,12 @@ def read_events(path: Path) -> ReadResult:
             result.problems.append(Problem(path, number, "an event must be a JSON object; fix or delete that line"))
             continue
         try:
-            result.events.append(parse_event(data))
+            event = parse_event(data)
+            clash = _clash(event, number, seen)
+            if clash:
+                result.problems.append(Problem(path, number, clash + "; skipped (fix or delete that line)"))
+            else:
+                result.events.append(event)
         except SchemaTooNew as exc:
             result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
         except ValidationError as exc:
@@ -162,6 +168,26 @@ def read_events(path: Path) -> ReadResult:
         except ValueError as exc:
             result.problems.append(Problem(path, number, str(exc), field="v"))
     return result
+
+
+def _clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
+    """Why ``event`` (on line ``number``) cannot join the events before it (a hand edit, a bad merge).
+
+    ``seen`` maps the event ids and ``A7``/``H3`` short ids read so far to their lines; an event
+    that joins is added to it.
+    """
+    short = getattr(event, "short_id", None)
+    if event.id in seen:
+        return f"event id {event.id} repeats line {seen[event.id]}"
+    if short is not None and short in seen:
+        return f"{short} is already taken by line {seen[short]}"
+    ref = getattr(event, "attempt", None) if event.kind != "verdict" else getattr(event, "hypothesis", None)
+    if event.kind in ("outcome", "environment", "verdict") and isinstance(ref, str) and ref not in seen:
+        return f"{event.kind} of {ref}, which no earlier line records"
+    seen[event.id] = number
+    if short is not None:
+        seen[short] = number
+    return None
 
 
 class Txn:
@@ -530,8 +556,23 @@ class Store:
         return f"DR-{max(self.decision_numbers(), default=0) + 1:04d}"
 
     def read_all(self) -> dict[str, ReadResult]:
-        """Every session's events and problems, by session id."""
-        return {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
+        """Every session's events and problems, by session id.
+
+        Also names each decision that supersedes an id no session records (the decision is kept).
+        """
+        results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
+        known = {getattr(e, "decision_id", None) for r in results.values() for e in r.events}
+        for result in results.values():
+            for event in result.events:
+                target = getattr(event, "supersedes", None)
+                if event.kind == "decision" and target and target not in known:
+                    raw = result.path.read_bytes().split(b"\n")
+                    line = next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
+                    result.problems.append(Problem(
+                        result.path, line, f"{event.decision_id} supersedes {target}, which no session records; "
+                        "the decision is kept without that link (fix its 'supersedes', or restore the session "
+                        f"that recorded {target})", field="supersedes"))
+        return results
 
 
 def dump_event(event: BaseEvent) -> dict[str, Any]:

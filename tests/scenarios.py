@@ -531,3 +531,61 @@ def frames_run(root: Path, events: int) -> dict[str, Any]:
     assert len(frames.attempts) == n_attempts, (len(frames.attempts), n_attempts)
     assert len(frames.metrics) == n_attempts
     return {"events": total, "write_s": gen, "load_s": t_load, "frames_s": t_frames}
+
+
+# -- hand-edited sessions --------------------------------------------------------------------------
+
+def hand_edited_build(sessions: Path, work: Path) -> dict[str, Any]:
+    """A good session next to a hand-edited one; every bad line gets a file:line message, the rest builds."""
+    import uuid
+
+    good = new_session(sessions, "good")
+    assert logkit(sessions, "run", "--", "echo", "hi").returncode == 0
+    assert logkit(sessions, "decide", "first decision", "--decision", "x").returncode == 0
+    bad = new_session(sessions, "bad")
+    path = events_path(sessions, bad)
+
+    def ev(**kw: Any) -> str:
+        return json.dumps({"v": 1, "id": uuid.uuid4().hex, "session": bad, "ts": "2026-12-02T10:00:00Z", **kw})
+
+    dup = uuid.uuid4().hex
+    # (line text, what the message must say); line numbers start at 2 (the session line is 1)
+    planted = [
+        (ev(kind="note", text="kept before the bad lines"), None),
+        (ev(kind="gpu_reset", text="an unknown kind"), "gpu_reset"),
+        (ev(kind="note", text="from the future", v=99), "upgrade logkit"),
+        ('{"kind": "note", "text": "a hand edit lost its quote}', "not valid JSON"),
+        (ev(kind="attempt", short_id="A1", argv=["x"]), None),
+        (ev(kind="outcome", attempt="A1", status="exit_ok"), None),
+        (ev(kind="attempt", short_id="A1", argv=["y"]), "A1 is already taken"),
+        (ev(kind="note", text="dup id 1", id=dup), None),
+        (ev(kind="note", text="dup id 2", id=dup), "repeats line"),
+        (ev(kind="outcome", attempt="A7", status="exit_ok"), "no earlier line records"),
+        (ev(kind="decision", decision_id="DR-0002", title="supersedes nothing", supersedes="DR-0999"), "DR-0999"),
+        (ev(kind="note", text="kept after the bad lines"), None),
+    ]
+    torn = ev(kind="note", text="torn by a kill")[:40]
+    with open(path, "a") as fh:
+        fh.write("\n".join(text for text, _ in planted) + "\n" + torn)
+    out, docs = work / "out", work / "docs"
+    done = logkit(sessions, "build", "--out", str(out), "--docs", str(docs))
+    assert done.returncode == 0, done.stderr
+    named = 0
+    for number, (_text, message) in enumerate(planted, start=2):
+        if message is None:
+            continue
+        want = f"{path}:{number}:"
+        hit = [ln for ln in done.stderr.splitlines() if want in ln]
+        assert hit and message in hit[0], f"line {number} ({message}) not named: {done.stderr}"
+        named += 1
+    assert f"{path}:{len(planted) + 2}: torn last line" in done.stderr
+    named += 1
+    show = logkit(sessions, "session", "show", bad)
+    assert show.returncode == 0 and "kept before" in show.stdout and "kept after" in show.stdout, show.stderr
+    assert "Traceback" not in done.stderr + show.stderr
+    html = "\n".join(p.read_text(errors="replace") for p in out.rglob("*.html"))
+    for text in ("first decision", "kept after the bad lines", "supersedes nothing", good, bad):
+        assert text in html, f"{text!r} missing from the built site"
+    strict = logkit(sessions, "build", "--strict", "--out", str(work / "out2"), "--docs", str(work / "docs2"))
+    assert strict.returncode == 2 and f"{path}:3:" in strict.stderr and "fix:" in strict.stderr
+    return {"bad_lines": named}
