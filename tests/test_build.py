@@ -1,0 +1,203 @@
+"""The knowledge builder end to end: real sessions written through logkit.store, the real
+`mkdocs build` with Material, checks on the built HTML (pages, stable URLs, supersession both
+ways, matrix cells, staleness, escaping of planted injections, no external URL, bad lines)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import kb_factory
+from conftest import REPO, run_logkit
+from logkit.build import build, generate
+from logkit.store import Store
+
+HTML_EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(https?:)?//([^/"' >]+)""", re.I)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The planted realistic knowledge base, built once with the repository's mkdocs.yml."""
+    root = tmp_path_factory.mktemp("kb")
+    kb_factory.realistic(root / "sessions", planted=True)
+    warnings: list[str] = []
+    build(root / "sessions", root / "docs", root / "out", config=REPO / "mkdocs.yml", warn=warnings.append)
+    assert warnings == []
+    return root
+
+
+def html(site: Path, rel: str) -> str:
+    return (site / "out" / rel).read_text(encoding="utf-8")
+
+
+def test_pages_at_stable_urls(site: Path) -> None:
+    out = site / "out"
+    for rel in ["index.html", "decisions/index.html", "decisions/DR-0001/index.html", "decisions/DR-0002/index.html",
+                "configs/index.html", "backends/index.html", "signatures/index.html", "metrics/index.html",
+                "sessions/index.html", "sessions/2026-11-14-glm5-sm120/index.html", "tags.html",
+                "search/search_index.js"]:
+        assert (out / rel).is_file(), rel
+    session = html(site, "sessions/2026-11-14-glm5-sm120/index.html")
+    for anchor in ("A1", "A2", "A3", "H1", "H2"):
+        assert f'id="{anchor}"' in session
+
+
+def test_home_covers_models_gpus_versions_and_best(site: Path) -> None:
+    home = html(site, "index.html")
+    for text in ("zai-org/GLM-5-NVFP4", "nvidia/Qwen3.5-397B-A17B-NVFP4", "SM120", "SM100", "SM90", "0.5.23",
+                 "Best measured configuration", "4,800"):
+        assert text in home, text
+    assert "reconstructed" in home  # the provenance of the third session is counted
+
+
+def test_supersedes_shown_both_ways(site: Path) -> None:
+    old = html(site, "decisions/DR-0001/index.html")
+    new = html(site, "decisions/DR-0002/index.html")
+    assert "superseded by" in old and 'href="../DR-0002/index.html"' in old
+    assert "recorded as accepted" in old  # the status is derived, the record is not rewritten
+    assert "supersedes" in new and 'href="../DR-0001/index.html"' in new
+    index = html(site, "decisions/index.html")
+    superseded = index.split('id="superseded"')[1].split('id="deprecated"')[0]
+    assert "DR-0001" in superseded
+
+
+def test_decision_links_down_to_evidence(site: Path) -> None:
+    page = html(site, "decisions/DR-0001/index.html")
+    assert "../../sessions/2026-11-14-glm5-sm120/index.html#A1" in page  # an option's attempt
+    assert "../../sessions/2026-11-14-glm5-sm120/index.html#H1" in page  # the refuted hypothesis
+    assert "902" in page and "no kernel image is available" in page  # log excerpt with its line number
+    assert "2026-01-01-nowhere/A9" in page  # an unresolvable reference is shown, not dropped
+    cross = html(site, "decisions/DR-0002/index.html")
+    assert "../../sessions/2026-11-14-glm5-sm120/index.html#A4" in cross  # cross-session evidence
+
+
+def test_matrix_cells(site: Path) -> None:
+    page = html(site, "backends/index.html")
+    glm = page.split(">zai-org/GLM-5-NVFP4<")[1].split("<h2")[0]  # the GLM-5 table (SM120 only)
+    rows = re.findall(r"<tr>.*?</tr>", glm, re.S)
+    row = lambda value: next(r for r in rows if f"<code>{value}</code>" in r)  # noqa: E731
+    assert "crash" in row("flashinfer_trtllm") and "SM120" in page
+    assert "garbage" in row("flashinfer_cutedsl")
+    assert "slow" in row("triton")
+    assert "works" in row("flashinfer_cutlass")
+    assert "untested" in page
+    assert rows  # the matrix has rows at all
+    # a failing cell links to a negative result page with the command to reproduce it
+    neg = re.search(r'href="([^"]+)"[^>]*>💥 crash', page)
+    assert neg, "no link from a crash cell"
+    neg_page = (site / "out" / "backends" / neg.group(1)).read_text()
+    assert "--moe-runner-backend flashinfer_trtllm" in neg_page or "--attention-backend" in neg_page
+    assert "What would justify a retry" in neg_page and "Reproduce" in neg_page
+
+
+def test_config_page_has_command_versions_metrics(site: Path) -> None:
+    index = html(site, "configs/index.html")
+    href = re.search(r'href="(zai-org-glm-5-nvfp4[^"]*0-5-23[^"]*)"', index).group(1)
+    page = (site / "out" / "configs" / href).read_text()
+    assert "--moe-runner-backend flashinfer_cutlass" in page
+    assert "md-clipboard" in page or "content.code.copy" in (site / "out" / "index.html").read_text()
+    for text in ("flashinfer 0.5.3", "torch 2.9.1", "cuda 12.9", "driver 580.82.07", "output_throughput", "64"):
+        assert text in page, text
+
+
+def test_charts_are_svg_files(site: Path) -> None:
+    index = html(site, "metrics/index.html")
+    href = re.search(r'href="([^"]+/index.html)"', index.split("<table>")[1]).group(1)
+    page = (site / "out" / "metrics" / href).read_text()
+    srcs = re.findall(r'<img[^>]+src="([^"]+\.svg)"', page)
+    assert len(srcs) >= 3
+    for src in srcs:
+        svg = (site / "out" / "metrics" / href).parent.joinpath(src).resolve()
+        text = svg.read_text()
+        assert text.startswith("<svg") and "chart unavailable" not in text and len(text) > 2000
+
+
+def test_planted_injections_render_as_text(site: Path) -> None:
+    for path in (site / "out").rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        assert "<script>window.__pwned" not in text, path
+        assert "<img src=x" not in text and 'href="javascript:' not in text, path
+        assert "<strong>bold</strong>" not in text and 'id="evil"' not in text, path
+        assert "<script>x</script>" not in text, path
+    page = html(site, "decisions/DR-0001/index.html")
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in page  # shown, as text
+    assert "[click](javascript:alert(1)) **bold** | cell |" in re.sub(r"<[^>]+>", "", page).replace("&#124;", "|")
+
+
+def test_no_external_urls(site: Path) -> None:
+    for path in (site / "out").rglob("*.html"):
+        for scheme, host in HTML_EXTERNAL.findall(path.read_text(encoding="utf-8")):
+            assert host == "kb.example.org", f"{path}: external {host}"  # only the site's own site_url
+
+
+def test_rebuild_is_identical(tmp_path: Path) -> None:
+    kb_factory.realistic(tmp_path / "sessions")
+    generate(tmp_path / "sessions", tmp_path / "a")
+    generate(tmp_path / "sessions", tmp_path / "b")
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    files_b = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    assert files_a == files_b
+    for rel in files_a:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+def test_stale_when_a_later_launch_with_the_same_fingerprint_failed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "sessions")
+    w = kb_factory.Writer("2026-12-01-stale", kb_factory.datetime(2026, 12, 1, tzinfo=kb_factory.UTC))
+    w.launch(kb_factory.MODELS[0], "SM120", 8, "flashinfer_cutlass", "flashinfer", kb_factory.VERSIONS[2], throughput=2000)
+    w.tick(60 * 24)
+    w.launch(kb_factory.MODELS[0], "SM120", 8, "flashinfer_cutlass", "flashinfer", kb_factory.VERSIONS[2],
+             fail=("oom", "cuda-oom-graph-capture", "CUDA out of memory during CUDA graph capture", "OOM"))
+    kb_factory._write(store, "2026-12-01-stale", "stale check", w.t - timedelta(days=2), w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    page = next((tmp_path / "docs" / "configs").glob("*/index.md")).read_text()
+    assert "(stale)" in page and "A3" in page
+
+
+def test_bad_lines_warned_with_file_line_and_strict_fails(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    kb_factory.realistic(sessions)
+    events = sessions / "2026-11-20-qwen35-b200" / "events.jsonl"
+    count = len(events.read_text().splitlines())
+    with events.open("a") as fh:
+        fh.write("{not json\n")
+        fh.write('{"kind": "decision", "session": "x", "decision_id": "DR-0009", "title": "t", "status": "maybe"}\n')
+    env = {"LOGKIT_SESSIONS": str(sessions)}
+    ok = run_logkit("build", "--out", str(tmp_path / "out"), "--docs", str(tmp_path / "docs"), env=env, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert f"{events}:{count + 1}:" in ok.stderr and f"{events}:{count + 2}:" in ok.stderr
+    assert "status" in ok.stderr
+    assert (tmp_path / "out" / "decisions" / "DR-0002" / "index.html").exists()  # the rest still built
+    strict = run_logkit("build", "--strict", "--out", str(tmp_path / "out2"), "--docs", str(tmp_path / "docs2"),
+                        env=env, cwd=tmp_path)
+    assert strict.returncode == 2
+    assert f"{events}:{count + 1}" in strict.stderr and "fix:" in strict.stderr
+
+
+def test_nested_dirs_refused(tmp_path: Path) -> None:
+    kb_factory.realistic(tmp_path / "sessions")
+    result = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--out", str(tmp_path / "site"),
+                        "--docs", str(tmp_path / "site" / "docs"), cwd=tmp_path)
+    assert result.returncode == 2 and "nested" in result.stderr and "fix:" in result.stderr
+
+
+def test_cite(tmp_path: Path) -> None:
+    kb_factory.realistic(tmp_path / "sessions")
+    s = str(tmp_path / "sessions")
+    result = run_logkit("--sessions", s, "cite", "DR-0002", "--config", str(REPO / "mkdocs.yml"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "[DR-0002: Move GLM-5 on SM120 to SGLang 0.5.23](https://kb.example.org/logkit/decisions/DR-0002/)")
+    missing = run_logkit("--sessions", s, "cite", "DR-0042", "--config", str(REPO / "mkdocs.yml"))
+    assert missing.returncode == 2 and "DR-0001, DR-0002" in missing.stderr
+    bad = run_logkit("--sessions", s, "cite", "0042")
+    assert bad.returncode == 2 and "DR-0003" in bad.stderr
+
+
+@pytest.mark.parametrize("command", ["build", "serve", "cite"])
+def test_help(command: str) -> None:
+    result = run_logkit(command, "--help")
+    assert result.returncode == 0 and "usage: logkit " + command in result.stdout
