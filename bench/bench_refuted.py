@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""How long the pre-launch refuted-configuration check takes on a big knowledge base.
+
+Writes a store of SESSIONS x ATTEMPTS reconstructed launches (a tenth of them failed) with the
+store API, then times :func:`logkit.reasoning.refuted.check` against a baseline measured in the
+same process: reading every ``events.jsonl`` as bytes (the least any check must do). Prints the
+ratio. Run: ``.venv/bin/python bench/bench_refuted.py [--sessions 20 --attempts 250]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from logkit.events import Attempt, Environment, Gpu, LaunchConfig, Outcome
+from logkit.reasoning import refuted
+from logkit.store import Store
+
+BACKENDS = ["flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cutedsl", "triton", "cutlass"]
+
+
+def make(root: Path, sessions: int, attempts: int) -> Store:
+    store = Store(root)
+    env = Environment(gpus=[Gpu(index=i, name="NVIDIA RTX PRO 6000 Blackwell", compute_cap="12.0") for i in range(8)])
+    for s in range(sessions):
+        handle = store.create(f"bench {s}", session_id=f"bench-{s:03d}", make_current=False)
+        with handle.transaction() as txn:
+            for a in range(1, attempts + 1):
+                backend = BACKENDS[(s + a) % len(BACKENDS)]
+                fp = {"moe_runner_backend": backend, "attention_backend": "flashinfer", "tp_size": 8, "model_path": f"m{s}"}
+                txn.append(Attempt(session=handle.id, short_id=f"A{a}", argv=["python", "-m", "sglang.launch_server"],
+                                   role="launch", environment=env, launch=LaunchConfig(fingerprint=fp, non_default=fp)))
+                status = "arch_mismatch" if a % 10 == 0 else "ready"
+                txn.append(Outcome(session=handle.id, attempt=f"A{a}", status=status))
+    return store
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--attempts", type=int, default=250)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = make(Path(tmp) / "sessions", args.sessions, args.attempts)
+        files = sorted(store.root.glob("*/events.jsonl"))
+        baseline = best_of(lambda: [p.read_bytes() for p in files])
+        live = {"moe_runner_backend": "flashinfer_trtllm", "attention_backend": "flashinfer", "tp_size": 8}
+        hits: list = []
+        took = best_of(lambda: hits.extend(refuted.check(live, "SM120", store)))
+        total = args.sessions * args.attempts
+        print(f"{total} attempts in {len(files)} sessions: check {took * 1000:.1f} ms, "
+              f"read baseline {baseline * 1000:.1f} ms, ratio {took / baseline:.1f}x; {len(hits) // 3} matches")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
