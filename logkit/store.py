@@ -103,8 +103,10 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _dump(event: BaseEvent) -> bytes:
+def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
     data = event.model_dump(mode="json", exclude_none=True)
+    if scrub is not None:
+        data = scrub(data)
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
@@ -211,7 +213,7 @@ class Txn:
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
         """Append one event as one whole line."""
-        data = _dump(event)
+        data = _dump(event, self.handle.store.scrub)
         os.write(self._fd, data)
         if self._raw is not None:
             self._raw += data
@@ -409,13 +411,16 @@ def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
 class Store:
     """The sessions directory (``$LOGKIT_SESSIONS``, default ``./sessions``)."""
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, scrub: Callable[[Any], Any] | None = None) -> None:
         self.root = Path(root)
+        #: Applied to every event dict before it is written (the CLI plugs in the secret redactor,
+        #: so a token typed into ``logkit hypothesis add`` never reaches disk either).
+        self.scrub = scrub
 
     @classmethod
-    def from_env(cls, override: str | None = None) -> Store:
+    def from_env(cls, override: str | None = None, *, scrub: Callable[[Any], Any] | None = None) -> Store:
         """The store named by ``override``, else ``$LOGKIT_SESSIONS``, else ``./sessions``."""
-        return cls(override or os.environ.get(ENV_SESSIONS) or "sessions")
+        return cls(override or os.environ.get(ENV_SESSIONS) or "sessions", scrub=scrub)
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"

@@ -589,3 +589,96 @@ def hand_edited_build(sessions: Path, work: Path) -> dict[str, Any]:
     strict = logkit(sessions, "build", "--strict", "--out", str(work / "out2"), "--docs", str(work / "docs2"))
     assert strict.returncode == 2 and f"{path}:3:" in strict.stderr and "fix:" in strict.stderr
     return {"bad_lines": named}
+
+
+# -- planted secrets and injections, scanned on disk and in the built site -----------------------
+
+SECRETS = {
+    "env": "hf_PlantedEnvTokenAbcdefghij0123456789",
+    "odd_env": "zq8-planted-odd-shape-77",
+    "flag": "planted-flag-key-31337",
+    "url": "planted-url-pass-4242",
+    "printed": "sk-plantedPrintedKey0123456789abcdef",
+    "hypothesis": "ghp_plantedHypothesisToken0123456789abcdef",
+    "note": "hf_plantedNoteToken0123456789abcdefgh",
+    "decision": "planted-decision-pass-9",
+    "todo": "hf_plantedTodoToken0123456789abcdefghij",
+}
+INJECTIONS = ['<script>window.__pwned=1</script>', '<img src=x onerror="window.__pwned=2">',
+              '[click](javascript:alert(1))', '[exfil](https://evil.example/x)', '![t](https://evil.example/t.png)']
+PLANT = " ".join(INJECTIONS)
+
+
+def _scan_html(path: Path, site_url: str | None) -> list[str]:
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Scan(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            for name, value in attrs:
+                value = value or ""
+                if name.startswith("on") and "__pwned" in value:
+                    found.append(f"{path}: <{tag} {name}=...> from user text")
+                if name in ("src", "href", "srcset", "action", "data") and value:
+                    low = value.strip().lower()
+                    if low.startswith("javascript:"):
+                        found.append(f"{path}: <{tag} {name}={value!r}>")
+                    if low.startswith(("http://", "https://", "//")) and not (site_url and value.startswith(site_url)):
+                        found.append(f"{path}: <{tag} {name}={value!r}> points at a network host")
+
+        def handle_data(self, data: str) -> None:
+            if self.lasttag == "script" and "__pwned" in data:
+                found.append(f"{path}: a <script> from user text ran")
+
+    Scan().feed(path.read_text(errors="replace"))
+    return found
+
+
+def secrets_and_site_scan(sessions: Path, work: Path) -> dict[str, Any]:
+    """Plant tokens and injections through every way in; no file under sessions/ or the site holds one."""
+    sid = new_session(sessions, "secrets " + PLANT)
+    env = env_for(sessions, HF_TOKEN=SECRETS["env"], MY_SERVICE_PASSWORD=SECRETS["odd_env"],
+                  SGLANG_PROXY=f"http://u:{SECRETS['url']}@proxy.internal:3128")
+    child = (f"import os\nprint('token', os.environ['HF_TOKEN'], os.environ['MY_SERVICE_PASSWORD'])\n"
+             f"print('key {SECRETS['printed']}')\nprint('proxy https://u:{SECRETS['url']}@p.internal/')\n"
+             f"print({PLANT!r})\n")
+    done = subprocess.run([*LOGKIT, "run", "--label", PLANT, "--", sys.executable, "-c", child, "--api-key",
+                           SECRETS["flag"]], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    steps = [
+        ["hypothesis", "add", f"flashinfer works with HF_TOKEN={SECRETS['hypothesis']} {PLANT}"],
+        ["note", f"the key was {SECRETS['note']} {PLANT}"],
+        ["decide", f"Use triton {PLANT}", "--decision", f"password={SECRETS['decision']}", "--option",
+         f"{PLANT}: lost"],
+    ]
+    for args in steps:
+        res = logkit(sessions, *args)
+        assert res.returncode == 0, (args, res.stderr)
+    todo = work / "todos.json"
+    todo.write_text(json.dumps({"todos": [{"content": f"retry with {SECRETS['todo']} {PLANT}", "status": "pending"}]}))
+    res = logkit(sessions, "todo", "import", str(todo))
+    assert res.returncode == 0, res.stderr
+    out = work / "site"
+    res = logkit(sessions, "build", "--out", str(out), "--docs", str(work / "docs"))
+    assert res.returncode == 0, res.stderr
+    leaks = []
+    scanned = 0
+    for root in (sessions, out, work / "docs"):
+        for path in root.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                scanned += 1
+                leaks += [f"{name} in {path}" for name, value in SECRETS.items() if value.encode() in data]
+    assert not leaks, leaks
+    from logkit.build.site import site_url
+
+    url = site_url()
+    bad: list[str] = []
+    pages = list(out.rglob("*.html"))
+    for page in pages:
+        bad += _scan_html(page, url)
+    assert not bad, bad[:5]
+    html = "\n".join(p.read_text(errors="replace") for p in pages)
+    assert "window.__pwned=1" in html, "the planted text must still be shown, as text"
+    return {"files_scanned": scanned, "pages": len(pages), "secrets": len(SECRETS), "injections": len(INJECTIONS)}

@@ -21,7 +21,6 @@ Contract:
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import re
@@ -49,6 +48,7 @@ PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
 CONFIRMERS: list[str] = []
 
 READ_SIZE = 1 << 20
+QUEUE_CHUNKS = 32
 PARTIAL_MAX = 64 * 1024
 PARTIAL_AGE_S = 1.0
 TICK_S = 0.5
@@ -123,23 +123,30 @@ def _dump_model(value: Any) -> Any:
 class _Hasher:
     """sha256 of the stored log, computed on a thread: hashlib releases the GIL on big buffers."""
 
-    def __init__(self) -> None:
-        import queue
-        import threading
+    EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-        self._sha = hashlib.sha256()
-        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="logkit-sha256", daemon=True)
-        self._thread.start()
+    def __init__(self) -> None:
+        self._queue: Any = None  # started on the first byte: a silent command pays nothing
 
     def _work(self) -> None:
         while (data := self._queue.get()) is not None:
             self._sha.update(data)
 
     def update(self, data: bytes) -> None:
+        if self._queue is None:
+            import hashlib
+            import queue
+            import threading
+
+            self._sha = hashlib.sha256()
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._work, name="logkit-sha256", daemon=True)
+            self._thread.start()
         self._queue.put(data)
 
     def hexdigest(self) -> str:
+        if self._queue is None:
+            return self.EMPTY
         self._queue.put(None)
         self._thread.join()
         return self._sha.hexdigest()
@@ -160,6 +167,71 @@ class Recorder:
         self.tail = b""
         self.problems: list[str] = []
         self.echo_ok = {1: True, 2: True}
+        self._queue: Any = None
+
+    # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
+
+    def start(self) -> None:
+        """Run redaction, log writes, digest and the watcher on a recorder thread, in order."""
+        import queue
+        import threading
+
+        self._queue = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._worker = threading.Thread(target=self._drain, name="logkit-recorder", daemon=True)
+        self._worker.start()
+
+    def _drain(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fd, payload = item
+            try:
+                if fd is None:
+                    self._tick(payload)
+                else:
+                    self.record(fd, payload)
+            except BaseException as exc:  # the thread must outlive anything
+                self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
+
+    def submit(self, fd: int, data: bytes, waiting: Callable[[], None]) -> None:
+        """Queue output for the recorder thread (at most QUEUE_CHUNKS reads ahead)."""
+        if self._queue is None:
+            self.record(fd, data)
+            return
+        import queue
+
+        while True:
+            try:
+                self._queue.put((fd, data), timeout=0.25)
+                return
+            except queue.Full:
+                waiting()  # keep forwarding signals while the recorder catches up
+
+    def tick(self, now: float) -> None:
+        """Flush stale partial lines and tick the watcher (on the recorder thread)."""
+        if self._queue is None:
+            self._tick(now)
+            return
+        import queue
+
+        try:
+            self._queue.put_nowait((None, now))
+        except queue.Full:
+            pass  # busy recording: the next tick will do
+
+    def _tick(self, now: float) -> None:
+        self.flush_stale(now)
+        if self.watcher is not None:
+            try:
+                self.watcher.tick(now)
+            except Exception as exc:
+                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+                self.watcher = None
+
+    def stop(self) -> None:
+        """Wait until everything queued is recorded."""
+        if self._queue is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
 
     def echo(self, dest: int, data: bytes) -> None:
         if not self.echo_ok.get(dest, True):
@@ -368,6 +440,24 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
     exited_at: float | None = None
     last_output = last_tick = time.monotonic()
     handled = 0
+    check_exit = child.pidfd is None
+
+    def service() -> None:
+        nonlocal handled
+        while handled < len(received):
+            sig = received[handled]
+            handled += 1
+            stop["signal"] = sig
+            if handled >= 3:
+                stop["escalated"] = True
+                kill_group(child.pgid, signal.SIGKILL)
+            else:
+                request_stop(f"{signal_name(sig)} received", sig)
+        if stop["deadline"] is not None and time.monotonic() > stop["deadline"] and not stop["escalated"]:
+            stop["escalated"] = True
+            kill_group(child.pgid, signal.SIGKILL)
+
+    rec.start()
     try:
         while open_fds:
             now = time.monotonic()
@@ -385,7 +475,7 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
                         continue
                     last_output = time.monotonic()
                     rec.echo(open_fds[fd], data)
-                    rec.record(fd, data)
+                    rec.submit(fd, data, service)
                 elif fd == wake_r:
                     try:
                         os.read(wake_r, 512)
@@ -393,38 +483,22 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
                         pass
                 elif fd == child.pidfd:
                     poller.unregister(fd)
-            while handled < len(received):
-                sig = received[handled]
-                handled += 1
-                stop["signal"] = sig
-                if handled >= 3:
-                    stop["escalated"] = True
-                    kill_group(child.pgid, signal.SIGKILL)
-                else:
-                    request_stop(f"{signal_name(sig)} received", sig)
-            if returncode is None:
+                    check_exit = True
+            service()
+            if returncode is None and check_exit:
                 returncode = child.proc.poll()
                 if returncode is not None:
                     exited_at = time.monotonic()
             now = time.monotonic()
             if now - last_tick >= TICK_S:
                 last_tick = now
-                rec.flush_stale(now)
-                if rec.watcher is not None:
-                    try:
-                        rec.watcher.tick(now)
-                    except Exception as exc:
-                        problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
-                        rec.watcher = None
+                rec.tick(now)
                 if recorded and not env_written and probes.done():
                     env_written = _write_environment(journal, attempt, probes, base_env, problems)
                 if (opts.hang_timeout and plan.watcher is None and stop["reason"] is None
                         and now - last_output > opts.hang_timeout):
                     request_stop(f"no output for {opts.hang_timeout:g}s (--hang-timeout)")
                     stop["hang"] = True
-            if stop["deadline"] is not None and now > stop["deadline"] and not stop["escalated"]:
-                stop["escalated"] = True
-                kill_group(child.pgid, signal.SIGKILL)
         if returncode is None:
             returncode = child.proc.wait()
         if stop["reason"] is not None:
@@ -438,6 +512,7 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
                 while procs.group_members(child.pgid) and time.monotonic() < end:
                     time.sleep(0.05)
     finally:
+        rec.stop()
         signal.set_wakeup_fd(old_wakeup)
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)

@@ -15,9 +15,11 @@ __all__ = ["add_json", "group", "print_json", "store"]
 
 def store(args: argparse.Namespace) -> Store:
     """The store named by --sessions / $LOGKIT_SESSIONS / ./sessions."""
+    from ..capture.redact import Redactor
     from ..store import Store  # lazily: pydantic is not needed to start `logkit run`
 
-    return Store.from_env(getattr(args, "sessions", None))
+    # every event a command writes is redacted, not only those `logkit run` records
+    return Store.from_env(getattr(args, "sessions", None), scrub=Redactor().scrub)
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:
