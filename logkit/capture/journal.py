@@ -119,8 +119,9 @@ class Journal:
             if pid and procs.alive(pid) and "logkit" in (procs.cmdline(pid) or ""):
                 continue
             from ..store import Store  # the rare path: full models
+            from .redact import Redactor  # survivors' command lines may hold --api-key values
 
-            Store(self.root).handle(self.id).reconcile()
+            Store(self.root, scrub=Redactor().scrub).handle(self.id).reconcile()
             return
 
     @contextlib.contextmanager
