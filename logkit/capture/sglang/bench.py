@@ -105,13 +105,15 @@ def parse_jsonl(text: str) -> BenchResult:
     rec = json.loads(lines[-1])
     out = BenchResult(source="jsonl")
     for k in JSON_LABELS:
-        if rec.get(k) is not None:
-            out.labels["dataset" if k == "dataset_name" else k] = rec[k]
+        v = rec.get(k)
+        if v is not None:
+            # JSON has no infinity: keep SGLang's printed spelling.
+            out.labels["dataset" if k == "dataset_name" else k] = "inf" if isinstance(v, float) and math.isinf(v) else v
     for k, v in rec.items():
         if k in NOT_METRICS:
             continue
         num = _number(v)
-        if num is not None:
+        if num is not None and math.isfinite(num):
             out.metrics[k] = num
     if rec.get("server_info") is not None:
         out.server_info = redact_info(rec["server_info"])
@@ -131,7 +133,8 @@ def parse_text(text: str) -> BenchResult:
         label = re.sub(r"\s+", " ", label)
         if label in LABEL_KEYS:
             key = LABEL_KEYS[label]
-            out.labels[key] = None if value == "not set" else (_number(value) if _number(value) is not None else value)
+            num = _number(value)
+            out.labels[key] = None if value == "not set" else (num if num is not None and math.isfinite(num) else value)
             continue
         key = TEXT_KEYS.get(label)
         num = _number(value.split()[0]) if value else None

@@ -223,6 +223,10 @@ class Classifier:
                 hit = None
         evidence = self.evidence()
 
+        if self.ready_line is not None and not any(e.line == self.ready_line for e in evidence):
+            evidence = sorted([*evidence, EvidenceLine(line=self.ready_line, text=self.ready_text or "")],
+                              key=lambda e: e.line)
+
         def out(status: str, label: str | None, sig: str | None = None) -> Decision:
             return Decision(status, label, sig, evidence, ready, self.ready_line, self.ready_text)
 

@@ -60,7 +60,8 @@ class Timeline:
                 at = now
                 if stamp:
                     try:
-                        at = datetime.strptime(stamp.group(1).decode(), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+                        # SGLang stamps local time (logging's asctime) without a zone.
+                        at = datetime.strptime(stamp.group(1).decode(), "%Y-%m-%d %H:%M:%S").astimezone(UTC)
                         if stamp.group(2):
                             at = at.replace(microsecond=int(stamp.group(2)) * 1000)
                     except ValueError:
@@ -74,6 +75,7 @@ class Timeline:
         base = started or next((m.at for m in self.milestones if m.at is not None), None)
         out = []
         for m in self.milestones:
-            secs = round((m.at - base).total_seconds(), 3) if (m.at and base) else None
+            # Log stamps have whole seconds: a stage in the launch's first second is at 0, not < 0.
+            secs = max(0.0, round((m.at - base).total_seconds(), 3)) if (m.at and base) else None
             out.append(m.model_copy(update={"seconds": secs}))
         return out

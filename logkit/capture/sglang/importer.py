@@ -1,0 +1,81 @@
+"""``logkit import LOGFILE --cmd "..."``: add a log written without logkit to a session as an attempt.
+
+Contract: the log is read, redacted (the capture redactor: secret patterns, plus the secret values
+of the given command's flags), copied into the session's ``logs/``, classified, and recorded as an
+``Attempt`` + ``Outcome`` pair with ``provenance.source = "imported"`` (detail: the original path).
+The attempt's launch config comes from the command (plain parse: the log's SGLang is not here to
+ask). The original file is never modified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ...errors import BadInput
+from ...events import Attempt, LogFile, Outcome, Provenance
+from ...store import Store
+from ..redact import Redactor
+from .args import fingerprint, plain_parse
+from .detect import detect
+from .outcomes import classify_text
+from .timeline import Timeline
+
+__all__ = ["import_log"]
+
+
+def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None = None) -> tuple[Attempt, Outcome]:
+    """Record ``path`` as an imported attempt of ``session_id`` (default: the current session)."""
+    src = Path(path)
+    try:
+        raw = src.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"{src}: cannot read the log: {exc.strerror}", fix="check the path") from exc
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise BadInput(f"--cmd {cmd!r}: {exc}", fix="quote the command as you would in a shell") from exc
+    if not argv:
+        raise BadInput("--cmd is empty", fix='pass the command that wrote the log: --cmd "python -m sglang.launch_server ..."')
+    handle = store.open(session_id)
+    redactor = Redactor.for_run({}, argv)
+    clean = redactor.chunk(raw)
+    decision = classify_text(clean)
+    timeline = Timeline()
+    timeline.feed(clean, 1)
+    target = detect(argv)
+    launch = None
+    role = "command"
+    if target is not None:
+        role = target.kind
+        if target.kind == "launch":
+            from ...events import LaunchConfig
+
+            args = plain_parse(target.args)
+            port = args.get("port") if isinstance(args.get("port"), int) else None
+            launch = LaunchConfig(parser="plain", unresolved=True, args=args, non_default=args,
+                                  fingerprint=fingerprint(args), host=args.get("host"), port=port)
+    mtime = datetime.fromtimestamp(os.stat(src).st_mtime, UTC)
+    stamped = [m.at for m in timeline.milestones if m.at is not None]
+    started = min(stamped) if stamped else mtime
+    prov = Provenance(source="imported", detail=str(src.resolve()))
+
+    def build(txn) -> Attempt:  # type: ignore[no-untyped-def]
+        short = txn.next_short_id("A")
+        dest = handle.log_path(f"{short}-imported.log")
+        dest.write_bytes(clean)
+        log = LogFile(path=handle.relative(dest), size=len(clean), sha256=hashlib.sha256(clean).hexdigest())
+        return Attempt(session=handle.id, short_id=short, argv=redactor.argv(argv), role=role, started=started,
+                       log=log, launch=launch, provenance=prov, label=f"imported from {src.name}")
+
+    attempt = handle.append_new(build)
+    assert isinstance(attempt, Attempt)
+    ready_at = next((m.at for m in timeline.milestones if m.stage == "ready"), None) if decision.ready else None
+    outcome = Outcome(session=handle.id, attempt=attempt.short_id, status=decision.status, label=decision.label,
+                      signature=decision.signature, ended=mtime, ready_at=ready_at, evidence=decision.evidence,
+                      timeline=timeline.with_seconds(started), log=attempt.log, provenance=prov)
+    handle.append(outcome, durable=True)
+    return attempt, outcome

@@ -1,0 +1,144 @@
+"""A stand-in SGLang server for the tests (there is no GPU here): SGLang's endpoints and log lines.
+
+    python tests/fakeserver.py --model-path M --port P [--host H] [--api-key K] --mode MODE
+
+Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``nan`` (dies of NaN a
+moment after ready, the way SGLang does: NaN line, scheduler traceback, SIGKILL of its own tree),
+``hang`` (prints two startup lines and then nothing, never serves), ``warning`` (``--log-level
+warning``: serves but prints no INFO lines, so no ready line). The log lines are SGLang 0.5.23's
+own f-strings (see the reference notes, with file:line), printed to stderr with its
+``[%Y-%m-%d %H:%M:%S]`` prefix. Loopback only. Accepts (and ignores) other SGLang flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ARGS: argparse.Namespace
+
+
+def log(msg: str, rank: str = "") -> None:
+    if ARGS.mode == "warning":
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    sys.stderr.write(f"[{stamp}{' ' + rank if rank else ''}] {msg}\n")
+    sys.stderr.flush()
+
+
+def reply_text(prompt: str) -> str:
+    if ARGS.mode == "garbage":
+        return "!!!!!!!!!!!!!!!!!!!!!!!!"
+    return "3 + 5 = 8." if "3 + 5" in prompt else "The capital of France is Paris."
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "uvicorn"
+
+    def log_message(self, fmt: str, *a: object) -> None:  # uvicorn's access line
+        if ARGS.mode != "warning":
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            sys.stderr.write(f'[{stamp}] INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.requestline}" {a[1] if len(a) > 1 else ""}\n')
+
+    def _json(self, code: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.path.split("?")[0]
+        if path in ("/ready", "/health", "/health_generate", "/ping"):
+            self._json(200, {}) if READY.is_set() else self._json(503, {})
+        elif path in ("/model_info", "/get_model_info"):
+            self._json(200, {"model_path": ARGS.model_path, "tokenizer_path": ARGS.tokenizer_path or ARGS.model_path,
+                             "is_generation": True, "served_model_name": ARGS.model_path})
+        elif path in ("/server_info", "/get_server_info"):
+            self._json(200, {"model_path": ARGS.model_path, "tp_size": ARGS.tp_size, "attention_backend": "flashinfer",
+                             "moe_runner_backend": "auto", "kv_cache_dtype": "auto", "mem_fraction_static": 0.88,
+                             "host": ARGS.host, "port": ARGS.port, "api_key": ARGS.api_key, "admin_api_key": ARGS.api_key,
+                             "version": "0.5.23", "internal_states": [{"avg_spec_accept_length": None}]})
+        elif path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": ARGS.model_path, "object": "model", "owned_by": "sglang"}]})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        path = self.path.split("?")[0]
+        if path == "/v1/chat/completions":
+            prompt = " ".join(m.get("content", "") for m in body.get("messages", []))
+            text = reply_text(prompt)
+            self._json(200, {"id": "1", "object": "chat.completion", "model": ARGS.model_path,
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                          "logprobs": {"content": [{"token": t, "logprob": -0.1} for t in text.split()]},
+                                          "finish_reason": "stop"}],
+                             "usage": {"prompt_tokens": 8, "completion_tokens": len(text.split()), "total_tokens": 8 + len(text.split())}})
+        elif path == "/v1/completions":
+            text = reply_text(str(body.get("prompt", "")))
+            self._json(200, {"id": "1", "object": "text_completion", "model": ARGS.model_path,
+                             "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}],
+                             "usage": {"prompt_tokens": 8, "completion_tokens": 8, "total_tokens": 16}})
+        elif path == "/generate":
+            self._json(200, {"text": reply_text(str(body.get("text", ""))), "meta_info": {"id": "1", "finish_reason": {"type": "length"}}})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+
+READY = threading.Event()
+
+
+def main() -> None:
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model-path", default="fake/model")
+    ap.add_argument("--tokenizer-path")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=30000)
+    ap.add_argument("--tp-size", "--tp", type=int, default=1)
+    ap.add_argument("--api-key")
+    ap.add_argument("--mode", default="healthy", choices=("healthy", "garbage", "nan", "hang", "warning"))
+    ARGS, _ = ap.parse_known_args()
+    assert ARGS.host in ("127.0.0.1", "localhost"), "loopback only"
+    log(f"server_args=ServerArgs(model_path='{ARGS.model_path}', host='{ARGS.host}', port={ARGS.port}, tp_size={ARGS.tp_size})")
+    log("Load weight begin. avail mem=78.59 GB")
+    if ARGS.mode == "hang":
+        time.sleep(3600)
+        return
+    log("Load weight end. elapsed=1.20 s, type=LlamaForCausalLM, avail mem=63.50 GB, mem usage=15.09 GB.")
+    log("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 442913, K size: 27.04 GB, V size: 27.04 GB")
+    log("Memory pool end. avail mem=8.37 GB")
+    log("Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=8.30 GB")
+    log("Capture target decode CUDA graph end. bs=[1, 2, 4, 8], elapsed=0.40 s, mem usage=0.10 GB, avail mem=8.20 GB.")
+    log("max_total_num_tokens=442913, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=2049, context_len=131072, available_gpu_mem=8.20 GB")
+    httpd = ThreadingHTTPServer((ARGS.host, ARGS.port), Handler)
+    log(f"INFO:     Uvicorn running on http://{ARGS.host}:{ARGS.port} (Press CTRL+C to quit)")
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    time.sleep(0.2)
+    READY.set()
+    log("The server is fired up and ready to roll!")
+    if ARGS.mode == "nan":
+        time.sleep(1.5)
+        log("Detected errors during sampling! NaN in the logits.")
+        log("Scheduler hit an exception: Traceback (most recent call last):")
+        log("Received sigquit from a child process. It usually means the child failed.")
+        os.kill(os.getpid(), signal.SIGKILL)
+    signal.signal(signal.SIGTERM, lambda *_: (log("SIGTERM received. Draining requests and shutting down..."), httpd.shutdown(), sys.exit(0)))
+    try:
+        while True:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        httpd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
