@@ -6,6 +6,7 @@ Extends tests/test_props_store.py (raw bytes into the event reader) with mutated
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from logkit.store import read_events
 
 import scenarios
 
-MANY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+MANY = settings(max_examples=int(os.environ.get("LOGKIT_PROPS_EXAMPLES", "200")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 flag_words = st.lists(
