@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from logkit.capture import environment, runner
+from logkit.capture import environment, recorder, runner
 from logkit.capture.hooks import ExitInfo, Plan, Verdict, WatchContext
 from logkit.capture.journal import EVENT_VERSION
 from logkit.capture.redact import Redactor
@@ -101,7 +101,7 @@ class _Boom:
 
 def test_disk_full_and_watcher_crash_never_stop_the_stream(capfd: pytest.CaptureFixture[str]) -> None:
     full = os.open("/dev/full", os.O_WRONLY)
-    rec = runner.Recorder(full, Redactor.for_run({}, []), _Boom())
+    rec = recorder.Recorder(full, Redactor.for_run({}, []), _Boom())
     for i in range(3):
         data = f"line {i}\n".encode()
         rec.echo(1, data)
@@ -109,16 +109,16 @@ def test_disk_full_and_watcher_crash_never_stop_the_stream(capfd: pytest.Capture
     os.close(full)
     assert capfd.readouterr().out == "line 0\nline 1\nline 2\n"
     assert any("log write failed" in p and "space" in p for p in rec.problems)
-    rec2 = runner.Recorder(None, Redactor.for_run({}, []), _Boom())
+    rec2 = recorder.Recorder(None, Redactor.for_run({}, []), _Boom())
     rec2.record(5, b"a\n")
     assert rec2.watcher is None and "watcher failed: RuntimeError: watcher bug" in rec2.problems
 
 
 def test_long_partial_lines_are_flushed_in_bounded_pieces(tmp_path: Path) -> None:
     fd = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT)
-    rec = runner.Recorder(fd, Redactor.for_run({}, []), None)
+    rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
     rec.record(5, b"x " * 100_000 + b"tail")  # 200 KB, no newline
-    assert 0 < len(rec.partial.get(5, b"")) <= runner.PARTIAL_MAX
+    assert 0 < len(rec.partial.get(5, b"")) <= recorder.PARTIAL_MAX
     rec.flush_stale(0.0, everything=True)
     os.close(fd)
     assert (tmp_path / "log").read_bytes() == b"x " * 100_000 + b"tail"

@@ -10,8 +10,7 @@ Contract:
   pgid is on disk before anything can be lost; a logkit SIGKILLed at any later point leaves an
   attempt the next command marks ``abandoned`` with the group's survivors.
 * Output goes to logkit's stdout/stderr as it arrives, unchanged; the log gets complete lines,
-  redacted, with one ``os.write`` per read (a partial line is flushed after :data:`PARTIAL_AGE_S`
-  or past :data:`PARTIAL_MAX` bytes, cut at the last space or ``\\r``).
+  redacted, written by the :class:`~logkit.capture.recorder.Recorder` thread.
 * SIGINT/SIGTERM/SIGHUP to logkit are forwarded to the child's group; after ``grace`` seconds the
   group gets SIGKILL. A third signal kills at once. After the child ends, survivors of the group
   are recorded on the outcome (and, when logkit stopped the group, killed).
@@ -38,6 +37,7 @@ from . import environment as envmod
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal, new_event, utc
 from .process import Child, exit_status, kill_group, signal_name, spawn
+from .recorder import Recorder
 from .redact import Redactor
 
 __all__ = ["CONFIRMERS", "PLANNERS", "RunOptions", "RunResult", "default_confirm", "run"]
@@ -48,14 +48,10 @@ PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
 CONFIRMERS: list[str] = []
 
 READ_SIZE = 1 << 20
-QUEUE_CHUNKS = 32
-PARTIAL_MAX = 64 * 1024
-PARTIAL_AGE_S = 1.0
 TICK_S = 0.5
 DRAIN_S = 1.0
 PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
-TAIL_LINES = 20
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -118,204 +114,6 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
 
 def _dump_model(value: Any) -> Any:
     return value.model_dump(mode="json", exclude_none=True) if value is not None else None
-
-
-class _Hasher:
-    """sha256 of the stored log, computed on a thread: hashlib releases the GIL on big buffers."""
-
-    EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-    def __init__(self) -> None:
-        self._queue: Any = None  # started on the first byte: a silent command pays nothing
-
-    def _work(self) -> None:
-        while (data := self._queue.get()) is not None:
-            self._sha.update(data)
-
-    def update(self, data: bytes) -> None:
-        if self._queue is None:
-            import hashlib
-            import queue
-            import threading
-
-            self._sha = hashlib.sha256()
-            self._queue = queue.SimpleQueue()
-            self._thread = threading.Thread(target=self._work, name="logkit-sha256", daemon=True)
-            self._thread.start()
-        self._queue.put(data)
-
-    def hexdigest(self) -> str:
-        if self._queue is None:
-            return self.EMPTY
-        self._queue.put(None)
-        self._thread.join()
-        return self._sha.hexdigest()
-
-
-class Recorder:
-    """The streaming half: terminal copy, redacted log, watcher, tail, digest."""
-
-    def __init__(self, log_fd: int | None, redactor: Redactor, watcher: Any) -> None:
-        self.log_fd = log_fd
-        self.redactor = redactor
-        self.watcher = watcher
-        self.partial: dict[int, bytes] = {}
-        self.partial_since: dict[int, float] = {}
-        self.lines = 0
-        self.size = 0
-        self.sha = _Hasher()
-        self.tail = b""
-        self.problems: list[str] = []
-        self.echo_ok = {1: True, 2: True}
-        self._queue: Any = None
-
-    # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
-
-    def start(self) -> None:
-        """Run redaction, log writes, digest and the watcher on a recorder thread, in order."""
-        import queue
-        import threading
-
-        self._queue = queue.Queue(maxsize=QUEUE_CHUNKS)
-        self._worker = threading.Thread(target=self._drain, name="logkit-recorder", daemon=True)
-        self._worker.start()
-
-    def _drain(self) -> None:
-        while (item := self._queue.get()) is not None:
-            fd, payload = item
-            try:
-                if fd is None:
-                    self._tick(payload)
-                else:
-                    self.record(fd, payload)
-            except BaseException as exc:  # the thread must outlive anything
-                self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
-
-    def submit(self, fd: int, data: bytes, waiting: Callable[[], None]) -> None:
-        """Queue output for the recorder thread (at most QUEUE_CHUNKS reads ahead)."""
-        if self._queue is None:
-            self.record(fd, data)
-            return
-        import queue
-
-        while True:
-            try:
-                self._queue.put((fd, data), timeout=0.25)
-                return
-            except queue.Full:
-                waiting()  # keep forwarding signals while the recorder catches up
-
-    def tick(self, now: float) -> None:
-        """Flush stale partial lines and tick the watcher (on the recorder thread)."""
-        if self._queue is None:
-            self._tick(now)
-            return
-        import queue
-
-        try:
-            self._queue.put_nowait((None, now))
-        except queue.Full:
-            pass  # busy recording: the next tick will do
-
-    def _tick(self, now: float) -> None:
-        self.flush_stale(now)
-        if self.watcher is not None:
-            try:
-                self.watcher.tick(now)
-            except Exception as exc:
-                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
-                self.watcher = None
-
-    def stop(self) -> None:
-        """Wait until everything queued is recorded."""
-        if self._queue is not None:
-            self._queue.put(None)
-            self._worker.join()
-            self._queue = None
-
-    def echo(self, dest: int, data: bytes) -> None:
-        if not self.echo_ok.get(dest, True):
-            return
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(dest, view):]
-        except OSError:
-            self.echo_ok[dest] = False  # logkit's own stdout is gone: keep recording
-
-    def _store(self, data: bytes) -> None:
-        data = self.redactor.chunk(data)
-        if self.log_fd is not None:
-            # size and sha256 describe the stored file, also when the disk fills up mid-chunk
-            written = 0
-            try:
-                while written < len(data):
-                    written += os.write(self.log_fd, memoryview(data)[written:])
-            except OSError as exc:
-                self.problems.append(f"log write failed after {self.size + written} bytes: {exc.strerror}")
-                self.log_fd = None
-            self.size += written
-            self.sha.update(memoryview(data)[:written])
-        first = self.lines + 1
-        self.lines += data.count(b"\n")
-        self.tail = (self.tail + data)[-65536:] if len(data) < 65536 else data[-65536:]
-        if self.watcher is not None:
-            try:
-                self.watcher.feed(data, first)
-            except Exception as exc:
-                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
-                self.watcher = None
-
-    def record(self, fd: int, data: bytes) -> None:
-        try:
-            buf = self.partial.pop(fd, b"") + data if fd in self.partial else data
-            cut = buf.rfind(b"\n") + 1
-            if cut:
-                self._store(buf[:cut])
-                buf = buf[cut:]
-            if len(buf) > PARTIAL_MAX:
-                buf = self._flush_partial(buf)
-            if buf:
-                self.partial[fd] = buf
-                self.partial_since.setdefault(fd, time.monotonic())
-            else:
-                self.partial_since.pop(fd, None)
-        except Exception as exc:  # never let recording stop the stream
-            self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
-            self.log_fd = None
-
-    def _flush_partial(self, buf: bytes, everything: bool = False) -> bytes:
-        if everything:
-            self._store(buf)
-            return b""
-        cut = max(buf.rfind(b" "), buf.rfind(b"\r")) + 1
-        if cut <= 0:
-            cut = max(len(buf) - 512, 1)
-        self._store(buf[:cut])
-        return buf[cut:]
-
-    def flush_stale(self, now: float, everything: bool = False) -> None:
-        for fd, since in list(self.partial_since.items()):
-            if everything or now - since >= PARTIAL_AGE_S:
-                rest = self._flush_partial(self.partial.pop(fd), everything)
-                self.partial_since.pop(fd, None)
-                if rest:
-                    self.partial[fd] = rest
-                    self.partial_since[fd] = now
-
-    def tail_lines(self) -> list[dict[str, Any]]:
-        text = self.tail.decode("utf-8", "replace")
-        # lines are what "\n" ends (as line numbers count them), shown as a terminal shows a
-        # progress bar: after its last "\r" (str.splitlines would also split on \r, \x0c, \x1c...)
-        lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
-        if text.endswith("\n") or not text:
-            lines.pop()
-        if len(self.tail) >= 65536 and lines:
-            lines = lines[1:]  # the first may be cut
-        picked = lines[-TAIL_LINES:]
-        last = self.lines if self.tail.endswith(b"\n") else self.lines + 1
-        first = last - len(picked) + 1
-        return [{"line": first + i, "text": t[:2000]} for i, t in enumerate(picked)]
 
 
 def _generic_status(info: ExitInfo) -> tuple[str, str]:

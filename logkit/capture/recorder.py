@@ -1,0 +1,230 @@
+"""The log side of a recording: redacted raw log, digest, line numbers, tail, watcher feed.
+
+Contract:
+
+* :meth:`Recorder.record` takes whatever a read returned and stores complete lines, redacted, with
+  one ``os.write`` per call; a partial line waits until it completes, is older than
+  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``, so a token is never
+  cut) or longer than :data:`PARTIAL_MAX`.
+* After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work to one recorder thread
+  that does it in order (``Watcher.feed`` and ``Watcher.tick`` both run there); the runner's main
+  thread only reads, echoes to the terminal and handles signals. At most :data:`QUEUE_CHUNKS`
+  reads wait, so memory is bounded; a slow recorder slows the pipe, it never drops output.
+* Nothing here raises: a full disk, a failing watcher or any other error is appended to
+  :attr:`problems` (the outcome's ``capture_truncated``) and the stream goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .redact import Redactor
+
+__all__ = ["PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder"]
+
+QUEUE_CHUNKS = 32
+PARTIAL_MAX = 64 * 1024
+PARTIAL_AGE_S = 1.0
+TAIL_LINES = 20
+TAIL_BYTES = 65536
+
+
+class _Hasher:
+    """sha256 of the stored log, computed on a thread: hashlib releases the GIL on big buffers."""
+
+    EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+    def __init__(self) -> None:
+        self._queue: Any = None  # started on the first byte: a silent command pays nothing
+
+    def _work(self) -> None:
+        while (data := self._queue.get()) is not None:
+            self._sha.update(data)
+
+    def update(self, data: bytes) -> None:
+        if self._queue is None:
+            import hashlib
+            import queue
+            import threading
+
+            self._sha = hashlib.sha256()
+            self._queue = queue.SimpleQueue()
+            self._thread = threading.Thread(target=self._work, name="logkit-sha256", daemon=True)
+            self._thread.start()
+        self._queue.put(data)
+
+    def hexdigest(self) -> str:
+        if self._queue is None:
+            return self.EMPTY
+        self._queue.put(None)
+        self._thread.join()
+        return self._sha.hexdigest()
+
+
+class Recorder:
+    """The streaming half: terminal copy, redacted log, watcher, tail, digest."""
+
+    def __init__(self, log_fd: int | None, redactor: Redactor, watcher: Any) -> None:
+        self.log_fd = log_fd
+        self.redactor = redactor
+        self.watcher = watcher
+        self.partial: dict[int, bytes] = {}
+        self.partial_since: dict[int, float] = {}
+        self.lines = 0
+        self.size = 0
+        self.sha = _Hasher()
+        self.tail = b""
+        self.problems: list[str] = []
+        self.echo_ok = {1: True, 2: True}
+        self._queue: Any = None
+
+    # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
+
+    def start(self) -> None:
+        """Run redaction, log writes, digest and the watcher on a recorder thread, in order."""
+        import queue
+        import threading
+
+        self._queue = queue.Queue(maxsize=QUEUE_CHUNKS)
+        self._worker = threading.Thread(target=self._drain, name="logkit-recorder", daemon=True)
+        self._worker.start()
+
+    def _drain(self) -> None:
+        while (item := self._queue.get()) is not None:
+            fd, payload = item
+            try:
+                if fd is None:
+                    self._tick(payload)
+                else:
+                    self.record(fd, payload)
+            except BaseException as exc:  # the thread must outlive anything
+                self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
+
+    def submit(self, fd: int, data: bytes, waiting: Callable[[], None]) -> None:
+        """Queue output for the recorder thread (at most QUEUE_CHUNKS reads ahead)."""
+        if self._queue is None:
+            self.record(fd, data)
+            return
+        import queue
+
+        while True:
+            try:
+                self._queue.put((fd, data), timeout=0.25)
+                return
+            except queue.Full:
+                waiting()  # keep forwarding signals while the recorder catches up
+
+    def tick(self, now: float) -> None:
+        """Flush stale partial lines and tick the watcher (on the recorder thread)."""
+        if self._queue is None:
+            self._tick(now)
+            return
+        import queue
+
+        try:
+            self._queue.put_nowait((None, now))
+        except queue.Full:
+            pass  # busy recording: the next tick will do
+
+    def _tick(self, now: float) -> None:
+        self.flush_stale(now)
+        if self.watcher is not None:
+            try:
+                self.watcher.tick(now)
+            except Exception as exc:
+                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+                self.watcher = None
+
+    def stop(self) -> None:
+        """Wait until everything queued is recorded."""
+        if self._queue is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
+
+    def echo(self, dest: int, data: bytes) -> None:
+        if not self.echo_ok.get(dest, True):
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(dest, view):]
+        except OSError:
+            self.echo_ok[dest] = False  # logkit's own stdout is gone: keep recording
+
+    def _store(self, data: bytes) -> None:
+        data = self.redactor.chunk(data)
+        if self.log_fd is not None:
+            # size and sha256 describe the stored file, also when the disk fills up mid-chunk
+            written = 0
+            try:
+                while written < len(data):
+                    written += os.write(self.log_fd, memoryview(data)[written:])
+            except OSError as exc:
+                self.problems.append(f"log write failed after {self.size + written} bytes: {exc.strerror}")
+                self.log_fd = None
+            self.size += written
+            self.sha.update(memoryview(data)[:written])
+        first = self.lines + 1
+        self.lines += data.count(b"\n")
+        self.tail = (self.tail + data)[-TAIL_BYTES:] if len(data) < TAIL_BYTES else data[-TAIL_BYTES:]
+        if self.watcher is not None:
+            try:
+                self.watcher.feed(data, first)
+            except Exception as exc:
+                self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+                self.watcher = None
+
+    def record(self, fd: int, data: bytes) -> None:
+        try:
+            buf = self.partial.pop(fd, b"") + data if fd in self.partial else data
+            cut = buf.rfind(b"\n") + 1
+            if cut:
+                self._store(buf[:cut])
+                buf = buf[cut:]
+            if len(buf) > PARTIAL_MAX:
+                buf = self._flush_partial(buf)
+            if buf:
+                self.partial[fd] = buf
+                self.partial_since.setdefault(fd, time.monotonic())
+            else:
+                self.partial_since.pop(fd, None)
+        except Exception as exc:  # never let recording stop the stream
+            self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
+            self.log_fd = None
+
+    def _flush_partial(self, buf: bytes, everything: bool = False) -> bytes:
+        if everything:
+            self._store(buf)
+            return b""
+        cut = max(buf.rfind(b" "), buf.rfind(b"\r")) + 1
+        if cut <= 0:
+            cut = max(len(buf) - 512, 1)
+        self._store(buf[:cut])
+        return buf[cut:]
+
+    def flush_stale(self, now: float, everything: bool = False) -> None:
+        for fd, since in list(self.partial_since.items()):
+            if everything or now - since >= PARTIAL_AGE_S:
+                rest = self._flush_partial(self.partial.pop(fd), everything)
+                self.partial_since.pop(fd, None)
+                if rest:
+                    self.partial[fd] = rest
+                    self.partial_since[fd] = now
+
+    def tail_lines(self) -> list[dict[str, Any]]:
+        text = self.tail.decode("utf-8", "replace")
+        # lines are what "\n" ends (as line numbers count them), shown as a terminal shows a
+        # progress bar: after its last "\r" (str.splitlines would also split on \r, \x0c, \x1c...)
+        lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
+        if text.endswith("\n") or not text:
+            lines.pop()
+        if len(self.tail) >= TAIL_BYTES and lines:
+            lines = lines[1:]  # the first may be cut
+        picked = lines[-TAIL_LINES:]
+        last = self.lines if self.tail.endswith(b"\n") else self.lines + 1
+        first = last - len(picked) + 1
+        return [{"line": first + i, "text": t[:2000]} for i, t in enumerate(picked)]
