@@ -10,6 +10,16 @@ Speed contract: :meth:`Watcher.feed` is called on the recorder's hot path with c
 lines (up to ~1 MiB). Scan a chunk with compiled regexes over the whole chunk (``finditer``), not a
 Python loop per line, and count lines with ``bytes.count(b"\\n")``. Anything slow (HTTP probes, a
 smoke prompt) belongs in :meth:`Watcher.tick` or a thread of the watcher's own.
+
+Threads: :meth:`Watcher.started` and :meth:`Watcher.finished` run on the runner's main thread;
+:meth:`Watcher.feed` and :meth:`Watcher.tick` run, in order, on the recorder thread
+(``capture/recorder.py``), so the main thread keeps echoing output and forwarding signals while a
+watcher works. ``WatchContext.emit`` and ``request_stop`` may be called from any thread.
+
+Options the runner passes (``WatchContext.options`` and the planner's ``options``):
+``previous_launch`` (the session's last launch :class:`~logkit.events.Attempt`, its ``environment``
+event merged in, or None), ``hang_timeout`` (seconds or None), ``smoke`` (list of prompts),
+``smoke_only``, ``preflight`` (False with ``--no-preflight``), ``session_dir``, ``grace``.
 """
 
 from __future__ import annotations
