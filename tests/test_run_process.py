@@ -186,3 +186,28 @@ def test_session_flag_and_no_session_error(sessions: Path, logkit, mode: str) ->
     _start_session(logkit)
     (sid,) = Store(sessions).session_ids()
     assert logkit("run", "--session", sid, "--", "true").returncode == 0
+
+
+def test_sigterm_to_logkit_reaches_a_cooperative_child(sessions: Path, logkit) -> None:
+    _start_session(logkit)
+    child = "import signal, sys, time\nprint('up', flush=True)\ntime.sleep(30)"
+    proc = subprocess.Popen([*LOGKIT, "run", "--grace", "5", "--", sys.executable, "-c", child],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    assert rc == 128 + signal.SIGTERM
+    outcome = _outcome(sessions)
+    assert outcome.status == "interrupted" and outcome.signal == signal.SIGTERM
+    assert "SIGKILL" not in outcome.label  # it ended within the grace period
+
+
+def test_stdin_is_passed_through_and_help_documents_grace(sessions: Path, logkit) -> None:
+    _start_session(logkit)
+    done = logkit("run", "--", "cat", input="from stdin\n")
+    assert done.returncode == 0 and done.stdout == "from stdin\n"
+    helptext = logkit("run", "--help")
+    assert helptext.returncode == 0 and "--grace" in helptext.stdout and "75" in helptext.stdout
