@@ -86,7 +86,7 @@ def test_matrix_cells(site: Path) -> None:
     assert "untested" in page
     assert rows  # the matrix has rows at all
     # a failing cell links to a negative result page with the command to reproduce it
-    neg = re.search(r'href="([^"]+)"[^>]*>💥 crash', page)
+    neg = re.search(r'href="([^"]+)"><span class="lk-cell lk-crash">crash', page)
     assert neg, "no link from a crash cell"
     neg_page = (site / "out" / "backends" / neg.group(1)).read_text()
     assert "--moe-runner-backend flashinfer_trtllm" in neg_page or "--attention-backend" in neg_page

@@ -41,7 +41,7 @@ def check_dirs(docs: Path, out: Path) -> None:
 def copy_assets(docs: Path) -> None:
     """Copy the static files logkit ships (``logkit/assets``) into the docs directory."""
     root = resources.files("logkit").joinpath("assets")
-    for sub in ("javascripts",):
+    for sub in ("javascripts", "stylesheets"):
         folder = root.joinpath(sub)
         target = docs / "assets" / sub
         target.mkdir(parents=True, exist_ok=True)
