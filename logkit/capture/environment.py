@@ -29,7 +29,7 @@ import threading
 import time
 import tomllib
 from collections.abc import Mapping
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -85,15 +85,15 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 @lru_cache(maxsize=1)
-def _allow_patterns() -> tuple[str, ...]:
+def _allow_re() -> re.Pattern[str]:
     raw = (_DATA / "env_allowlist.toml").read_text(encoding="utf-8")
-    return tuple(tomllib.loads(raw)["patterns"])
+    return re.compile("|".join(translate(p) for p in tomllib.loads(raw)["patterns"]))
 
 
 def allowed_env(env: Mapping[str, str], redactor: Redactor) -> dict[str, str]:
     """The allow-listed variables of ``env``, redacted, sorted by name."""
-    patterns = _allow_patterns()
-    picked = {k: v for k, v in env.items() if any(fnmatchcase(k, p) for p in patterns)}
+    allow = _allow_re()
+    picked = {k: v for k, v in env.items() if allow.match(k)}
     return dict(sorted(redactor.env(picked).items()))
 
 

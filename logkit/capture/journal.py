@@ -20,7 +20,6 @@ import fcntl
 import json
 import os
 import re
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +51,7 @@ def _drop_none(value: Any) -> Any:
 
 def new_event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
     """An event dict with the fields every event has."""
-    return {"v": EVENT_VERSION, "id": uuid.uuid4().hex, "session": session, "ts": utc(), "kind": kind, **fields}
+    return {"v": EVENT_VERSION, "id": os.urandom(16).hex(), "session": session, "ts": utc(), "kind": kind, **fields}
 
 
 class Journal:

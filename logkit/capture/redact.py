@@ -43,6 +43,7 @@ class Rules:
 
     placeholder: str
     env_names: tuple[str, ...]
+    env_re: re.Pattern[str]
     flag_names: frozenset[str]
     flag_pattern: re.Pattern[str]
     min_literal: int
@@ -60,6 +61,7 @@ def load_rules() -> Rules:
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
         env_names=tuple(n.upper() for n in data["env"]["names"]),
+        env_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in data["env"]["names"])),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
@@ -72,8 +74,7 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
 
 
 def _secret_env(rules: Rules, name: str) -> bool:
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in rules.env_names)
+    return rules.env_re.match(name.upper()) is not None
 
 
 def _secret_flag(rules: Rules, flag: str) -> bool:
