@@ -112,11 +112,13 @@ def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
     bench = parse_bench(target.args)
     new_argv = None
     output = bench.output_file
+    owned = False
     if output is None and target.args_at is not None and options.get("session_dir"):
         logs = Path(options["session_dir"]) / "logs"
         output = str(logs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")
         new_argv = argv[: target.args_at] + ["--output-file", output] + argv[target.args_at :]
         bench = bench.model_copy(update={"output_file": output})
+        owned = True
     host, port = bench.host, bench.port
     if bench.base_url:
         m = re.match(r"^\w+://([^/:]+)(?::(\d+))?", bench.base_url)
@@ -124,4 +126,4 @@ def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
             host, port = m.group(1), int(m.group(2)) if m.group(2) else port
     server = _server_for(host, port, options.get("session_dir"))
     notes = [f"benchmark of {server} ({host}:{port})"] if server else []
-    return Plan(role="bench", argv=new_argv, bench=bench, watcher=BenchWatcher(bench, output, server), notes=notes)
+    return Plan(role="bench", argv=new_argv, bench=bench, watcher=BenchWatcher(bench, output, server, owned), notes=notes)

@@ -91,13 +91,16 @@ def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) ->
             j += 1
         if j + 1 < len(words) and words[j] == "-c":
             try:
-                inner = shlex.split(words[j + 1], comments=True)
+                lex = shlex.shlex(words[j + 1], posix=True, punctuation_chars=True)
+                lex.whitespace_split = True
+                lex.commenters = "#"
+                inner = list(lex)
             except ValueError:
                 return None
             # Only the last command of `a && b; c` is the long-running one people wrap.
             cmds: list[list[str]] = [[]]
             for w in inner:
-                if w in ("&&", ";", "||", "|"):
+                if w and set(w) <= set("&;|()"):
                     cmds.append([])
                 else:
                     cmds[-1].append(w)

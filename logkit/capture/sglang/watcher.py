@@ -202,9 +202,12 @@ class LaunchWatcher:
 class BenchWatcher:
     """Watches one SGLang benchmark client run; emits one Metric per figure when it ends."""
 
-    def __init__(self, bench: BenchConfig, output_file: str | None, server_attempt: str | None) -> None:
+    def __init__(self, bench: BenchConfig, output_file: str | None, server_attempt: str | None,
+                 owned: bool = False) -> None:
         self.bench = bench
         self.output_file = output_file
+        #: True when logkit chose the output file (inside the session): it is then redacted in place.
+        self.owned = owned
         self.server_attempt = server_attempt
         self.clf = Classifier()
         self.ctx: WatchContext | None = None
@@ -238,7 +241,28 @@ class BenchWatcher:
                 return None
         return None
 
+    def _redact_output(self) -> None:
+        """The client writes /server_info (api_key, admin_api_key) in clear: scrub the session's copy."""
+        if not (self.owned and self.output_file and Path(self.output_file).is_file()):
+            return
+        path = Path(self.output_file)
+        lines = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                lines.append(line)
+                continue
+            lines.append(json.dumps(redact_info(rec), ensure_ascii=False))
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
     def finished(self, exit_info: ExitInfo) -> Verdict:
+        try:
+            self._redact_output()
+        except OSError:
+            pass
         result = self._result()
         if result is not None and self.ctx is not None:
             labels = {**self.bench.labels, **result.labels}
