@@ -5,7 +5,8 @@ Contract:
 * :meth:`Recorder.record` takes whatever a read returned and stores complete lines, redacted, with
   one ``os.write`` per call; a partial line waits until it completes, is older than
   :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``, so a token is never
-  cut) or longer than :data:`PARTIAL_MAX`.
+  cut) or longer than :data:`PARTIAL_MAX`. Such a piece reaches ``Watcher.feed`` without its
+  newline; the next piece continues the same line number.
 * After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work to one recorder thread
   that does it in order (``Watcher.feed`` and ``Watcher.tick`` both run there); the runner's main
   thread only reads, echoes to the terminal and handles signals. At most :data:`QUEUE_CHUNKS`

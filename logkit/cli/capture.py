@@ -55,7 +55,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..reasoning.prelaunch import launch_confirmer
 
         confirm = launch_confirmer(args.sessions, runner.default_confirm)
-    result = runner.run(argv, opts, confirm=confirm)
+    try:
+        result = runner.run(argv, opts, confirm=confirm)
+    except KeyboardInterrupt:  # Ctrl-C while planning or confirming: nothing was launched
+        print("logkit: interrupted before launch; nothing ran", file=sys.stderr)
+        return 130
     if result.outcome is not None:
         o = result.outcome
         print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
