@@ -60,7 +60,8 @@ def test_exit_code_and_streams_propagate(sessions: Path, logkit) -> None:
     attempt = next(e for e in events if isinstance(e, Attempt))
     assert attempt.short_id == "A1" and attempt.tests == ["H3"] and attempt.label == "x"
     assert attempt.pgid == attempt.pid and attempt.recorder_pid and attempt.role == "command"
-    assert any(isinstance(e, AttemptEnvironment) and e.attempt == "A1" for e in events)
+    env_event = next(e for e in events if isinstance(e, AttemptEnvironment) and e.attempt == "A1")
+    assert env_event.environment.probes["packages"].error == "not a Python command"
     outcome = _outcome(sessions)
     assert (outcome.status, outcome.exit_code, outcome.signal) == ("other_crash", 3, None)
     log = sessions / attempt.session / "logs" / "A1.log"

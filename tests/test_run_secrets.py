@@ -37,6 +37,10 @@ def test_planted_secrets_appear_in_no_file(sessions: Path, logkit) -> None:
         for secret in (ENV_TOKEN, ODD_TOKEN, FLAG_KEY, URL_PASS):
             assert secret.encode() not in data, f"{secret} leaked into {path}"
     (sid,) = Store(sessions).session_ids()
+    from logkit.events import AttemptEnvironment
+
+    env_event = next(e for e in Store(sessions).handle(sid).read(strict=True).events if isinstance(e, AttemptEnvironment))
+    assert set(env_event.environment.packages) == {"sglang", "sgl-kernel", "flashinfer", "torch", "triton", "transformers"}
     log = (sessions / sid / "logs" / "A1.log").read_text()
     assert "api_key='[REDACTED]'" in log and "'api_key': '[REDACTED]'" in log
     assert "user:[REDACTED]@proxy.internal" in log and "port=30000" in log

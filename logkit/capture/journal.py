@@ -41,9 +41,13 @@ def utc(ts: datetime | None = None) -> str:
     return (ts or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
 
 
+#: Mappings whose None values mean something ("not installed") and are kept.
+_KEEP_NONE = frozenset({"packages"})
+
+
 def _drop_none(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+        return {k: (v if k in _KEEP_NONE else _drop_none(v)) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [_drop_none(v) for v in value]
     return value
