@@ -4,7 +4,8 @@
 
 Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``nan`` (dies of NaN a
 moment after ready, the way SGLang does: NaN line, scheduler traceback, SIGKILL of its own tree),
-``hang`` (prints two startup lines and then nothing, never serves), ``warning`` (``--log-level
+``hang`` (prints two startup lines and then nothing, never serves), ``stuck`` (listens, but
+``/ready`` answers 503 forever and no more lines come), ``warning`` (``--log-level
 warning``: serves but prints no INFO lines, so no ready line). The log lines are SGLang 0.5.23's
 own f-strings (see the reference notes, with file:line), printed to stderr with its
 ``[%Y-%m-%d %H:%M:%S]`` prefix. Loopback only. Accepts (and ignores) other SGLang flags.
@@ -106,7 +107,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=30000)
     ap.add_argument("--tp-size", "--tp", type=int, default=1)
     ap.add_argument("--api-key")
-    ap.add_argument("--mode", default="healthy", choices=("healthy", "garbage", "nan", "hang", "warning"))
+    ap.add_argument("--mode", default="healthy", choices=("healthy", "garbage", "nan", "hang", "stuck", "warning"))
     ARGS, _ = ap.parse_known_args()
     assert ARGS.host in ("127.0.0.1", "localhost"), "loopback only"
     log(f"server_args=ServerArgs(model_path='{ARGS.model_path}', host='{ARGS.host}', port={ARGS.port}, tp_size={ARGS.tp_size})")
@@ -124,6 +125,8 @@ def main() -> None:
     log(f"INFO:     Uvicorn running on http://{ARGS.host}:{ARGS.port} (Press CTRL+C to quit)")
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     time.sleep(0.2)
+    if ARGS.mode == "stuck":  # listening, but the warmup never returns: /ready stays 503
+        time.sleep(3600)
     READY.set()
     log("The server is fired up and ready to roll!")
     if ARGS.mode == "nan":

@@ -151,6 +151,13 @@ def test_hang_before_ready_is_stopped(sessions: Path) -> None:
     assert out["status"] == "hang" and "no output" in out["label"]
 
 
+def test_ready_endpoint_never_answering_is_hang(sessions: Path) -> None:
+    logkit_run(sessions, ["--hang-timeout", "2"], fake_launch(free_port()), mode="stuck")
+    (out,) = kind(events(sessions), "outcome")
+    assert out["status"] == "hang" and "ready endpoint" in out["label"], out["label"]
+    assert "http_listening" in [m["stage"] for m in out["timeline"]]
+
+
 def test_log_level_warning_ready_from_http(sessions: Path) -> None:
     logkit_run(sessions, ["--smoke", "hi", "--smoke-only"], fake_launch(free_port(), "--log-level", "warning"),
                mode="warning")

@@ -93,6 +93,8 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
         return Plan(role="launch", launch=cfg, refuse=f"SGLang would reject these flags: {parsed.error}", notes=notes)
     if parsed.error:
         notes.append(f"preflight skipped: {parsed.error}")
+    if cfg.port is None:
+        cfg = cfg.model_copy(update={"port": 30000})  # SGLang's default
     watched_env = {k: v for k, v in {**env, **target.env}.items() if _ENV_PREFIXES.match(k)}
     previous = options.get("previous_launch")
     diff = diff_launch(cfg, previous, watched_env if previous is not None else None)

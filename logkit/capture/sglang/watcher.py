@@ -69,6 +69,7 @@ class LaunchWatcher:
         self.http_ready_at: datetime | None = None
         self.log_ready_at: datetime | None = None
         self.hang: str | None = None
+        self.listening_at: float | None = None
         self.garbage: str | None = None
         self.smoke_done = threading.Event()
         self._stop = threading.Event()
@@ -88,6 +89,8 @@ class LaunchWatcher:
         was_ready = self.clf.ready
         self.clf.feed(chunk, first_line)
         self.timeline.feed(chunk, first_line, datetime.now(UTC))
+        if self.listening_at is None and any(m.stage == "http_listening" for m in self.timeline.milestones):
+            self.listening_at = time.monotonic()
         if self.clf.ready and not was_ready:
             self.log_ready_at = datetime.now(UTC)
 
@@ -99,8 +102,9 @@ class LaunchWatcher:
             return
         if now - self.last_output > limit:
             self.hang = f"no output for {limit:g}s before ready"
-        elif self.base and now - self.started_at > max(limit, 1.0) * 4 and not self.ready:
-            self.hang = f"ready endpoint not answering after {now - self.started_at:.0f}s"
+        elif self.listening_at is not None and now - self.listening_at > limit:
+            # The log says the HTTP server is up, yet /ready has not answered 200 for that long.
+            self.hang = f"ready endpoint not answering {limit:g}s after the server started listening"
         if self.hang:
             self.ctx.request_stop(self.hang + " (--hang-timeout)")
 
