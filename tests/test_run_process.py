@@ -212,3 +212,18 @@ def test_stdin_is_passed_through_and_help_documents_grace(sessions: Path, logkit
     assert done.returncode == 0 and done.stdout == "from stdin\n"
     helptext = logkit("run", "--help")
     assert helptext.returncode == 0 and "--grace" in helptext.stdout and "75" in helptext.stdout
+
+
+def test_signal_still_forwarded_after_the_child_closed_its_output(sessions: Path, logkit) -> None:
+    _start_session(logkit)
+    proc = subprocess.Popen([*LOGKIT, "run", "--grace", "5", "--", "bash", "-c", "echo up; exec >/dev/null 2>&1; sleep 30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    assert rc in (128 + signal.SIGINT, 128 + signal.SIGTERM, 0, 130)
+    assert _outcome(sessions).status == "interrupted"

@@ -211,6 +211,12 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
             stop["reason"], stop["deadline"] = reason, time.monotonic() + opts.grace
         kill_group(child.pgid, sig)
 
+    # Signals are caught from here on: a Ctrl-C now is forwarded, never a traceback.
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    old_handlers = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in FORWARDED}
     rec = Recorder(log_fd, redactor, None)
     if watcher is not None:
         from ..events import Attempt
@@ -221,11 +227,6 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
             rec.watcher = watcher
         except Exception as exc:
             problems.append(f"watcher failed to start: {type(exc).__name__}: {exc}")
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    old_handlers = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in FORWARDED}
     poller = select.poll()
     open_fds = dict(child.outputs)
     for fd in open_fds:
@@ -257,10 +258,10 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
 
     rec.start()
     try:
-        while open_fds:
+        while True:
             now = time.monotonic()
-            if exited_at is not None and now - exited_at > DRAIN_S:
-                break  # a descendant keeps the output open; it is a survivor
+            if exited_at is not None and (not open_fds or now - exited_at > DRAIN_S):
+                break  # done; or a descendant keeps the output open (it is a survivor)
             for fd, _ev in poller.poll(TICK_S * 1000):
                 if fd in open_fds:
                     try:
@@ -283,7 +284,7 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
                     poller.unregister(fd)
                     check_exit = True
             service()
-            if returncode is None and check_exit:
+            if returncode is None and (check_exit or not open_fds):
                 returncode = child.proc.poll()
                 if returncode is not None:
                     exited_at = time.monotonic()
