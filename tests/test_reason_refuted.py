@@ -151,3 +151,17 @@ def test_logkit_run_warns_before_launching_a_refuted_config(kb: Store, logkit, s
     quiet = logkit("run", "--yes", "--", "python", "-m", "sglang.launch_server", "--model-path", "/models/x",
                    "--moe-runner-backend", "flashinfer_trtllm", env=env, cwd=tmp_path)
     assert "crashed on SM120" not in quiet.stderr
+
+
+def test_shipped_knowledge_base_warns_for_trtllm_moe_but_not_the_working_glm_config() -> None:
+    shipped = Store(REPO / "sessions")
+    working = {"nsa_decode_backend": "trtllm", "nsa_prefill_backend": "trtllm", "moe_runner_backend": "flashinfer_cutlass",
+               "attention_backend": "flashinfer", "fp8_gemm_runner_backend": "cutlass", "tp_size": 8}
+    # GLM-5's attempts 1-3 (--attention-backend flashinfer) failed, but the same flag worked in A7.
+    assert refuted.check(working, "SM120", shipped) == []
+    trtllm = {**working, "moe_runner_backend": "flashinfer_trtllm"}
+    assert [refuted.warning(r) for r in refuted.check(trtllm, "SM120", shipped)] == [
+        "flashinfer_trtllm MoE crashed on SM120 in 2026-11-14-qwen35-397b-nvfp4-sm120 A2 (arch_mismatch).",
+        "flashinfer_trtllm MoE produced NaN on SM120 in 2026-11-15-glm5-nvfp4-nan-at-decode A4 (nan).",
+    ]
+    assert refuted.check(trtllm, "SM100", shipped) == []

@@ -7,9 +7,13 @@ Contract:
   "cudnn is faster", is no reason to warn before running it again). Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
   from the attempt's recorded GPUs) and its *suspect* flags: what the attempt changed against the
   launch before it (its config diff), else its non-default backend flags. A run with no suspect
-  flags or no known architecture is never matched (it would match everything).
+  flags or no known architecture is never matched (it would match everything), and neither is
+  one whose suspect flags all worked in another launch of the same session (``[exonerate]``:
+  GLM-5's ``--attention-backend flashinfer`` failed with NaN until the NSA backends were fixed,
+  and then worked with it).
 * :func:`check` returns the refuted runs whose suspect flags all have the same value in the new
-  launch's fingerprint, on the same architecture. An unknown architecture here matches nothing.
+  launch's fingerprint, on the same architecture; one per session and suspect set (its first
+  attempt), so a campaign of retries is one warning. An unknown architecture matches nothing.
 * :func:`local_arch` reads the architecture of the GPUs this launch will use (nvidia-smi, honouring
   ``CUDA_VISIBLE_DEVICES``; ``$LOGKIT_GPU_ARCH`` overrides, e.g. ``SM120``). It never raises.
 * :func:`ask` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
@@ -31,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..events import Attempt, AttemptEnvironment, Environment, LaunchConfig
+from ..events import Environment, LaunchConfig
 from ..store import Store
 from .tables import tables
 
@@ -129,20 +133,38 @@ def suspects(launch: LaunchConfig | None) -> dict[str, Any]:
     """The flags a failed launch is blamed on: what it changed, else its non-default backends."""
     if launch is None:
         return {}
+    return _blame(launch.model_dump(mode="json", exclude_none=True))
+
+
+def _blame(launch: dict[str, Any]) -> dict[str, Any]:
+    """:func:`suspects` on a launch config as stored (a dict): the check's hot path uses no models."""
     ignore = {str(v).lower() for v in tables()["fingerprint"]["ignore_values"]}
-    fingerprint = _fingerprint(launch)
+    fingerprint = dict(launch.get("fingerprint") or launch.get("non_default") or {})
     picked: dict[str, Any] = {}
-    if launch.diff is not None:
-        picked.update(launch.diff.added)
-        picked.update({k: new for k, (_, new) in ((k, v) for k, v in launch.diff.changed.items() if len(v) == 2)})
+    diff = launch.get("diff") or {}
+    if diff:
+        picked.update(diff.get("added") or {})
+        picked.update({k: v[1] for k, v in (diff.get("changed") or {}).items() if isinstance(v, list) and len(v) == 2})
         picked = {k: v for k, v in picked.items() if k in fingerprint or not fingerprint}
     if not picked:
         picked = {k: v for k, v in fingerprint.items() if _is_backend(k)}
     return {k: v for k, v in picked.items() if v is not None and str(v).lower() not in ignore}
 
 
+def _arch_of_dict(environment: dict[str, Any] | None) -> str | None:
+    if not environment:
+        return None
+    for gpu in environment.get("gpus") or []:
+        name = arch_name(gpu.get("compute_cap")) if isinstance(gpu, dict) else None
+        if name:
+            return name
+    return arch_name(environment.get("device_capability"))
+
+
 _KIND = re.compile(rb'"kind":\s*"(attempt|outcome|environment)"')
 _SHORT = re.compile(rb'"short_id":\s*"(A[0-9]+)"')
+_ATTEMPT_REF = re.compile(rb'"attempt":\s*"(A[0-9]+)"')
+_ANY_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 
 
 def _status_re() -> re.Pattern[bytes]:
@@ -160,18 +182,25 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
     if not _status_re().search(raw):
         return []
     lines = raw.split(b"\n")
-    failed: dict[str, tuple[str, str | None]] = {}
+    failed: dict[str, tuple[str, bytes]] = {}  # attempt -> (status, its outcome line)
+    worked: set[str] = set()
     status_re = _status_re()
+    working = set(tables()["exonerate"]["statuses"])
     for line in lines:
         kind = _KIND.search(line)
-        if kind and kind.group(1) == b"outcome" and status_re.search(line):
-            try:
-                data = json.loads(line)
-                failed[data["attempt"]] = (data["status"], data.get("label"))
-            except (ValueError, KeyError, TypeError):
-                continue
-    attempts: dict[str, Attempt] = {}
-    probed: dict[str, Environment] = {}
+        if not kind or kind.group(1) != b"outcome":
+            continue
+        ref, status = _ATTEMPT_REF.search(line), _ANY_STATUS.search(line)
+        if not ref or not status:
+            continue
+        name = status.group(1).decode()
+        if status_re.search(line):
+            failed[ref.group(1).decode()] = (name, line)
+        elif name in working:
+            worked.add(ref.group(1).decode())
+    good: list[bytes] = []  # attempt lines of launches that worked, decoded only when needed
+    attempts: dict[str, dict[str, Any]] = {}
+    probed: dict[str, dict[str, Any]] = {}
     for line in lines:
         kind = _KIND.search(line)
         if not kind or kind.group(1) == b"outcome":
@@ -179,26 +208,57 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
         try:
             if kind.group(1) == b"attempt":
                 short = _SHORT.search(line)
-                if short and short.group(1).decode() in failed:
-                    attempt = Attempt.model_validate_json(line)
-                    attempts[attempt.short_id] = attempt
+                sid = short.group(1).decode() if short else None
+                if sid in failed:
+                    attempts[sid] = json.loads(line)
+                elif sid in worked:
+                    good.append(line)
             elif b'"attempt"' in line:
                 data = json.loads(line)
                 if data.get("attempt") in failed:
                     # logkit run writes the probed environment as a later event superseding attempt.environment.
-                    probed[data["attempt"]] = AttemptEnvironment.model_validate(data).environment
-        except (ValueError, KeyError, TypeError):
+                    probed[data["attempt"]] = data.get("environment") or {}
+        except ValueError:
             continue
-    runs = []
+    runs: list[RefutedRun] = []
+    verdicts: dict[tuple[tuple[str, str], ...], bool] = {}
+    seen: set[tuple[tuple[str, str], ...]] = set()
     for sid, attempt in attempts.items():
-        if attempt.role != "launch":
+        if attempt.get("role") != "launch" or not isinstance(attempt.get("launch"), dict):
             continue
-        blamed = suspects(attempt.launch)
-        arch = arch_of(probed.get(sid)) or arch_of(attempt.environment)
-        if blamed and arch:
-            status, label = failed[sid]
+        blamed = _blame(attempt["launch"])
+        key = tuple(sorted((k, str(v)) for k, v in blamed.items()))
+        if not blamed or key in seen:
+            continue  # nothing to blame (it would match everything), or already listed for this session
+        if key not in verdicts:
+            verdicts[key] = _exonerated(blamed, good)
+        if verdicts[key]:
+            continue  # the same flags worked in another launch of this session: the cause was elsewhere
+        arch = _arch_of_dict(probed.get(sid)) or _arch_of_dict(attempt.get("environment"))
+        if arch:
+            seen.add(key)
+            status, outcome_line = failed[sid]
+            try:
+                label = json.loads(outcome_line).get("label")
+            except ValueError:
+                label = None
             runs.append(RefutedRun(session, sid, status, arch, blamed, label))
     return runs
+
+
+def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
+    needles = [json.dumps(v).encode() if not isinstance(v, str) else f'"{v}"'.encode() for v in blamed.values()]
+    for line in good:
+        if not all(n in line for n in needles):
+            continue  # cheap byte test first: most working launches used other values
+        try:
+            launch = json.loads(line).get("launch") or {}
+        except ValueError:
+            continue
+        fp = launch.get("fingerprint") or launch.get("non_default") or {}
+        if all(k in fp and _same(fp[k], v) for k, v in blamed.items()):
+            return True
+    return False
 
 
 def refuted_runs(store: Store) -> list[RefutedRun]:
