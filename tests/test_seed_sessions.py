@@ -16,6 +16,8 @@ import pytest
 
 from logkit.store import Store
 
+pytestmark = pytest.mark.slow  # ~100 logkit processes and 14 SGLang flag parses: 20-60 s, more on a loaded machine
+
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "sessions"
 VOLATILE = ("id", "host", "logkit_version")
