@@ -10,6 +10,7 @@ same process right after. Goals on the 2-core reference machine: <= 60 s, <= 150
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -63,6 +64,7 @@ def main() -> int:
     assert result is not None
 
     attempts = sum(1 for _ in (work / "sessions").glob("*/events.jsonl"))
+    print(f"load average during the run: {os.getloadavg()[1]:.1f} (1.0 per busy core; this machine has {os.cpu_count()})")
     print(f"knowledge base: {attempts} sessions, {args.attempts} attempts requested (written in {gen:.1f}s)")
     print(f"pages: {result.pages}, charts rendered: {result.charts_rendered}")
     print(f"logkit build:      {full:6.1f} s   (goal <= 60 s)")

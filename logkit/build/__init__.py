@@ -15,6 +15,7 @@ pure function of the previous one's output:
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -127,7 +128,14 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
     check_dirs(docs, out)
     result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
     start = time.perf_counter()
-    run_mkdocs(config, docs, out)
+    # What the earlier stages left alive (caches, interned strings) would be rescanned by every
+    # full garbage collection MkDocs triggers: collect once and freeze the survivors.
+    gc.collect()
+    gc.freeze()
+    try:
+        run_mkdocs(config, docs, out)
+    finally:
+        gc.unfreeze()
     result.timings["mkdocs"] = time.perf_counter() - start
     result.out = out
     return result

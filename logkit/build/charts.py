@@ -186,7 +186,9 @@ class BackgroundCharts:
         self.todo = _pending(jobs, docs)
         self.process = None
         if self.todo:
-            ctx = multiprocessing.get_context("fork")
+            # spawn, not fork: after a fork every refcount update of the big parent heap copies a
+            # page, which slowed the page stages (and MkDocs after them) by half
+            ctx = multiprocessing.get_context("spawn")
             self.process = ctx.Process(target=_render_all, args=(self.todo, docs, cache, _stderr), daemon=True)
             self.process.start()
 
