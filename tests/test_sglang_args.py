@@ -111,7 +111,7 @@ def test_diff_against_previous_launch() -> None:
             "--disable-radix-cache"]
     assert old.parser == "sglang"
     prev = Attempt(session="s", short_id="A7", argv=["x"], role="launch", launch=old,
-                   environment=Environment(env={"NCCL_P2P_DISABLE": "1"}))
+                   environment=Environment(env={"NCCL_P2P_DISABLE": "1"}, packages={"sglang": "0.5.22", "torch": "2.13.0+cpu"}))
     p = plan(argv, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0", "HOME": "/root"}, {"previous_launch": prev})
     assert p is not None and p.launch is not None and p.refuse is None
     d = p.launch.diff
@@ -119,5 +119,6 @@ def test_diff_against_previous_launch() -> None:
     assert d.changed == {"dsa_decode_backend": ["flashinfer_sparse_mla", "trtllm"]}
     assert d.added == {"disable_radix_cache": True}
     assert d.env_changed == {"NCCL_P2P_DISABLE": ["1", None], "SGLANG_ENABLE_JIT_DEEPGEMM": [None, "0"]}
+    assert d.packages_changed == {"sglang": ["0.5.22", "0.5.23"]}  # read in the command's interpreter
     assert any("dsa_decode_backend flashinfer_sparse_mla -> trtllm" in n for n in p.notes)
     assert diff_launch(old, None) is None

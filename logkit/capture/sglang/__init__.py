@@ -97,7 +97,7 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
         cfg = cfg.model_copy(update={"port": 30000})  # SGLang's default
     watched_env = {k: v for k, v in {**env, **target.env}.items() if _ENV_PREFIXES.match(k)}
     previous = options.get("previous_launch")
-    diff = diff_launch(cfg, previous, watched_env if previous is not None else None)
+    diff = diff_launch(cfg, previous, watched_env if previous is not None else None, parsed.packages)
     if diff is not None:
         if previous is not None and previous.environment is not None:
             diff.env_changed = {k: v for k, v in diff.env_changed.items()

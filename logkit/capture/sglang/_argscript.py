@@ -1,7 +1,8 @@
 """Run INSIDE the wrapped command's interpreter: parse SGLang flags with SGLang's own parser.
 
 Reads a JSON list of flags on stdin, prints one JSON object on stdout:
-``{"ok", "version", "args", "defaults", "error"}``. Imports only ``sglang.srt.server_args`` (and
+``{"ok", "version", "args", "defaults", "error", "packages"}`` (installed versions of the
+packages that decide kernels, read with importlib.metadata, for the config diff). Imports only ``sglang.srt.server_args`` (and
 argparse); never starts anything. Standard library only besides SGLang, so it runs in any venv.
 """
 
@@ -19,9 +20,25 @@ class _Parser(argparse.ArgumentParser):
         raise _Refused(f"{self.prog}: error: {message}")
 
 
+PACKAGES = ("sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "torch", "triton",
+            "transformers", "deep-gemm", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
+
+
+def _packages():
+    from importlib import metadata
+
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except Exception:  # noqa: BLE001 - not installed
+            continue
+    return out
+
+
 def main():
     flags = json.load(sys.stdin)
-    out = {"ok": False, "version": None, "args": {}, "defaults": {}, "error": None}
+    out = {"ok": False, "version": None, "args": {}, "defaults": {}, "error": None, "packages": _packages()}
     try:
         import sglang
 

@@ -37,6 +37,8 @@ class ParseResult:
 
     config: LaunchConfig
     error: str | None = None
+    #: Versions of sglang, sgl-kernel, flashinfer, torch, ... in the command's interpreter.
+    packages: dict[str, str] | None = None
 
 
 def _coerce(value: str) -> Any:
@@ -108,19 +110,20 @@ def parse_launch(flags: list[str], python: str | None, *, timeout: float = TIMEO
             host, port = _host_port(plain)
             cfg = LaunchConfig(parser="plain", sglang_version=version, unresolved=True, args=plain,
                                non_default=plain, fingerprint=fingerprint(plain), host=host, port=port)
-            return ParseResult(cfg, result.get("error"))
+            return ParseResult(cfg, result.get("error"), result.get("packages"))
         args = result["args"]
         defaults = result["defaults"]
         non_default = {k: v for k, v in args.items() if k in defaults and v != defaults[k]}
         host, port = _host_port(args)
         cfg = LaunchConfig(parser="sglang", sglang_version=version, unresolved=False, args=args,
                            non_default=non_default, fingerprint=fingerprint(args), host=host, port=port)
-        return ParseResult(cfg)
+        return ParseResult(cfg, None, result.get("packages"))
     plain = plain_parse(flags)
     host, port = _host_port(plain)
     version = result.get("version") if result else None
     return ParseResult(LaunchConfig(parser="plain", sglang_version=version, unresolved=True, args=plain,
-                                    non_default=plain, fingerprint=fingerprint(plain), host=host, port=port))
+                                    non_default=plain, fingerprint=fingerprint(plain), host=host, port=port),
+                       None, (result or {}).get("packages"))
 
 
 def parse_bench(flags: list[str]) -> BenchConfig:
@@ -147,7 +150,8 @@ def parse_bench(flags: list[str]) -> BenchConfig:
                        labels={k: v for k, v in labels.items() if v is not None})
 
 
-def diff_launch(config: LaunchConfig, previous: Attempt | None, env: dict[str, str] | None = None) -> ConfigDiff | None:
+def diff_launch(config: LaunchConfig, previous: Attempt | None, env: dict[str, str] | None = None,
+                packages: dict[str, str] | None = None) -> ConfigDiff | None:
     """What changed against the session's previous launch (flags, env vars, package versions)."""
     if previous is None or previous.launch is None:
         return None
@@ -163,6 +167,11 @@ def diff_launch(config: LaunchConfig, previous: Attempt | None, env: dict[str, s
         for k in sorted(set(prev_env.env) | set(env)):
             if prev_env.env.get(k) != env.get(k):
                 env_changed[k] = [prev_env.env.get(k), env.get(k)]
+    if prev_env is not None and packages is not None:
+        # Only packages the previous attempt recorded: its probe and ours may list different sets.
+        for k in sorted(prev_env.packages):
+            if k in packages and prev_env.packages[k] != packages[k]:
+                packages_changed[k] = [prev_env.packages[k], packages[k]]
     return ConfigDiff(against=previous.short_id, added=added, removed=removed, changed=changed,
                       env_changed=env_changed, packages_changed=packages_changed)
 
@@ -173,6 +182,7 @@ def diff_note(diff: ConfigDiff, attempt_hint: str = "") -> str:
     parts += [f"+{k}={v}" for k, v in diff.added.items()]
     parts += [f"-{k}" for k in diff.removed]
     parts += [f"env {k} {a} -> {b}" for k, (a, b) in diff.env_changed.items()]
+    parts += [f"{k} {a} -> {b}" for k, (a, b) in diff.packages_changed.items()]
     return f"vs {diff.against}: " + (", ".join(parts) if parts else "same flags")
 
 
