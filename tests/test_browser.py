@@ -118,7 +118,9 @@ def _first_link(drv: object, url: str, contains: str) -> str:
     """The first link of the page's article to another page whose URL contains ``contains``."""
     drv.get(url)
     links = [a.get_attribute("href") for a in drv.find_elements(By.CSS_SELECTOR, "article a")]
-    return next(h for h in links if h and contains in h and "#" not in h and h != url)
+    found = next((h for h in links if h and contains in h and "#" not in h and h != url), None)
+    assert found, f"{url} links to no page under {contains} (is the knowledge base empty there?)"
+    return found
 
 
 def _search(drv: object, term: str) -> None:
