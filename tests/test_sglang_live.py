@@ -165,6 +165,7 @@ def test_log_level_warning_ready_from_http(sessions: Path) -> None:
     (out,) = kind(evs, "outcome")
     assert out["status"] == "ready" and out["ready_at"]
     assert not any("fired up" in e["text"] for e in out["evidence"])
+    assert out["timeline"][-1]["stage"] == "ready" and out["timeline"][-1]["detail"]["via"] == "HTTP /ready"
     assert kind(evs, "smoke")[0]["ok"]
 
 

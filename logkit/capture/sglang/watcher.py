@@ -199,8 +199,14 @@ class LaunchWatcher:
             evidence.append(EvidenceLine(line=d.ready_line, text=d.ready_text or ""))
             evidence.sort(key=lambda e: e.line)
         started = self.ctx.attempt.started if self.ctx else None
+        timeline = self.timeline.with_seconds(started)
+        if self.http_ready_at is not None and not self.clf.ready:
+            from ...events import Milestone
+
+            secs = round((self.http_ready_at - started).total_seconds(), 3) if started else None
+            timeline.append(Milestone(stage="ready", at=self.http_ready_at, seconds=secs, detail={"via": "HTTP /ready"}))
         return Verdict(status=status, label=label, signature=sig, evidence=evidence,
-                       timeline=self.timeline.with_seconds(started), ready_at=ready_at if d.ready else None)
+                       timeline=timeline, ready_at=ready_at if d.ready else None)
 
 
 class BenchWatcher:
