@@ -201,3 +201,23 @@ def test_cite(tmp_path: Path) -> None:
 def test_help(command: str) -> None:
     result = run_logkit(command, "--help")
     assert result.returncode == 0 and "usage: logkit " + command in result.stdout
+
+
+def test_environment_event_supplies_gpus_and_versions(tmp_path: Path) -> None:
+    """An attempt line without GPUs, completed later by an `environment` event (the probes' result)."""
+    from logkit.events import AttemptEnvironment
+
+    store = Store(tmp_path / "sessions")
+    w = kb_factory.Writer("2026-12-02-env", kb_factory.datetime(2026, 12, 2, tzinfo=kb_factory.UTC))
+    w.launch(kb_factory.MODELS[1], "SM100", 4, "flashinfer_trtllm", "fa3", kb_factory.VERSIONS[2],
+             fail=kb_factory.FAILS[("fa3", "SM100")])
+    attempt = w.events[0]
+    full = attempt.environment
+    w.events[0] = attempt.model_copy(update={"environment": kb_factory.Environment(host="gpu-node-07")})
+    w.events.append(AttemptEnvironment(session="2026-12-02-env", ts=w.tick(1), attempt="A1", environment=full))
+    kb_factory._write(store, "2026-12-02-env", "environment event", w.t, w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    matrix = (tmp_path / "docs" / "backends" / "index.md").read_text()
+    assert "| SM100 |" in matrix and "crash" in matrix
+    session = (tmp_path / "docs" / "sessions" / "2026-12-02-env" / "index.md").read_text()
+    assert "flashinfer 0.5.3" in session and "driver 575.57.08" in session

@@ -133,7 +133,7 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
     gc.collect()
     gc.freeze()
     try:
-        run_mkdocs(config, docs, out)
+        result.warnings += run_mkdocs(config, docs, out)
     finally:
         gc.unfreeze()
     result.timings["mkdocs"] = time.perf_counter() - start

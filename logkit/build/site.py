@@ -83,8 +83,17 @@ def site_url(config: Path | None = None) -> str | None:
     return None
 
 
-def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> None:
-    """``mkdocs build --clean`` of ``docs`` into ``out``."""
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"mkdocs: {record.levelname.lower()}: {record.getMessage()}")
+
+
+def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> list[str]:
+    """``mkdocs build --clean`` of ``docs`` into ``out``; returns MkDocs' warnings (also logged)."""
     from mkdocs.commands.build import build
     from mkdocs.exceptions import MkDocsException
 
@@ -92,6 +101,8 @@ def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True
     cfg = load_site_config(config, docs, out)
     log = logging.getLogger("mkdocs")
     level = log.level
+    collect = _Collect()
+    log.addHandler(collect)
     if quiet:
         log.setLevel(logging.WARNING)
     try:
@@ -104,8 +115,10 @@ def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True
         raise BadInput(f"mkdocs build failed: {exc}", fix="see the MkDocs messages above") from exc
     finally:
         log.setLevel(level)
+        log.removeHandler(collect)
     if not (out / "index.html").exists():
         raise BadInput(f"mkdocs build wrote no {out / 'index.html'}", fix="see the MkDocs messages above")
+    return collect.messages
 
 
 def clean(path: Path) -> None:
