@@ -116,7 +116,7 @@ def qwen() -> list[Step]:
           "The MTP model is unquantized in the nvfp4 checkpoint, so the MTP draft layer runs BF16, not FP4 (msg 5978)", *src], None),
         (["note", "SM100 (B100/B200) and SM120 (RTX PRO 6000 Blackwell) share the Blackwell branding but have different "
           "compute capabilities and need different kernel builds.", "--ref", "A2", *src], None),
-        (["note", "The session ends with a production systemd service on this configuration (the account gives no unit file).", *src], None),
+        (["note", "The account ends with the deployment of a production systemd service (it gives no unit file).", *src], None),
     ]
 
 
@@ -207,8 +207,8 @@ def glm() -> list[Step]:
           "--option", "tensor parallelism", "--chosen", "tensor parallelism", "--tag", "ep", "--tag", "pcie", *src], "DR-0003"),
         (["note", "Model facts used for the EP analysis: 256 experts, top-8 routing, hidden size 3584, 78 layers, ~453GB of MoE parameters.",
           "--ref", "H6", *src], None),
-        (["note", "The flashinfer autotuner only applies to the flashinfer_trtllm MoE path, not flashinfer_cutlass "
-          "(no autotuner log lines with flashinfer_cutlass is expected).", *src], None),
+        (["note", "The flashinfer autotuner only applies to the flashinfer_trtllm MoE path, not the flashinfer_cutlass "
+          "path, which is why no autotuner log lines appeared with flashinfer_cutlass.", *src], None),
         (["note", "Proxmox VM: bandwidth tests later showed cross-GPU P2P transfers going through host memory at ~1 GB/s for small messages.",
           *src], None),
     ]
@@ -227,7 +227,7 @@ def ct200() -> list[Step]:
         (["record", "attempt", "--cmd", launch, "--label", "native SGLang with FlashInfer attention (the account gives no flags)",
           "--status", "jit_error", "--tests", "H1",
           "--result", "FlashInfer JIT failure: the capability detection returned (12, 0), which the JIT compiler interpreted as less than 75",
-          "--evidence-text", "(12, 0)", *gpu1, *src], "A1"),
+          "--evidence-text", "(12, 0)", *GPU, "--count", "1", *src], "A1"),
         (["hypothesis", "refute", "H1", "--evidence", "A1", "--because",
           "FlashInfer JIT failed on SM120; the fix was --attention-backend triton", *src], None),
         (["decide", "--attention-backend triton on CT200 (SM120)",
