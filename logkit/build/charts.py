@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import Frames
 from .load import tables
 from .paths import metrics_path
+from .svg import render_all
 
 __all__ = ["BackgroundCharts", "ChartJob", "metrics_pages", "render_svgs"]
 
@@ -124,12 +126,6 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
     return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
 
 
-def _render_one(spec: dict[str, Any]) -> str:
-    import vl_convert as vlc
-
-    return vlc.vegalite_to_svg(spec)
-
-
 def _pending(jobs: list[ChartJob], docs: Path) -> list[ChartJob]:
     seen: set[str] = set()
     todo = []
@@ -141,34 +137,10 @@ def _pending(jobs: list[ChartJob], docs: Path) -> list[ChartJob]:
     return todo
 
 
-def _render_all(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> None:
-    tmp = docs.parent / f".{docs.name}-charts-tmp"  # outside docs: MkDocs must never list a half-written file
-    tmp.mkdir(parents=True, exist_ok=True)
-    for src, spec in jobs:
-        target = docs / src
-        target.parent.mkdir(parents=True, exist_ok=True)
-        cached = cache / Path(src).name if cache else None
-        if cached is not None and cached.exists():
-            shutil.copyfile(cached, tmp / target.name)
-        else:
-            try:
-                svg = _render_one(spec)
-            except Exception as exc:  # a chart that cannot render must not stop the build
-                warn(f"warning: chart {src} could not be rendered: {exc}")
-                svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">'
-                       '<text x="5" y="25">chart unavailable</text></svg>')
-            (tmp / target.name).write_text(svg, encoding="utf-8")
-            if cached is not None:
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(tmp / target.name, cached)
-        (tmp / target.name).replace(target)
-    shutil.rmtree(tmp, ignore_errors=True)
-
-
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
     """Write every chart's SVG under ``docs`` now; returns how many were missing."""
     todo = _pending(jobs, docs)
-    _render_all(todo, docs, cache, warn)
+    render_all(todo, docs, cache, warn)
     return len(todo)
 
 
@@ -189,7 +161,7 @@ class BackgroundCharts:
             # spawn, not fork: after a fork every refcount update of the big parent heap copies a
             # page, which slowed the page stages (and MkDocs after them) by half
             ctx = multiprocessing.get_context("spawn")
-            self.process = ctx.Process(target=_render_all, args=(self.todo, docs, cache, _stderr), daemon=True)
+            self.process = ctx.Process(target=render_all, args=(self.todo, docs, cache, _stderr), daemon=True)
             self.process.start()
 
     def finish(self, out: Path | None) -> int:
@@ -197,7 +169,7 @@ class BackgroundCharts:
         if self.process is not None:
             self.process.join()
             if self.process.exitcode != 0:  # it died: render what is missing here
-                _render_all(_pending(self.jobs, self.docs), self.docs, None, _stderr)
+                render_all(_pending(self.jobs, self.docs), self.docs, None, _stderr)
         if out is not None:
             for src, _spec in self.jobs:
                 if not (out / src).exists() and (self.docs / src).exists():
@@ -207,6 +179,4 @@ class BackgroundCharts:
 
 
 def _stderr(message: str) -> None:
-    import sys
-
     print(message, file=sys.stderr)
