@@ -369,6 +369,8 @@ class Attempt(BaseEvent):
     launch: LaunchConfig | None = None
     bench: BenchConfig | None = None
     label: str | None = None
+    #: The model under test by name, when the argv names none (``--model-path`` wins where given).
+    model: str | None = None
 
 
 class AttemptEnvironment(BaseEvent):

@@ -271,6 +271,8 @@ def ct200() -> list[Step]:
 
 
 SESSIONS: list[tuple[str, str, Any]] = [(Q, "2026-11-14T09:00:00Z", qwen), (G, "2026-11-15T09:00:00Z", glm), (C, "2026-11-16T09:00:00Z", ct200)]
+#: The model each account is about, by the name the account uses (no account gives a model path).
+MODELS = {Q: "Qwen3.5-397B-A17B-NVFP4", G: "GLM-5-NVFP4", C: "Qwen3.6"}
 STEP = timedelta(minutes=7)
 
 
@@ -304,6 +306,8 @@ def _build(out: Path, env: dict[str, str], *, verbose: bool) -> None:
             full = [*args, "--at", at]
             if args[:2] != ["record", "session"]:
                 full += ["--session", session_id]
+            if args[:2] == ["record", "attempt"]:
+                full += ["--model", MODELS[session_id]]
             printed = run(out, full, expect, env)
             if verbose:
                 sys.stdout.write(printed)

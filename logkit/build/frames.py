@@ -120,6 +120,7 @@ def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
         model = fingerprint.get(key) or (launch.args.get(key) if launch is not None else None)
         if model:
             break
+    model = model or getattr(attempt, "model", None)
     env = session.environments.get(attempt.short_id) or attempt.environment
     gpus = list(getattr(env, "gpus", None) or [])
     cap = getattr(gpus[0], "compute_cap", None) if gpus else None

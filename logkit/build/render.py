@@ -37,8 +37,13 @@ def _num(value: float | None) -> Markup:
 
 
 def _numbered(lines: Any) -> str:
-    """Log lines as ``  123  text`` (the number is the line's place in its log file)."""
-    return "\n".join(f"{line.number:>6}  {line.text}" for line in lines)
+    """Log lines as ``  123  text`` (the number is the line's place in its log file).
+
+    Line 0 marks text quoted from a written account (a reconstructed attempt has no log).
+    """
+    return "\n".join(
+        f"{line.number:>6}  {line.text}" if line.number else f"{'account':>7}  {line.text}" for line in lines
+    )
 
 
 def _excerpt(lines: Any) -> Markup:

@@ -120,6 +120,7 @@ def register(sub: Any) -> None:
     p.add_argument("--result", help="how it ended, in the account's words (the outcome label)")
     p.add_argument("--evidence-text", action="append", default=[], help="words the account quotes (repeatable)")
     p.add_argument("--tests", action="append", default=[], metavar="H3", help="hypotheses it tests (repeatable)")
+    p.add_argument("--model", help="the model by name, when the command names none (e.g. GLM-5-NVFP4)")
     p.add_argument("--gpu", help='GPU name, e.g. "NVIDIA RTX PRO 6000 Blackwell"')
     p.add_argument("--compute-cap", help="e.g. 12.0")
     p.add_argument("--count", type=int, default=1, help="how many such GPUs")
@@ -395,7 +396,7 @@ def cmd_record_attempt(args: argparse.Namespace) -> int:
         _handle(args), argv, role=role, status=args.status, label=args.label, outcome_label=args.result,
         evidence_text=args.evidence_text, tests=split_ids(args.tests), environment=env,
         launch=parse_launch(argv) if role == "launch" else None, at=args.at, duration_s=args.duration,
-        reconstructed=args.reconstructed,
+        reconstructed=args.reconstructed, model=args.model,
     )
     if args.json:
         print_json({"id": attempt.short_id, "status": outcome.status if outcome else None})

@@ -113,6 +113,7 @@ def attempt(
     at: str | None,
     duration_s: float | None,
     reconstructed: str | None,
+    model: str | None = None,
 ) -> tuple[Attempt, Outcome | None]:
     """Write a reconstructed attempt and (with ``status``) its outcome."""
     prov = provenance(_required(reconstructed))
@@ -131,6 +132,7 @@ def attempt(
         return Attempt(
             session=handle.id, ts=started, short_id=txn.next_short_id("A"), argv=argv, role=role,  # type: ignore[arg-type]
             started=started, tests=tests, environment=environment, launch=launch, label=label, provenance=prov,
+            model=model,
         )
 
     made = handle.append_new(build)
