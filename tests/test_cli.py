@@ -28,6 +28,20 @@ def test_every_command_has_help(logkit) -> None:
         assert "usage: logkit " + " ".join(command) in result.stdout
 
 
+def test_command_table_matches_the_modules() -> None:
+    import importlib
+
+    from logkit.cli import COMMAND_MODULES
+
+    for module, commands in COMMAND_MODULES.items():
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(f"logkit.cli.{module}").register(sub)
+        assert tuple(sub.choices) == commands, module
+    one = build_parser("run")
+    assert [a for a in one._actions if isinstance(a, argparse._SubParsersAction)][0].choices.keys() == {"run"}
+
+
 def test_session_start_list_show(logkit, sessions: Path) -> None:
     started = logkit("session", "start", "Qwen3.5 on SM120", "--tag", "qwen", "--json")
     assert started.returncode == 0, started.stderr

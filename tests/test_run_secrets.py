@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -60,12 +61,47 @@ def test_redactor_keeps_harmless_values() -> None:
     assert r.chunk(b"'hf_token': \"abc\"\n") == b"'hf_token': \"[REDACTED]\"\n"
 
 
-def test_stdlib_prefilter_agrees_with_re2() -> None:
+def test_every_prefilter_agrees() -> None:
+    from logkit.capture import redact
+
     text = (b"plain line\n" * 50 + b"{'api_key': 'abc123', 'hf_token': \"x1\"}\nhttps://u:pw12345@h/\n"
             + b"echo plantedtok123\n" + b"Decode batch, #token: 1234, token usage: 0.01\n")
     fast = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
+    assert type(fast._fast if fast._fast is not False else redact._fast_prefilter((b"x",), ())).__name__ in (
+        "_HyperscanFilter", "_Regexp", "Pattern"), "the fast prefilter is installed"
     slow = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
-    slow._fast = None  # the path taken without google-re2
-    assert fast.chunk(text) == slow.chunk(text)
+    slow._fast = None  # the path taken without hyperscan or google-re2
+    re2_only = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
+    import re2
+
+    re2_only._fast = re2.compile(b"(?i:" + b"|".join(re2.escape(t) for t in re2_only.rules.prefilter) + b")|plantedtok123")
+    assert fast.chunk(text) == slow.chunk(text) == re2_only.chunk(text)
+    for r in (fast, re2_only):
+        assert r.suspicious(b"x" * 5000 + b"HF_abc") and not r.suspicious(b"Decode batch, #token: 1\n" * 100)
     assert b"plantedtok123" not in slow.chunk(text) and b"pw12345" not in slow.chunk(text)
     assert slow.chunk(b"nothing here\n") == b"nothing here\n"
+
+
+def test_a_secret_split_across_reads_is_still_redacted(tmp_path: Path) -> None:
+    from logkit.capture import recorder
+
+    line = b"[2026-01-01] server_args=ServerArgs(model_path='m', api_key='s3cr3tvalue', tp_size=8)\n"
+    planted = b"echo hf_" + b"A" * 30 + b"\n"
+    for stream in (b"Decode batch, #token: 1\n" * 3 + line + b"done\n", line + planted):
+        _split_everywhere(tmp_path, stream)
+
+
+def _split_everywhere(tmp_path: Path, stream: bytes) -> None:
+    from logkit.capture import recorder
+
+    for cut in range(1, len(stream)):
+        log = tmp_path / f"cut{cut}.log"
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
+        for part in (stream[:cut], stream[cut:]):
+            rec.record(5, part, rec.scan(5, part))  # the runner's order: scan on read, record later
+        rec.flush_stale(0.0, everything=True)
+        os.close(fd)
+        stored = log.read_bytes()
+        assert b"s3cr3tvalue" not in stored and b"A" * 30 not in stored, (stream, cut)
+        assert stored.count(b"\n") == stream.count(b"\n")

@@ -11,6 +11,11 @@ Contract:
   that does it in order (``Watcher.feed`` and ``Watcher.tick`` both run there); the runner's main
   thread only reads, echoes to the terminal and handles signals. At most :data:`QUEUE_CHUNKS`
   reads wait, so memory is bounded; a slow recorder slows the pipe, it never drops output.
+* The redaction prefilter (one RE2 scan, GIL-free) runs in :meth:`scan` on the reading thread,
+  right after the echo, so it overlaps with the recorder thread's writes instead of adding to
+  them. A read that is not line-aligned can split a trigger, so the last ``window`` bytes of the
+  previous read are rescanned with the start of this one; a chunk's verdict also covers the partial
+  line it leaves behind, which is stored with the next chunk.
 * Nothing here raises: a full disk, a failing watcher or any other error is appended to
   :attr:`problems` (the outcome's ``capture_truncated``) and the stream goes on.
 """
@@ -81,6 +86,9 @@ class Recorder:
         self.problems: list[str] = []
         self.echo_ok = {1: True, 2: True}
         self._queue: Any = None
+        self._scan_tail: dict[int, bytes] = {}
+        self._partial_suspicious: dict[int, bool] = {}
+        self._window = max(redactor.window - 1, 1)
 
     # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
 
@@ -95,25 +103,35 @@ class Recorder:
 
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
-            fd, payload = item
+            fd, payload, suspicious = item
             try:
                 if fd is None:
                     self._tick(payload)
                 else:
-                    self.record(fd, payload)
+                    self.record(fd, payload, suspicious)
             except BaseException as exc:  # the thread must outlive anything
                 self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
 
-    def submit(self, fd: int, data: bytes, waiting: Callable[[], None]) -> None:
+    def scan(self, fd: int, data: bytes) -> bool | None:
+        """The redaction prefilter for one read (on the reading thread); None if it failed."""
+        try:
+            window = self._window
+            before = self._scan_tail.get(fd, b"")
+            self._scan_tail[fd] = data[-window:]
+            return self.redactor.suspicious(data) or bool(before and self.redactor.suspicious(before + data[:window]))
+        except Exception:
+            return None  # the recorder thread will decide on its own
+
+    def submit(self, fd: int, data: bytes, waiting: Callable[[], None], suspicious: bool | None = None) -> None:
         """Queue output for the recorder thread (at most QUEUE_CHUNKS reads ahead)."""
         if self._queue is None:
-            self.record(fd, data)
+            self.record(fd, data, suspicious)
             return
         import queue
 
         while True:
             try:
-                self._queue.put((fd, data), timeout=0.25)
+                self._queue.put((fd, data, suspicious), timeout=0.25)
                 return
             except queue.Full:
                 waiting()  # keep forwarding signals while the recorder catches up
@@ -126,7 +144,7 @@ class Recorder:
         import queue
 
         try:
-            self._queue.put_nowait((None, now))
+            self._queue.put_nowait((None, now, None))
         except queue.Full:
             pass  # busy recording: the next tick will do
 
@@ -156,8 +174,11 @@ class Recorder:
         except OSError:
             self.echo_ok[dest] = False  # logkit's own stdout is gone: keep recording
 
-    def _store(self, data: bytes) -> None:
-        data = self.redactor.chunk(data)
+    def _store(self, data: bytes, suspicious: bool | None = None) -> None:
+        if suspicious is None:
+            data = self.redactor.chunk(data)
+        elif suspicious:
+            data = self.redactor.redact_chunk(data)
         if self.log_fd is not None:
             # size and sha256 describe the stored file, also when the disk fills up mid-chunk
             written = 0
@@ -179,37 +200,45 @@ class Recorder:
                 self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
                 self.watcher = None
 
-    def record(self, fd: int, data: bytes) -> None:
+    def record(self, fd: int, data: bytes, suspicious: bool | None = None) -> None:
+        """Store the complete lines of one read; ``suspicious`` is :meth:`scan`'s verdict."""
         try:
+            carried = self._partial_suspicious.pop(fd, False)
+            if suspicious is not None:
+                suspicious = suspicious or carried
             buf = self.partial.pop(fd, b"") + data if fd in self.partial else data
             cut = buf.rfind(b"\n") + 1
             if cut:
-                self._store(buf[:cut])
+                self._store(buf[:cut], suspicious)
                 buf = buf[cut:]
             if len(buf) > PARTIAL_MAX:
-                buf = self._flush_partial(buf)
+                buf = self._flush_partial(buf, suspicious=suspicious)
             if buf:
                 self.partial[fd] = buf
                 self.partial_since.setdefault(fd, time.monotonic())
+                if suspicious is not False:
+                    self._partial_suspicious[fd] = True  # the leftover may hold the trigger
             else:
                 self.partial_since.pop(fd, None)
         except Exception as exc:  # never let recording stop the stream
             self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
             self.log_fd = None
 
-    def _flush_partial(self, buf: bytes, everything: bool = False) -> bytes:
+    def _flush_partial(self, buf: bytes, everything: bool = False, suspicious: bool | None = None) -> bytes:
+        # a piece flushed on its own (age, size) is checked in full unless its read was cleared
         if everything:
-            self._store(buf)
+            self._store(buf, suspicious if suspicious is False else None)
             return b""
         cut = max(buf.rfind(b" "), buf.rfind(b"\r")) + 1
         if cut <= 0:
             cut = max(len(buf) - 512, 1)
-        self._store(buf[:cut])
+        self._store(buf[:cut], suspicious if suspicious is False else None)
         return buf[cut:]
 
     def flush_stale(self, now: float, everything: bool = False) -> None:
         for fd, since in list(self.partial_since.items()):
             if everything or now - since >= PARTIAL_AGE_S:
+                self._partial_suspicious.pop(fd, None)
                 rest = self._flush_partial(self.partial.pop(fd), everything)
                 self.partial_since.pop(fd, None)
                 if rest:

@@ -274,7 +274,7 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
                         continue
                     last_output = time.monotonic()
                     rec.echo(open_fds[fd], data)
-                    rec.submit(fd, data, service)
+                    rec.submit(fd, data, service, rec.scan(fd, data))
                 elif fd == wake_r:
                     try:
                         os.read(wake_r, 512)
