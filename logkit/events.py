@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
@@ -73,25 +73,6 @@ SCHEMA_VERSION = 1
 #: How an attempt ended. ``ready`` means a server came up and was still serving when recording
 #: stopped; a server that became ready and later died gets the cause (``nan``, ``oom``, ...) with
 #: ``ready_at`` set on the outcome.
-OUTCOME_STATUSES = (
-    "ready",
-    "exit_ok",
-    "oom",
-    "arch_mismatch",
-    "missing_kernel",
-    "jit_error",
-    "nan",
-    "garbage",
-    "nccl",
-    "illegal_memory",
-    "killed",
-    "import_error",
-    "arg_error",
-    "hang",
-    "other_crash",
-    "interrupted",
-    "abandoned",
-)
 OutcomeStatus = Literal[
     "ready",
     "exit_ok",
@@ -111,12 +92,13 @@ OutcomeStatus = Literal[
     "interrupted",
     "abandoned",
 ]
+OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
 
-ATTEMPT_ROLES = ("launch", "bench", "smoke", "command")
 AttemptRole = Literal["launch", "bench", "smoke", "command"]
+ATTEMPT_ROLES: tuple[str, ...] = get_args(AttemptRole)
 
-DECISION_STATUSES = ("proposed", "accepted", "superseded", "deprecated")
 DecisionStatus = Literal["proposed", "accepted", "superseded", "deprecated"]
+DECISION_STATUSES: tuple[str, ...] = get_args(DecisionStatus)
 
 HypothesisVerdict = Literal["confirmed", "refuted", "inconclusive"]
 Priority = Literal["low", "medium", "high"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,16 @@ def run_logkit(*args: str, env: dict[str, str] | None = None, cwd: Path | None =
 def logkit():
     """The ``run_logkit`` helper as a fixture."""
     return run_logkit
+
+
+@pytest.fixture(scope="module")
+def sglang_args_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Memoise SGLang's flag parse (seconds per launch) across one module's logkit processes."""
+    path = tmp_path_factory.mktemp("args") / "cache.json"
+    old = os.environ.get("LOGKIT_ARGS_CACHE")
+    os.environ["LOGKIT_ARGS_CACHE"] = str(path)
+    yield
+    if old is None:
+        os.environ.pop("LOGKIT_ARGS_CACHE", None)
+    else:
+        os.environ["LOGKIT_ARGS_CACHE"] = old

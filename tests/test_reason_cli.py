@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,7 @@ GPU = ["--gpu", "NVIDIA RTX PRO 6000 Blackwell", "--compute-cap", "12.0", "--cou
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _args_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Memoise SGLang's flag parse (seconds per launch) across this module's logkit processes."""
-    path = tmp_path_factory.mktemp("args") / "cache.json"
-    old = os.environ.get("LOGKIT_ARGS_CACHE")
-    os.environ["LOGKIT_ARGS_CACHE"] = str(path)
-    yield
-    if old is None:
-        os.environ.pop("LOGKIT_ARGS_CACHE", None)
-    else:
-        os.environ["LOGKIT_ARGS_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("sglang_args_cache")
 
 def _ok(result) -> str:
     assert result.returncode == 0, result.stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,17 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _args_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Memoise SGLang's flag parse (seconds per launch) across this module's logkit processes."""
-    path = tmp_path_factory.mktemp("args") / "cache.json"
-    old = os.environ.get("LOGKIT_ARGS_CACHE")
-    os.environ["LOGKIT_ARGS_CACHE"] = str(path)
-    yield
-    if old is None:
-        os.environ.pop("LOGKIT_ARGS_CACHE", None)
-    else:
-        os.environ["LOGKIT_ARGS_CACHE"] = old
+pytestmark = pytest.mark.usefixtures("sglang_args_cache")
 
 def _ok(result) -> str:
     assert result.returncode == 0, result.stderr
@@ -39,7 +28,7 @@ def _ok(result) -> str:
 
 
 @pytest.fixture(scope="module")
-def kb(tmp_path_factory: pytest.TempPathFactory, _args_cache: None) -> Store:
+def kb(tmp_path_factory: pytest.TempPathFactory, sglang_args_cache: None) -> Store:
     """A store with one SM120 session: cutlass works (A1), trtllm crashes (A2), cutedsl garbage (A3)."""
     from conftest import run_logkit
 
