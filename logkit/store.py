@@ -35,7 +35,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import procs
-from .errors import BadInput, NotFound, SchemaTooNew, StoreError
+from .lockfile import appending
+from .errors import BadInput, NotFound, SchemaTooNew
 from .events import (
     Attempt,
     BaseEvent,
@@ -257,25 +258,9 @@ class SessionHandle:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Txn]:
         """Hold the session's write lock; appends inside are atomic whole lines."""
-        try:
-            fd = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot open {self.events_path} for writing: {exc.strerror}",
-                fix=f"check that {self.dir} exists and is writable, or set {ENV_SESSIONS}",
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.events_path, "rb") as fh:
-                    fh.seek(size - 1)
-                    if fh.read(1) != b"\n":
-                        # A torn line from a killed writer: end it so it cannot eat ours.
-                        os.write(fd, b"\n")
+        fix = f"check that {self.dir} exists and is writable, or set {ENV_SESSIONS}"
+        with appending(self.events_path, fix=fix) as fd:
             yield Txn(self, fd)
-        finally:
-            os.close(fd)  # closing releases the flock
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> BaseEvent:
         """Append one ready-made event."""

@@ -637,7 +637,7 @@ def _scan_html(path: Path, site_url: str | None) -> list[str]:
 
 def secrets_and_site_scan(sessions: Path, work: Path) -> dict[str, Any]:
     """Plant tokens and injections through every way in; no file under sessions/ or the site holds one."""
-    sid = new_session(sessions, "secrets " + PLANT)
+    new_session(sessions, "secrets " + PLANT)
     env = env_for(sessions, HF_TOKEN=SECRETS["env"], MY_SERVICE_PASSWORD=SECRETS["odd_env"],
                   SGLANG_PROXY=f"http://u:{SECRETS['url']}@proxy.internal:3128")
     child = (f"import os\nprint('token', os.environ['HF_TOKEN'], os.environ['MY_SERVICE_PASSWORD'])\n"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import shutil
 import threading
 import time
 from collections.abc import Iterator

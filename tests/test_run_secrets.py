@@ -83,8 +83,6 @@ def test_every_prefilter_agrees() -> None:
 
 
 def test_a_secret_split_across_reads_is_still_redacted(tmp_path: Path) -> None:
-    from logkit.capture import recorder
-
     line = b"[2026-01-01] server_args=ServerArgs(model_path='m', api_key='s3cr3tvalue', tp_size=8)\n"
     planted = b"echo hf_" + b"A" * 30 + b"\n"
     for stream in (b"Decode batch, #token: 1\n" * 3 + line + b"done\n", line + planted):

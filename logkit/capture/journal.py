@@ -16,7 +16,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import procs
-from ..errors import BadInput, NotFound, StoreError
+from ..errors import BadInput, NotFound
+from ..lockfile import appending
 
 __all__ = ["EVENT_VERSION", "Journal", "new_event", "utc"]
 
@@ -130,22 +130,8 @@ class Journal:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[int]:
         """The session's write lock; yields the O_APPEND descriptor."""
-        try:
-            fd = os.open(self.events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(f"cannot open {self.events_path} for writing: {exc.strerror}",
-                             fix=f"check that {self.dir} is writable") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.events_path, "rb") as fh:
-                    fh.seek(size - 1)
-                    if fh.read(1) != b"\n":
-                        os.write(fd, b"\n")
+        with appending(self.events_path, fix=f"check that {self.dir} is writable") as fd:
             yield fd
-        finally:
-            os.close(fd)
 
     @staticmethod
     def _line(event: dict[str, Any]) -> bytes:
