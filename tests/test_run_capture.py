@@ -20,6 +20,9 @@ from logkit.events import SCHEMA_VERSION, AttemptEnvironment, Outcome, Smoke
 from logkit.store import Store
 
 HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic")
+#: Standard-library modules that cost `logkit run` start-up for nothing: dataclasses imports inspect,
+#: ast and dis (~10 ms); the run path uses plain __slots__ classes instead (capture/_record.py).
+SLOW_STDLIB = ("dataclasses", "inspect")
 
 
 def test_run_path_imports_nothing_heavy(sessions: Path, logkit) -> None:
@@ -30,6 +33,8 @@ def test_run_path_imports_nothing_heavy(sessions: Path, logkit) -> None:
     loaded = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
     # pandas/altair/jinja2/mkdocs: the build's; pydantic: 150 ms of start-up, not needed to record.
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
+    assert "logkit.capture.runner" in done.stderr, "the run path was not imported: the check would pass vacuously"
+    assert not loaded & set(SLOW_STDLIB), loaded & set(SLOW_STDLIB)
 
 
 def test_journal_version_matches_schema() -> None:

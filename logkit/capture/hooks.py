@@ -25,49 +25,82 @@ event merged in, or None), ``hang_timeout`` (seconds or None), ``smoke`` (list o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from ._record import Record
 
 if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slow `logkit run -- true`
     from ..events import Attempt, BaseEvent, BenchConfig, EvidenceLine, LaunchConfig, Milestone
 
 __all__ = ["ExitInfo", "Plan", "Planner", "Verdict", "Watcher", "WatchContext"]
 
+# Plain classes with __slots__ rather than @dataclass: `dataclasses` imports inspect, ast and dis
+# (~10 ms of every `logkit run` start-up). Field names, order and defaults are the dataclasses' ones;
+# a list or dict default is made fresh for each instance.
 
-@dataclass
-class ExitInfo:
+
+class ExitInfo(Record):
     """How the child process ended, as the runner saw it."""
+
+    __slots__ = ("exit_code", "signal", "stopped_by_logkit", "forwarded_signal", "duration_s", "lines", "tail",
+                 "stop_reason", "escalated")
 
     exit_code: int | None
     signal: int | None
     #: True when logkit itself sent the stop (user's Ctrl-C, SIGTERM, SIGHUP, --hang-timeout).
-    stopped_by_logkit: bool = False
+    stopped_by_logkit: bool
     #: The signal logkit received and forwarded, if any.
-    forwarded_signal: int | None = None
-    duration_s: float = 0.0
-    lines: int = 0
-    tail: list[EvidenceLine] = field(default_factory=list)
+    forwarded_signal: int | None
+    duration_s: float
+    lines: int
+    tail: list[EvidenceLine]
     #: Why logkit stopped the child, when it did: "SIGINT received", or a watcher's request_stop reason.
-    stop_reason: str | None = None
+    stop_reason: str | None
     #: True when logkit had to SIGKILL the group after --grace.
-    escalated: bool = False
+    escalated: bool
+
+    def __init__(self, exit_code: int | None, signal: int | None, stopped_by_logkit: bool = False,
+                 forwarded_signal: int | None = None, duration_s: float = 0.0, lines: int = 0,
+                 tail: list[EvidenceLine] | None = None, stop_reason: str | None = None,
+                 escalated: bool = False) -> None:
+        self.exit_code = exit_code
+        self.signal = signal
+        self.stopped_by_logkit = stopped_by_logkit
+        self.forwarded_signal = forwarded_signal
+        self.duration_s = duration_s
+        self.lines = lines
+        self.tail = [] if tail is None else tail
+        self.stop_reason = stop_reason
+        self.escalated = escalated
 
 
-@dataclass
-class Verdict:
+class Verdict(Record):
     """A watcher's say on the outcome. ``None`` fields leave the runner's generic answer."""
 
-    status: str | None = None
-    label: str | None = None
-    signature: str | None = None
-    evidence: list[EvidenceLine] = field(default_factory=list)
-    timeline: list[Milestone] = field(default_factory=list)
-    ready_at: Any = None  # datetime | None
+    __slots__ = ("status", "label", "signature", "evidence", "timeline", "ready_at")
+
+    status: str | None
+    label: str | None
+    signature: str | None
+    evidence: list[EvidenceLine]
+    timeline: list[Milestone]
+    ready_at: Any  # datetime | None
+
+    def __init__(self, status: str | None = None, label: str | None = None, signature: str | None = None,
+                 evidence: list[EvidenceLine] | None = None, timeline: list[Milestone] | None = None,
+                 ready_at: Any = None) -> None:
+        self.status = status
+        self.label = label
+        self.signature = signature
+        self.evidence = [] if evidence is None else evidence
+        self.timeline = [] if timeline is None else timeline
+        self.ready_at = ready_at
 
 
-@dataclass
-class WatchContext:
+class WatchContext(Record):
     """What a watcher may use while the attempt runs."""
+
+    __slots__ = ("attempt", "emit", "request_stop", "options")
 
     attempt: Attempt
     #: Append an event to the attempt's session (thread-safe: the store locks).
@@ -75,7 +108,14 @@ class WatchContext:
     #: Ask the runner to stop the child's process group (used by --hang-timeout, --smoke-only).
     request_stop: Callable[[str], None]
     #: Free-form options from the command line (hang_timeout, smoke prompts, smoke_only, ...).
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any]
+
+    def __init__(self, attempt: Attempt, emit: Callable[[BaseEvent], None], request_stop: Callable[[str], None],
+                 options: dict[str, Any] | None = None) -> None:
+        self.attempt = attempt
+        self.emit = emit
+        self.request_stop = request_stop
+        self.options = {} if options is None else options
 
 
 class Watcher(Protocol):
@@ -94,19 +134,31 @@ class Watcher(Protocol):
         """The child has ended (or logkit stopped it); say how the attempt ended."""
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """What a planner decided for an argv before launch."""
 
-    role: str = "command"
-    argv: list[str] | None = None  # rewritten argv, or None to keep it
-    launch: LaunchConfig | None = None
-    bench: BenchConfig | None = None
-    watcher: Watcher | None = None
+    __slots__ = ("role", "argv", "launch", "bench", "watcher", "refuse", "notes")
+
+    role: str
+    argv: list[str] | None  # rewritten argv, or None to keep it
+    launch: LaunchConfig | None
+    bench: BenchConfig | None
+    watcher: Watcher | None
     #: Set to refuse the launch: the message says why and names the fix (preflight).
-    refuse: str | None = None
+    refuse: str | None
     #: Printed to stderr before launch (warnings, the config diff).
-    notes: list[str] = field(default_factory=list)
+    notes: list[str]
+
+    def __init__(self, role: str = "command", argv: list[str] | None = None, launch: LaunchConfig | None = None,
+                 bench: BenchConfig | None = None, watcher: Watcher | None = None, refuse: str | None = None,
+                 notes: list[str] | None = None) -> None:
+        self.role = role
+        self.argv = argv
+        self.launch = launch
+        self.bench = bench
+        self.watcher = watcher
+        self.refuse = refuse
+        self.notes = [] if notes is None else notes
 
 
 class Planner(Protocol):

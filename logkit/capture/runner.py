@@ -28,12 +28,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import procs
 from ..errors import BadInput
 from . import environment as envmod
+from ._record import Record
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal, new_event, utc
 from .process import Child, exit_status, kill_group, signal_name, spawn
@@ -55,31 +55,61 @@ CONFIRM_WAIT_S = 2.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-@dataclass
-class RunOptions:
+# Plain classes with __slots__, not @dataclass: `dataclasses` imports inspect, ast and dis (~10 ms
+# of every `logkit run` start-up).
+
+
+class RunOptions(Record):
     """What the command line asked for."""
 
-    sessions: str | None = None
-    session: str | None = None
-    tests: list[str] = field(default_factory=list)
-    role: str | None = None
-    label: str | None = None
-    grace: float = 30.0
-    hang_timeout: float | None = None
-    smoke: list[str] = field(default_factory=list)
-    smoke_only: bool = False
-    preflight: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("sessions", "session", "tests", "role", "label", "grace", "hang_timeout", "smoke", "smoke_only",
+                 "preflight", "extra")
+
+    sessions: str | None
+    session: str | None
+    tests: list[str]
+    role: str | None
+    label: str | None
+    grace: float
+    hang_timeout: float | None
+    smoke: list[str]
+    smoke_only: bool
+    preflight: bool
+    extra: dict[str, Any]
+
+    def __init__(self, sessions: str | None = None, session: str | None = None, tests: list[str] | None = None,
+                 role: str | None = None, label: str | None = None, grace: float = 30.0,
+                 hang_timeout: float | None = None, smoke: list[str] | None = None, smoke_only: bool = False,
+                 preflight: bool = True, extra: dict[str, Any] | None = None) -> None:
+        self.sessions = sessions
+        self.session = session
+        self.tests = [] if tests is None else tests
+        self.role = role
+        self.label = label
+        self.grace = grace
+        self.hang_timeout = hang_timeout
+        self.smoke = [] if smoke is None else smoke
+        self.smoke_only = smoke_only
+        self.preflight = preflight
+        self.extra = {} if extra is None else extra
 
 
-@dataclass
-class RunResult:
+class RunResult(Record):
     """What happened, for the CLI's summary."""
 
+    __slots__ = ("exit_status", "session", "attempt", "outcome")
+
     exit_status: int
-    session: str | None = None
-    attempt: dict[str, Any] | None = None
-    outcome: dict[str, Any] | None = None
+    session: str | None
+    attempt: dict[str, Any] | None
+    outcome: dict[str, Any] | None
+
+    def __init__(self, exit_status: int, session: str | None = None, attempt: dict[str, Any] | None = None,
+                 outcome: dict[str, Any] | None = None) -> None:
+        self.exit_status = exit_status
+        self.session = session
+        self.attempt = attempt
+        self.outcome = outcome
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
