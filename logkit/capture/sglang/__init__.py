@@ -4,8 +4,10 @@ Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`)
 launch flags with SGLang's own parser in the command's interpreter (:mod:`.args`), refuses a launch
 SGLang would reject unless ``--no-preflight`` (``options["preflight"]``), diffs it against
 ``options["previous_launch"]``, gives a benchmark an ``--output-file`` in the session when it has
-none and links it to the launch it measures, and returns a :class:`~logkit.capture.hooks.Plan` with
-the matching watcher (:mod:`.watcher`). It returns None for anything else.
+none (a FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user-given
+``--output-file`` is the user's file and is left alone) and links it to the launch it measures,
+and returns a :class:`~logkit.capture.hooks.Plan` with the matching watcher (:mod:`.watcher`).
+It returns None for anything else.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
     if target is None:
         return None
     if target.kind == "bench":
-        return _plan_bench(argv, target, options)
+        return _plan_bench(argv, env, target, options)
     return _plan_launch(argv, env, target, options)
 
 
@@ -107,7 +109,7 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
     return Plan(role="launch", launch=cfg, watcher=LaunchWatcher(cfg), notes=notes)
 
 
-def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
+def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
     from .args import parse_bench
     from .watcher import BenchWatcher
 
@@ -115,10 +117,17 @@ def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
     new_argv = None
     output = bench.output_file
     owned = False
+    sink = None
+    notes: list[str] = []
+    fallback: str | None = None
     if output is None and target.args_at is not None and options.get("session_dir"):
         logs = Path(options["session_dir"]) / "logs"
         output = str(logs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")
-        new_argv = argv[: target.args_at] + ["--output-file", output] + argv[target.args_at :]
+        sink, fallback = _bench_sink(Path(output), argv, env)
+        if fallback:
+            notes.append(fallback)
+        handed = str(sink.fifo) if sink is not None else output
+        new_argv = argv[: target.args_at] + ["--output-file", handed] + argv[target.args_at :]
         bench = bench.model_copy(update={"output_file": output})
         owned = True
     host, port = bench.host, bench.port
@@ -127,5 +136,21 @@ def _plan_bench(argv: list[str], target: Any, options: dict[str, Any]) -> Plan:
         if m:
             host, port = m.group(1), int(m.group(2)) if m.group(2) else port
     server = _server_for(host, port, options.get("session_dir"))
-    notes = [f"benchmark of {server} ({host}:{port})"] if server else []
-    return Plan(role="bench", argv=new_argv, bench=bench, watcher=BenchWatcher(bench, output, server, owned), notes=notes)
+    if server:
+        notes.insert(0, f"benchmark of {server} ({host}:{port})")
+    watcher = BenchWatcher(bench, output, server, owned, sink=sink, fallback=fallback)
+    return Plan(role="bench", argv=new_argv, bench=bench, watcher=watcher, notes=notes)
+
+
+def _bench_sink(output: Path, argv: list[str], env: dict[str, str]) -> tuple[Any, str | None]:
+    """A started FIFO sink for ``output`` (:mod:`.fifo`), or None and why it fell back to a plain file."""
+    from ..redact import Redactor
+    from .bench import redact_record
+    from .fifo import FifoSink
+
+    redactor = Redactor.for_run(env, argv)
+    try:
+        return FifoSink.create(output, lambda line: redact_record(line, redactor)), None
+    except OSError as exc:
+        return None, (f"bench output: no FIFO possible ({exc.strerror or exc}); the client writes {output} and logkit "
+                      "scrubs it when the client exits, so its server_info secrets are on disk until then")

@@ -2,7 +2,8 @@
 
 Contract: :func:`parse_jsonl` takes the last JSON line of a ``--output-file`` (SGLang appends),
 redacts the embedded ``server_info`` secrets, and returns metrics named with SGLang's own JSONL
-keys plus labels; :func:`parse_text` reads the printed "Serving Benchmark Result" block of any
+keys plus labels; :func:`redact_record` is the redaction applied to each record before it is
+stored (:mod:`.fifo`); :func:`parse_text` reads the printed "Serving Benchmark Result" block of any
 version (2024 without max-concurrency, 0.4.0-0.4.4's misspelt "Max reqeuest concurrency", builds
 without TPOT, 2026's peak and P90 lines, posts with padding stripped or cut short: whatever lines
 are there). :func:`parse_file` tries JSONL first. Pure.
@@ -20,7 +21,7 @@ from typing import Any
 from ...errors import BadInput
 from .outcomes import _data
 
-__all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info"]
+__all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info", "redact_record"]
 
 #: Printed label -> JSONL key (labels compared lower-case, without the trailing colon).
 TEXT_KEYS: dict[str, str] = {
@@ -78,12 +79,27 @@ class BenchResult:
 
 def redact_info(info: Any) -> Any:
     """``server_info`` with every secret key's value replaced (api_key, admin_api_key, ...)."""
-    keys = set(_data("sglang.toml")["redact_keys"])
+    return _redact_keys(info, frozenset(_data("sglang.toml")["redact_keys"]))
+
+
+def _redact_keys(info: Any, keys: frozenset[str]) -> Any:
     if isinstance(info, dict):
-        return {k: ("[REDACTED]" if k in keys and v not in (None, "") else redact_info(v)) for k, v in info.items()}
+        return {k: ("[REDACTED]" if k in keys and v not in (None, "") else _redact_keys(v, keys))
+                for k, v in info.items()}
     if isinstance(info, list):
-        return [redact_info(v) for v in info]
+        return [_redact_keys(v, keys) if isinstance(v, (dict, list)) else v for v in info]
     return info
+
+
+def redact_record(line: bytes, redactor: Any) -> bytes:
+    """One JSONL record as it may be stored: ``server_info`` secrets and whatever ``redactor``
+    (a :class:`~logkit.capture.redact.Redactor`) finds replaced. A line that is not JSON gets the
+    redactor's text patterns."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return redactor.chunk(line)
+    return json.dumps(redactor.scrub(redact_info(rec))).encode("utf-8")
 
 
 def _number(value: Any) -> float | None:

@@ -8,8 +8,10 @@ versions) once ready and emits a redacted ``ServerInfo``, sends the ``--smoke`` 
 ``Smoke`` events (a degenerate reply makes the attempt ``garbage``), and with ``--smoke-only``
 asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
 before ready, or output but the ready endpoint never answering within it; it then asks the runner
-to stop. :meth:`finished` returns the :class:`~logkit.capture.hooks.Verdict`. A failure inside the
-thread is recorded in the label, never raised into the recorder.
+to stop. :class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client
+ends, then reads the redacted record. :meth:`finished` returns the
+:class:`~logkit.capture.hooks.Verdict`. A failure inside the thread is recorded in the label,
+never raised into the recorder.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ...events import BenchConfig, LaunchConfig, Metric, ServerInfo, Smoke
 from ..hooks import ExitInfo, Verdict, WatchContext
 from .args import fingerprint
 from .bench import BenchResult, parse_file, parse_text, redact_info
+from .fifo import FifoSink
 from .outcomes import Classifier
 from .smoke import degenerate, send
 from .timeline import Timeline
@@ -213,11 +216,15 @@ class BenchWatcher:
     """Watches one SGLang benchmark client run; emits one Metric per figure when it ends."""
 
     def __init__(self, bench: BenchConfig, output_file: str | None, server_attempt: str | None,
-                 owned: bool = False) -> None:
+                 owned: bool = False, sink: FifoSink | None = None, fallback: str | None = None) -> None:
         self.bench = bench
         self.output_file = output_file
-        #: True when logkit chose the output file (inside the session): it is then redacted in place.
+        #: True when logkit chose the output file (inside the session). With ``sink`` the client writes
+        #: into its FIFO and only redacted records reach ``output_file``; without (no FIFO possible,
+        #: ``fallback`` says why) the file is redacted in place when the client exits.
         self.owned = owned
+        self.sink = sink
+        self.fallback = fallback
         self.server_attempt = server_attempt
         self.clf = Classifier()
         self.ctx: WatchContext | None = None
@@ -226,6 +233,17 @@ class BenchWatcher:
 
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
+        if self.fallback:
+            self._note(self.fallback)
+        elif self.sink is not None and self.sink.tmpdir is not None:
+            self._note(f"bench output FIFO in a {self.sink.where}")
+
+    def _note(self, text: str) -> None:
+        if self.ctx is None:
+            return
+        from ...events import Note
+
+        self.ctx.emit(Note(session=self.ctx.attempt.session, text=text, refs=[self.ctx.attempt.short_id]))
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         self.clf.feed(chunk, first_line)
@@ -252,7 +270,7 @@ class BenchWatcher:
         return None
 
     def _redact_output(self) -> None:
-        """The client writes /server_info (api_key, admin_api_key) in clear: scrub the session's copy."""
+        """No FIFO possible: the client wrote /server_info (api_key, admin_api_key) in clear; scrub it now."""
         if not (self.owned and self.output_file and Path(self.output_file).is_file()):
             return
         path = Path(self.output_file)
@@ -269,10 +287,15 @@ class BenchWatcher:
         tmp.replace(path)
 
     def finished(self, exit_info: ExitInfo) -> Verdict:
-        try:
-            self._redact_output()
-        except OSError:
-            pass
+        if self.sink is not None:
+            self.sink.close()
+            for problem in self.sink.problems:
+                self._note(problem)
+        else:
+            try:
+                self._redact_output()
+            except OSError:
+                pass
         result = self._result()
         if result is not None and self.ctx is not None:
             labels = {**self.bench.labels, **result.labels}

@@ -1,7 +1,8 @@
 """``python -m sglang.bench_serving`` of the stand-in package (the real client imports torchvision,
 which is not installed here): asks the server for /server_info like the real client, appends one
-JSONL record with the real client's key names to --output-file and prints a real result block
-(tests/fixtures/bench/sglang-33108-2026.txt)."""
+JSONL record with the real client's key names to --output-file (``open(path, "a")`` and one
+``json.dumps(record) + "\\n"`` write, like SGLang; ``--output-details`` adds the per-request lists)
+and prints a real result block (tests/fixtures/bench/sglang-33108-2026.txt)."""
 
 import argparse
 import json
@@ -18,6 +19,7 @@ ap.add_argument("--num-prompts", type=int, default=1000)
 ap.add_argument("--max-concurrency", type=int)
 ap.add_argument("--random-input-len", type=int, default=1024)
 ap.add_argument("--random-output-len", type=int, default=1024)
+ap.add_argument("--output-details", action="store_true")
 args, _ = ap.parse_known_args()
 host = "127.0.0.1" if args.host == "0.0.0.0" else args.host
 with urllib.request.urlopen(f"http://{host}:{args.port}/server_info", timeout=5) as r:
@@ -35,5 +37,11 @@ if args.output_file:
            "median_ttft_ms": 607.40, "p99_ttft_ms": 1200.5, "mean_tpot_ms": 15.1, "mean_itl_ms": 15.0,
            "p99_itl_ms": 40.2, "concurrency": 3.71, "accept_length": None, "max_output_tokens_per_s": 76.0,
            "max_concurrent_requests": 5}
-    with open(args.output_file, "a") as fh:
-        fh.write(json.dumps(rec) + "\n")
+    if args.output_details:  # the real client's per-request lists (bench_serving.py l.1940-1951)
+        n = args.num_prompts
+        rec |= {"input_lens": [args.random_input_len] * n, "output_lens": [args.random_output_len] * n,
+                "ttfts": [0.75] * n, "itls": [[0.015] * 8] * n, "errors": [""] * n,
+                "generated_texts": [f"reply {i} " + "lorem ipsum " * (args.random_output_len // 2) for i in range(n)]}
+    # Exactly as SGLang appends its record (sglang/benchmark/serving.py l.1961).
+    with open(args.output_file, "a") as file:
+        file.write(json.dumps(rec) + "\n")
