@@ -35,21 +35,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import procs
-from .lockfile import appending
+from .abandon import abandoned_outcome, recording_alive
 from .errors import BadInput, NotFound, SchemaTooNew
 from .events import (
+    SCHEMA_VERSION,
     Attempt,
     BaseEvent,
-    EvidenceLine,
-    LogFile,
     Outcome,
     Provenance,
     Session,
-    Survivor,
-    SCHEMA_VERSION,
     fast_validate,
     parse_event,
 )
+from .lockfile import appending
 
 __all__ = [
     "ENV_SESSIONS",
@@ -328,9 +326,9 @@ class SessionHandle:
                     continue
                 if attempt.recorder_host not in (None, host):
                     continue  # recorded on another machine: cannot tell from here
-                if attempt.recorder_pid and procs.alive(attempt.recorder_pid) and _is_logkit(attempt.recorder_pid):
+                if attempt.recorder_pid and recording_alive(attempt.recorder_pid):
                     continue  # still being recorded
-                outcome = _abandoned(self, attempt)
+                outcome = abandoned_outcome(self.id, self.dir, attempt)
                 txn.append(outcome, durable=True)
                 written.append(outcome)
         for outcome in written:  # the user must hear of a group left running (GPU memory held)
@@ -339,78 +337,6 @@ class SessionHandle:
             print(f"logkit: warning: {self.id}/{outcome.attempt} marked abandoned: {outcome.label}{kill}",
                   file=sys.stderr)
         return written
-
-
-def _is_logkit(pid: int) -> bool:
-    line = procs.cmdline(pid) or ""
-    return "logkit" in line
-
-
-def _abandoned(handle: SessionHandle, attempt: Attempt) -> Outcome:
-    survivors = []
-    if attempt.pgid and attempt.recorder_host in (None, procs.hostname()):
-        survivors = [Survivor(pid=p, cmdline=procs.cmdline(p)) for p in procs.group_members(attempt.pgid)]
-    log = None
-    tail: list[EvidenceLine] = []
-    if attempt.log is not None:
-        path = handle.dir / attempt.log.path
-        log = LogFile(path=attempt.log.path)
-        if path.exists():
-            log = _log_digest(path, attempt.log.path)
-            tail = _tail(path)
-    now = datetime.now(UTC)
-    label = "logkit stopped recording before the command ended (killed or crashed)"
-    if survivors:
-        label += f"; {len(survivors)} process(es) of its group still running: " + ", ".join(
-            str(s.pid) for s in survivors
-        )
-    return Outcome(
-        session=handle.id,
-        attempt=attempt.short_id,
-        status="abandoned",
-        label=label,
-        ended=now,
-        duration_s=(now - attempt.started).total_seconds(),
-        log=log,
-        tail=tail,
-        survivors=survivors,
-        provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"),
-    )
-
-
-def _log_digest(path: Path, rel: str) -> LogFile:
-    import hashlib
-
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return LogFile(path=rel, size=size, sha256=digest.hexdigest())
-
-
-def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
-    with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        end = fh.tell()
-        fh.seek(max(0, end - 64 * 1024))
-        chunk = fh.read()
-        start_line = None if end > 64 * 1024 else 1
-    text = chunk.decode("utf-8", "replace")
-    # "\n" ends a line (as line numbers count); a "\r" progress bar shows its last state
-    lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
-    if text.endswith("\n") or not text:
-        lines.pop()
-    if start_line is None:
-        with open(path, "rb") as fh:
-            total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
-        if not chunk.endswith(b"\n"):
-            total += 1
-        start_line = total - len(lines) + 1
-    picked = lines[-count:]
-    first = start_line + len(lines) - len(picked)
-    return [EvidenceLine(line=first + i, text=text[:2000]) for i, text in enumerate(picked)]
 
 
 class Store:

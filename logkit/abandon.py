@@ -1,0 +1,93 @@
+"""What an attempt looks like after the logkit recording it died: the ``abandoned`` outcome.
+
+The store writes it when a later command opens the session (``SessionHandle.reconcile``): the log
+as far as it got (size, sha256, last lines, as the recorder would have written them) and the
+processes of the attempt's group still running, so GPU memory held by an orphaned server is named.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import procs
+from .events import Attempt, EvidenceLine, LogFile, Outcome, Provenance, Survivor
+
+__all__ = ["abandoned_outcome", "recording_alive"]
+
+
+def recording_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live logkit process (the recorder of an attempt)."""
+    if not procs.alive(pid):
+        return False
+    line = procs.cmdline(pid) or ""
+    return "logkit" in line
+
+
+def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> Outcome:
+    """The ``abandoned`` outcome of an attempt whose recorder is gone: log digest, tail, survivors."""
+    survivors = []
+    if attempt.pgid and attempt.recorder_host in (None, procs.hostname()):
+        survivors = [Survivor(pid=p, cmdline=procs.cmdline(p)) for p in procs.group_members(attempt.pgid)]
+    log = None
+    tail: list[EvidenceLine] = []
+    if attempt.log is not None:
+        path = session_dir / attempt.log.path
+        log = LogFile(path=attempt.log.path)
+        if path.exists():
+            log = _log_digest(path, attempt.log.path)
+            tail = _tail(path)
+    now = datetime.now(UTC)
+    label = "logkit stopped recording before the command ended (killed or crashed)"
+    if survivors:
+        label += f"; {len(survivors)} process(es) of its group still running: " + ", ".join(
+            str(s.pid) for s in survivors
+        )
+    return Outcome(
+        session=session_id,
+        attempt=attempt.short_id,
+        status="abandoned",
+        label=label,
+        ended=now,
+        duration_s=(now - attempt.started).total_seconds(),
+        log=log,
+        tail=tail,
+        survivors=survivors,
+        provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"),
+    )
+
+
+def _log_digest(path: Path, rel: str) -> LogFile:
+    import hashlib
+
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return LogFile(path=rel, size=size, sha256=digest.hexdigest())
+
+
+def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        end = fh.tell()
+        fh.seek(max(0, end - 64 * 1024))
+        chunk = fh.read()
+        start_line = None if end > 64 * 1024 else 1
+    text = chunk.decode("utf-8", "replace")
+    # "\n" ends a line (as line numbers count); a "\r" progress bar shows its last state
+    lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
+    if text.endswith("\n") or not text:
+        lines.pop()
+    if start_line is None:
+        with open(path, "rb") as fh:
+            total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+        if not chunk.endswith(b"\n"):
+            total += 1
+        start_line = total - len(lines) + 1
+    picked = lines[-count:]
+    first = start_line + len(lines) - len(picked)
+    return [EvidenceLine(line=first + i, text=text[:2000]) for i, text in enumerate(picked)]
