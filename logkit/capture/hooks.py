@@ -32,7 +32,7 @@ from ._record import Record
 if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slow `logkit run -- true`
     from ..events import Attempt, BaseEvent, BenchConfig, EvidenceLine, LaunchConfig, Milestone
 
-__all__ = ["ExitInfo", "Plan", "Planner", "Verdict", "Watcher", "WatchContext"]
+__all__ = ["ExitInfo", "Plan", "Planner", "Verdict", "WatchContext", "Watcher"]
 
 # Plain classes with __slots__ rather than @dataclass: `dataclasses` imports inspect, ast and dis
 # (~10 ms of every `logkit run` start-up). Field names, order and defaults are the dataclasses' ones;
