@@ -35,3 +35,44 @@ def test_pty_run_keeps_ansi_colours(sessions: Path, logkit) -> None:
     (sid,) = Store(sessions).session_ids()
     log = (sessions / sid / "logs" / "A1.log").read_bytes()
     assert log == b"tty True True\n\x1b[31mred\x1b[0m\n"  # the child's own bytes: no \r\n
+
+
+RESIZE_CHILD = (
+    "import os, signal, sys, time\n"
+    "signal.signal(signal.SIGWINCH, lambda *a: print('size', *os.get_terminal_size(), flush=True))\n"
+    "print('ready', *os.get_terminal_size(), flush=True)\n"
+    "end = time.monotonic() + 10\n"
+    "while time.monotonic() < end: time.sleep(0.05)\n"
+)
+
+
+def test_a_resized_terminal_resizes_the_child(sessions: Path, logkit) -> None:
+    import fcntl
+    import struct
+    import termios
+
+    assert logkit("session", "start", "resize").returncode == 0
+    pid, master = pty.fork()
+    if pid == 0:
+        os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", RESIZE_CHILD])
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    seen = b""
+    end = time.monotonic() + 20
+    resized = False
+    while time.monotonic() < end and b"size 132 50" not in seen:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        seen += data
+        if b"ready" in seen and not resized:
+            # the user drags the window: logkit's terminal gets a new size (and logkit a SIGWINCH)
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+            resized = True
+    os.kill(pid, 2)
+    os.waitpid(pid, 0)
+    os.close(master)
+    assert b"ready 100 30" in seen, seen
+    assert b"size 132 50" in seen, seen

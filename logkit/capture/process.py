@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from ._record import Record
 
-__all__ = ["Child", "exit_status", "kill_group", "spawn"]
+__all__ = ["Child", "copy_winsize", "exit_status", "kill_group", "spawn"]
 
 PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -54,7 +54,8 @@ class Child(Record):
         self.pidfd = pidfd
 
 
-def _copy_winsize(master: int) -> None:
+def copy_winsize(master: int) -> None:
+    """Give the child's pty the size of logkit's own terminal (the kernel then sends it SIGWINCH)."""
     for fd in (1, 2, 0):
         try:
             size = fcntl.ioctl(fd, termios.TIOCGWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
@@ -72,7 +73,7 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the log gets the child's bytes
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
-            _copy_winsize(master)
+            copy_winsize(master)
         except (OSError, termios.error):
             pass
         try:

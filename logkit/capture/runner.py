@@ -36,7 +36,7 @@ from . import environment as envmod
 from ._record import Record
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal, new_event, utc
-from .process import Child, exit_status, kill_group, signal_name, spawn
+from .process import Child, copy_winsize, exit_status, kill_group, signal_name, spawn
 from .recorder import Recorder
 from .redact import Redactor
 
@@ -110,6 +110,16 @@ class RunResult(Record):
         self.session = session
         self.attempt = attempt
         self.outcome = outcome
+
+
+def _resize(child: Child) -> None:
+    # The pty is not the child's controlling terminal (it runs in a session of its own without
+    # one), so the kernel sends no SIGWINCH on the resize: send it to the group ourselves.
+    try:
+        copy_winsize(next(iter(child.outputs)))
+        os.killpg(child.pgid, signal.SIGWINCH)
+    except (OSError, StopIteration):
+        pass  # the pty or the group is gone: the child has ended
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
@@ -247,6 +257,8 @@ def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Pl
     os.set_blocking(wake_w, False)
     old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     old_handlers = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in FORWARDED}
+    if child.pty:  # a resized terminal resizes the child's pty: progress bars redraw to fit
+        old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: _resize(child))
     rec = Recorder(log_fd, redactor, None)
     if watcher is not None:
         from ..events import Attempt
