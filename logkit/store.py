@@ -424,7 +424,8 @@ class Store:
                 title=title,
                 goal=goal,
                 tags=list(tags or []),
-                host=procs.hostname(),
+                # a session rebuilt from a written account did not run here: its host is unknown
+                host=None if provenance is not None and provenance.source == "reconstructed" else procs.hostname(),
                 logkit_version=__version__,
                 provenance=provenance,
             ),
