@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+__all__ = ["on_pre_build"]
+
 
 def on_pre_build(config: Any) -> None:
     """Re-render the sessions into the docs directory (only changed pages are rewritten)."""

@@ -4,3 +4,5 @@
 ``runner`` ties them into an attempt, and ``sglang`` understands SGLang launches and benchmarks
 through the seam in ``hooks``. Never imports ``logkit.build``.
 """
+
+__all__ = []

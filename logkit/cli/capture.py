@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+__all__ = ["register"]
+
 GRACE_HELP = (
     "seconds between forwarding SIGINT/SIGTERM/SIGHUP to the command's process group and SIGKILLing it "
     "(default 30; SGLang drains requests for up to ~75 s on SIGTERM, raise it to let it finish)"

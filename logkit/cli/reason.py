@@ -15,6 +15,8 @@ from typing import Any
 
 from ._common import add_json, group, print_json, store
 
+__all__ = ["register"]
+
 PRIORITIES = ("low", "medium", "high")
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from ._common import add_json, group, print_json, store
 
+__all__ = ["register"]
+
 
 def register(sub: Any) -> None:
     """Add this domain's commands."""

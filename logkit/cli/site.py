@@ -9,6 +9,8 @@ from typing import Any
 
 from ._common import store
 
+__all__ = ["register"]
+
 
 def register(sub: Any) -> None:
     """Add the site commands."""
