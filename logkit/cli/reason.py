@@ -376,8 +376,11 @@ def parse_launch(argv: list[str]) -> Any:
     else:
         fingerprint = {k: v for k, v in cfg.fingerprint.items() if v != NO_MODEL}
     return cfg.model_copy(update={"args": dict(given), "non_default": given, "fingerprint": fingerprint, "unresolved": True,
-                                # the parser's SGLang is not the account's: claim no version
-                                "sglang_version": None})
+                                # the parser's SGLang is not the account's: claim no version,
+                                # and no host or port the account does not give (SGLang's defaults)
+                                "sglang_version": None,
+                                "host": cfg.host if "host" in given else None,
+                                "port": cfg.port if "port" in given else None})
 
 
 def cmd_record_attempt(args: argparse.Namespace) -> int:
