@@ -6,6 +6,7 @@ import os
 import pty
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from logkit.store import Store
@@ -13,14 +14,11 @@ from logkit.store import Store
 CHILD = "import sys; print('tty', sys.stdout.isatty(), sys.stderr.isatty()); print('\\x1b[31mred\\x1b[0m', flush=True)"
 
 
-def test_pty_run_keeps_ansi_colours(sessions: Path, logkit) -> None:
-    assert logkit("session", "start", "pty").returncode == 0
-    pid, master = pty.fork()
-    if pid == 0:  # the child: logkit with a terminal as stdout
-        os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", CHILD])
+def _read(master: int, until: Callable[[bytes], bool] = lambda _seen: False, *, timeout: float = 20) -> bytes:
+    """What logkit writes to its terminal, until EOF, ``until(seen)`` or the timeout."""
     seen = b""
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not until(seen):
         try:
             data = os.read(master, 65536)
         except OSError:
@@ -28,6 +26,15 @@ def test_pty_run_keeps_ansi_colours(sessions: Path, logkit) -> None:
         if not data:
             break
         seen += data
+    return seen
+
+
+def test_pty_run_keeps_ansi_colours(sessions: Path, logkit) -> None:
+    assert logkit("session", "start", "pty").returncode == 0
+    pid, master = pty.fork()
+    if pid == 0:  # the child: logkit with a terminal as stdout
+        os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", CHILD])
+    seen = _read(master)
     _, status = os.waitpid(pid, 0)
     os.close(master)
     assert os.waitstatus_to_exitcode(status) == 0, seen
@@ -56,21 +63,10 @@ def test_a_resized_terminal_resizes_the_child(sessions: Path, logkit) -> None:
     if pid == 0:
         os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", RESIZE_CHILD])
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    seen = b""
-    end = time.monotonic() + 20
-    resized = False
-    while time.monotonic() < end and b"size 132 50" not in seen:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        seen += data
-        if b"ready" in seen and not resized:
-            # the user drags the window: logkit's terminal gets a new size (and logkit a SIGWINCH)
-            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
-            resized = True
+    seen = _read(master, lambda seen: b"ready" in seen)
+    # the user drags the window: logkit's terminal gets a new size (and logkit a SIGWINCH)
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+    seen += _read(master, lambda more: b"size 132 50" in seen + more)
     os.kill(pid, 2)
     os.waitpid(pid, 0)
     os.close(master)
