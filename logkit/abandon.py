@@ -3,6 +3,10 @@
 The store writes it when a later command opens the session (``SessionHandle.reconcile``): the log
 as far as it got (size, sha256, last lines, as the recorder would have written them) and the
 processes of the attempt's group still running, so GPU memory held by an orphaned server is named.
+
+A ``log.path`` comes from ``events.jsonl``, which arrives through git and merges: it is read only
+when it resolves (symbolic links followed) inside the session's directory (:func:`confined_log`);
+otherwise the outcome names the path and says it was not read.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 from . import procs
 from .events import Attempt, EvidenceLine, LogFile, Outcome, Provenance, Survivor
 
-__all__ = ["abandoned_outcome", "recording_alive"]
+__all__ = ["abandoned_outcome", "confined_log", "recording_alive"]
 
 
 def recording_alive(pid: int) -> bool:
@@ -25,6 +29,19 @@ def recording_alive(pid: int) -> bool:
     return "logkit" in line
 
 
+def confined_log(session_dir: Path, rel: str) -> Path | None:
+    """The log file ``rel`` names, if it lies inside ``session_dir``; None for an absolute path,
+    ``..`` out of the session or a link that leads outside it."""
+    if not rel or "\x00" in rel or Path(rel).is_absolute():
+        return None
+    try:
+        root = session_dir.resolve()
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return path if path != root and path.is_relative_to(root) else None
+
+
 def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> Outcome:
     """The ``abandoned`` outcome of an attempt whose recorder is gone: log digest, tail, survivors."""
     survivors = []
@@ -32,14 +49,18 @@ def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> O
         survivors = [Survivor(pid=p, cmdline=procs.cmdline(p)) for p in procs.group_members(attempt.pgid)]
     log = None
     tail: list[EvidenceLine] = []
+    outside = False
     if attempt.log is not None:
-        path = session_dir / attempt.log.path
+        path = confined_log(session_dir, attempt.log.path)
+        outside = path is None
         log = LogFile(path=attempt.log.path)
-        if path.exists():
+        if path is not None and path.is_file():
             log = _log_digest(path, attempt.log.path)
             tail = _tail(path)
     now = datetime.now(UTC)
     label = "logkit stopped recording before the command ended (killed or crashed)"
+    if outside:
+        label += f"; its log path {attempt.log.path!r} is outside the session directory: not read"
     if survivors:
         label += f"; {len(survivors)} process(es) of its group still running: " + ", ".join(
             str(s.pid) for s in survivors

@@ -401,7 +401,9 @@ class Store:
         if not title.strip():
             raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
         when = when or datetime.now(UTC)
-        base = session_id or f"{when:%Y-%m-%d}-{slugify(title)}"
+        # the id names a directory, URLs and pages: made from the title as it is stored (redacted)
+        shown = self.scrub(title) if self.scrub is not None else title
+        base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}"
         if not _SESSION_ID_RE.match(base):
             raise BadInput(f"{base!r} is not a valid session id", fix="use letters, digits, '.', '_' and '-'")
         self.root.mkdir(parents=True, exist_ok=True)

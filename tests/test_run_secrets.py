@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
-from logkit.capture.redact import Redactor
+import pytest
+
+from logkit.capture.redact import ENGINE_ENV, Redactor, available_engines
 from logkit.store import Store
 
 ENV_TOKEN = "hf_PlantedEnvToken0123456789abcdef"
@@ -61,25 +64,61 @@ def test_redactor_keeps_harmless_values() -> None:
     assert r.chunk(b"'hf_token': \"abc\"\n") == b"'hf_token': \"[REDACTED]\"\n"
 
 
-def test_every_prefilter_agrees() -> None:
-    from logkit.capture import redact
+ENGINES = available_engines()
 
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each prefilter engine installed here, forced the way users force it (LOGKIT_REDACT_ENGINE)."""
+    monkeypatch.setenv(ENGINE_ENV, request.param)
+    return request.param
+
+
+def test_the_fast_engines_are_installed_for_the_tests() -> None:
+    # scripts/setup.sh --test installs logkit[fast]: both paths are tested (stdlib everywhere)
+    assert ENGINES[-1] == "stdlib" and "re2" in ENGINES, ENGINES
+
+
+def test_every_prefilter_agrees(engine: str) -> None:
     text = (b"plain line\n" * 50 + b"{'api_key': 'abc123', 'hf_token': \"x1\"}\nhttps://u:pw12345@h/\n"
             + b"echo plantedtok123\n" + b"Decode batch, #token: 1234, token usage: 0.01\n")
-    fast = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
-    assert type(fast._fast if fast._fast is not False else redact._fast_prefilter((b"x",), ())).__name__ in (
-        "_HyperscanFilter", "_Regexp", "Pattern"), "the fast prefilter is installed"
-    slow = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
-    slow._fast = None  # the path taken without hyperscan or google-re2
-    re2_only = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
-    import re2
+    r = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
+    assert r.engine == engine
+    assert r.suspicious(b"x" * 5000 + b"HF_abc") and not r.suspicious(b"Decode batch, #token: 1\n" * 100)
+    out = r.chunk(text)
+    assert out == text.replace(b"abc123", b"[REDACTED]").replace(b'"x1"', b'"[REDACTED]"').replace(
+        b"pw12345", b"[REDACTED]").replace(b"plantedtok123", b"[REDACTED]")
+    assert r.chunk(b"nothing here\n") == b"nothing here\n"
+    # a trigger deep inside a big chunk: only its lines are searched, the rest is copied unchanged
+    big = b"plain line\n" * 20_000 + b"key is hf_" + b"B" * 30 + b"\n" + b"plain line\n" * 20_000
+    assert r.chunk(big) == big.replace(b"hf_" + b"B" * 30, b"[REDACTED]")
 
-    re2_only._fast = re2.compile(b"(?i:" + b"|".join(re2.escape(t) for t in re2_only.rules.prefilter) + b")|plantedtok123")
-    assert fast.chunk(text) == slow.chunk(text) == re2_only.chunk(text)
-    for r in (fast, re2_only):
-        assert r.suspicious(b"x" * 5000 + b"HF_abc") and not r.suspicious(b"Decode batch, #token: 1\n" * 100)
-    assert b"plantedtok123" not in slow.chunk(text) and b"pw12345" not in slow.chunk(text)
-    assert slow.chunk(b"nothing here\n") == b"nothing here\n"
+
+def test_every_pattern_is_reached_through_the_prefilter(engine: str) -> None:
+    """One example per pattern of secrets.toml, each alone in a big chunk: the prefilter must let it through."""
+    from logkit.capture.redact import load_rules
+
+    examples = {
+        "url-credentials": b"proxy https://user:s3cretpw@proxy:3128/",
+        "url-query-secret": b"GET https://h/x?a=1&token=URLTOKENVALUE3&b=2",
+        "key-value": b"aws_secret_access_key = AWSSECRETVALUE1",
+        "token-value": b"{'token': 'TOKVALUE99'}",
+        "flag-value": b"cmd: serve --admin-api-key FLAGKEY1234",
+        "authorization": b"Authorization: Basic dXNlcjpCQVNJQ1BBU1M=",
+        "bearer": b"curl -H 'x: Bearer BEARERVALUE123'",
+        "password-word": b"the password hunter2xyz in a note",
+        "huggingface-token": b"echo hf_" + b"H" * 30,
+        "openai-style-key": b"key sk-" + b"O" * 30,
+        "github-token": b"ghp_" + b"G" * 36,
+        "jwt": b"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    }
+    assert set(examples) == {name for name, _ in load_rules().patterns}, "every pattern has an example here"
+    r = Redactor.for_run({}, [])
+    for name, example in examples.items():
+        chunk = b"Decode batch, #token: 1\n" * 3000 + example + b"\n" + b"Decode batch, #token: 1\n" * 3000
+        out = r.chunk(chunk)
+        assert out != chunk and b"[REDACTED]" in out, name
+        assert out.count(b"\n") == chunk.count(b"\n") and out.startswith(b"Decode batch"), name
 
 
 def test_a_secret_split_across_reads_is_still_redacted(tmp_path: Path) -> None:
@@ -103,3 +142,92 @@ def _split_everywhere(tmp_path: Path, stream: bytes) -> None:
         stored = log.read_bytes()
         assert b"s3cr3tvalue" not in stored and b"A" * 30 not in stored, (stream, cut)
         assert stored.count(b"\n") == stream.count(b"\n")
+
+
+# -- a line written in parts: the partial-line flush must never write a secret -----------------------
+
+PAUSED_LINES = [
+    b"export HF_TOKEN=hf_" + b"P" * 30 + b" done\n",
+    b"the password hunter2xyz was set\n",
+    b"server_args=ServerArgs(api_key='pausedkey123', port=1)\n",
+    b"Authorization: Basic dXNlcjpQQVVTRURQQVNT\n",
+]
+PAUSED_SECRETS = [b"P" * 30, b"hunter2xyz", b"pausedkey123", b"dXNlcjpQQVVTRURQQVNT"]
+
+
+def _record_in_parts(path: Path, parts: list[bytes], stale_between: bool, literals: list[str] = ()) -> bytes:
+    from logkit.capture import recorder
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    rec = recorder.Recorder(fd, Redactor(literals=literals), None)
+    for part in parts:
+        rec.record(5, part, rec.scan(5, part))
+        if stale_between:
+            rec.flush_stale(time.monotonic() + recorder.PARTIAL_AGE_S + 0.1)  # the pause: older than the age
+    rec.flush_stale(0.0, everything=True)
+    os.close(fd)
+    return path.read_bytes()
+
+
+def test_a_line_paused_at_any_byte_stores_no_secret(tmp_path: Path, engine: str) -> None:
+    """Every cut of every line, with a pause longer than the partial-line age at the cut."""
+    for line, secret in zip(PAUSED_LINES, PAUSED_SECRETS, strict=True):
+        for cut in range(1, len(line)):
+            stored = _record_in_parts(tmp_path / "log", [line[:cut], line[cut:]], stale_between=True)
+            assert secret not in stored, (line, cut, stored)
+            assert b"[REDACTED]" in stored and stored.count(b"\n") == 1, (line, cut, stored)
+        # three parts, two pauses
+        for a in range(1, len(line), 3):
+            for b in range(a + 1, len(line), 5):
+                stored = _record_in_parts(tmp_path / "log", [line[:a], line[a:b], line[b:]], stale_between=True)
+                assert secret not in stored, (line, a, b, stored)
+
+
+def test_a_secret_straddling_the_partial_line_cut_is_redacted(tmp_path: Path) -> None:
+    """A line longer than PARTIAL_MAX is stored in pieces; a token across any piece boundary stays whole.
+
+    With reads of R bytes the buffer first passes PARTIAL_MAX at L (a multiple of R); a line without
+    spaces used to be cut 512 bytes before its end, so the token is put around every such cut."""
+    from logkit.capture import recorder
+
+    secret = b"hf_" + b"S" * 34
+    for read in (4096, 1000):
+        crossing = read * (recorder.PARTIAL_MAX // read + 1)
+        for filler, before in ((b"x", b"="), (b"x", b","), (b"x y ", b" key "), (b"x", b"token=")):
+            for delta in range(-40, 8, 4):
+                head = (filler * recorder.PARTIAL_MAX * 2)[: crossing - 512 + delta - len(before)]
+                stream = head + before + secret + b";" + b"y" * 5000 + b" more\n"
+                parts = [stream[i:i + read] for i in range(0, len(stream), read)]
+                stored = _record_in_parts(tmp_path / "log", parts, stale_between=False)
+                assert secret not in stored and b"SSSSSSSS" not in stored, (filler, before, delta, read)
+                assert stored.count(b"\n") == 1 and stored.startswith(head[:1000])
+
+
+PAUSED_CHILD = """
+import sys, time
+parts = [bytes.fromhex(h) for h in sys.argv[1:]]
+for part in parts:
+    sys.stdout.buffer.write(part)
+    sys.stdout.buffer.flush()
+    time.sleep(1.3)
+# a token across the 64 KiB partial-line cut, written in one go
+sys.stdout.buffer.write(b"x" * 65_530 + b"=hf_" + b"T" * 40 + b";" + b"y" * 5000 + b" end\\n")
+"""
+
+
+def test_paused_output_through_logkit_run_stores_no_secret(sessions: Path, logkit) -> None:
+    """A real child printing each secret line in two parts with a pause over the partial-line age."""
+    assert logkit("session", "start", "paused").returncode == 0
+    parts = []
+    for line in PAUSED_LINES:
+        at = line.index(b" ", 8) + 1 if b" " in line[8:] else len(line) // 2
+        parts += [line[:at], line[at:]]
+    done = logkit("run", "--", sys.executable, "-c", PAUSED_CHILD, *[p.hex() for p in parts])
+    assert done.returncode == 0, done.stderr
+    (log,) = sessions.glob("*/logs/A1.log")
+    stored = log.read_bytes()
+    assert stored.count(b"\n") == len(PAUSED_LINES) + 1 and stored.count(b"[REDACTED]") >= 5
+    for path in (p for p in sessions.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for secret in (*PAUSED_SECRETS, b"T" * 40):
+            assert secret not in data, f"{secret!r} leaked into {path}"

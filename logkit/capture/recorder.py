@@ -4,9 +4,12 @@ Contract:
 
 * :meth:`Recorder.record` takes whatever a read returned and stores complete lines, redacted, with
   one ``os.write`` per call; a partial line waits until it completes, is older than
-  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``, so a token is never
-  cut) or longer than :data:`PARTIAL_MAX`. Such a piece reaches ``Watcher.feed`` without its
-  newline; the next piece continues the same line number.
+  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``; a partial line
+  without one waits, so a token is never written in halves) or longer than :data:`PARTIAL_MAX`
+  (cut after its last space or punctuation). Such a piece reaches ``Watcher.feed`` without its
+  newline; the next piece continues the same line number. The raw text of the line written so
+  far (up to :data:`CONTEXT_MAX` bytes, from its last ``\\r``) is kept, and each later part of the
+  line is redacted together with it: ``password `` then, a second later, ``hunter2`` is redacted.
 * After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work to one recorder thread
   that does it in order (``Watcher.feed`` and ``Watcher.tick`` both run there); the runner's main
   thread only reads, echoes to the terminal and handles signals. At most :data:`QUEUE_CHUNKS`
@@ -29,11 +32,14 @@ from typing import Any
 
 from .redact import Redactor
 
-__all__ = ["PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder"]
+__all__ = ["CONTEXT_MAX", "PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder"]
 
 QUEUE_CHUNKS = 32
 PARTIAL_MAX = 64 * 1024
 PARTIAL_AGE_S = 1.0
+CONTEXT_MAX = 4096
+# bytes that end a token: a partial line cut for its size is cut after the last of them
+_BREAKS = tuple(bytes([c]) for c in b",;'\"()[]{}<>|`=:/@")
 TAIL_LINES = 20
 TAIL_BYTES = 65536
 
@@ -88,6 +94,8 @@ class Recorder:
         self._queue: Any = None
         self._scan_tail: dict[int, bytes] = {}
         self._partial_suspicious: dict[int, bool] = {}
+        self._context: dict[int, bytes] = {}  # per fd: the line already written in part (raw)
+        self._ph = redactor.placeholder.encode()
         self._window = max(redactor.window - 1, 1)
 
     # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
@@ -117,7 +125,8 @@ class Recorder:
         try:
             window = self._window
             before = self._scan_tail.get(fd, b"")
-            self._scan_tail[fd] = data[-window:]
+            # short reads add up: the tail is the last `window` bytes of the stream, not of this read
+            self._scan_tail[fd] = data[-window:] if len(data) >= window else (before + data)[-window:]
             return self.redactor.suspicious(data) or bool(before and self.redactor.suspicious(before + data[:window]))
         except Exception:
             return None  # the recorder thread will decide on its own
@@ -208,11 +217,18 @@ class Recorder:
                 suspicious = suspicious or carried
             buf = self.partial.pop(fd, b"") + data if fd in self.partial else data
             cut = buf.rfind(b"\n") + 1
-            if cut:
+            if cut and fd in self._context:
+                # the end of a line already flushed in part: redacted together with its earlier parts
+                first = buf.find(b"\n") + 1
+                self._store_continued(fd, buf[:first])
+                if first < cut:
+                    self._store(buf[first:cut], suspicious)
+                buf = buf[cut:]
+            elif cut:
                 self._store(buf[:cut], suspicious)
                 buf = buf[cut:]
             if len(buf) > PARTIAL_MAX:
-                buf = self._flush_partial(buf, suspicious=suspicious)
+                buf = self._flush_partial(fd, buf, "size")
             if buf:
                 self.partial[fd] = buf
                 self.partial_since.setdefault(fd, time.monotonic())
@@ -224,24 +240,62 @@ class Recorder:
             self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
             self.log_fd = None
 
-    def _flush_partial(self, buf: bytes, everything: bool = False, suspicious: bool | None = None) -> bytes:
-        # a piece flushed on its own (age, size) is checked in full unless its read was cleared
-        if everything:
-            self._store(buf, suspicious if suspicious is False else None)
+    def _store_continued(self, fd: int, raw: bytes) -> None:
+        """Store the next part of a line whose earlier part (the context) is already in the log.
+
+        The part is redacted with the context before it, so ``password `` flushed alone and
+        ``hunter2`` a second later are still one match. If a match reaches back into what was
+        written, the part starts with the placeholder instead of the rest of that match.
+        """
+        ctx = self._context.pop(fd, b"")
+        if ctx:
+            before = self.redactor.chunk(ctx)
+            after = self.redactor.chunk(ctx + raw)
+            if after.startswith(before):
+                out = after[len(before):]
+            else:
+                same = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
+                            min(len(before), len(after)))
+                at = after.find(self._ph, same)
+                out = after[at:] if at >= 0 else self._ph + (b"\n" if raw.endswith(b"\n") else b"")
+        else:
+            out = self.redactor.chunk(raw)
+        self._store(out, False)
+        if raw.endswith(b"\n"):
+            return
+        line = ctx + raw
+        line = line[line.rfind(b"\r") + 1:]  # a progress bar redrawn after "\r" starts afresh
+        if len(line) > CONTEXT_MAX:
+            line = line[-CONTEXT_MAX:]
+            line = line[line.find(b" ") + 1:]  # start the kept context at a word
+        if line:
+            self._context[fd] = line
+
+    def _flush_partial(self, fd: int, buf: bytes, why: str) -> bytes:
+        """Store part of a partial line: all of it at the end (``all``); for its age (``age``) up
+        to its last space or ``\\r``, or nothing when it has none (a token is never written in
+        halves); for its size (``size``) up to its last non-token byte. Returns what is held back."""
+        if why == "all":
+            self._store_continued(fd, buf)
             return b""
-        cut = max(buf.rfind(b" "), buf.rfind(b"\r")) + 1
+        cut = max(buf.rfind(b" "), buf.rfind(b"\r"), buf.rfind(b"\t")) + 1
+        if cut <= 0 and why == "size":
+            cut = max(buf.rfind(c) for c in _BREAKS) + 1
+            if cut <= 0:
+                cut = max(len(buf) - 512, 1)  # one 64 KiB word: no pattern matches inside it
         if cut <= 0:
-            cut = max(len(buf) - 512, 1)
-        self._store(buf[:cut], suspicious if suspicious is False else None)
+            return buf
+        self._store_continued(fd, buf[:cut])
         return buf[cut:]
 
     def flush_stale(self, now: float, everything: bool = False) -> None:
         for fd, since in list(self.partial_since.items()):
             if everything or now - since >= PARTIAL_AGE_S:
-                self._partial_suspicious.pop(fd, None)
-                rest = self._flush_partial(self.partial.pop(fd), everything)
+                rest = self._flush_partial(fd, self.partial.pop(fd), "all" if everything else "age")
                 self.partial_since.pop(fd, None)
-                if rest:
+                if not rest:
+                    self._partial_suspicious.pop(fd, None)
+                else:  # held back: its verdict (a trigger in it) carries over to the read completing it
                     self.partial[fd] = rest
                     self.partial_since[fd] = now
 

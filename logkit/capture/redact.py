@@ -9,11 +9,14 @@ Contract:
   even when the token has no recognisable shape.
   URL passwords in the environment are learned the same way.
 * :meth:`Redactor.chunk` is on the recorder's hot path: a prefilter (the ``prefilter`` triggers and
-  the learned literals; one RE2 scan when ``google-re2`` is installed, else one substring test per
-  trigger) decides whether the single compiled regex runs at all. Callers give it complete lines
-  (a secret is never split across two calls, except inside a line cut for being huge).
+  the learned literals) decides whether the single compiled regex runs at all, and then it runs
+  only over the lines around each trigger. The prefilter engine is Hyperscan, else RE2 (both
+  optional: ``logkit[fast]``), else the standard library (one ``bytes.find`` per trigger);
+  ``LOGKIT_REDACT_ENGINE=stdlib|re2|hyperscan`` starts the search at that engine. All three give
+  the same result. Callers give it complete lines (a secret is never split across two calls; the
+  recorder redacts a line flushed in parts with its earlier parts as context).
 * :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
-  and a value under a secret-looking key (``api_key``) is replaced whole.
+  and everything under a secret-looking key (``api_key``), also inside lists, is replaced.
 
 Imports only the standard library (the ``logkit run`` start-up must stay light).
 """
@@ -32,7 +35,7 @@ from ._record import Record
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
-__all__ = ["PLACEHOLDER", "Redactor", "Rules", "load_rules"]
+__all__ = ["ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "load_rules"]
 
 PLACEHOLDER = "[REDACTED]"
 _HARMLESS = re.compile(r"^(?:-?[0-9][0-9.,_]*%?|none|null|true|false|nil|)$", re.IGNORECASE)
@@ -120,16 +123,22 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
     return found
 
 
+ENGINES = ("hyperscan", "re2", "stdlib")
+#: Environment variable that forces a prefilter engine (``stdlib`` tests the path without the extra).
+ENGINE_ENV = "LOGKIT_REDACT_ENGINE"
+
+
 class _HyperscanFilter:
     """Every trigger and literal in one Hyperscan database: about 4x faster than RE2's DFA here."""
+
+    name = "hyperscan"
 
     def __init__(self, hyperscan: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         import threading
 
         self._hs = hyperscan
         patterns = [re.escape(t) for t in triggers] + [re.escape(v) for v in literals]
-        flags = [hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH] * len(triggers)
-        flags += [hyperscan.HS_FLAG_SINGLEMATCH] * len(literals)
+        flags = [hyperscan.HS_FLAG_CASELESS] * len(triggers) + [0] * len(literals)
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=patterns, ids=list(range(len(patterns))), flags=flags)
         self._lock = threading.Lock()  # one scratch space: one scan at a time
@@ -138,38 +147,105 @@ class _HyperscanFilter:
     def _stop(*_args: Any) -> bool:
         return True  # the first match answers the question
 
-    def search(self, data: bytes) -> bool | None:
+    def any(self, data: bytes) -> bool:
         if not data:
-            return None
+            return False
         with self._lock:
             try:
                 self._db.scan(data, match_event_handler=self._stop)
             except self._hs.ScanTerminated:
                 return True
-        return None
+        return False
+
+    def hits(self, data: bytes) -> list[int]:
+        found: list[int] = []
+        add = found.append
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
+            add(end - 1)  # Hyperscan reports where a match ends: the last byte of the trigger
+
+        with self._lock:
+            self._db.scan(data, match_event_handler=on_match)
+        return found
 
 
-def _fast_prefilter(triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> Any:
-    """One scan for every trigger and literal: Hyperscan, else RE2 when installed, else None.
+class _Re2Filter:
+    """Every trigger and literal as one RE2 alternation (one DFA pass; releases the GIL)."""
 
-    Both run one automaton over the chunk; the stdlib fallback makes one pass per trigger.
+    name = "re2"
+
+    def __init__(self, re2: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
+        alternatives = [b"(?i:" + b"|".join(re.escape(t) for t in triggers) + b")"]
+        alternatives += [re.escape(v) for v in literals]
+        self._re = re2.compile(b"|".join(alternatives))
+
+    def any(self, data: bytes) -> bool:
+        return self._re.search(data) is not None
+
+    def hits(self, data: bytes) -> list[int]:
+        return [m.start() for m in self._re.finditer(data)]
+
+
+class _StdlibFilter:
+    """One substring search per trigger on the lowered chunk (``bytes.find`` is a C loop)."""
+
+    name = "stdlib"
+
+    def __init__(self, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
+        self._triggers = triggers
+        self._literals = literals
+
+    def any(self, data: bytes) -> bool:
+        low = data.lower()
+        return any(t in low for t in self._triggers) or any(v in data for v in self._literals)
+
+    def hits(self, data: bytes) -> list[int]:
+        found: list[int] = []
+        low = data.lower()
+        for hay, needles in ((low, self._triggers), (data, self._literals)):
+            for needle in needles:
+                at = hay.find(needle)
+                while at >= 0:
+                    found.append(at)
+                    at = hay.find(needle, at + len(needle))
+        return found
+
+
+def _prefilter(triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> Any:
+    """The first engine of :data:`ENGINES` that is installed and takes every literal.
+
+    ``LOGKIT_REDACT_ENGINE`` names where to start (``stdlib`` never tries the optional ones).
+    Hyperscan and RE2 come with ``pip install 'logkit[fast]'``; the stdlib engine needs nothing.
     """
-    try:
-        import hyperscan  # type: ignore[import-not-found]
+    import os
 
-        return _HyperscanFilter(hyperscan, triggers, literals)
-    except Exception:  # not installed, or a literal it cannot take: try RE2
-        pass
-    try:
-        import re2  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    alternatives = [b"(?i:" + b"|".join(re.escape(t) for t in triggers) + b")"]
-    alternatives += [re.escape(v) for v in literals]
-    try:
-        return re2.compile(b"|".join(alternatives))
-    except Exception:  # a literal RE2 cannot take: fall back
-        return None
+    wanted = os.environ.get(ENGINE_ENV, "auto").strip().lower() or "auto"
+    order = ENGINES[ENGINES.index(wanted):] if wanted in ENGINES else ENGINES
+    for name in order:
+        try:
+            if name == "hyperscan":
+                import hyperscan  # type: ignore[import-not-found]
+
+                return _HyperscanFilter(hyperscan, triggers, literals)
+            if name == "re2":
+                import re2  # type: ignore[import-not-found]
+
+                return _Re2Filter(re2, triggers, literals)
+        except Exception:  # not installed (ARM has no Hyperscan), or a literal it cannot take
+            continue
+    return _StdlibFilter(triggers, literals)
+
+
+def available_engines() -> list[str]:
+    """The prefilter engines importable here, fastest first (``stdlib`` always)."""
+    found = []
+    for name in ENGINES[:-1]:
+        try:
+            __import__(name)
+            found.append(name)
+        except Exception:
+            pass
+    return [*found, "stdlib"]
 
 
 def _scoped(source: str) -> str:
@@ -224,21 +300,56 @@ class Redactor:
         """Bytes a trigger or learned literal can span: chunk boundaries are rescanned this wide."""
         return max((len(t) for t in (*self._triggers, *self._lit_bytes)), default=1)
 
+    @property
+    def engine(self) -> str:
+        """The prefilter engine in use: ``hyperscan``, ``re2`` or ``stdlib``."""
+        return self._filter().name
+
+    def _filter(self) -> Any:
+        if self._fast is False:
+            self._fast = _prefilter(self.rules.prefilter, self._lit_bytes)
+        return self._fast
+
     def suspicious(self, data: bytes) -> bool:
         """The prefilter alone: whether ``data`` may hold a secret (releases the GIL with RE2)."""
-        return self._suspicious(data)
+        return self._filter().any(data)
 
     def redact_chunk(self, data: bytes) -> bytes:
-        """Run the redaction patterns over ``data`` unconditionally (after :meth:`suspicious`)."""
-        return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
+        """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
 
-    def _suspicious(self, data: bytes) -> bool:
-        if self._fast is False:
-            self._fast = _fast_prefilter(self.rules.prefilter, self._lit_bytes)
-        if self._fast is not None:
-            return self._fast.search(data) is not None
-        low = data.lower()
-        return any(t in low for t in self._triggers) or any(v in data for v in self._lit_bytes)
+        Each trigger's line and the next one are searched (a key and its value may sit a line
+        apart); the rest of the chunk is copied as is, so one trigger in a megabyte costs a line.
+        """
+        hits = self._filter().hits(data)
+        if not hits:
+            return data
+        hits.sort()
+        span = self.window
+        regions: list[list[int]] = []
+        for hit in hits:
+            if regions and hit < regions[-1][1]:
+                continue
+            start = data.rfind(b"\n", 0, hit) + 1
+            end = data.find(b"\n", min(hit + span, len(data)))
+            end = len(data) if end < 0 else data.find(b"\n", end + 1)
+            end = len(data) if end < 0 else end + 1
+            if regions and start <= regions[-1][1]:
+                regions[-1][1] = end
+            else:
+                regions.append([start, end])
+        if len(regions) == 1 and regions[0] == [0, len(data)]:
+            return self._sub(data)
+        out: list[bytes] = []
+        done = 0
+        for start, end in regions:
+            out.append(data[done:start])
+            out.append(self._sub(data[start:end]))
+            done = end
+        out.append(data[done:])
+        return b"".join(out)
+
+    def _sub(self, data: bytes) -> bytes:
+        return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
     @classmethod
     def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:
@@ -301,9 +412,9 @@ class Redactor:
 
     def chunk(self, data: bytes) -> bytes:
         """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
-        if not self._suspicious(data):
+        if not self.suspicious(data):
             return data
-        return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
+        return self.redact_chunk(data)
 
     def argv(self, argv: list[str]) -> list[str]:
         """The argv as it may be stored: secret flag values replaced, every word redacted as text."""
@@ -323,6 +434,15 @@ class Redactor:
             for name, value in env.items()
         }
 
+    def _blank(self, value: Any) -> Any:
+        """Everything under a secret key: every value, also inside a list (a config diff's
+        ``"api_key": [old, new]``) or a mapping, becomes the placeholder."""
+        if isinstance(value, dict):
+            return {k: self._blank(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._blank(v) for v in value]
+        return value if value in (None, "", False, True) else self.placeholder
+
     def scrub(self, value: Any) -> Any:
         """Redact a JSON-ready value deeply (an event dict before it is written)."""
         if isinstance(value, str):
@@ -331,7 +451,7 @@ class Redactor:
             out: dict[Any, Any] = {}
             for key, item in value.items():
                 if isinstance(key, str) and item not in (None, "", False, True) and self.is_secret_key(key):
-                    out[key] = self.placeholder if not isinstance(item, (dict, list)) else self.scrub(item)
+                    out[key] = self._blank(item)
                 else:
                     out[key] = self.scrub(item)
             return out

@@ -1,16 +1,42 @@
-"""Helpers shared by the command modules: the store, JSON output, sub-command groups."""
+"""Helpers shared by the command modules: the store, JSON and text output, sub-command groups.
+
+Text that came from users or logs (titles, labels, notes, log lines) may hold terminal escapes:
+colours, cursor moves, an OSC 52 clipboard write, a ``\\r`` that hides what came before.
+:func:`terminal_safe` shows every control character (C0 but newline and tab, DEL, C1, and the
+bidirectional overrides) as a visible escape such as ``\\x1b``; :func:`print_json` escapes the ones
+JSON leaves raw. The stored events are unchanged.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["add_json", "group", "print_json", "store"]
+__all__ = ["add_json", "group", "print_json", "print_text", "store", "terminal_safe"]
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # json.dumps escapes < 0x20 itself
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character shown as an escape (newlines and tabs kept)."""
+    return _CONTROL.sub(_visible, text)
+
+
+def print_text(text: str, file: Any = None) -> None:
+    """Print user-derived text to a terminal: control characters neutralised."""
+    print(terminal_safe(text), file=file or sys.stdout)
 
 
 def store(args: argparse.Namespace) -> Store:
@@ -29,8 +55,8 @@ def add_json(parser: argparse.ArgumentParser) -> None:
 
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout."""
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n")
 
 
 def group(sub: Any, name: str, help_text: str) -> Any:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, group, print_json, store
+from ._common import add_json, group, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -67,7 +67,7 @@ def cmd_session_list(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         mark = "*" if row["id"] == current else " "
-        print(f"{mark} {row['id']:<48} {row['attempts']:>4} attempts  {row['title']}")
+        print_text(f"{mark} {row['id']:<48} {row['attempts']:>4} attempts  {row['title']}")
     return 0
 
 
@@ -81,11 +81,11 @@ def cmd_session_show(args: argparse.Namespace) -> int:
         handle.reconcile()
     result = handle.read()
     for problem in result.problems:
-        print(f"logkit: warning: {problem}", file=sys.stderr)
+        print_text(f"logkit: warning: {problem}", file=sys.stderr)
     if args.json:
         print_json([dump_event(e) for e in result.events])
     else:
-        print(render_text(handle.id, result.events))
+        print_text(render_text(handle.id, result.events))
     return 0
 
 

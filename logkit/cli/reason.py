@@ -13,7 +13,7 @@ import shlex
 import sys
 from typing import Any
 
-from ._common import add_json, group, print_json, store
+from ._common import add_json, group, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -303,9 +303,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     handle = st.open(args.session_id)
     result = handle.read()
     for problem in result.problems:
-        print(f"logkit: warning: {problem}", file=sys.stderr)
+        print_text(f"logkit: warning: {problem}", file=sys.stderr)
     data = status(handle.id, result.events, last=args.last)
-    print_json(data) if args.json else print(render(data))
+    print_json(data) if args.json else print_text(render(data))
     return 0
 
 

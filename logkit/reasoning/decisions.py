@@ -163,7 +163,8 @@ def record(
             provenance=prov,
         )
         handle.append(event, durable=True)
-        _append_ledger(store, _ledger_line(event.decision_id, handle.id, event.title))
+        title_shown = store.scrub(event.title) if store.scrub is not None else event.title  # as events.jsonl has it
+        _append_ledger(store, _ledger_line(event.decision_id, handle.id, title_shown))
     return event
 
 

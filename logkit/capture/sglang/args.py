@@ -177,13 +177,18 @@ def diff_launch(config: LaunchConfig, previous: Attempt | None, env: dict[str, s
 
 
 def diff_note(diff: ConfigDiff, attempt_hint: str = "") -> str:
-    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``."""
-    parts = [f"{k} {a} -> {b}" for k, (a, b) in diff.changed.items()]
-    parts += [f"+{k}={v}" for k, v in diff.added.items()]
+    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm`` (a secret flag
+    says only that it changed, and every value is redacted: stderr is often captured to a file)."""
+    from ..redact import Redactor
+
+    redactor = Redactor()
+    secret = redactor.is_secret_key
+    parts = [f"{k} changed" if secret(k) else f"{k} {a} -> {b}" for k, (a, b) in diff.changed.items()]
+    parts += [f"+{k}={redactor.placeholder if secret(k) else v}" for k, v in diff.added.items()]
     parts += [f"-{k}" for k in diff.removed]
-    parts += [f"env {k} {a} -> {b}" for k, (a, b) in diff.env_changed.items()]
+    parts += [f"env {k} changed" if secret(k) else f"env {k} {a} -> {b}" for k, (a, b) in diff.env_changed.items()]
     parts += [f"{k} {a} -> {b}" for k, (a, b) in diff.packages_changed.items()]
-    return f"vs {diff.against}: " + (", ".join(parts) if parts else "same flags")
+    return redactor.text(f"vs {diff.against}: " + (", ".join(parts) if parts else "same flags"))
 
 
 def default_python() -> str:
