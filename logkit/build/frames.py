@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import statuses
 from ..events import Attempt, Outcome
 from .load import Loaded, SessionData, tables
 
@@ -101,13 +102,7 @@ def _versions(attempt: Attempt, env: Any) -> dict[str, str]:
 
 
 def _category(status: str | None) -> str | None:
-    if status is None:
-        return None
-    matrix = tables()["matrix"]
-    for name in ("works", "crash", "garbage", "oom"):
-        if status in matrix[name]:
-            return name
-    return None  # ignored statuses (interrupted, abandoned) say nothing about the backend
+    return statuses.category(status)  # None: the status says nothing about the backend (ignore)
 
 
 def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:

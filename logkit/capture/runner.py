@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import procs
+from .. import procs, statuses
 from ..errors import BadInput
 from . import environment as envmod
 from ._record import Record
@@ -157,20 +157,11 @@ def _dump_model(value: Any) -> Any:
 
 
 def _generic_status(info: ExitInfo) -> tuple[str, str]:
-    if info.stopped_by_logkit:
-        how = f"stopped by logkit ({info.stop_reason})"
-        if info.escalated:
-            how += "; SIGKILLed after the grace period"
-        return "interrupted", how
-    if info.signal is not None:
-        name = signal_name(info.signal)
-        if info.signal in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            hint = " (the OOM killer?)" if info.signal == signal.SIGKILL else ""
-            return "killed", f"killed by {name}{hint}"
-        return "other_crash", f"died of {name}"
-    if info.exit_code == 0:
-        return "exit_ok", "exited 0"
-    return "other_crash", f"exited {info.exit_code}"
+    status, label = statuses.from_exit(info.exit_code, info.signal, stopped_by_logkit=info.stopped_by_logkit,
+                                       reason=info.stop_reason)
+    if info.stopped_by_logkit and info.escalated:
+        label += "; SIGKILLed after the grace period"
+    return status, label
 
 
 def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], bool] | None = None,

@@ -3,12 +3,12 @@
 Contract:
 
 * :func:`refuted_runs` scans every session of the store for launches that failed: an outcome in a
-  ``[failure_classes]`` status of ``reasoning.toml`` (a launch that worked but refuted a claim, say
+  refuting status of ``logkit/data/statuses.toml`` (category crash, garbage or oom; a launch that worked but refuted a claim, say
   "cudnn is faster", is no reason to warn before running it again). Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
   from the attempt's recorded GPUs) and its *suspect* flags: what the attempt changed against the
   launch before it (its config diff), else its non-default backend flags. A run with no suspect
   flags or no known architecture is never matched (it would match everything), and neither is
-  one whose suspect flags all worked in another launch of the same session (``[exonerate]``:
+  one whose suspect flags all worked in another launch of the same session (a status of class ``works``:
   GLM-5's ``--attention-backend flashinfer`` failed with NaN until the NSA backends were fixed,
   and then worked with it).
 * :func:`check` returns the refuted runs whose suspect flags all have the same value in the new
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from .. import statuses
 from ..events import Environment, LaunchConfig
 from ..store import Store
 from .tables import tables
@@ -168,7 +169,7 @@ _ANY_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 
 
 def _status_re() -> re.Pattern[bytes]:
-    names = b"|".join(re.escape(k.encode()) for k in tables()["failure_classes"])
+    names = b"|".join(re.escape(k.encode()) for k in statuses.refuting())
     return re.compile(rb'"status":\s*"(' + names + rb')"')
 
 
@@ -185,7 +186,7 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
     failed: dict[str, tuple[str, bytes]] = {}  # attempt -> (status, its outcome line)
     worked: set[str] = set()
     status_re = _status_re()
-    working = set(tables()["exonerate"]["statuses"])
+    working = set(statuses.of_class("works"))
     for line in lines:
         kind = _KIND.search(line)
         if not kind or kind.group(1) != b"outcome":
@@ -302,7 +303,7 @@ def describe(suspected: dict[str, Any]) -> str:
 
 def warning(run: RefutedRun) -> str:
     """``flashinfer_trtllm MoE crashed on SM120 in 2026-11-14-glm5 A4 (arch_mismatch).``"""
-    verb = tables()["failure_classes"].get(run.status, "was refuted")
+    verb = statuses.verb(run.status)
     return f"{describe(run.suspects)} {verb} on {run.arch} in {run.session} {run.attempt} ({run.status})."
 
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from .. import procs
+from .. import procs, statuses
 from ..events import Attempt, BaseEvent, Decision, Outcome, Session
 from .hypotheses import states
-from .tables import tables
 
 __all__ = ["render", "status"]
 
@@ -48,7 +47,7 @@ def status(session_id: str, events: list[BaseEvent], *, last: int = 5) -> dict[s
     meta = next((e for e in events if isinstance(e, Session)), None)
     outcomes = {e.attempt: e for e in events if isinstance(e, Outcome)}
     attempts = [e for e in events if isinstance(e, Attempt)]
-    failure = tables()["failure_classes"]
+    failure = set(statuses.refuting())
     hyp = states(events)
     open_ids = {s.hypothesis.short_id for s in hyp if s.status == "open"}
     proposals = []

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ... import statuses
 from ...errors import BadInput
 from ...events import OUTCOME_STATUSES, EvidenceLine
 
@@ -292,7 +293,9 @@ class Classifier:
     ) -> Decision:
         """The outcome. ``finished=False`` means no exit is known (a log file read on its own)."""
         ready = self.ready or http_ready
-        killed = signal == 9 or exit_code in (-9, 137)
+        # How the process ended, by the one exit mapping (logkit/data/statuses.toml).
+        ended, ended_label = statuses.from_exit(exit_code, signal, stopped_by_logkit=stopped_by_logkit)
+        killed = finished and ended == "killed"
         ended_badly = (not finished and not ready) or (
             finished and not stopped_by_logkit and (exit_code not in (0, None) or signal is not None)
         )
@@ -320,14 +323,8 @@ class Classifier:
                 return out("ready", "server ready")
             return out("abandoned", "log ends before ready, no known failure in it")
         if stopped_by_logkit:
-            return out("ready", "server ready when recording stopped") if ready else out("interrupted", "stopped before ready")
-        if exit_code == 0 and signal is None:
-            return out("exit_ok", "exited 0")
-        if killed:
-            return out("killed", "killed by SIGKILL")
-        if signal in (2, 15) or exit_code in (-2, -15, 130, 143):
-            return out("interrupted", f"stopped by signal {signal or abs(exit_code or 0)}")
-        return out("other_crash", f"exited with code {exit_code}" if exit_code is not None else f"ended by signal {signal}")
+            return out("ready", "server ready when recording stopped") if ready else out(ended, "stopped before ready")
+        return out(ended, ended_label)
 
 
 def classify_text(data: bytes | str) -> Decision:

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ... import statuses
 from ...events import BenchConfig, LaunchConfig, Metric, ServerInfo, Smoke
 from ..hooks import ExitInfo, Verdict, WatchContext
 from .args import fingerprint
@@ -190,7 +191,9 @@ class LaunchWatcher:
                             stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
                             hang=self.hang)
         status, label, sig = d.status, d.label, d.signature
-        if self.garbage and status in ("ready", "exit_ok", "interrupted", "killed"):
+        # A degenerate reply is the finding unless the run failed in its own right (a status of
+        # class failure): a server that was stopped or killed after replying garbage is garbage.
+        if self.garbage and statuses.row(status).klass != "failure":
             status, label, sig = "garbage", f"degenerate smoke reply: {self.garbage}", "logkit-smoke"
         ready_at = self.log_ready_at or self.http_ready_at
         if ready_at is None:
