@@ -12,8 +12,9 @@ Contract:
 * Output goes to logkit's stdout/stderr as it arrives, unchanged; the log gets complete lines,
   redacted, written by the :class:`~logkit.capture.recorder.Recorder` thread.
 * SIGINT/SIGTERM/SIGHUP to logkit are forwarded to the child's group; after ``grace`` seconds the
-  group gets SIGKILL. A third signal kills at once. After the child ends, survivors of the group
-  are recorded on the outcome (and, when logkit stopped the group, killed).
+  group gets SIGKILL. A third signal kills at once (:mod:`logkit.capture.supervisor`: the loop and
+  the typed stop state). After the child ends, survivors of the group are recorded on the outcome
+  (and, when logkit stopped the group, killed).
 * A failure inside logkit (a watcher raising, the log disk full, an event write failing) never
   stops the child or its output: it is reported on stderr and in ``outcome.capture_truncated``.
 """
@@ -23,8 +24,6 @@ from __future__ import annotations
 import importlib
 import os
 import re
-import select
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -36,9 +35,10 @@ from . import environment as envmod
 from ._record import Record
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal, new_event, utc
-from .process import Child, copy_winsize, exit_status, kill_group, signal_name, spawn
+from .process import Child, exit_status, spawn
 from .recorder import Recorder
 from .redact import Redactor
+from .supervisor import StopState, Supervisor
 
 __all__ = ["CONFIRMERS", "PLANNERS", "RunOptions", "RunResult", "default_confirm", "run"]
 
@@ -47,12 +47,8 @@ PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
 #: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
 CONFIRMERS: list[str] = []
 
-READ_SIZE = 1 << 20
-TICK_S = 0.5
-DRAIN_S = 1.0
 PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 # Plain classes with __slots__, not @dataclass: `dataclasses` imports inspect, ast and dis (~10 ms
@@ -110,16 +106,6 @@ class RunResult(Record):
         self.session = session
         self.attempt = attempt
         self.outcome = outcome
-
-
-def _resize(child: Child) -> None:
-    # The pty is not the child's controlling terminal (it runs in a session of its own without
-    # one), so the kernel sends no SIGWINCH on the resize: send it to the group ourselves.
-    try:
-        copy_winsize(next(iter(child.outputs)))
-        os.killpg(child.pgid, signal.SIGWINCH)
-    except (OSError, StopIteration):
-        pass  # the pty or the group is gone: the child has ended
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
@@ -219,189 +205,118 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         problems.append(f"could not record the attempt: {exc}")
         print(f"logkit: warning: {problems[-1]}; the command runs unrecorded", file=sys.stderr)
         attempt.setdefault("short_id", None)
-    return _supervise(journal, child, attempt, plan, opts, options, redactor, probes, base_env, log_fd, problems,
-                      started)
+    recording = _Recording(journal, child, attempt, plan, opts, options, redactor, probes, base_env, problems, started)
+    return recording.supervise(log_fd)
 
 
-def _supervise(journal: Journal, child: Child, attempt: dict[str, Any], plan: Plan, opts: RunOptions,
-               options: dict[str, Any], redactor: Redactor, probes: envmod.Probes, base_env: dict[str, Any],
-               log_fd: int | None, problems: list[str], started: float) -> RunResult:
-    recorded = attempt.get("short_id") is not None
-    watcher = plan.watcher if recorded else None
-    received: list[int] = []
-    stop: dict[str, Any] = {"reason": None, "deadline": None, "escalated": False, "signal": None}
+class _Recording(Record):
+    """One attempt from spawn to outcome: supervise the child, then write what happened."""
 
-    def emit(event: Any) -> None:
+    __slots__ = ("journal", "child", "attempt", "plan", "opts", "options", "redactor", "probes", "base_env",
+                 "problems", "started", "env_written")
+
+    def __init__(self, journal: Journal, child: Child, attempt: dict[str, Any], plan: Plan, opts: RunOptions,
+                 options: dict[str, Any], redactor: Redactor, probes: envmod.Probes, base_env: dict[str, Any],
+                 problems: list[str], started: float) -> None:
+        self.journal = journal
+        self.child = child
+        self.attempt = attempt
+        self.plan = plan
+        self.opts = opts
+        self.options = options
+        self.redactor = redactor
+        self.probes = probes
+        self.base_env = base_env
+        self.problems = problems
+        self.started = started
+        self.env_written = False
+
+    @property
+    def recorded(self) -> bool:
+        return self.attempt.get("short_id") is not None
+
+    def emit(self, event: Any) -> None:
         try:
-            journal.append(redactor.scrub(event.model_dump(mode="json", exclude_none=True)))
+            self.journal.append(self.redactor.scrub(event.model_dump(mode="json", exclude_none=True)))
         except Exception as exc:
-            problems.append(f"event write failed: {exc}")
+            self.problems.append(f"event write failed: {exc}")
 
-    def request_stop(reason: str, sig: int = signal.SIGTERM) -> None:
-        if stop["reason"] is None:
-            stop["reason"], stop["deadline"] = reason, time.monotonic() + opts.grace
-        kill_group(child.pgid, sig)
+    def _tick(self, _now: float) -> None:
+        if self.recorded and not self.env_written and self.probes.done():
+            self.env_written = _write_environment(self.journal, self.attempt, self.probes, self.base_env, self.problems)
 
-    # Signals are caught from here on: a Ctrl-C now is forwarded, never a traceback.
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_r, False)
-    os.set_blocking(wake_w, False)
-    old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    old_handlers = {sig: signal.signal(sig, lambda s, _f: received.append(s)) for sig in FORWARDED}
-    if child.pty:  # a resized terminal resizes the child's pty: progress bars redraw to fit
-        old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: _resize(child))
-    rec = Recorder(log_fd, redactor, None)
-    if watcher is not None:
-        from ..events import Attempt
+    def supervise(self, log_fd: int | None) -> RunResult:
+        """Stream until the child ends, then record the outcome; the child's exit status."""
+        plan, opts, child = self.plan, self.opts, self.child
+        rec = Recorder(log_fd, self.redactor, None)
+        sup = Supervisor(child, rec, opts.grace, on_tick=self._tick,
+                         hang_timeout=opts.hang_timeout if plan.watcher is None else None)
+        with sup:  # signals are caught from here on: a Ctrl-C now is forwarded, never a traceback
+            watcher = plan.watcher if self.recorded else None
+            if watcher is not None:
+                from ..events import Attempt
 
-        try:
-            watcher.started(WatchContext(attempt=Attempt.model_validate(attempt), emit=emit,
-                                         request_stop=request_stop, options=options))
-            rec.watcher = watcher
-        except Exception as exc:
-            problems.append(f"watcher failed to start: {type(exc).__name__}: {exc}")
-    poller = select.poll()
-    open_fds = dict(child.outputs)
-    for fd in open_fds:
-        poller.register(fd, select.POLLIN)
-    poller.register(wake_r, select.POLLIN)
-    if child.pidfd is not None:
-        poller.register(child.pidfd, select.POLLIN)
-    env_written = False
-    returncode: int | None = None
-    exited_at: float | None = None
-    last_output = last_tick = time.monotonic()
-    handled = 0
-    check_exit = child.pidfd is None
+                try:
+                    watcher.started(WatchContext(attempt=Attempt.model_validate(self.attempt), emit=self.emit,
+                                                 request_stop=sup.stopper.request, options=self.options))
+                    rec.watcher = watcher
+                except Exception as exc:
+                    self.problems.append(f"watcher failed to start: {type(exc).__name__}: {exc}")
+            returncode = sup.pump()
+        return self._finish(rec, sup.stopper.state, returncode)
 
-    def service() -> None:
-        nonlocal handled
-        while handled < len(received):
-            sig = received[handled]
-            handled += 1
-            stop["signal"] = sig
-            if handled >= 3:
-                stop["escalated"] = True
-                kill_group(child.pgid, signal.SIGKILL)
-            else:
-                request_stop(f"{signal_name(sig)} received", sig)
-        if stop["deadline"] is not None and time.monotonic() > stop["deadline"] and not stop["escalated"]:
-            stop["escalated"] = True
-            kill_group(child.pgid, signal.SIGKILL)
-
-    rec.start()
-    try:
-        while True:
-            now = time.monotonic()
-            if exited_at is not None and (not open_fds or now - exited_at > DRAIN_S):
-                break  # done; or a descendant keeps the output open (it is a survivor)
-            for fd, _ev in poller.poll(TICK_S * 1000):
-                if fd in open_fds:
-                    try:
-                        data = os.read(fd, READ_SIZE)
-                    except OSError:  # EIO: the pty's last writer is gone
-                        data = b""
-                    if not data:
-                        poller.unregister(fd)
-                        del open_fds[fd]
-                        continue
-                    last_output = time.monotonic()
-                    rec.echo(open_fds[fd], data)
-                    rec.submit(fd, data, service, rec.scan(fd, data))
-                elif fd == wake_r:
-                    try:
-                        os.read(wake_r, 512)
-                    except OSError:
-                        pass
-                elif fd == child.pidfd:
-                    poller.unregister(fd)
-                    check_exit = True
-            service()
-            if returncode is None and (check_exit or not open_fds):
-                returncode = child.proc.poll()
-                if returncode is not None:
-                    exited_at = time.monotonic()
-            now = time.monotonic()
-            if now - last_tick >= TICK_S:
-                last_tick = now
-                rec.tick(now)
-                if recorded and not env_written and probes.done():
-                    env_written = _write_environment(journal, attempt, probes, base_env, problems)
-                if (opts.hang_timeout and plan.watcher is None and stop["reason"] is None
-                        and now - last_output > opts.hang_timeout):
-                    request_stop(f"no output for {opts.hang_timeout:g}s (--hang-timeout)")
-                    stop["hang"] = True
-        if returncode is None:
-            returncode = child.proc.wait()
-        if stop["reason"] is not None:
-            # logkit stopped the group: give stragglers the rest of the grace, then SIGKILL.
-            while procs.group_members(child.pgid) and time.monotonic() < (stop["deadline"] or 0):
-                time.sleep(0.1)
-            if procs.group_members(child.pgid):
-                stop["escalated"] = True
-                kill_group(child.pgid, signal.SIGKILL)
-                end = time.monotonic() + 2.0
-                while procs.group_members(child.pgid) and time.monotonic() < end:
-                    time.sleep(0.05)
-    finally:
-        rec.stop()
-        signal.set_wakeup_fd(old_wakeup)
-        for sig, handler in old_handlers.items():
-            signal.signal(sig, handler)
-        for fd in (*child.outputs, wake_r, wake_w, *([child.pidfd] if child.pidfd is not None else [])):
+    def _finish(self, rec: Recorder, stop: StopState, returncode: int) -> RunResult:
+        journal, attempt, redactor, child, problems = self.journal, self.attempt, self.redactor, self.child, self.problems
+        rec.flush_stale(time.monotonic(), everything=True)
+        duration = time.monotonic() - self.started
+        status_code, code, sig = exit_status(returncode)
+        survivors = [{"pid": p, "cmdline": redactor.text(procs.cmdline(p) or "")[:500]}
+                     for p in procs.group_members(child.pgid)]
+        if survivors:
+            print(f"logkit: warning: {len(survivors)} process(es) of the command's group still running: "
+                  + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
+        if not self.recorded:
+            return RunResult(exit_status=status_code, session=journal.id)
+        if rec.log_fd is not None:
             try:
-                os.close(fd)
+                os.fsync(rec.log_fd)
             except OSError:
                 pass
-    rec.flush_stale(time.monotonic(), everything=True)
-    duration = time.monotonic() - started
-    status_code, code, sig = exit_status(returncode)
-    survivors = [{"pid": p, "cmdline": redactor.text(procs.cmdline(p) or "")[:500]} for p in procs.group_members(child.pgid)]
-    if survivors:
-        print(f"logkit: warning: {len(survivors)} process(es) of the command's group still running: "
-              + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
-    if not recorded:
-        return RunResult(exit_status=status_code, session=journal.id)
-    if rec.log_fd is not None:
-        try:
-            os.fsync(rec.log_fd)
-        except OSError:
-            pass
-        os.close(rec.log_fd)
-    info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop["reason"] is not None,
-                    forwarded_signal=stop["signal"], duration_s=duration, lines=rec.lines,
-                    stop_reason=stop["reason"], escalated=stop["escalated"])
-    status, label = _generic_status(info)
-    if stop.get("hang"):
-        status = "hang"
-    verdict = None
-    if rec.watcher is not None:
-        from ..events import EvidenceLine
+            os.close(rec.log_fd)
+        info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
+                        forwarded_signal=stop.signal, duration_s=duration, lines=rec.lines,
+                        stop_reason=stop.reason, escalated=stop.escalated)
+        status, label = _generic_status(info)
+        if stop.hang:
+            status = "hang"
+        verdict = None
+        if rec.watcher is not None:
+            from ..events import EvidenceLine
 
-        info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
+            info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
+            try:
+                verdict = rec.watcher.finished(info)
+            except Exception as exc:
+                problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
+        if not self.env_written:
+            _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
+        problems.extend(rec.problems)
+        outcome = new_event(
+            "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
+            label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=utc(),
+            duration_s=round(duration, 3), exit_code=code, signal=sig,
+            ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
+            evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
+            tail=rec.tail_lines(), timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
+            log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
+            survivors=survivors, capture_truncated="; ".join(problems) or None,
+        )
+        outcome = redactor.scrub(outcome)
         try:
-            verdict = rec.watcher.finished(info)
+            journal.append(outcome, durable=True)
         except Exception as exc:
-            problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
-    if not env_written:
-        _write_environment(journal, attempt, probes, base_env, problems, wait=PROBE_WAIT_S)
-    problems.extend(rec.problems)
-    outcome = new_event(
-        "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
-        label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=utc(),
-        duration_s=round(duration, 3), exit_code=code, signal=sig,
-        ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
-        evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
-        tail=rec.tail_lines(), timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
-        log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
-        survivors=survivors, capture_truncated="; ".join(problems) or None,
-    )
-    outcome = redactor.scrub(outcome)
-    try:
-        journal.append(outcome, durable=True)
-    except Exception as exc:
-        print(f"logkit: error: could not write the outcome of {attempt['short_id']}: {exc}", file=sys.stderr)
-    return RunResult(exit_status=status_code, session=journal.id, attempt=attempt, outcome=outcome)
+            print(f"logkit: error: could not write the outcome of {attempt['short_id']}: {exc}", file=sys.stderr)
+        return RunResult(exit_status=status_code, session=journal.id, attempt=attempt, outcome=outcome)
 
 
 def _write_environment(journal: Journal, attempt: dict[str, Any], probes: envmod.Probes, base: dict[str, Any],

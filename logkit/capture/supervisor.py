@@ -1,0 +1,270 @@
+"""Supervising the wrapped command: pump its output, forward signals, stop its group, reap it.
+
+Contract:
+
+* :class:`Stopper` is the one place that signals the child's process group, and its
+  :class:`StopState` (a frozen record, replaced on each transition) says where the stop stands:
+  ``RUNNING`` (logkit asked nothing) -> ``STOPPING`` (a stop signal was sent with a reason; the
+  group gets SIGKILL at ``deadline`` = then + ``grace``) -> ``KILLED`` (the group got SIGKILL: the
+  third forwarded signal, the grace period over, or stragglers after the child ended). A second
+  request while stopping resends its signal but keeps the first reason and deadline. Requests may
+  come from any thread (a watcher's ``request_stop``).
+* :class:`Supervisor` runs on the main thread: it polls the child's outputs, a signal wake-up pipe
+  and the child's pidfd; echoes and hands each read to the :class:`~logkit.capture.recorder.Recorder`
+  (which writes the log on its own thread); forwards SIGINT/SIGTERM/SIGHUP to the group (caught
+  from :meth:`Supervisor.__enter__` on: a Ctrl-C is forwarded, never a traceback) and SIGWINCH to
+  a pty; stops a silent command after ``hang_timeout``; and returns the child's returncode once it
+  has ended and its outputs are drained (or :data:`DRAIN_S` after that, when a descendant keeps
+  them open: it is a survivor). Leaving the ``with`` block stops the recorder, restores the signal
+  handlers and closes every fd it was given.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import procs
+from ._record import Record
+from .process import Child, copy_winsize, kill_group, signal_name
+from .recorder import Recorder
+
+__all__ = ["DRAIN_S", "FORWARDED", "KILL_AT", "READ_SIZE", "StopPhase", "StopState", "Stopper", "Supervisor", "TICK_S"]
+
+READ_SIZE = 1 << 20
+TICK_S = 0.5
+DRAIN_S = 1.0
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: The forwarded signal that kills the group at once (the user insists).
+KILL_AT = 3
+
+
+class StopPhase(enum.Enum):
+    """Where logkit's stop of the child's group stands."""
+
+    RUNNING = "running"
+    STOPPING = "stopping"
+    KILLED = "killed"
+
+
+class StopState(Record):
+    """A frozen snapshot of the stop (a transition makes a new one)."""
+
+    __slots__ = ("phase", "reason", "deadline", "signal", "hang")
+
+    phase: StopPhase
+    #: Why logkit stopped the child: "SIGINT received", "no output for 5s (--hang-timeout)", ...
+    reason: str | None
+    #: When the group gets SIGKILL (monotonic clock), once stopping.
+    deadline: float | None
+    #: The last signal logkit received and forwarded.
+    signal: int | None
+    #: The stop was --hang-timeout's.
+    hang: bool
+
+    def __init__(self, phase: StopPhase = StopPhase.RUNNING, reason: str | None = None,
+                 deadline: float | None = None, signal: int | None = None, hang: bool = False) -> None:
+        for name, value in (("phase", phase), ("reason", reason), ("deadline", deadline), ("signal", signal),
+                            ("hang", hang)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"StopState is frozen: use replace({name}=...)")
+
+    def replace(self, **changes: Any) -> StopState:
+        """A copy with ``changes``."""
+        fields = {n: getattr(self, n) for n in self.__slots__}
+        fields.update(changes)
+        return StopState(**fields)
+
+    @property
+    def stopped(self) -> bool:
+        """Did logkit stop the child (any phase but RUNNING)?"""
+        return self.phase is not StopPhase.RUNNING
+
+    @property
+    def escalated(self) -> bool:
+        """Did the group get SIGKILL from logkit?"""
+        return self.phase is StopPhase.KILLED
+
+
+class Stopper:
+    """The stop state of one process group, and the only code that signals the group."""
+
+    def __init__(self, pgid: int, grace: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.pgid = pgid
+        self.grace = grace
+        self.clock = clock
+        self.state = StopState()
+        self._lock = threading.Lock()
+        self._received = 0
+
+    def request(self, reason: str, sig: int = signal.SIGTERM, *, hang: bool = False) -> None:
+        """Ask the group to stop with ``sig``; the first request sets the reason and the deadline."""
+        with self._lock:
+            if self.state.phase is StopPhase.RUNNING:
+                self.state = self.state.replace(phase=StopPhase.STOPPING, reason=reason,
+                                                deadline=self.clock() + self.grace, hang=hang)
+        kill_group(self.pgid, sig)
+
+    def received(self, sig: int) -> None:
+        """logkit got ``sig``: forward it; the :data:`KILL_AT`-th one kills the group at once."""
+        self._received += 1
+        with self._lock:
+            self.state = self.state.replace(signal=sig)
+        if self._received >= KILL_AT:
+            self.kill()
+        else:
+            self.request(f"{signal_name(sig)} received", sig)
+
+    def kill(self) -> None:
+        """SIGKILL the group (stopping it first if nobody asked yet)."""
+        with self._lock:
+            self.state = self.state.replace(phase=StopPhase.KILLED)
+        kill_group(self.pgid, signal.SIGKILL)
+
+    def check_deadline(self) -> None:
+        """SIGKILL the group once a stop's grace period is over."""
+        state = self.state
+        if state.phase is StopPhase.STOPPING and state.deadline is not None and self.clock() > state.deadline:
+            self.kill()
+
+    def reap(self, poll_s: float = 0.1, kill_wait_s: float = 2.0) -> None:
+        """After the child ended: if logkit stopped it, give the group's stragglers the rest of the
+        grace period, then SIGKILL them and wait up to ``kill_wait_s`` for them to go."""
+        state = self.state
+        if not state.stopped:
+            return
+        while procs.group_members(self.pgid) and self.clock() < (state.deadline or 0):
+            time.sleep(poll_s)
+        if procs.group_members(self.pgid):
+            self.kill()
+            end = self.clock() + kill_wait_s
+            while procs.group_members(self.pgid) and self.clock() < end:
+                time.sleep(0.05)
+
+
+class Supervisor:
+    """Pumps one child's output into a recorder until it ends, forwarding signals to its group."""
+
+    def __init__(self, child: Child, recorder: Recorder, grace: float, *, hang_timeout: float | None = None,
+                 on_tick: Callable[[float], None] | None = None) -> None:
+        self.child = child
+        self.recorder = recorder
+        self.stopper = Stopper(child.pgid, grace)
+        self.hang_timeout = hang_timeout
+        self.on_tick = on_tick
+        self._signals: list[int] = []
+        self._handled = 0
+        self._old_handlers: dict[int, Any] = {}
+        self._old_wakeup = -1
+        self._wake_r = self._wake_w = -1
+
+    # -- signals: caught from __enter__ to __exit__ -------------------------------------------------
+
+    def __enter__(self) -> Supervisor:
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        for sig in FORWARDED:
+            self._old_handlers[sig] = signal.signal(sig, lambda s, _f: self._signals.append(s))
+        if self.child.pty:  # a resized terminal resizes the child's pty: progress bars redraw to fit
+            self._old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: self._resize())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.recorder.stop()
+        signal.set_wakeup_fd(self._old_wakeup)
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        child = self.child
+        for fd in (*child.outputs, self._wake_r, self._wake_w, *([child.pidfd] if child.pidfd is not None else [])):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _resize(self) -> None:
+        # The pty is not the child's controlling terminal (it runs in a session of its own without
+        # one), so the kernel sends no SIGWINCH on the resize: send it to the group ourselves.
+        try:
+            copy_winsize(next(iter(self.child.outputs)))
+            os.killpg(self.child.pgid, signal.SIGWINCH)
+        except (OSError, StopIteration):
+            pass  # the pty or the group is gone: the child has ended
+
+    def service(self) -> None:
+        """Forward the signals received since the last call; SIGKILL when the grace is over."""
+        while self._handled < len(self._signals):
+            sig = self._signals[self._handled]
+            self._handled += 1
+            self.stopper.received(sig)
+        self.stopper.check_deadline()
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def pump(self) -> int:
+        """Run until the child has ended and its output is drained; its Popen returncode."""
+        child, rec = self.child, self.recorder
+        poller = select.poll()
+        open_fds = dict(child.outputs)
+        for fd in open_fds:
+            poller.register(fd, select.POLLIN)
+        poller.register(self._wake_r, select.POLLIN)
+        if child.pidfd is not None:
+            poller.register(child.pidfd, select.POLLIN)
+        returncode: int | None = None
+        exited_at: float | None = None
+        last_output = last_tick = time.monotonic()
+        check_exit = child.pidfd is None
+        rec.start()
+        while True:
+            now = time.monotonic()
+            if exited_at is not None and (not open_fds or now - exited_at > DRAIN_S):
+                break  # done; or a descendant keeps the output open (it is a survivor)
+            for fd, _ev in poller.poll(TICK_S * 1000):
+                if fd in open_fds:
+                    try:
+                        data = os.read(fd, READ_SIZE)
+                    except OSError:  # EIO: the pty's last writer is gone
+                        data = b""
+                    if not data:
+                        poller.unregister(fd)
+                        del open_fds[fd]
+                        continue
+                    last_output = time.monotonic()
+                    rec.echo(open_fds[fd], data)
+                    rec.submit(fd, data, self.service, rec.scan(fd, data))
+                elif fd == self._wake_r:
+                    try:
+                        os.read(self._wake_r, 512)
+                    except OSError:
+                        pass
+                elif fd == child.pidfd:
+                    poller.unregister(fd)
+                    check_exit = True
+            self.service()
+            if returncode is None and (check_exit or not open_fds):
+                returncode = child.proc.poll()
+                if returncode is not None:
+                    exited_at = time.monotonic()
+            now = time.monotonic()
+            if now - last_tick >= TICK_S:
+                last_tick = now
+                rec.tick(now)
+                if self.on_tick is not None:
+                    self.on_tick(now)
+                if (self.hang_timeout and not self.stopper.state.stopped
+                        and now - last_output > self.hang_timeout):
+                    self.stopper.request(f"no output for {self.hang_timeout:g}s (--hang-timeout)", hang=True)
+        if returncode is None:
+            returncode = child.proc.wait()
+        self.stopper.reap()
+        return returncode
