@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from logkit.capture import environment, recorder, runner
-from logkit.capture.hooks import ExitInfo, Plan, Verdict, WatchContext
+from logkit.capture.hooks import ExitInfo, Plan, WatchContext, WatchResult
 from logkit.capture.journal import EVENT_VERSION
 from logkit.capture.redact import Redactor
 from logkit.events import SCHEMA_VERSION, AttemptEnvironment, Outcome, Smoke
@@ -21,7 +21,7 @@ from logkit.store import Store
 
 HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic")
 #: Standard-library modules that cost `logkit run` start-up for nothing: dataclasses imports inspect,
-#: ast and dis (~10 ms); the run path uses plain __slots__ classes instead (capture/_record.py).
+#: ast and dis (~10 ms); the run path uses plain __slots__ classes instead (capture/_slotted.py).
 SLOW_STDLIB = ("dataclasses", "inspect")
 
 
@@ -110,19 +110,19 @@ def test_disk_full_and_watcher_crash_never_stop_the_stream(capfd: pytest.Capture
     for i in range(3):
         data = f"line {i}\n".encode()
         rec.echo(1, data)
-        rec.record(5, data)
+        rec.consume(5, data)
     os.close(full)
     assert capfd.readouterr().out == "line 0\nline 1\nline 2\n"
     assert any("log write failed" in p and "space" in p for p in rec.problems)
     rec2 = recorder.Recorder(None, Redactor.for_run({}, []), _Boom())
-    rec2.record(5, b"a\n")
+    rec2.consume(5, b"a\n")
     assert rec2.watcher is None and "watcher failed: RuntimeError: watcher bug" in rec2.problems
 
 
 def test_long_partial_lines_are_flushed_in_bounded_pieces(tmp_path: Path) -> None:
     fd = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT)
     rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
-    rec.record(5, b"x " * 100_000 + b"tail")  # 200 KB, no newline
+    rec.consume(5, b"x " * 100_000 + b"tail")  # 200 KB, no newline
     assert 0 < len(rec.partial.get(5, b"")) <= recorder.PARTIAL_MAX
     rec.flush_stale(0.0, everything=True)
     os.close(fd)
@@ -146,10 +146,10 @@ class _Watcher:
     def tick(self, now: float) -> None:
         pass
 
-    def finished(self, exit_info: ExitInfo) -> Verdict:
+    def finished(self, exit_info: ExitInfo) -> WatchResult:
         self.ctx.emit(Smoke(session=self.ctx.attempt.session, attempt="A1", prompt="hi", ok=True, reply="sk-" + "a" * 24))
         first, _ = self.fed[0]
-        return Verdict(status="ready", label=f"lines={exit_info.lines} first={first}")
+        return WatchResult(status="ready", label=f"lines={exit_info.lines} first={first}")
 
 
 SEEN: dict[str, Any] = {}

@@ -136,7 +136,7 @@ def _split_everywhere(tmp_path: Path, stream: bytes) -> None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
         for part in (stream[:cut], stream[cut:]):
-            rec.record(5, part, rec.scan(5, part))  # the runner's order: scan on read, record later
+            rec.consume(5, part, rec.scan(5, part))  # the runner's order: scan on read, record later
         rec.flush_stale(0.0, everything=True)
         os.close(fd)
         stored = log.read_bytes()

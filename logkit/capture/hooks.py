@@ -27,19 +27,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ._record import Record
+from ._slotted import Slotted
 
 if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slow `logkit run -- true`
     from ..events import Attempt, BaseEvent, BenchConfig, EvidenceLine, LaunchConfig, Milestone
 
-__all__ = ["ExitInfo", "Plan", "Planner", "Verdict", "WatchContext", "Watcher"]
+__all__ = ["ExitInfo", "Plan", "Planner", "WatchContext", "WatchResult", "Watcher"]
 
 # Plain classes with __slots__ rather than @dataclass: `dataclasses` imports inspect, ast and dis
 # (~10 ms of every `logkit run` start-up). Field names, order and defaults are the dataclasses' ones;
 # a list or dict default is made fresh for each instance.
 
 
-class ExitInfo(Record):
+class ExitInfo(Slotted):
     """How the child process ended, as the runner saw it."""
 
     __slots__ = ("exit_code", "signal", "stopped_by_logkit", "forwarded_signal", "duration_s", "lines", "tail",
@@ -74,7 +74,7 @@ class ExitInfo(Record):
         self.escalated = escalated
 
 
-class Verdict(Record):
+class WatchResult(Slotted):
     """A watcher's say on the outcome. ``None`` fields leave the runner's generic answer."""
 
     __slots__ = ("status", "label", "signature", "evidence", "timeline", "ready_at")
@@ -97,7 +97,7 @@ class Verdict(Record):
         self.ready_at = ready_at
 
 
-class WatchContext(Record):
+class WatchContext(Slotted):
     """What a watcher may use while the attempt runs."""
 
     __slots__ = ("attempt", "emit", "request_stop", "options")
@@ -130,11 +130,11 @@ class Watcher(Protocol):
     def tick(self, now: float) -> None:
         """Called about twice a second from the recorder while the child runs."""
 
-    def finished(self, exit_info: ExitInfo) -> Verdict:
+    def finished(self, exit_info: ExitInfo) -> WatchResult:
         """The child has ended (or logkit stopped it); say how the attempt ended."""
 
 
-class Plan(Record):
+class Plan(Slotted):
     """What a planner decided for an argv before launch."""
 
     __slots__ = ("role", "argv", "launch", "bench", "watcher", "refuse", "notes")

@@ -23,7 +23,7 @@ import subprocess
 import termios
 from collections.abc import Mapping
 
-from ._record import Record
+from ._slotted import Slotted
 
 __all__ = ["Child", "copy_winsize", "exit_status", "kill_group", "spawn"]
 
@@ -31,7 +31,7 @@ PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
-class Child(Record):
+class Child(Slotted):
     """A running child: its pid, process group and the output fds to read (fd -> logkit fd)."""
 
     # __slots__, not @dataclass: `dataclasses` costs `logkit run` ~10 ms of start-up (inspect, ast).

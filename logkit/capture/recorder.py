@@ -2,7 +2,7 @@
 
 Contract:
 
-* :meth:`Recorder.record` takes whatever a read returned and stores complete lines, redacted, with
+* :meth:`Recorder.consume` takes whatever a read returned and stores complete lines, redacted, with
   one ``os.write`` per call; a partial line waits until it completes, is older than
   :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``; a partial line
   without one waits, so a token is never written in halves) or longer than :data:`PARTIAL_MAX`
@@ -116,7 +116,7 @@ class Recorder:
                 if fd is None:
                     self._tick(payload)
                 else:
-                    self.record(fd, payload, suspicious)
+                    self.consume(fd, payload, suspicious)
             except BaseException as exc:  # the thread must outlive anything
                 self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
 
@@ -134,7 +134,7 @@ class Recorder:
     def submit(self, fd: int, data: bytes, waiting: Callable[[], None], suspicious: bool | None = None) -> None:
         """Queue output for the recorder thread (at most QUEUE_CHUNKS reads ahead)."""
         if self._queue is None:
-            self.record(fd, data, suspicious)
+            self.consume(fd, data, suspicious)
             return
         import queue
 
@@ -209,7 +209,7 @@ class Recorder:
                 self.problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
                 self.watcher = None
 
-    def record(self, fd: int, data: bytes, suspicious: bool | None = None) -> None:
+    def consume(self, fd: int, data: bytes, suspicious: bool | None = None) -> None:
         """Store the complete lines of one read; ``suspicious`` is :meth:`scan`'s verdict."""
         try:
             carried = self._partial_suspicious.pop(fd, False)

@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ._record import Record
+from ._slotted import Slotted
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -41,7 +41,7 @@ PLACEHOLDER = "[REDACTED]"
 _HARMLESS = re.compile(r"^(?:-?[0-9][0-9.,_]*%?|none|null|true|false|nil|)$", re.IGNORECASE)
 
 
-class Rules(Record):
+class Rules(Slotted):
     """The compiled content of ``secrets.toml`` (read-only once made, hashable)."""
 
     # __slots__, not @dataclass(frozen=True): `dataclasses` costs `logkit run` ~10 ms of start-up.

@@ -32,7 +32,7 @@ from typing import Any
 from .. import procs, statuses
 from ..errors import BadInput
 from . import environment as envmod
-from ._record import Record
+from ._slotted import Slotted
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal, new_event, utc
 from .process import Child, exit_status, spawn
@@ -55,7 +55,7 @@ CONFIRM_WAIT_S = 2.0
 # of every `logkit run` start-up).
 
 
-class RunOptions(Record):
+class RunOptions(Slotted):
     """What the command line asked for."""
 
     __slots__ = ("sessions", "session", "tests", "role", "label", "grace", "hang_timeout", "smoke", "smoke_only",
@@ -90,7 +90,7 @@ class RunOptions(Record):
         self.extra = {} if extra is None else extra
 
 
-class RunResult(Record):
+class RunResult(Slotted):
     """What happened, for the CLI's summary."""
 
     __slots__ = ("exit_status", "session", "attempt", "outcome")
@@ -209,7 +209,7 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     return recording.supervise(log_fd)
 
 
-class _Recording(Record):
+class _Recording(Slotted):
     """One attempt from spawn to outcome: supervise the child, then write what happened."""
 
     __slots__ = ("journal", "child", "attempt", "plan", "opts", "options", "redactor", "probes", "base_env",

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import procs
-from ._record import Record
+from ._slotted import Slotted
 from .process import Child, copy_winsize, kill_group, signal_name
 from .recorder import Recorder
 
@@ -53,7 +53,7 @@ class StopPhase(enum.Enum):
     KILLED = "killed"
 
 
-class StopState(Record):
+class StopState(Slotted):
     """A frozen snapshot of the stop (a transition makes a new one)."""
 
     __slots__ = ("phase", "reason", "deadline", "signal", "hang")

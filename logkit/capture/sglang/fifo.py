@@ -93,7 +93,7 @@ class FifoSink:
             raise
 
     # --- the thread -------------------------------------------------------------------------
-    def _record(self, line: bytes) -> None:
+    def _deliver(self, line: bytes) -> None:
         if not line.strip():
             return
         try:
@@ -120,7 +120,7 @@ class FifoSink:
                 nl = buf.find(b"\n", scan)
                 start = 0
                 while nl >= 0:
-                    self._record(bytes(buf[start:nl]))
+                    self._deliver(bytes(buf[start:nl]))
                     start = nl + 1
                     nl = buf.find(b"\n", start)
                 if start:
@@ -128,7 +128,7 @@ class FifoSink:
                 if wake >= 0:
                     break
             if buf.strip():
-                self._record(bytes(buf))  # the client died mid-record
+                self._deliver(bytes(buf))  # the client died mid-record
         except Exception as exc:  # noqa: BLE001 - never raised into the run
             self.problems.append(f"bench output reader failed: {type(exc).__name__}: {exc}")
         finally:

@@ -33,8 +33,8 @@ from ...errors import BadInput
 from ...events import OUTCOME_STATUSES, EvidenceLine
 
 __all__ = [
+    "Classification",
     "Classifier",
-    "Decision",
     "Signature",
     "classify_file",
     "classify_text",
@@ -60,7 +60,7 @@ class Signature:
 
 
 @dataclass
-class Decision:
+class Classification:
     """What the classifier concluded."""
 
     status: str
@@ -290,7 +290,7 @@ class Classifier:
         finished: bool = True,
         http_ready: bool = False,
         hang: str | None = None,
-    ) -> Decision:
+    ) -> Classification:
         """The outcome. ``finished=False`` means no exit is known (a log file read on its own)."""
         ready = self.ready or http_ready
         # How the process ended, by the one exit mapping (logkit/data/statuses.toml).
@@ -311,8 +311,8 @@ class Classifier:
             evidence = sorted([*evidence, EvidenceLine(line=self.ready_line, text=self.ready_text or "")],
                               key=lambda e: e.line)
 
-        def out(status: str, label: str | None, sig: str | None = None) -> Decision:
-            return Decision(status, label, sig, evidence, ready, self.ready_line, self.ready_text)
+        def out(status: str, label: str | None, sig: str | None = None) -> Classification:
+            return Classification(status, label, sig, evidence, ready, self.ready_line, self.ready_text)
 
         if hit is not None:
             return out(hit.sig.status, hit.sig.label, hit.sig.id)
@@ -327,7 +327,7 @@ class Classifier:
         return out(ended, ended_label)
 
 
-def classify_text(data: bytes | str) -> Decision:
+def classify_text(data: bytes | str) -> Classification:
     """Classify a whole log with no exit information."""
     raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
     clf = Classifier()
@@ -335,7 +335,7 @@ def classify_text(data: bytes | str) -> Decision:
     return clf.decide(finished=False)
 
 
-def classify_file(path: str | Path) -> Decision:
+def classify_file(path: str | Path) -> Classification:
     """Classify a log file written without logkit."""
     p = Path(path)
     try:

@@ -10,7 +10,7 @@ asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_t
 before ready, or output but the ready endpoint never answering within it; it then asks the runner
 to stop. :class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client
 ends, then reads the redacted record. :meth:`finished` returns the
-:class:`~logkit.capture.hooks.Verdict`. A failure inside the thread is recorded in the label,
+:class:`~logkit.capture.hooks.WatchResult`. A failure inside the thread is recorded in the label,
 never raised into the recorder.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from ... import statuses
 from ...events import BenchConfig, LaunchConfig, Metric, ServerInfo, Smoke
-from ..hooks import ExitInfo, Verdict, WatchContext
+from ..hooks import ExitInfo, WatchContext, WatchResult
 from .args import fingerprint
 from .bench import BenchResult, parse_file, parse_text, redact_info
 from .fifo import FifoSink
@@ -183,7 +183,7 @@ class LaunchWatcher:
                             reply=r.reply, latency_s=r.latency_s, ok=why is None, reason=why))
 
     # --- end --------------------------------------------------------------------------------
-    def finished(self, exit_info: ExitInfo) -> Verdict:
+    def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
@@ -211,7 +211,7 @@ class LaunchWatcher:
 
             secs = round((self.http_ready_at - started).total_seconds(), 3) if started else None
             timeline.append(Milestone(stage="ready", at=self.http_ready_at, seconds=secs, detail={"via": "HTTP /ready"}))
-        return Verdict(status=status, label=label, signature=sig, evidence=evidence,
+        return WatchResult(status=status, label=label, signature=sig, evidence=evidence,
                        timeline=timeline, ready_at=ready_at if d.ready else None)
 
 
@@ -289,7 +289,7 @@ class BenchWatcher:
         tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
         tmp.replace(path)
 
-    def finished(self, exit_info: ExitInfo) -> Verdict:
+    def finished(self, exit_info: ExitInfo) -> WatchResult:
         if self.sink is not None:
             self.sink.close()
             for problem in self.sink.problems:
@@ -311,7 +311,7 @@ class BenchWatcher:
         label = d.label
         if d.status == "exit_ok" and result is not None:
             label = f"{len(result.metrics)} metrics from the {result.source} result"
-        return Verdict(status=d.status, label=label, signature=d.signature, evidence=d.evidence)
+        return WatchResult(status=d.status, label=label, signature=d.signature, evidence=d.evidence)
 
 
 def _unused(_: Any) -> None:  # keep linters quiet about optional imports

@@ -1,7 +1,7 @@
 """A tiny base for the plain records on the ``logkit run`` path (instead of ``@dataclass``).
 
 Contract: a subclass lists its fields in ``__slots__`` (in order) and writes an explicit keyword
-``__init__``; :class:`Record` gives it a ``__repr__`` naming every field and a field-wise ``__eq__``
+``__init__``; :class:`Slotted` gives it a ``__repr__`` naming every field and a field-wise ``__eq__``
 (same class, same values), as a dataclass would. ``dataclasses`` is not used because importing it
 pulls in ``inspect``, ``ast`` and ``dis`` (~10 ms of every ``logkit run`` start-up).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Record"]
+__all__ = ["Slotted"]
 
 
-class Record:
+class Slotted:
     """Field-wise ``__repr__`` and ``__eq__`` over the ``__slots__`` of the concrete class."""
 
     __slots__ = ()
