@@ -161,7 +161,7 @@ def _record_in_parts(path: Path, parts: list[bytes], stale_between: bool, litera
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     rec = recorder.Recorder(fd, Redactor(literals=literals), None)
     for part in parts:
-        rec.record(5, part, rec.scan(5, part))
+        rec.consume(5, part, rec.scan(5, part))
         if stale_between:
             rec.flush_stale(time.monotonic() + recorder.PARTIAL_AGE_S + 0.1)  # the pause: older than the age
     rec.flush_stale(0.0, everything=True)
