@@ -105,7 +105,8 @@ Priority = Literal["low", "medium", "high"]
 
 ATTEMPT_ID = r"^A[0-9]+$"
 HYPOTHESIS_ID = r"^H[0-9]+$"
-DECISION_ID = r"^DR-[0-9]{4,}$"
+#: ``DR-`` and Crockford base32 digits: ``DR-7K3FQ`` (drawn from the event id), ``DR-0003`` (older, sequential).
+DECISION_ID = r"^DR-[0-9A-HJKMNP-TV-Z]{4,}$"
 
 
 def utcnow() -> datetime:
@@ -220,7 +221,7 @@ class DecisionOption(Record):
 
 
 class Decision(BaseEvent):
-    """A decision record, citable across the whole knowledge base as ``DR-0003``."""
+    """A decision record, citable across the whole knowledge base by its permanent id (``DR-7K3FQ``)."""
 
     kind: Literal["decision"] = "decision"
     decision_id: str = Field(pattern=DECISION_ID)

@@ -105,7 +105,7 @@ def qwen() -> list[Step]:
           "--chosen", "flashinfer_cutlass MoE", "--chosen", "flashinfer_cudnn FP4 GEMM",
           "--evidence", "A2,A3,A4,A5,A6", "--tag", "sm120", "--tag", "moe", "--tag", "gemm",
           "--consequences", "MTP speculative decoding runs on top of it (~172 tok/s at single-request concurrency); "
-          "the MTP draft layer runs BF16, not FP4", *src], "DR-0001"),
+          "the MTP draft layer runs BF16, not FP4", "--id", "DR-0001", *src], "DR-0001"),
         (["record", "attempt", "--cmd", f"{launch} --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn",
           "--label", "MTP speculative decoding (NEXTN, as the account names it; its exact speculative flags are not given)",
           "--status", "ready", "--tests", "H1",
@@ -198,13 +198,13 @@ def glm() -> list[Step]:
           "--option", "--disable-custom-all-reduce and NCCL environment variables: NaN at decode (H3, A6)",
           "--chosen", "trtllm NSA backends", "--evidence", "A7,A8,A9", "--tag", "sm120", "--tag", "nsa",
           "--consequences", "baseline ~225 output / 516 total tok/s at 64 concurrent requests, ~11 tok/s single stream; "
-          "CUDA graphs at --mem-fraction-static 0.92: 210–247 output tok/s", *src], "DR-0002"),
+          "CUDA graphs at --mem-fraction-static 0.92: 210–247 output tok/s", "--id", "DR-0002", *src], "DR-0002"),
         (["decide", "No expert parallelism for GLM-5-NVFP4 on PCIe",
           "--context", "the user suggested expert parallelism (EP) to improve PCIe-bound performance",
           "--decision", "keep tensor parallelism; EP is not beneficial for this model on PCIe",
           "--option", "EP8: 453GB of MoE parameters cannot be replicated in 96GB per GPU, and the small hidden dimension (3584) "
           "makes EP8's communication volume similar to tensor parallelism (H6)",
-          "--option", "tensor parallelism", "--chosen", "tensor parallelism", "--tag", "ep", "--tag", "pcie", *src], "DR-0003"),
+          "--option", "tensor parallelism", "--chosen", "tensor parallelism", "--tag", "ep", "--tag", "pcie", "--id", "DR-0003", *src], "DR-0003"),
         (["note", "Model facts used for the EP analysis: 256 experts, top-8 routing, hidden size 3584, 78 layers, ~453GB of MoE parameters.",
           "--ref", "H6", *src], None),
         (["note", "The flashinfer autotuner only applies to the flashinfer_trtllm MoE path, not the flashinfer_cutlass "
@@ -234,7 +234,7 @@ def ct200() -> list[Step]:
           "--context", "FlashInfer's JIT fails on the RTX PRO 6000 Blackwell (SM120): capability (12, 0) read as less than 75",
           "--decision", "--attention-backend triton",
           "--option", "flashinfer: JIT failure on SM120 (H1, A1)", "--option", "triton", "--chosen", "triton",
-          "--evidence", "A1", "--tag", "sm120", *src], "DR-0004"),
+          "--evidence", "A1", "--tag", "sm120", "--id", "DR-0004", *src], "DR-0004"),
         (["record", "attempt", "--cmd", f"{launch} --attention-backend triton", "--label", "native DFlash (linear)",
           "--status", "ready", "--tests", "H2",
           "--result", "smoke generation on three prompts; the account gives 94–141 tok/s for native DFlash", *gpu1, *src], "A2"),
@@ -259,7 +259,7 @@ def ct200() -> list[Step]:
           "--option", "rebuild SGLang from source on CT200: hours of compilation and the MAX_JOBS memory exhaustion seen earlier",
           "--chosen", "overlay packages from CT129", "--evidence", "A2,A3",
           "--consequences", "a fragile environment with mixed CUDA runtimes (cu128/cu130); rebuilding CT200 means re-documenting the overlay",
-          *src], "DR-0005"),
+          "--id", "DR-0005", *src], "DR-0005"),
         (["note", "The account's ranges (native DFlash 94–141 tok/s, DDTree shadow-linear 97–141 tok/s) do not match its per-prompt "
           "pairs read in the order DFlash vs DDTree (140.6/96.8/109.0 vs 140.4/94.6/106.5); the per-prompt figures are recorded as given.",
           "--ref", "A2", "--ref", "A3", *src], None),

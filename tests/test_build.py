@@ -4,6 +4,7 @@ ways, matrix cells, staleness, escaping of planted injections, no external URL, 
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -130,7 +131,7 @@ def test_planted_injections_render_as_text(site: Path) -> None:
 def test_no_external_urls(site: Path) -> None:
     for path in (site / "out").rglob("*.html"):
         for scheme, host in HTML_EXTERNAL.findall(path.read_text(encoding="utf-8")):
-            assert host == "kb.example.org", f"{path}: external {host}"  # only the site's own site_url
+            raise AssertionError(f"{path}: external {scheme}{host}")  # no site_url is set: not even its own
 
 
 def test_rebuild_is_identical(tmp_path: Path) -> None:
@@ -187,10 +188,21 @@ def test_nested_dirs_refused(tmp_path: Path) -> None:
 def test_cite(tmp_path: Path) -> None:
     kb_factory.realistic(tmp_path / "sessions")
     s = str(tmp_path / "sessions")
-    result = run_logkit("--sessions", s, "cite", "DR-0002", "--config", str(REPO / "mkdocs.yml"))
+    # the shipped mkdocs.yml sets no address: a relative link, and how to set one
+    plain = {"LOGKIT_SITE_URL": ""}
+    result = run_logkit("--sessions", s, "cite", "DR-0002", "--config", str(REPO / "mkdocs.yml"), env=plain)
     assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[DR-0002: Move GLM-5 on SM120 to SGLang 0.5.23](decisions/DR-0002/)"
+    assert "LOGKIT_SITE_URL=" in result.stderr and "site_url:" in result.stderr
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"INHERIT: {REPO / 'logkit/data/mkdocs-base.yml'}\nsite_url: https://kb.team.example/kb/\n")
+    result = run_logkit("--sessions", s, "cite", "dr-0002", "--config", str(config), env=plain)
     assert result.stdout.strip() == (
-        "[DR-0002: Move GLM-5 on SM120 to SGLang 0.5.23](https://kb.example.org/logkit/decisions/DR-0002/)")
+        "[DR-0002: Move GLM-5 on SM120 to SGLang 0.5.23](https://kb.team.example/kb/decisions/DR-0002/)")
+    assert result.stderr == ""
+    result = run_logkit("--sessions", s, "cite", "DR-0002", "--config", str(config),
+                        env={"LOGKIT_SITE_URL": "https://ci.example/kb"})  # the variable CI sets wins
+    assert result.stdout.strip().endswith("(https://ci.example/kb/decisions/DR-0002/)")
     missing = run_logkit("--sessions", s, "cite", "DR-0042", "--config", str(REPO / "mkdocs.yml"))
     assert missing.returncode == 2 and "DR-0001, DR-0002" in missing.stderr
     bad = run_logkit("--sessions", s, "cite", "0042")
@@ -221,3 +233,26 @@ def test_environment_event_supplies_gpus_and_versions(tmp_path: Path) -> None:
     assert "| SM100 |" in matrix and "crash" in matrix
     session = (tmp_path / "docs" / "sessions" / "2026-12-02-env" / "index.md").read_text()
     assert "flashinfer 0.5.3" in session and "driver 575.57.08" in session
+
+
+@pytest.mark.parametrize("command", ["build", "serve"])
+def test_build_and_serve_refuse_a_sessions_directory_that_does_not_exist(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-sessions"
+    result = run_logkit("--sessions", str(missing), command, "--docs", str(tmp_path / "docs"), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2 and f"no sessions directory {missing}" in result.stderr
+    assert "--sessions DIR" in result.stderr and not (tmp_path / "docs").exists()
+
+
+def test_strict_build_fails_on_a_dangling_citation_and_names_it(tmp_path: Path) -> None:
+    kb_factory.realistic(tmp_path / "sessions")
+    sid = sorted(p.name for p in (tmp_path / "sessions").iterdir() if p.is_dir())[0]
+    with open(tmp_path / "sessions" / sid / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"v": 1, "id": "f" * 32, "session": sid, "ts": "2026-11-20T00:00:00Z", "kind": "decision",
+                             "decision_id": "DR-0778", "title": "ghost evidence", "evidence": ["A999"]}) + "\n")
+    result = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--strict", "--docs", str(tmp_path / "d"),
+                        "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert result.returncode == 2 and "DR-0778" in result.stderr and "cites A999, which no session records" in result.stderr
+    assert not (tmp_path / "o" / "index.html").exists()  # nothing published
+    loose = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--docs", str(tmp_path / "d"),
+                       "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert loose.returncode == 0, loose.stderr

@@ -100,6 +100,10 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     ]:
         pages.append((ctx.page, ctx))
     lap("contexts")
+    if strict:
+        from .strict import knowledge_problems, refuse
+
+        refuse(knowledge_problems(sessions, pages), "the knowledge base has duplicate or dangling ids or stale schemas")
     renderer = Renderer(docs, templates)
     pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
     renderer.write(pages)
@@ -133,9 +137,14 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
     gc.collect()
     gc.freeze()
     try:
-        result.warnings += run_mkdocs(config, docs, out)
+        mkdocs_warnings = run_mkdocs(config, docs, out)
     finally:
         gc.unfreeze()
+    result.warnings += mkdocs_warnings
+    if strict:
+        from .strict import refuse
+
+        refuse(mkdocs_warnings, "MkDocs warned")
     result.timings["mkdocs"] = time.perf_counter() - start
     result.out = out
     return result

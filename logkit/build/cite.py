@@ -1,9 +1,12 @@
-"""``logkit cite DR-0003``: a Markdown link to a decision record.
+"""``logkit cite DR-7K3FQ``: a Markdown link to a decision record.
 
-Contract: the URL is ``<site_url>decisions/DR-0003/`` (stable across rebuilds: a decision's page
-is named by its id only); the link text is ``DR-0003: <title>`` from the latest record of that id.
-Only the sessions' decision lines are read (no site build). An unknown id raises
-:class:`~logkit.errors.NotFound`; without a ``site_url`` the link is relative, with a warning.
+Contract: the URL is ``<site_url>decisions/DR-7K3FQ/`` (a decision's page is named by its permanent
+id only, so the link never breaks); the link text is ``DR-7K3FQ: <title>`` from the latest record
+of that id. Only the sessions' decision lines and the ledger are read (no site build). Any id ever
+printed resolves (:func:`logkit.reasoning.decisions.resolve`): an id, a longer form of it, or an
+id that moved (the link then goes to the record's current id, and a note says so). An unknown id
+raises :class:`~logkit.errors.NotFound`. ``site_url`` comes from ``$LOGKIT_SITE_URL``, else the
+``site_url`` of mkdocs.yml; without one the link is relative and a note says how to set it.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import BadInput, NotFound
-from ..events import Decision
 from ..store import Store
 
 __all__ = ["cite"]
@@ -21,29 +22,27 @@ __all__ = ["cite"]
 
 def cite(sessions: Path, decision_id: str, config: Path | None = None, base: str | None = None,
          warn: Callable[[str], None] = lambda _m: None) -> str:
-    """The Markdown link to ``decision_id``."""
+    """The Markdown link to the decision ``decision_id`` names."""
+    from ..reasoning.decisions import resolve
     from .site import site_url
 
-    if not re.fullmatch(r"DR-[0-9]{4,}", decision_id):
-        raise BadInput(f"{decision_id!r} is not a decision id", fix="decision ids look like DR-0003")
-    store = Store(sessions)
-    found: Decision | None = None
-    known: list[str] = []
-    for result in store.read_all().values():
-        for event in result.events:
-            if isinstance(event, Decision):
-                known.append(event.decision_id)
-                if event.decision_id == decision_id and (found is None or event.ts >= found.ts):
-                    found = event
-    if found is None:
-        raise NotFound(f"no decision {decision_id} in {sessions}",
-                       fix="pick one of: " + (", ".join(sorted(set(known))[-8:]) or "none recorded yet"))
+    found = resolve(Store(sessions), decision_id)
+    record = found.decision
+    if found.how == "moved":
+        warn(f"logkit: note: {found.cited} moved to {record.decision_id}; linking to {record.decision_id} "
+             f"(the site's {found.cited} page redirects there)")
+    for other in found.others:
+        warn(f"logkit: note: {found.cited} also names {other.decision_id} in {other.session} ({other.title!r}); "
+             f"the site's {found.cited} page lists both")
+    shown = found.cited if found.how == "id" else record.decision_id
     base = base or site_url(config)
-    path = f"decisions/{decision_id}/"
+    path = f"decisions/{shown}/"
     if base:
         url = base.rstrip("/") + "/" + path
     else:
-        warn("warning: no site_url in mkdocs.yml; printing a relative link (set site_url to your site's address)")
+        warn("logkit: note: no site address set, so this link is relative. Set it with "
+             "LOGKIT_SITE_URL=https://kb.example.com/ or 'site_url: https://kb.example.com/' in mkdocs.yml "
+             "(or pass --site-url)")
         url = path
-    title = re.sub(r"([\\`*_\[\]<>|])", r"\\\1", " ".join(found.title.split()))
-    return f"[{decision_id}: {title}]({url})"
+    title = re.sub(r"([\\`*_\[\]<>|])", r"\\\1", " ".join(record.title.split()))
+    return f"[{shown}: {title}]({url})"

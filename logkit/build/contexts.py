@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 __all__ = [
+    "AliasPage",
+    "AliasTarget",
     "AttemptRef",
     "BestRow",
     "CellCtx",
@@ -170,6 +172,28 @@ class DecisionPage:
     provenance: str | None
     session_href: str
     session_title: str
+    #: the other records this page's id also names (an older id two sessions used, or one that moved)
+    also: list[AliasTarget] = field(default_factory=list)
+
+
+@dataclass
+class AliasTarget:
+    """A decision record an old or shared id leads to."""
+
+    #: the record's own id now
+    id: str
+    title: str
+    session: str
+    href: str
+
+
+@dataclass
+class AliasPage:
+    """``decisions/DR-0004/`` for an id that moved: a redirect to its one record, or a list of them."""
+
+    page: Page
+    id: str
+    targets: list[AliasTarget]
 
 
 @dataclass

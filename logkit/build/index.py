@@ -1,8 +1,10 @@
 """Cross-references of the whole knowledge base: attempts by reference, decisions by id.
 
 Contract: :class:`KBIndex` resolves ``A7`` (in a given session) and ``2026-11-14-glm5/A4``
-(anywhere) to attempt facts, ``H3`` to a hypothesis, and ``DR-0003`` to the latest record of that
-decision. ``supersedes`` is written once, on the newer record; :meth:`KBIndex.superseded_by`
+(anywhere) to attempt facts, ``H3`` to a hypothesis, and ``DR-7K3FQ`` to the latest record of that
+decision (an id two sessions share, which only older sequential ids do, belongs to the session that
+recorded it first; :attr:`KBIndex.shared` keeps the others, :attr:`KBIndex.moved` the ids that
+moved). ``supersedes`` is written once, on the newer record; :meth:`KBIndex.superseded_by`
 derives the other direction so both pages show the link and it can never be one-sided.
 """
 
@@ -44,12 +46,26 @@ class KBIndex:
     def __init__(self, loaded: Loaded, frames: Frames) -> None:
         self.loaded = loaded
         self.frames = frames
-        self.decisions: dict[str, tuple[Decision, str]] = {}
+        by_id: dict[str, dict[str, Decision]] = {}
+        first: dict[tuple[str, str], object] = {}
         for session in loaded.sessions.values():
             for d in session.decisions:
-                known = self.decisions.get(d.decision_id)
-                if known is None or d.ts >= known[0].ts:
-                    self.decisions[d.decision_id] = (d, session.id)
+                held = by_id.setdefault(d.decision_id, {})
+                known = held.get(session.id)
+                if known is None or d.ts >= known.ts:
+                    held[session.id] = d
+                key = (d.decision_id, session.id)
+                first[key] = min(first.get(key, d.ts), d.ts)  # type: ignore[type-var]
+        self.decisions: dict[str, tuple[Decision, str]] = {}
+        #: id -> the other sessions' records of an id several sessions recorded
+        self.shared: dict[str, list[tuple[Decision, str]]] = {}
+        for did, held in by_id.items():
+            order = sorted(held, key=lambda sid: (first[(did, sid)], sid))
+            self.decisions[did] = (held[order[0]], order[0])
+            if len(order) > 1:
+                self.shared[did] = [(held[sid], sid) for sid in order[1:]]
+        #: ids that moved: old id -> [(session, new id)]
+        self.moved: dict[str, list[tuple[str, str]]] = dict(loaded.moved)
         self.facts_by_session: dict[str, list[AttemptFacts]] = {}
         for f in frames.facts.values():
             self.facts_by_session.setdefault(f.session, []).append(f)
@@ -110,19 +126,29 @@ class KBIndex:
         """The decisions whose ``supersedes`` names ``decision_id``."""
         return self._superseded_by.get(decision_id, [])
 
-    def decision_row(self, decision_id: str) -> DecisionRow | None:
-        """The list row of a decision, with its shown status."""
-        known = self.decisions.get(decision_id)
-        if known is None:
-            return None
-        d, sid = known
-        later = self.superseded_by(decision_id)
+    def page_id(self, decision: Decision) -> str:
+        """The id a record's page has: its own, or for the later holder of a shared id a longer form."""
+        from ..reasoning.decisions import permanent_id
+
+        held = self.decisions.get(decision.decision_id)
+        if held is not None and held[0] is not decision and decision.decision_id in self.shared:
+            return permanent_id(decision.id, set(self.decisions) | set(self.moved))
+        return decision.decision_id
+
+    def decision_row(self, decision_id: str, record: Decision | None = None, session: str | None = None) -> DecisionRow | None:
+        """The list row of a decision (``record`` for a page of its own), with its shown status."""
+        if record is None or session is None:
+            known = self.decisions.get(decision_id)
+            if known is None:
+                return None
+            record, session = known
+        later = self.superseded_by(record.decision_id) if decision_id == record.decision_id else []
         return DecisionRow(
-            id=d.decision_id,
-            title=d.title,
-            status="superseded" if later else d.status,
-            date=d.ts,
-            href=decision_href(d.decision_id),
-            session=sid,
+            id=decision_id,
+            title=record.title,
+            status="superseded" if later else record.status,
+            date=record.ts,
+            href=decision_href(decision_id),
+            session=session,
             superseded_by=later,
         )

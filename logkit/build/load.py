@@ -80,6 +80,8 @@ class Loaded:
     root: Path
     sessions: dict[str, SessionData]
     problems: list[Problem]
+    #: decision ids that moved (the ledger's ``moved to`` lines): old id -> [(session, new id)]
+    moved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem]) -> SessionData:
@@ -130,4 +132,6 @@ def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] 
         sid: _group(sid, result.path, result.events, result.problems)
         for sid, result in results.items()
     }
-    return Loaded(root=Path(root), sessions=sessions, problems=problems)
+    from ..reasoning.decisions import aliases
+
+    return Loaded(root=Path(root), sessions=sessions, problems=problems, moved=aliases(store))

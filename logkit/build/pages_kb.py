@@ -11,7 +11,7 @@ from typing import Any
 
 from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
 from .contexts import (
-    BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
     Page, SessionPage, SessionRow, SessionsIndex,
 )
 from .frames import AttemptFacts
@@ -122,48 +122,73 @@ def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
     )
 
 
-def decision_pages(index: KBIndex) -> list[DecisionPage]:
-    """One page per decision id."""
-    pages = []
+def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[AliasTarget]) -> DecisionPage:
+    row = index.decision_row(did, d, sid)
+    unresolved: list[str] = []
+    evidence = []
+    for ref in d.evidence:
+        facts = index.attempt(ref, sid)
+        if facts is None:
+            unresolved.append(ref)
+        else:
+            evidence.append(_evidence(index, facts))
+    options = []
+    for opt in d.options:
+        hyps = [h for h in (index.hypothesis(r, sid) for r in opt.hypotheses) if h is not None]
+        atts = [attempt_ref(f) for f in (index.attempt(r, sid) for r in opt.attempts) if f is not None]
+        unresolved += [r for r in opt.hypotheses if index.hypothesis(r, sid) is None]
+        unresolved += [r for r in opt.attempts if index.attempt(r, sid) is None]
+        options.append(OptionCtx(opt.name, opt.chosen, opt.why_not, hyps, atts))
+    session = index.loaded.sessions[sid]
+    tags = [f"status:{row.status}", *d.tags]
+    return DecisionPage(
+        page=Page(decision_href(did), f"{did}: {d.title}", "decision.md.j2", tags=tags),
+        row=row,
+        recorded_status=d.status,
+        context=d.context, decision=d.decision, consequences=d.consequences,
+        options=options, evidence=evidence, unresolved=unresolved,
+        supersedes=index.decision_row(d.supersedes) if d.supersedes else None,
+        superseded_by=[r for r in (index.decision_row(x) for x in index.superseded_by(did)) if r],
+        tags=list(d.tags),
+        provenance=provenance_text(d.provenance),
+        session_href=session_href(sid), session_title=session.title,
+        also=also,
+    )
+
+
+def decision_pages(index: KBIndex) -> list[DecisionPage | AliasPage]:
+    """One page per decision id, and one per id that moved or that several sessions recorded.
+
+    A record that shares its (older, sequential) id with an earlier session's gets its page at a
+    longer form of its own id (what ``logkit decision renumber`` would give it); the shared id's
+    page names it. An id that moved gets a page leading to where it went (a redirect when it went
+    to one record), so every id ever cited keeps resolving.
+    """
+    pages: list[DecisionPage | AliasPage] = []
     for did in sorted(index.decisions):
         d, sid = index.decisions[did]
-        row = index.decision_row(did)
-        assert row is not None
-        unresolved: list[str] = []
-        evidence = []
-        for ref in d.evidence:
-            facts = index.attempt(ref, sid)
-            if facts is None:
-                unresolved.append(ref)
-            else:
-                evidence.append(_evidence(index, facts))
-        options = []
-        for opt in d.options:
-            hyps = [h for h in (index.hypothesis(r, sid) for r in opt.hypotheses) if h is not None]
-            atts = [attempt_ref(f) for f in (index.attempt(r, sid) for r in opt.attempts) if f is not None]
-            unresolved += [r for r in opt.hypotheses if index.hypothesis(r, sid) is None]
-            unresolved += [r for r in opt.attempts if index.attempt(r, sid) is None]
-            options.append(OptionCtx(opt.name, opt.chosen, opt.why_not, hyps, atts))
-        session = index.loaded.sessions[sid]
-        tags = [f"status:{row.status}", *d.tags]
-        pages.append(DecisionPage(
-            page=Page(decision_href(did), f"{did}: {d.title}", "decision.md.j2", tags=tags),
-            row=row,
-            recorded_status=d.status,
-            context=d.context, decision=d.decision, consequences=d.consequences,
-            options=options, evidence=evidence, unresolved=unresolved,
-            supersedes=index.decision_row(d.supersedes) if d.supersedes else None,
-            superseded_by=[r for r in (index.decision_row(x) for x in index.superseded_by(did)) if r],
-            tags=list(d.tags),
-            provenance=provenance_text(d.provenance),
-            session_href=session_href(sid), session_title=session.title,
-        ))
+        also = [AliasTarget(index.page_id(o), o.title, osid, decision_href(index.page_id(o)))
+                for o, osid in index.shared.get(did, [])]
+        also += [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
+                 for msid, new in index.moved.get(did, []) if new in index.decisions and new != did]
+        pages.append(_record_page(index, did, d, sid, also))
+        for other, osid in index.shared.get(did, []):
+            own = index.page_id(other)
+            pages.append(_record_page(index, own, other, osid, [AliasTarget(did, d.title, sid, decision_href(did))]))
+    for old, moves in sorted(index.moved.items()):
+        if old in index.decisions:
+            continue  # the earliest record kept it; its page names where the others went
+        targets = [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
+                   for msid, new in moves if new in index.decisions]
+        if targets:
+            pages.append(AliasPage(Page(decision_href(old), f"{old} moved", "decision_alias.md.j2"), old, targets))
     return pages
 
 
 def decisions_index(index: KBIndex) -> DecisionsIndex:
     """The decision index grouped by status."""
     rows = [r for r in (index.decision_row(d) for d in sorted(index.decisions)) if r is not None]
+    rows += [index.decision_row(index.page_id(o), o, osid) for others in index.shared.values() for o, osid in others]
     by_status = {s: [r for r in rows if r.status == s] for s in DECISION_STATUSES}
     return DecisionsIndex(
         page=Page("decisions/index.md", "Decision records", "decisions_index.md.j2"),

@@ -5,11 +5,16 @@ INHERITs ``logkit/data/mkdocs-base.yml``), else that base file. ``docs_dir`` and
 overridden by the caller's paths, which must not contain each other (MkDocs refuses that, and so do
 we, with a clearer message). Static files logkit ships (the offline search polyfill) are copied
 into the docs first. MkDocs' own errors become :class:`~logkit.errors.BadInput`.
+
+The site's address (``site_url``: canonical links, sitemap, ``logkit cite``) is unset unless the
+team sets it: ``$LOGKIT_SITE_URL`` (for CI) wins over ``site_url`` in mkdocs.yml. Without one the
+site uses relative links only and has no canonical link.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -17,7 +22,10 @@ from typing import Any
 
 from ..errors import BadInput
 
-__all__ = ["copy_assets", "default_config", "load_site_config", "run_mkdocs", "site_url"]
+__all__ = ["ENV_SITE_URL", "copy_assets", "default_config", "load_site_config", "run_mkdocs", "site_url"]
+
+#: The environment variable that sets the site's address (CI), over mkdocs.yml's ``site_url``.
+ENV_SITE_URL = "LOGKIT_SITE_URL"
 
 
 def default_config() -> Path:
@@ -58,6 +66,9 @@ def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -
     from mkdocs.exceptions import ConfigurationError
 
     path = config or default_config()
+    env_url = os.environ.get(ENV_SITE_URL, "").strip()
+    if env_url:
+        extra.setdefault("site_url", env_url)
     try:
         return load_config(config_file=str(path), docs_dir=str(docs.resolve()), site_dir=str(out.resolve()), **extra)
     except ConfigurationError as exc:
@@ -65,9 +76,12 @@ def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -
 
 
 def site_url(config: Path | None = None) -> str | None:
-    """``site_url`` of the configuration, read without building."""
+    """``$LOGKIT_SITE_URL``, else ``site_url`` of the configuration, read without building."""
     import yaml
 
+    env_url = os.environ.get(ENV_SITE_URL, "").strip()
+    if env_url:
+        return env_url
     path = config or default_config()
     seen = 0
     while path is not None and seen < 5:

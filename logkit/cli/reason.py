@@ -60,8 +60,9 @@ def register(sub: Any) -> None:
     add_json(p)
     p.set_defaults(func=cmd_todo_import)
 
-    p = sub.add_parser("decide", help="record a decision; prints its id (DR-0004)", description=(
-        'record a decision. Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
+    p = sub.add_parser("decide", help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
+        'record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, never renumbered, '
+        'safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
     p.add_argument("title", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
     p.add_argument("--context", help="the situation that called for a decision")
     p.add_argument("--decision", help="what was decided, in a sentence")
@@ -70,7 +71,9 @@ def register(sub: Any) -> None:
     p.add_argument("--chosen", action="append", default=[], metavar="NAME", help="the option(s) chosen (repeatable)")
     p.add_argument("--evidence", action="append", default=[], metavar="A7[,A9]", help="attempt ids (repeatable)")
     p.add_argument("--consequences", help="what follows from it")
-    p.add_argument("--supersedes", metavar="DR-0002", help="the decision this one replaces")
+    p.add_argument("--supersedes", metavar="DR-7K3FQ", help="the decision this one replaces")
+    p.add_argument("--id", dest="decision_id", metavar="DR-0001",
+                   help="keep the id a reconstructed record already has (needs --reconstructed)")
     p.add_argument("--status", choices=("proposed", "accepted", "superseded", "deprecated"), default="accepted")
     p.add_argument("--tag", action="append", default=[], dest="tags")
     _common(p)
@@ -84,7 +87,8 @@ def register(sub: Any) -> None:
     p = dec.add_parser("check", help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
     add_json(p)
     p.set_defaults(func=cmd_decision_check)
-    p = dec.add_parser("renumber", help="give a session's decision the next free id (the fix for a duplicate)")
+    p = dec.add_parser("renumber", help="give one of two records sharing an id a longer form of its own id "
+                                        "(the old id keeps resolving)")
     p.add_argument("session_id")
     p.add_argument("decision_id", help="DR-0004")
     p.set_defaults(func=cmd_decision_renumber)
@@ -242,6 +246,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
         _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
         chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
         supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at, reconstructed=args.reconstructed,
+        decision_id=args.decision_id,
     )
     print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
     return 0
@@ -250,15 +255,24 @@ def cmd_decide(args: argparse.Namespace) -> int:
 def cmd_decision_list(args: argparse.Namespace) -> int:
     from ..reasoning.decisions import decisions_by_id
 
-    rows = [
-        {"id": did, "session": e.session, "title": e.title, "status": e.status}
-        for did, events in sorted(decisions_by_id(store(args)).items())
-        for e in events
-    ]
+    by_id = decisions_by_id(store(args))
+    replaced: dict[str, list[str]] = {}
+    for did, events in by_id.items():
+        for e in events:
+            if e.supersedes and e.supersedes != did:
+                replaced.setdefault(e.supersedes, []).append(did)
+    rows = []
+    for did, events in sorted(by_id.items(), key=lambda item: min(e.ts for e in item[1])):
+        for sid in dict.fromkeys(e.session for e in events):
+            e = max((x for x in events if x.session == sid), key=lambda x: x.ts)
+            later = sorted(set(replaced.get(did, [])))
+            rows.append({"id": did, "session": sid, "title": e.title, "status": "superseded" if later else e.status,
+                         "recorded_status": e.status, "superseded_by": later})
     if args.json:
         print_json(rows)
     for r in rows if not args.json else []:
-        print(f"{r['id']}  {r['session']:<44} [{r['status']}] {r['title']}")
+        by = f" by {', '.join(r['superseded_by'])}" if r["superseded_by"] else ""
+        print(f"{r['id']:<9} {r['session']:<44} [{r['status']}{by}] {r['title']}")
     return 0
 
 
@@ -280,7 +294,8 @@ def cmd_decision_renumber(args: argparse.Namespace) -> int:
     from ..reasoning.decisions import renumber
 
     new_id = renumber(store(args), args.session_id, args.decision_id)
-    print(f"{args.session_id}: {args.decision_id} is now {new_id}; commit the session and sessions/DECISIONS.tsv")
+    print(f"{args.session_id}: {args.decision_id} is now {new_id} ({args.decision_id} still resolves); "
+          "commit the session and sessions/DECISIONS.tsv")
     return 0
 
 

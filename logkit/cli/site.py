@@ -23,7 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("--docs", metavar="DIR", default="site/docs",
                    help="generated Markdown directory (default site/docs; must not be inside --out)")
     p.add_argument("--config", metavar="FILE", help="mkdocs.yml to use (default ./mkdocs.yml, else logkit's own)")
-    p.add_argument("--strict", action="store_true", help="fail on any session line that does not validate")
+    p.add_argument("--strict", action="store_true",
+                   help="publish nothing unless everything is right: fail on a session line that does not validate, "
+                        "a decision id used twice, an id cited that names nothing, stale schemas, or a MkDocs warning")
     p.set_defaults(func=cmd_build)
 
     p = sub.add_parser("serve", help="preview the site with live reload",
@@ -35,17 +37,29 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("cite", help="print a Markdown link to a decision record",
-                       description="Print a Markdown link to a decision, built from site_url in mkdocs.yml.")
-    p.add_argument("decision_id", help="e.g. DR-0003")
+                       description="Print a Markdown link to a decision, built from the site's address: $LOGKIT_SITE_URL, "
+                                   "else site_url in mkdocs.yml, else a relative link.")
+    p.add_argument("decision_id", help="e.g. DR-7K3FQ (any id ever printed, older DR-0003 ones too)")
     p.add_argument("--config", metavar="FILE", help="mkdocs.yml to read site_url from")
     p.add_argument("--site-url", help="use this base URL instead of site_url")
     p.set_defaults(func=cmd_cite)
 
 
+def _existing(args: argparse.Namespace) -> Any:
+    """The store, which must exist: an empty site from a mistyped path would look like a real one."""
+    from ..errors import NotFound
+
+    st = store(args)
+    if not st.root.is_dir():
+        raise NotFound(f"no sessions directory {st.root}",
+                       fix="pass --sessions DIR (or set LOGKIT_SESSIONS), or record one: logkit session start TITLE")
+    return st
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     from ..build import build
 
-    st = store(args)
+    st = _existing(args)
     result = build(st.root, Path(args.docs), Path(args.out), strict=args.strict,
                    config=Path(args.config) if args.config else None, chart_cache=Path(".cache/logkit-charts"))
     took = sum(result.timings.values())
@@ -57,7 +71,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..build.serve import serve
 
-    serve(store(args).root, Path(args.docs), Path(args.config) if args.config else None, args.addr)
+    serve(_existing(args).root, Path(args.docs), Path(args.config) if args.config else None, args.addr)
     return 0
 
 

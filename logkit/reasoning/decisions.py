@@ -1,21 +1,31 @@
-"""Decision records (``DR-0004``): ids unique across the knowledge base, also across git merges.
+"""Decision records: permanent ids (``DR-7K3FQ``) that never change, also across hosts and git merges.
 
 Contract:
 
-* :func:`record` allocates the next id under :meth:`Store.locked` (a lock over the whole store,
-  so two logkit processes on one host never hand out the same number), appends the ``decision``
-  event to the session and appends ``DR-0004<TAB>session<TAB>title`` to the tracked ledger
-  ``<sessions>/DECISIONS.tsv``, all under that lock.
-* Two hosts cannot share a lock. The ledger is what makes their collision visible: both append a
-  line after the same last line, so ``git merge`` stops with a conflict in ``DECISIONS.tsv``.
-  Resolve it by keeping both sides' lines, then :func:`check` (``logkit decision check``) names
-  every id used by two sessions and :func:`renumber` (``logkit decision renumber SESSION DR-0004``)
-  gives one of them the next free id.
+* A decision's id is drawn from its own random event id: ``DR-`` and the first five Crockford
+  base32 digits of it (:func:`permanent_id`), lengthened at creation while it clashes with an id
+  already in the store or its ledger. It is printed once and never changes: there is no counter to
+  coordinate between hosts, so two hosts that decide at once get different ids (a clash between
+  them is a 1 in 33 million chance per pair, and even then each record stays reachable by a
+  longer prefix of its own id, which :func:`resolve` accepts).
+* Ids handed out by older logkit versions (``DR-0001``, sequential) stay what they are: they were
+  published, so they are those records' permanent ids. ``logkit decide --id DR-0001`` keeps an id
+  a reconstructed record already has.
+* :func:`record` appends the ``decision`` event and the ledger line
+  ``DR-7K3FQ<TAB>session<TAB>title`` (``<sessions>/DECISIONS.tsv``, tracked in git) under
+  :meth:`Store.locked`. The ledger lists every id ever handed out; ``<sessions>/.gitattributes``
+  (written next to it) merges it with git's ``union`` driver, so concurrent decisions merge
+  without a conflict.
+* :func:`check` names an id used by two sessions (only older, sequential ids really collide) and
+  ledger drift; :func:`renumber` gives one of two clashing records a longer form of its own id and
+  records the move in the ledger (``moved to DR-...``), so the old id still resolves
+  (:func:`aliases`; the site writes a redirect or a disambiguation page for it).
 * :func:`parse_option` reads ``--option "NAME: why it lost (H2, A4)"``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -23,20 +33,64 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput, NotFound
-from ..events import Decision, DecisionOption
-from ..store import SessionHandle, Store
+from ..events import Decision, DecisionOption, new_id
+from ..store import EVENTS_FILE, SessionHandle, Store
 from .common import check_refs, now, provenance
 
-__all__ = ["LEDGER", "LedgerProblem", "check", "decisions_by_id", "ledger_path", "parse_option", "record", "renumber"]
+__all__ = [
+    "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "known_ids",
+    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve",
+]
 
 LEDGER = "DECISIONS.tsv"
 LEDGER_HEADER = (
-    "# logkit decision ledger: one line per decision, 'DR-<n><TAB>session<TAB>title'. Tracked in git on purpose:\n"
-    "# two hosts that hand out the same id collide here in a merge. Keep both lines, then run: logkit decision check\n"
+    "# logkit decision ledger: one line per decision id ever handed out, 'DR-<id><TAB>session<TAB>title'\n"
+    "# (a 4th column 'moved to DR-<id>' marks an id that moved). Tracked in git; merged with git's union driver\n"
+    "# (.gitattributes). After a merge, 'logkit decision check' confirms the ids are unique.\n"
 )
+GITATTRIBUTES = "DECISIONS.tsv merge=union\n"
+#: Crockford's base32 alphabet: no I, L, O, U (read as 1, 1, 0 and never written).
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+#: Digits of a new id: 32**5, about 33.5 million.
+SHORT = 5
 _REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[AH][0-9]+$")
-_DR = re.compile(r"^DR-[0-9]{4,}$")
+_DR = re.compile(r"^DR-[0-9A-HJKMNP-TV-Z]{4,}$")
+_DR_BYTES = re.compile(rb'"decision_id":\s*"(DR-[0-9A-Z]+)"')
+_MOVED = re.compile(r"^moved to (DR-[0-9A-Z]+)$")
 _CONFLICT = ("<<<<<<<", "=======", ">>>>>>>")
+
+
+def _digits(event_id: str) -> str:
+    """The Crockford base32 digits of an event id (hex ids read as they are, anything else hashed)."""
+    text = event_id.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{8,}", text):
+        text = hashlib.sha256(event_id.encode("utf-8")).hexdigest()
+    bits = "".join(f"{int(c, 16):04b}" for c in text)
+    bits += "0" * (-len(bits) % 5)
+    return "".join(CROCKFORD[int(bits[i:i + 5], 2)] for i in range(0, len(bits), 5))
+
+
+def permanent_id(event_id: str, taken: set[str] | frozenset[str] = frozenset(), length: int = SHORT) -> str:
+    """``DR-`` and the first ``length`` base32 digits of ``event_id``, longer while in ``taken``.
+
+    An all-digit draw is lengthened too, so a new id never looks like an old sequential one.
+    """
+    digits = _digits(event_id)
+    for n in range(length, len(digits) + 1):
+        candidate = "DR-" + digits[:n]
+        if candidate not in taken and not digits[:n].isdigit():
+            return candidate
+    raise BadInput(f"event id {event_id!r} gives no free decision id", fix="record the decision again (a new event id)")
+
+
+def normalize_id(text: str) -> str | None:
+    """``dr-7k3fq``, ``DR-7K3FQ`` or ``DR-7K3FO`` -> ``DR-7K3FQ`` / ``DR-7K3F0``; None if not a decision id."""
+    raw = text.strip().upper()
+    if not raw.startswith("DR-"):
+        return None
+    body = raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
+    candidate = "DR-" + body
+    return candidate if _DR.match(candidate) else None
 
 
 def ledger_path(store: Store) -> Path:
@@ -69,9 +123,9 @@ def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
     )
 
 
-def _ledger_line(decision_id: str, session: str, title: str) -> str:
+def _ledger_line(decision_id: str, session: str, title: str, moved_to: str | None = None) -> str:
     clean = re.sub(r"[\t\r\n]+", " ", title).strip()
-    return f"{decision_id}\t{session}\t{clean}\n"
+    return f"{decision_id}\t{session}\t{clean}" + (f"\tmoved to {moved_to}" if moved_to else "") + "\n"
 
 
 def _append_ledger(store: Store, line: str) -> None:
@@ -81,14 +135,37 @@ def _append_ledger(store: Store, line: str) -> None:
         if new:
             fh.write(LEDGER_HEADER)
         fh.write(line)
+    attributes = store.root / ".gitattributes"
+    if not attributes.exists():
+        attributes.write_text(GITATTRIBUTES, encoding="utf-8")
 
 
-def _ledger_numbers(store: Store) -> list[int]:
+@dataclass(frozen=True)
+class _Row:
+    line: int
+    id: str
+    session: str
+    title: str
+    moved_to: str | None
+
+
+def _ledger_rows(store: Store) -> tuple[list[_Row], list[tuple[int, str]]]:
+    """The ledger's rows, and its unreadable lines (line number, text)."""
     path = ledger_path(store)
+    rows: list[_Row] = []
+    bad: list[tuple[int, str]] = []
     if not path.exists():
-        return []
-    found = re.findall(r"^DR-([0-9]+)\t", path.read_text(encoding="utf-8", errors="replace"), flags=re.M)
-    return [int(n) for n in found]
+        return rows, bad
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        moved = _MOVED.match(parts[3].strip()) if len(parts) > 3 else None
+        if line.startswith(_CONFLICT) or len(parts) < 3 or not _DR.match(parts[0]) or (len(parts) > 3 and not moved):
+            bad.append((number, line))
+            continue
+        rows.append(_Row(number, parts[0], parts[1], parts[2], moved.group(1) if moved else None))
+    return rows, bad
 
 
 def _refuse_unmerged(store: Store) -> None:
@@ -103,9 +180,18 @@ def _refuse_unmerged(store: Store) -> None:
             )
 
 
-def _next_id(store: Store) -> str:
-    numbers = store.decision_numbers() + _ledger_numbers(store)
-    return f"DR-{max(numbers, default=0) + 1:04d}"
+def known_ids(store: Store) -> set[str]:
+    """Every decision id the store's sessions record or its ledger ever listed (no validation)."""
+    ids: set[str] = set()
+    for sid in store.session_ids():
+        try:
+            raw = (store.root / sid / EVENTS_FILE).read_bytes()
+        except OSError:
+            continue
+        ids.update(m.decode("ascii") for m in _DR_BYTES.findall(raw))
+    rows, _bad = _ledger_rows(store)
+    ids.update(r.id for r in rows)
+    return ids
 
 
 def record(
@@ -123,10 +209,14 @@ def record(
     tags: list[str] | None = None,
     at: str | None = None,
     reconstructed: str | None = None,
+    decision_id: str | None = None,
 ) -> Decision:
-    """Record a decision under the next free ``DR-<n>`` of the whole knowledge base."""
+    """Record a decision under a permanent id drawn from its own event id (or ``decision_id``)."""
     if not title.strip():
         raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ...')
+    if decision_id is not None and reconstructed is None:
+        raise BadInput(f"--id {decision_id} keeps the id a reconstructed record already has",
+                       fix="drop --id (a new decision draws its own permanent id), or add --reconstructed ACCOUNT")
     chosen_set = {c.strip() for c in chosen or [] if c.strip()}
     parsed = [parse_option(o, chosen_set) for o in options or []]
     names = [o.name for o in parsed]
@@ -140,17 +230,31 @@ def record(
         check_refs(handle, events, option.attempts, allow="A")
     store = handle.store
     when, prov = now(at), provenance(reconstructed)
+    wanted = None
+    if decision_id is not None:
+        wanted = normalize_id(decision_id)
+        if wanted is None:
+            raise BadInput(f"--id {decision_id!r} is not a decision id", fix="e.g. --id DR-0001")
+    target = None
+    if supersedes is not None:
+        target = normalize_id(supersedes)
+        if target is None:
+            raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-7K3FQ")
     with store.locked():
         _refuse_unmerged(store)
-        if supersedes is not None:
-            if not _DR.match(supersedes):
-                raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-0002")
-            if int(supersedes[3:]) not in store.decision_numbers():
+        taken = known_ids(store)
+        if target is not None and target not in taken:
+            target = _resolve_longer(store, target) or target
+            if target not in taken:
                 raise NotFound(f"no decision {supersedes} in {store.root}", fix="see 'logkit decision list'")
+        if wanted is not None and wanted in taken:
+            raise BadInput(f"--id {wanted} is taken in {store.root}", fix="see 'logkit decision list'")
+        event_id = new_id()
         event = Decision(
+            id=event_id,
             session=handle.id,
             ts=when,
-            decision_id=_next_id(store),
+            decision_id=wanted or permanent_id(event_id, taken),
             title=title.strip(),
             status=status,  # type: ignore[arg-type]
             context=context,
@@ -158,7 +262,7 @@ def record(
             options=parsed,
             evidence=refs,
             consequences=consequences,
-            supersedes=supersedes,
+            supersedes=target,
             tags=list(tags or []),
             provenance=prov,
         )
@@ -181,7 +285,7 @@ class LedgerProblem:
 
 
 def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
-    """Every decision of the store, grouped by ``DR-<n>`` (more than one means a collision)."""
+    """Every decision of the store, grouped by id (more than one means a collision)."""
     found: dict[str, list[Decision]] = {}
     for sid, result in store.read_all().items():
         for event in result.events:
@@ -190,59 +294,120 @@ def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
     return found
 
 
+def aliases(store: Store) -> dict[str, list[tuple[str, str]]]:
+    """Ids that moved (``logkit decision renumber``): old id -> [(session, the id it moved to)]."""
+    rows, _bad = _ledger_rows(store)
+    moved: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        if row.moved_to:
+            moved.setdefault(row.id, []).append((row.session, row.moved_to))
+    return moved
+
+
+def _longer_matches(decisions: list[Decision], cited: str) -> list[Decision]:
+    """The records whose own event id spells ``cited`` (a longer form of their permanent id)."""
+    body = cited[3:]
+    return [d for d in decisions if len(body) > len(d.decision_id) - 3 and _digits(d.id).startswith(body)
+            and body.startswith(d.decision_id[3:])]
+
+
+def _resolve_longer(store: Store, cited: str) -> str | None:
+    found = _longer_matches([d for ds in decisions_by_id(store).values() for d in ds], cited)
+    return found[0].decision_id if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a cited id names: the record, how it was found, and the other records it could mean."""
+
+    decision: Decision
+    cited: str
+    #: "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
+    how: str
+    others: tuple[Decision, ...] = ()
+
+
+def resolve(store: Store, text: str) -> Resolved:
+    """The decision ``text`` names: its id, a longer form of it, or an id that moved to it."""
+    cited = normalize_id(text)
+    if cited is None:
+        raise BadInput(f"{text!r} is not a decision id", fix="decision ids look like DR-7K3FQ (or DR-0003 for older ones)")
+    by_id = decisions_by_id(store)
+    everything = [d for ds in by_id.values() for d in ds]
+
+    def latest(records: list[Decision]) -> Decision:
+        return max(records, key=lambda d: d.ts)
+
+    if cited in by_id:
+        records = by_id[cited]
+        first = min(records, key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
+        sessions = sorted({d.session for d in records} - {first})
+        others = tuple(latest([d for d in records if d.session == s]) for s in sessions)
+        return Resolved(latest([d for d in records if d.session == first]), cited, "id", others)
+    longer = _longer_matches(everything, cited)
+    if len(longer) == 1:
+        return Resolved(longer[0], cited, "longer")
+    moved = aliases(store).get(cited, [])
+    targets = [latest(by_id[new]) for _sid, new in moved if new in by_id]
+    if targets:
+        return Resolved(targets[0], cited, "moved", tuple(targets[1:]))
+    known = sorted(by_id)
+    raise NotFound(f"no decision {cited} in {store.root}",
+                   fix="pick one of: " + (", ".join(known[-8:]) or "none recorded yet") + " (logkit decision list)")
+
+
 def check(store: Store) -> list[LedgerProblem]:
-    """Duplicate decision ids across sessions, an unresolved merge in the ledger, ledger drift."""
+    """Ids used by two sessions, an unresolved merge in the ledger, ledger drift."""
     problems: list[LedgerProblem] = []
     path = ledger_path(store)
-    ledger: dict[str, list[tuple[int, str]]] = {}
-    if path.exists():
-        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
-            if line.startswith(_CONFLICT):
-                problems.append(LedgerProblem(
-                    f"{path}:{number}", "unresolved git merge conflict marker",
-                    "keep the lines of both sides, delete the <<<<<<< ======= >>>>>>> markers, then rerun "
-                    "'logkit decision check'",
-                ))
-                continue
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = line.split("\t")
-            if len(parts) < 3 or not _DR.match(parts[0]):
-                problems.append(LedgerProblem(f"{path}:{number}", f"not 'DR-<n><TAB>session<TAB>title': {line[:80]!r}",
-                                              "fix or delete that line (it is rebuilt by 'logkit decision renumber')"))
-                continue
-            ledger.setdefault(parts[0], []).append((number, parts[1]))
+    rows, bad = _ledger_rows(store)
+    for number, line in bad:
+        if line.startswith(_CONFLICT):
+            problems.append(LedgerProblem(
+                f"{path}:{number}", "unresolved git merge conflict marker",
+                "keep the lines of both sides, delete the <<<<<<< ======= >>>>>>> markers, then rerun "
+                "'logkit decision check' (sessions/.gitattributes merges the ledger without conflicts: commit it)",
+            ))
+        else:
+            problems.append(LedgerProblem(f"{path}:{number}",
+                                          f"not 'DR-<id><TAB>session<TAB>title[<TAB>moved to DR-<id>]': {line[:80]!r}",
+                                          "fix or delete that line"))
+    ledger: dict[str, set[str]] = {}
+    for row in rows:
+        ledger.setdefault(row.id, set()).add(row.session)
     by_id = decisions_by_id(store)
     for did, events in sorted(by_id.items()):
         sessions = sorted({e.session for e in events})
-        if len(events) > 1:
+        if len(sessions) > 1:
             keep = min(events, key=lambda e: (e.ts, e.session))
-            others = [e.session for e in events if e is not keep]
+            others = sorted({e.session for e in events if e.session != keep.session})
             problems.append(LedgerProblem(
-                did, f"used by {len(events)} decisions: " + ", ".join(f"{e.session} ({e.title!r})" for e in events),
-                "the earliest keeps its id; give the other one the next free id: "
-                + "; ".join(f"logkit decision renumber {s} {did}" for s in others),
+                did, f"used by {len(sessions)} sessions' decisions: " + ", ".join(f"{e.session} ({e.title!r})" for e in events),
+                f"the earliest ({keep.session}) keeps {did}; give the other a longer form of its own id (the old id "
+                "keeps resolving): " + "; ".join(f"logkit decision renumber {s} {did}" for s in others),
             ))
-        listed = {s for _, s in ledger.get(did, [])}
-        for sid in sessions:
-            if sid not in listed:
+        for sid in sessions if path.exists() else []:  # a store from before the ledger has none to drift
+            if sid not in ledger.get(did, set()):
                 problems.append(LedgerProblem(did, f"{sid} records {did} but {path.name} does not list it",
-                                              f"append the line: {did}<TAB>{sid}<TAB>title (or renumber it)"))
-    for did, rows in sorted(ledger.items()):
-        recorded = {e.session for e in by_id.get(did, [])}
-        for number, sid in rows:
-            if sid not in recorded:
-                problems.append(LedgerProblem(f"{path}:{number}", f"{did} is listed for {sid}, which has no such decision",
-                                              "delete that line, or copy the session in from the other host"))
+                                              f"append the line: {did}<TAB>{sid}<TAB>title"))
+    for row in rows:
+        if row.moved_to:
+            if row.moved_to not in by_id:
+                problems.append(LedgerProblem(f"{path}:{row.line}", f"{row.id} moved to {row.moved_to}, which no session records",
+                                              "copy the session in from the other host, or delete that line"))
+            continue
+        if row.session not in {e.session for e in by_id.get(row.id, [])}:
+            problems.append(LedgerProblem(f"{path}:{row.line}", f"{row.id} is listed for {row.session}, which has no such decision",
+                                          "delete that line, or copy the session in from the other host"))
     return problems
 
 
 def renumber(store: Store, session_id: str, decision_id: str) -> str:
-    """Give ``session_id``'s decision ``decision_id`` the next free id; returns the new id.
+    """Give ``session_id``'s decision ``decision_id`` a longer form of its own id; returns the new id.
 
-    Rewrites that session's ``decision`` line (and ``supersedes`` references to the old id inside
-    the same session) in place under the session's lock, and the ledger line. Run it when nothing
-    is recording into that session.
+    The fix for an id two sessions use. Rewrites that session's ``decision`` line (and
+    ``supersedes`` references to the old id inside the same session) in place under the session's
+    lock; the ledger keeps the old line, marked ``moved to``, so the old id still resolves.
     """
     handle = store.handle(session_id)
     with store.locked(), handle.transaction():
@@ -256,7 +421,8 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
                 target = index
         if target is None:
             raise NotFound(f"session {session_id} has no decision {decision_id}", fix="see 'logkit decision check'")
-        new_id = _next_id(store)
+        record_data = json.loads(lines[target])
+        new_id = permanent_id(str(record_data.get("id", "")), known_ids(store))
         out: list[bytes] = []
         for index, chunk in enumerate(lines):
             if index == target or b'"supersedes"' in chunk:
@@ -276,15 +442,14 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
             os.fsync(fd)
         finally:
             os.close(fd)
+        title = str(record_data.get("title", ""))
         path = ledger_path(store)
-        if path.exists():
-            text = path.read_text(encoding="utf-8")
-            old = re.compile(rf"^{re.escape(decision_id)}\t{re.escape(session_id)}\t", re.M)
-            text, count = old.subn(f"{new_id}\t{session_id}\t", text, count=1)
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        old = re.compile(rf"^({re.escape(decision_id)}\t{re.escape(session_id)}\t[^\t\n]*)$", re.M)
+        text, count = old.subn(lambda m: m.group(1) + f"\tmoved to {new_id}", text, count=1)
+        if count:
             path.write_text(text, encoding="utf-8")
-            if not count:
-                title = json.loads(out[target]).get("title", "")
-                _append_ledger(store, _ledger_line(new_id, session_id, title))
         else:
-            _append_ledger(store, _ledger_line(new_id, session_id, json.loads(out[target]).get("title", "")))
+            _append_ledger(store, _ledger_line(decision_id, session_id, title, moved_to=new_id))
+        _append_ledger(store, _ledger_line(new_id, session_id, title))
     return new_id
