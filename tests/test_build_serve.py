@@ -55,3 +55,5 @@ def test_serve_live_reload(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+    printed = proc.stdout.read().decode() if proc.stdout else ""
+    assert f"logkit: serving {sessions} at http://127.0.0.1:{port}/" in printed, printed[-2000:]

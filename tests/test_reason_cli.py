@@ -154,9 +154,15 @@ def test_record_needs_an_account_and_marks_provenance(logkit, sessions: Path) ->
 
 def test_note_and_fixed_clock(logkit, sessions: Path) -> None:
     _session(logkit)
+    _ok(logkit("record", "attempt", "--cmd", "python -m sglang.launch_server --tp 8", "--status", "ready", *SRC))
     result = logkit("note", "Proxmox P2P ~1 GB/s", "--ref", "A1", env={"LOGKIT_NOW": "2026-11-15T10:00:00Z"})
     _ok(result)
     note = Store(sessions).handle("s1").read().events[-1]
     assert note.text == "Proxmox P2P ~1 GB/s" and note.refs == ["A1"] and note.ts.isoformat() == "2026-11-15T10:00:00+00:00"
     bad = logkit("note", "x", "--at", "yesterday")
     assert bad.returncode == 2 and "not an ISO 8601 time" in bad.stderr
+    for ref, said in (("A77", "no attempt A77"), ("H9", "no hypothesis H9"), ("DR-0042", "no decision DR-0042"),
+                      ("banana", "not an attempt, hypothesis or decision id")):
+        bad = logkit("note", "x", "--ref", ref)
+        assert bad.returncode == 2 and said in bad.stderr, (ref, bad.stderr)
+    assert [e.kind for e in Store(sessions).handle("s1").read().events].count("note") == 1  # none of them recorded

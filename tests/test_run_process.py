@@ -52,6 +52,8 @@ def _alive(pid: int) -> bool:
 
 def test_exit_code_and_streams_propagate(sessions: Path, logkit) -> None:
     _start_session(logkit)
+    for text in ("one", "two", "three"):
+        assert logkit("hypothesis", "add", text).returncode == 0
     done = logkit("run", "--tests", "H3", "--label", "x", "--", "bash", "-c", "echo out; echo err >&2; exit 3")
     assert done.returncode == 3
     assert done.stdout == "out\n"  # stdout belongs to the child
@@ -92,7 +94,25 @@ def test_signal_death_is_128_plus_n(sessions: Path, logkit) -> None:
 def test_missing_command_is_a_clear_error(sessions: Path, logkit) -> None:
     _start_session(logkit)
     done = logkit("run", "--", "no-such-command-xyz")
-    assert done.returncode == 2 and "no-such-command-xyz" in done.stderr and "fix:" in done.stderr
+    # as a shell would say it: 127 for a command that is not there, 126 for one that cannot run
+    assert done.returncode == 127 and "no-such-command-xyz" in done.stderr and "fix:" in done.stderr
+    assert done.stderr.startswith("logkit: error: ")
+    not_exec = sessions.parent / "not-executable.sh"
+    not_exec.write_text("echo hi\n")
+    assert logkit("run", "--", str(not_exec)).returncode == 126
+
+
+def test_tests_must_name_a_hypothesis_and_the_log_path_opens_from_here(sessions: Path, logkit, tmp_path: Path) -> None:
+    _start_session(logkit)
+    done = logkit("run", "--tests", "H9", "--", "true")
+    assert done.returncode == 2 and "--tests H9" in done.stderr and "no hypothesis H9" in done.stderr
+    assert logkit("hypothesis", "add", "true works").returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = logkit("run", "--tests", "H1", "--label", "the one that works", "--", "true", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    printed = done.stderr.strip().rsplit("; log ", 1)[1]
+    assert (elsewhere / printed).resolve() == (sessions / Store(sessions).session_ids()[0] / "logs" / "A1.log").resolve()
 
 
 STUBBORN = textwrap.dedent(

@@ -1,8 +1,11 @@
 """Stage 3, charts: Altair charts of the metrics, rendered to SVG files at build time.
 
 Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
-GPU with up to four charts (throughput against concurrency per configuration, TTFT and ITL
-against concurrency, best throughput per backend value), each with the numbers as a table. Charts
+GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
+against concurrency, throughput per item such as a prompt, best throughput per configuration),
+each with the numbers as a table. A chart draws only what was measured: points on a log2
+concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
+line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
 its file name and a cache directory lets a rebuild skip rendering it. :class:`BackgroundCharts`
@@ -58,10 +61,36 @@ def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
     return src, (src, spec)
 
 
-def _line(df: pd.DataFrame, y: str, title: str) -> alt.Chart:
-    return alt.Chart(df, title=title, width=520, height=260).mark_line(point=True).encode(
-        x=alt.X("concurrency:Q", title="max concurrency"),
-        y=alt.Y("value:Q", title=y),
+def _segments(df: pd.DataFrame) -> pd.DataFrame:
+    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per configuration."""
+    ratio = float(tables()["metrics"].get("join_ratio", 4))
+    df = df.sort_values(["config", "concurrency"]).reset_index(drop=True)
+    segment, labels, last = 0, [], None
+    for config, conc in zip(df["config"], df["concurrency"], strict=True):
+        if last is None or last[0] != config or conc > ratio * last[1] or last[1] <= 0:
+            segment += 1
+        labels.append(f"{config}-{segment}")
+        last = (config, conc)
+    return df.assign(segment=labels)
+
+
+def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
+    df = _segments(df)
+    ticks = sorted({float(c) for c in df["concurrency"]})
+    base = alt.Chart(df, title=title, width=520, height=260).encode(
+        x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
+                axis=alt.Axis(values=ticks, format="~g")),
+        y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=True, padding=12)),
+        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="right")),
+    )
+    return alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
+
+
+def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
+    return alt.Chart(df, title=title, width=520).mark_bar().encode(
+        y=alt.Y("item:N", title=None, sort=None),
+        yOffset=alt.YOffset("config:N"),
+        x=alt.X("value:Q", title=x),
         color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="right")),
     )
 
@@ -77,6 +106,11 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
     if m.empty:
         return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
     m = m.assign(full=[_config_label(frames, r) for r in m["server"]])
+    # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
+    # different build, a patch): their --label names them.
+    labels = [frames.facts[r].attempt.label for r in m["server"]]
+    m = m.assign(full=[f"{f} ({lab})" if lab and pd.isna(c) and pd.notna(i) else f
+                       for f, lab, c, i in zip(m["full"], labels, m["concurrency"], m["item"], strict=True)])
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
         # Short series names keep the SVG light (vl-convert measures every glyph); the key
         # table on the page maps them to the full configuration.
@@ -95,14 +129,31 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
                 continue
             # the latest figure per configuration and concurrency
             sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
-            src, job = _job(_spec(_line(sel, f"{name} ({label})", f"{name} against concurrency")))
-            jobs.append(job)
+            src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
+            if sel["concurrency"].nunique() > 1:
+                src, job = _job(_spec(_line(sel, f"{name} ({label})", f"{name} against concurrency")))
+                jobs.append(job)
+                note = None
             table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
             charts.append(ChartCtx(
                 title=f"{name} against concurrency", src=src,
                 alt=f"{name} against max concurrency for {model_s} on {gpu_s}",
                 headers=["concurrency", *[str(c) for c in table.columns]],
                 rows=[[f"{c:g}", *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for c, r in zip(table.index, table.values)],
+                note=note,
+            ))
+        name = _first(names["throughput"], present)
+        items = group[(group["name"] == name) & group["concurrency"].isna() & group["item"].notna()] if name else group[:0]
+        if not items.empty:
+            items = items.sort_values("ts").groupby(["item", "config"], as_index=False, sort=False)["value"].last()
+            src, job = _job(_spec(_per_item(items, f"{name} (tok/s)", f"{name} per prompt")))
+            jobs.append(job)
+            table = items.pivot(index="item", columns="config", values="value")
+            table = table.reindex(list(dict.fromkeys(items["item"])))  # in the order measured
+            charts.append(ChartCtx(
+                title=f"{name} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
+                headers=["prompt", *[str(c) for c in table.columns]],
+                rows=[[str(i), *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for i, r in zip(table.index, table.values)],
             ))
         name = _first(names["throughput"], present)
         if name is not None:

@@ -88,6 +88,8 @@ class AttemptRef:
     label: str | None = None
     #: when it started
     started: datetime | None = None
+    #: what the attempt was, as its ``--label`` named it (e.g. ``MoE: flashinfer_trtllm``)
+    name: str | None = None
 
 
 @dataclass
@@ -475,11 +477,13 @@ class ChartCtx:
     """A chart rendered to SVG at build time, and its numbers as a table."""
 
     title: str
-    #: the SVG file, from the docs root
-    src: str
+    #: the SVG file, from the docs root; None when the figures are too few to chart (table only)
+    src: str | None
     alt: str
     headers: list[str]
     rows: list[list[str]]
+    #: why there is no chart, e.g. ``one measurement per configuration``
+    note: str | None = None
 
 
 @dataclass

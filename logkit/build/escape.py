@@ -27,6 +27,9 @@ _LEADING = re.compile(r"^(\s*)([-+#>=:]|\d+(?=[.)](?:\s|$)))")
 _NEEDS = re.compile(r"[&<>\\`*\[\]{}|\"_\x00-\x1f\x7f]")
 _LEAD_CHARS = frozenset(" \t-+#>=:0123456789")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# Terminal escape sequences (colours, cursor moves, titles) that pty runs keep in their logs: on a
+# page they are noise ("[01;34m"), so they are dropped before the other control characters.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
 def _entity(match: re.Match[str]) -> str:
@@ -47,7 +50,7 @@ def _esc_str(text: str) -> Markup:
     """:func:`esc` of a string; cached, because statuses, versions and labels repeat a lot."""
     if not _NEEDS.search(text) and text[:1] not in _LEAD_CHARS:
         return Markup(text)  # the common case: nothing to escape
-    text = _CONTROL.sub(" ", text).replace("\r", " ").replace("\n", " ")
+    text = _CONTROL.sub(" ", _ANSI.sub("", text)).replace("\r", " ").replace("\n", " ")
     text = _SPECIAL.sub(_entity, text)
     text = _LEADING.sub(lambda m: m.group(1) + "".join(f"&#{ord(c)};" for c in m.group(2)), text)
     return Markup(text)
@@ -67,15 +70,23 @@ def html_text(value: Any) -> str:
 
 
 def code(value: Any) -> Markup:
-    """An inline code span that keeps its text literal, also inside a table cell."""
+    """An inline code span that keeps its text literal, also inside a table cell.
+
+    A span of several words (a configuration, a command) may wrap at its spaces, each word kept
+    whole (``lk-wrap``/``lk-nw`` in the stylesheet): a flag or value is never cut in two.
+    """
     if value is None or value == "":
         return Markup("")
-    return Markup(f"<code>{esc(value)}</code>")
+    text = str(esc(value))
+    if " " in text.strip():
+        words = " ".join(f'<span class="lk-nw">{w}</span>' for w in text.split())
+        return Markup(f'<code class="lk-wrap">{words}</code>')
+    return Markup(f"<code>{text}</code>")
 
 
 def fence(value: Any, lang: str = "text") -> Markup:
     """A fenced code block (top level only) whose fence no backtick run inside can close."""
-    text = _CONTROL.sub(" ", str(value or ""))
+    text = _CONTROL.sub(" ", _ANSI.sub("", str(value or "")))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return Markup(f"{ticks} {lang}\n{text}\n{ticks}")

@@ -163,6 +163,14 @@ def _concurrency(labels: dict[str, Any]) -> float | None:
     return None
 
 
+def _item(labels: dict[str, Any]) -> str | None:
+    for key in tables()["metrics"].get("item_labels", []):
+        value = labels.get(key)
+        if value is not None and str(value).strip():
+            return str(value)
+    return None
+
+
 def make_frames(loaded: Loaded) -> Frames:
     """Facts and DataFrames of the whole knowledge base."""
     facts: dict[str, AttemptFacts] = {}
@@ -195,9 +203,9 @@ def make_frames(loaded: Loaded) -> Frames:
                 "model": launch.model if launch else None,
                 "gpu": launch.gpu_label if launch else None,
                 "fp": launch.fp_hash if launch else None,
-                "concurrency": _concurrency(m.labels), "ts": m.ts,
+                "concurrency": _concurrency(m.labels), "item": _item(m.labels), "ts": m.ts,
             })
     metrics = pd.DataFrame(mrows, columns=[
-        "session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency", "ts",
+        "session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency", "item", "ts",
     ])
     return Frames(facts=facts, attempts=attempts, metrics=metrics)

@@ -127,7 +127,7 @@ def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] 
             fix="fix or delete the lines named above, or build without --strict to skip them",
         )
     for problem in problems:
-        warn(f"warning: skipped {problem}")
+        warn(f"logkit: warning: skipped {problem}")
     sessions = {
         sid: _group(sid, result.path, result.events, result.problems)
         for sid, result in results.items()

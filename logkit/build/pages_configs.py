@@ -108,7 +108,7 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
             ))
         configs.sort(key=lambda c: (c.stale_by is not None, -c.last_verified.timestamp()))
         arch = works[-1].arch or "unknown"
-        title = f"{model or 'unknown model'} on {gpu or 'unknown GPU'} (SGLang {sglang or '?'})"
+        title = f"{model or 'unknown model'} on {gpu or 'unknown GPU'}" + (f" (SGLang {sglang})" if sglang else "")
         pages.append(ConfigPage(
             page=Page(config_path(model, gpu, sglang), title, "config.md.j2", tags=[arch]),
             model=model or "unknown model", gpu=gpu or "unknown GPU", arch=arch, sglang=sglang or "unknown",

@@ -60,6 +60,7 @@ def attempt_ref(facts: AttemptFacts) -> AttemptRef:
         status=status,
         label=outcome.label if outcome else None,
         started=facts.started,
+        name=facts.attempt.label,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import posixpath
 from collections.abc import Iterable
 from datetime import datetime
@@ -53,10 +54,24 @@ def _excerpt(lines: Any) -> Markup:
     return fence(_numbered(lines), "text")
 
 
+_IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
+
+
 def _cell(value: Any) -> Markup:
-    """Escaped text for a table cell (never empty, so the row keeps its shape)."""
-    text = esc(value)
-    return text if str(text) else Markup("&nbsp;")
+    """Escaped text for a table cell (never empty, so the row keeps its shape).
+
+    Identifier-like words (with ``-``, ``_``, ``/`` or ``.``: ids, model names, paths) are kept on
+    one line (``lk-nw``), so a narrow column breaks between words, never inside an identifier.
+    """
+    text = str(esc(value))
+    if not text:
+        return Markup("&nbsp;")
+    if "-" in text or "_" in text or "/" in text or "." in text:
+        text = _IDENT.sub(r'<span class="lk-nw">\1</span>', text)
+    return Markup(text)
+
+
+_HEADING = re.compile(r"^##+ ", re.M)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -115,6 +130,8 @@ class Renderer:
         if page.tags:
             front["tags"] = [html_text(t) for t in page.tags]
         lines = ["---", f"title: {json.dumps(front['title'])}"]
+        if not _HEADING.search(body):
+            lines += ["hide:", "  - toc"]  # nothing to list: give the page's tables the room
         if page.tags:
             lines.append("tags:")
             lines += [f"  - {json.dumps(t)}" for t in front["tags"]]

@@ -35,4 +35,5 @@ def serve(sessions: Path, docs: Path, config: Path | None, addr: str) -> None:
     )
     os.environ["LOGKIT_SERVE_SESSIONS"] = str(Path(sessions).resolve())
     os.environ["LOGKIT_SERVE_DOCS"] = str(docs.resolve())
+    print(f"logkit: serving {sessions} at http://{addr}/ (live reload; Ctrl-C stops)", flush=True)
     mk_serve(config_file=str(conf), livereload=True, dev_addr=addr)

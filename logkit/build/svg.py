@@ -38,7 +38,7 @@ def render_all(jobs: list[tuple[str, dict[str, Any]]], docs: Path, cache: Path |
             try:
                 svg = _render_one(spec)
             except Exception as exc:  # a chart that cannot render must not stop the build
-                warn(f"warning: chart {src} could not be rendered: {exc}")
+                warn(f"logkit: warning: chart {src} could not be rendered: {exc}")
                 svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">'
                        '<text x="5" y="25">chart unavailable</text></svg>')
             (tmp / target.name).write_text(svg, encoding="utf-8")

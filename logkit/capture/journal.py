@@ -108,6 +108,10 @@ class Journal:
                 out.append(data)
         return out
 
+    def hypothesis_ids(self) -> list[str]:
+        """The session's hypothesis short ids (``H3``), read without validation."""
+        return [str(e.get("short_id")) for e in self.lines() if e.get("kind") == "hypothesis"]
+
     def reconcile(self) -> None:
         """Mark attempts whose recorder died as abandoned (delegating to the store when needed)."""
         lines = self.lines()

@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import re
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import procs, statuses
-from ..errors import BadInput
+from ..errors import BadInput, NotFound
 from . import environment as envmod
 from ._slotted import Slotted
 from .hooks import ExitInfo, Plan, WatchContext
@@ -150,12 +151,23 @@ def _generic_status(info: ExitInfo) -> tuple[str, str]:
     return status, label
 
 
+def _check_tests(journal: Journal, tests: list[str]) -> None:
+    """Refuse ``--tests H9`` when the session has no H9 (a typo would record a wrong link)."""
+    known = journal.hypothesis_ids()
+    for hyp in tests:
+        if "/" not in hyp and hyp not in known:
+            raise NotFound(f"--tests {hyp}: session {journal.id} has no hypothesis {hyp}",
+                           fix=("known: " + ", ".join(known[-12:]) if known else "add one first: logkit hypothesis add TEXT"))
+
+
 def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], bool] | None = None,
         use_pty: bool | None = None) -> RunResult:
     """Run and record one command; returns the child's exit status (128+N for a signal)."""
     if not argv:
         raise BadInput("nothing to run", fix="logkit run -- python -m sglang.launch_server ...")
     journal = Journal.open(opts.sessions, opts.session)
+    if opts.tests:
+        _check_tests(journal, opts.tests)
     env = dict(os.environ)
     cwd = os.getcwd()
     redactor = Redactor.for_run(env, argv)
@@ -188,7 +200,11 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     try:
         child = spawn(run_argv, cwd=cwd, env=env, use_pty=use_pty)
     except OSError as exc:
-        raise BadInput(f"cannot run {run_argv[0]!r}: {exc.strerror}", fix="check the command name and PATH") from exc
+        # as a shell would: 127 for a command that is not there, 126 for one that cannot run
+        code = 127 if exc.errno == errno.ENOENT else 126
+        print(f"logkit: error: cannot run {run_argv[0]!r}: {exc.strerror} (exit {code}; nothing was recorded)\n"
+              "  fix: check the command name and PATH", file=sys.stderr)
+        return RunResult(exit_status=code, session=journal.id)
     attempt = new_event(
         "attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
         started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid, pgid=child.pgid,

@@ -63,9 +63,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("logkit: interrupted before launch; nothing ran", file=sys.stderr)
         return 130
     if result.outcome is not None:
+        import os
+
         o = result.outcome
+        root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
+        log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
         print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
-              f"log {result.session}/{o['log']['path']}", file=sys.stderr)
+              f"log {log}", file=sys.stderr)
     if args.json:
         text = json.dumps({"session": result.session, "exit_status": result.exit_status,
                            "attempt": result.attempt, "outcome": result.outcome}, ensure_ascii=False)
