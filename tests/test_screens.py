@@ -7,12 +7,12 @@ configuration, matrix, session, metrics) at 1400 px (desktop) and 390 px (a phon
   is inside a box that scrolls on its own (a wide table in Material's scroll wrapper) which does;
 * no word of a table cell is broken across lines inside an identifier (session ids, flags,
   backend values, model names: a word of letters, digits and ``_ - . / = : +``);
-* the full-page screenshot matches its golden (``tests/goldens/screens/<kind>-<width>.png``): same
+* the full-page screenshot matches its golden (``tests/golden/screens/<kind>-<width>.png``): same
   size, and at most 1 % of the pixels differ by more than 48 in a channel (font anti-aliasing).
 
 Screenshots of this run go to ``tests/artifacts/screens/`` (and a ``-diff.png`` where a golden
 differs). After a deliberate change of the site's look, look at them, then regenerate the goldens:
-``LOGKIT_UPDATE_GOLDENS=1 .venv/bin/python -m pytest -q tests/test_screens.py``.
+``LOGKIT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_screens.py``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-GOLDENS = REPO / "tests" / "goldens" / "screens"
+GOLDENS = REPO / "tests" / "golden" / "screens"
 ARTIFACTS = REPO / "tests" / "artifacts" / "screens"
-UPDATE = os.environ.get("LOGKIT_UPDATE_GOLDENS") == "1"
+UPDATE = os.environ.get("LOGKIT_UPDATE_GOLDEN") == "1"
 WIDTHS = (1400, 390)
 #: page kind -> its page in the shipped knowledge base (a glob under the site root)
 PAGES = {
@@ -178,4 +178,4 @@ def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int,
         return
     why = _compare(shot, golden)
     assert why is None, (f"{kind} at {width}px: {why}; look at {shot.relative_to(REPO)} (and -diff.png), then "
-                         "regenerate: LOGKIT_UPDATE_GOLDENS=1 .venv/bin/python -m pytest -q tests/test_screens.py")
+                         "regenerate: LOGKIT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_screens.py")
