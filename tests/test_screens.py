@@ -127,6 +127,16 @@ def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     drv.quit()
 
 
+def _settled(drv: object) -> None:
+    """Wait until the page, its images (the charts) and its fonts are loaded, and layout is done."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(drv, 30).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && document.fonts.status === 'loaded' && "
+        "Array.from(document.images).every(i => i.complete)"))
+    time.sleep(0.3)  # one more layout pass after a resize
+
+
 def _page(out: Path, pattern: str) -> str:
     found = sorted(out.glob(pattern))
     assert found, f"no page {pattern} in the built site"
@@ -156,12 +166,12 @@ def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int,
     base, out = site
     driver.set_window_size(width, 900)
     driver.get(base + _page(out, PAGES[kind]))
-    time.sleep(0.3)
+    _settled(driver)
     assert driver.execute_script("return document.documentElement.clientWidth") == width
     layout = driver.execute_script(PROBE)
     height = min(int(driver.execute_script("return document.documentElement.scrollHeight")), 12000)
     driver.set_window_size(width, height)
-    time.sleep(0.3)
+    _settled(driver)
     shot = ARTIFACTS / f"{kind}-{width}.png"
     driver.save_screenshot(str(shot))
     assert layout["page_scroll"] <= 0, f"{kind} at {width}px scrolls sideways by {layout['page_scroll']}px"
