@@ -52,10 +52,15 @@ __all__ = [
     "Probe",
     "Provenance",
     "SCHEMA_VERSION",
+    "SWEEP_CELL_STATUSES",
     "ServerInfo",
     "Session",
     "Smoke",
     "Survivor",
+    "Sweep",
+    "SweepCell",
+    "SweepCellResult",
+    "SweepPoint",
     "Todo",
     "TodoItem",
     "UPGRADES",
@@ -100,6 +105,12 @@ ATTEMPT_ROLES: tuple[str, ...] = get_args(AttemptRole)
 DecisionStatus = Literal["proposed", "accepted", "superseded", "deprecated"]
 DECISION_STATUSES: tuple[str, ...] = get_args(DecisionStatus)
 
+#: How a sweep cell ended: ``works`` (launched, smoke passed, benchmarked), ``failed`` (launched and
+#: failed: the outcome says how), ``preflight`` (SGLang's parser refused its flags: never launched),
+#: ``skipped`` (refuted on this GPU architecture in the knowledge base; ``--retry-refuted`` runs it).
+SweepCellStatus = Literal["works", "failed", "preflight", "skipped"]
+SWEEP_CELL_STATUSES: tuple[str, ...] = get_args(SweepCellStatus)
+
 HypothesisVerdict = Literal["confirmed", "refuted", "inconclusive"]
 Priority = Literal["low", "medium", "high"]
 
@@ -107,6 +118,7 @@ ATTEMPT_ID = r"^A[0-9]+$"
 HYPOTHESIS_ID = r"^H[0-9]+$"
 #: ``DR-`` and Crockford base32 digits: ``DR-7K3FQ`` (drawn from the event id), ``DR-0003`` (older, sequential).
 DECISION_ID = r"^DR-[0-9A-HJKMNP-TV-Z]{4,}$"
+SWEEP_ID = r"^SW-[0-9a-f]{8}(-[0-9]+)?$"
 
 
 def utcnow() -> datetime:
@@ -458,6 +470,78 @@ class Metric(BaseEvent):
     labels: dict[str, Any] = Field(default_factory=dict)
 
 
+# --- sweeps (logkit sweep) --------------------------------------------------------------------
+
+
+class SweepCell(Record):
+    """One configuration of a sweep: the base launch with one value per axis."""
+
+    #: ``c1``, ``c2``, ... in the order the sweep runs them.
+    id: str
+    #: ``moe_runner_backend=flashinfer_cutlass`` (axes joined with ``, ``): what resuming matches on.
+    key: str
+    #: SGLang dest -> value.
+    values: dict[str, Any] = Field(default_factory=dict)
+    argv: list[str] = Field(default_factory=list)
+
+
+class Sweep(BaseEvent):
+    """A sweep started: the grid it will run (``logkit sweep SPEC.toml``)."""
+
+    kind: Literal["sweep"] = "sweep"
+    sweep: str = Field(pattern=SWEEP_ID)
+    title: str
+    #: sha256 of the spec's canonical form: rerunning the same spec resumes this sweep.
+    spec_hash: str
+    spec_path: str | None = None
+    argv: list[str] = Field(default_factory=list)
+    axes: dict[str, list[Any]] = Field(default_factory=dict)
+    cells: list[SweepCell] = Field(default_factory=list)
+    smoke: list[str] = Field(default_factory=list)
+    bench_argv: list[str] = Field(default_factory=list)
+    bench_axes: dict[str, list[Any]] = Field(default_factory=dict)
+    #: A latency limit: the metric (SGLang's JSONL key, ``p99_tpot_ms``) and its ceiling.
+    limit_metric: str | None = None
+    limit_max: float | None = None
+    budget_s: float | None = None
+    arch: str | None = None
+    sglang_version: str | None = None
+
+
+class SweepPoint(Record):
+    """One benchmark run of a working cell (one value of the bench axes)."""
+
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    labels: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = None
+    output_throughput: float | None = None
+    #: Output tokens per second per user (1000 / mean TPOT, else throughput / concurrency).
+    per_user: float | None = None
+    #: The sweep's limit metric as measured, and whether it is within the limit.
+    latency: float | None = None
+    within_limit: bool | None = None
+
+
+class SweepCellResult(BaseEvent):
+    """How one cell of a sweep ended; a cell without one runs again when the sweep resumes."""
+
+    kind: Literal["sweep_cell"] = "sweep_cell"
+    sweep: str = Field(pattern=SWEEP_ID)
+    cell: str
+    key: str
+    status: SweepCellStatus
+    #: The launch's outcome status (``arch_mismatch``, ``garbage``, ``ready``...), when it launched.
+    outcome: str | None = None
+    reason: str | None = None
+    hypothesis: str | None = Field(default=None, pattern=HYPOTHESIS_ID)
+    #: The launch attempt first, then its benchmark attempts.
+    attempts: list[str] = Field(default_factory=list)
+    #: ``SESSION/A2``: the earlier attempt that refuted this configuration (skipped cells).
+    refuted_by: str | None = None
+    points: list[SweepPoint] = Field(default_factory=list)
+    duration_s: float | None = None
+
+
 Event = Annotated[
     Union[
         Session,
@@ -472,13 +556,16 @@ Event = Annotated[
         ServerInfo,
         Smoke,
         Metric,
+        Sweep,
+        SweepCellResult,
     ],
     Field(discriminator="kind"),
 ]
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.model_fields["kind"].default: cls
-    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, Outcome, ServerInfo, Smoke, Metric)
+    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, Outcome, ServerInfo, Smoke, Metric,
+                Sweep, SweepCellResult)
 }
 
 _adapter: TypeAdapter[Any] | None = None

@@ -2,13 +2,19 @@
 
     python tests/fakeserver.py --model-path M --port P [--host H] [--api-key K] --mode MODE
 
-Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``nan`` (dies of NaN a
+Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``sm100`` (exits with the
+TRT-LLM "only supported on SM100" error while loading), ``oom`` (CUDA out of memory while
+allocating the KV cache), ``nan`` (dies of NaN a
 moment after ready, the way SGLang does: NaN line, scheduler traceback, SIGKILL of its own tree),
 ``hang`` (prints two startup lines and then nothing, never serves), ``stuck`` (listens, but
 ``/ready`` answers 503 forever and no more lines come), ``warning`` (``--log-level
 warning``: serves but prints no INFO lines, so no ready line). The log lines are SGLang 0.5.23's
 own f-strings (see the reference notes, with file:line), printed to stderr with its
 ``[%Y-%m-%d %H:%M:%S]`` prefix. Loopback only. Accepts (and ignores) other SGLang flags.
+
+Per backend (for sweeps): ``FAKE_SGLANG_BACKENDS="flashinfer_trtllm=sm100,triton=healthy:2.5"`` maps
+a ``--moe-runner-backend`` value to a mode and an optional speed factor, which ``/server_info``
+reports as ``fake_speed`` for the stand-in bench client to scale its figures by.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"model_path": ARGS.model_path, "tp_size": ARGS.tp_size, "attention_backend": "flashinfer",
                              "moe_runner_backend": "auto", "kv_cache_dtype": "auto", "mem_fraction_static": 0.88,
                              "host": ARGS.host, "port": ARGS.port, "api_key": ARGS.api_key, "admin_api_key": ARGS.api_key,
-                             "version": "0.5.23", "internal_states": [{"avg_spec_accept_length": None}]})
+                             "version": "0.5.23", "fake_speed": ARGS.speed, "internal_states": [{"avg_spec_accept_length": None}]})
         elif path == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": ARGS.model_path, "object": "model", "owned_by": "sglang"}]})
         else:
@@ -107,15 +113,32 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=30000)
     ap.add_argument("--tp-size", "--tp", type=int, default=1)
     ap.add_argument("--api-key")
-    ap.add_argument("--mode", default="healthy", choices=("healthy", "garbage", "nan", "hang", "stuck", "warning"))
+    ap.add_argument("--moe-runner-backend", default="auto")
+    ap.add_argument("--mode", default="healthy",
+                    choices=("healthy", "garbage", "nan", "hang", "stuck", "warning", "sm100", "oom"))
     ARGS, _ = ap.parse_known_args()
+    ARGS.speed = 1.0
+    for item in filter(None, os.environ.get("FAKE_SGLANG_BACKENDS", "").split(",")):
+        backend, _, how = item.partition("=")
+        if backend == ARGS.moe_runner_backend:
+            mode, _, speed = how.partition(":")
+            ARGS.mode, ARGS.speed = mode, float(speed or 1.0)
     assert ARGS.host in ("127.0.0.1", "localhost"), "loopback only"
     log(f"server_args=ServerArgs(model_path='{ARGS.model_path}', host='{ARGS.host}', port={ARGS.port}, tp_size={ARGS.tp_size})")
     log("Load weight begin. avail mem=78.59 GB")
     if ARGS.mode == "hang":
         time.sleep(3600)
         return
+    if ARGS.mode == "sm100":
+        log("Scheduler hit an exception: Traceback (most recent call last):")
+        sys.stderr.write("ValueError: TRTLLM MoE backend is only supported on Blackwell GPUs (SM100). "
+                         "Please use a different backend.\n")
+        sys.exit(1)
     log("Load weight end. elapsed=1.20 s, type=LlamaForCausalLM, avail mem=63.50 GB, mem usage=15.09 GB.")
+    if ARGS.mode == "oom":
+        sys.stderr.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 27.04 GiB. GPU 0 has a "
+                         "total capacity of 95.00 GiB of which 3.10 GiB is free.\n")
+        sys.exit(1)
     log("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 442913, K size: 27.04 GB, V size: 27.04 GB")
     log("Memory pool end. avail mem=8.37 GB")
     log("Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=8.30 GB")

@@ -22,6 +22,7 @@ __all__ = ["build_parser", "main"]
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "core": ("session", "schema"),
     "capture": ("run",),
+    "sweep": ("sweep",),
     "sglang": ("classify", "import", "bench"),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),

@@ -26,6 +26,9 @@ with urllib.request.urlopen(f"http://{host}:{args.port}/server_info", timeout=5)
     info = json.loads(r.read())
 block = open(os.path.join(HERE, "..", "..", "fixtures", "bench", "sglang-33108-2026.txt")).read()
 print(block, flush=True)
+# Scaled by the server's speed (fakeserver's fake_speed, set per backend) and the concurrency, when it
+# reports one; otherwise the fixed figures of the real block above.
+speed = info.get("fake_speed")
 if args.output_file:
     rec = {"tag": None, "backend": "sglang", "dataset_name": args.dataset_name, "request_rate": float("inf"),
            "max_concurrency": args.max_concurrency, "sharegpt_output_len": None,
@@ -37,6 +40,11 @@ if args.output_file:
            "median_ttft_ms": 607.40, "p99_ttft_ms": 1200.5, "mean_tpot_ms": 15.1, "mean_itl_ms": 15.0,
            "p99_itl_ms": 40.2, "concurrency": 3.71, "accept_length": None, "max_output_tokens_per_s": 76.0,
            "max_concurrent_requests": 5}
+    if speed is not None:
+        conc = args.max_concurrency or 1
+        rec["output_throughput"] = round(40.0 * speed * conc ** 0.8, 2)
+        rec["mean_tpot_ms"] = round(1000.0 * conc / rec["output_throughput"], 2)
+        rec["p99_tpot_ms"] = round(rec["mean_tpot_ms"] * 1.3, 2)
     if args.output_details:  # the real client's per-request lists (bench_serving.py l.1940-1951)
         n = args.num_prompts
         rec |= {"input_lens": [args.random_input_len] * n, "output_lens": [args.random_output_len] * n,

@@ -1,0 +1,344 @@
+"""One sweep cell, run as ordinary ``logkit run`` attempts: launch, smoke, bench points, stop.
+
+Contract:
+
+* The launch is ``python -m logkit run --tests H<n> --hang-timeout T --smoke P... --yes -- ARGV`` in
+  a process group of its own (so a Ctrl-C reaches the sweep, which decides), with stdin closed and
+  its output appended to the sweep's driver log; it gets SIGTERM from the kernel if the sweep dies
+  (``PR_SET_PDEATHSIG``), so a SIGKILLed sweep leaves no server behind: that ``logkit run`` stops
+  its server's group and records the attempt as it always does.
+* Its attempt is found by ``recorder_pid`` (the pid of that ``logkit run``) in ``events.jsonl``,
+  read incrementally (:class:`Tail`). Ready = HTTP ``/ready`` (``/health`` on old versions) on
+  the launch's host:port; then the ``smoke`` events of the attempt are awaited. A launch not ready
+  within ``ready_timeout`` is ``hang``; a degenerate smoke reply stops the cell before the bench.
+* Each bench point is another ``logkit run`` (its metrics are linked to the launch by the runner).
+* The server is then stopped with SIGTERM to its ``logkit run`` (which stops the whole group,
+  SIGKILL after ``grace``); members of the group still alive afterwards are reported and killed.
+* :func:`wait_port` waits, never fights, for a port still held by an earlier server.
+* ``stop`` (a :class:`threading.Event` set on Ctrl-C) ends the cell early: the server is stopped
+  cleanly and :class:`Interrupted` is raised, so no result is written and a resume reruns it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .. import procs
+from .grid import Cell
+
+__all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "run_cell", "wait_port"]
+
+POLL_S = 0.1
+SMOKE_WAIT_S = 180.0
+
+
+class Interrupted(Exception):
+    """The sweep was asked to stop (Ctrl-C) while a cell ran; the cell has no result."""
+
+
+class Tail:
+    """New complete lines of a session's ``events.jsonl``, as dicts (no validation: speed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.events: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        """Events appended since the last call."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        self.offset += end + 1
+        new = []
+        for line in data[: end + 1].splitlines():
+            try:
+                new.append(json.loads(line))
+            except ValueError:
+                continue
+        self.events.extend(new)
+        return new
+
+    def find(self, kind: str, **match: Any) -> list[dict[str, Any]]:
+        """Events seen so far of ``kind`` whose fields equal ``match``."""
+        return [e for e in self.events if e.get("kind") == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+@dataclass
+class CellContext:
+    """What every cell of one sweep shares."""
+
+    sessions: str
+    session: str
+    sweep: str
+    smoke: list[str]
+    ready_timeout: float
+    grace: float
+    port_wait: float
+    log: IO[bytes]
+    stop: threading.Event
+    #: Called with the cell's current phase ("launching", "smoke", "bench c=16", "stopping").
+    phase: Callable[[str], None] = lambda _p: None
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class CellRun:
+    """What happened to one cell that launched."""
+
+    status: str  # works | failed
+    outcome: str | None
+    reason: str | None
+    launch: str | None
+    #: (labels, bench attempt id, its outcome dict, its metric events)
+    points: list[tuple[dict[str, Any], str | None, dict[str, Any] | None, list[dict[str, Any]]]] = field(default_factory=list)
+    survivors: list[int] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _deathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - without it a SIGKILLed sweep leaves the run to its own devices
+        pass
+
+
+def _logkit(ctx: CellContext, args: list[str]) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "logkit", "--sessions", ctx.sessions, "run", "--session", ctx.session, "--yes", *args]
+    ctx.log.write(("$ " + " ".join(cmd) + "\n").encode())
+    ctx.log.flush()
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=ctx.log, stderr=ctx.log, env=ctx.env,
+                            process_group=0, preexec_fn=_deathsig)
+
+
+def port_free(host: str | None, port: int) -> bool:
+    """Nothing accepts connections on host:port and it can be bound."""
+    h = "127.0.0.1" if host in (None, "", "0.0.0.0", "::") else host
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.settimeout(0.5)
+        try:
+            if s.connect_ex((h, port)) == 0:
+                return False
+        except OSError:
+            pass
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((h, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event,
+              say: Callable[[str], None] = lambda _t: None) -> bool:
+    """Wait until host:port is free (True), or ``timeout`` passes (False)."""
+    end = time.monotonic() + timeout
+    told = False
+    while not port_free(host, port):
+        if not told:
+            say(f"port {port} still in use; waiting up to {timeout:g}s")
+            told = True
+        if stop.is_set():
+            raise Interrupted()
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.25)
+    return True
+
+
+def _http_ready(base: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    for path in ("/ready", "/health"):
+        try:
+            with urllib.request.urlopen(base + path, timeout=1.0) as resp:  # noqa: S310 - the server's own port
+                return resp.status == 200
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                return False
+        except Exception:  # noqa: BLE001 - not up yet
+            return False
+    return False
+
+
+def _attempt_of(tail: Tail, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
+    tail.poll()
+    found = tail.find("attempt", recorder_pid=proc.pid)
+    return found[-1] if found else None
+
+
+def _outcome(tail: Tail, attempt: str | None) -> dict[str, Any] | None:
+    if attempt is None:
+        return None
+    found = tail.find("outcome", attempt=attempt)
+    return found[-1] if found else None
+
+
+def _finish(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt: dict[str, Any] | None,
+            *, stop_it: bool) -> tuple[dict[str, Any] | None, list[int]]:
+    """Stop (if asked) and reap one ``logkit run``; its outcome and the survivors of its group."""
+    if stop_it and proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=ctx.grace + 15)
+    except subprocess.TimeoutExpired:  # the recorder itself is stuck: end it, and the server with it
+        proc.kill()
+        proc.wait()
+    survivors: list[int] = []
+    pgid = (attempt or {}).get("pgid")
+    if pgid:
+        end = time.monotonic() + 2.0
+        while procs.group_members(pgid) and time.monotonic() < end:
+            time.sleep(0.05)
+        survivors = procs.group_members(pgid)
+        if survivors:
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
+    tail.poll()
+    return _outcome(tail, (attempt or {}).get("short_id")), survivors
+
+
+def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -> dict[str, Any] | None:
+    """The attempt line of ``proc`` (None if it ended without recording one)."""
+    while True:
+        attempt = _attempt_of(tail, proc)
+        if attempt is not None:
+            return attempt
+        if proc.poll() is not None:
+            return _attempt_of(tail, proc)
+        if ctx.stop.is_set():
+            return None
+        time.sleep(POLL_S / 2)
+
+
+def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail) -> tuple[str | None, dict[str, Any] | None,
+                                                                                    list[dict[str, Any]]]:
+    """One bench point as a ``logkit run``: its attempt id, outcome and metric events."""
+    proc = _logkit(ctx, ["--label", label, "--", *argv])
+    attempt = _wait_attempt(ctx, proc, tail)
+    while proc.poll() is None:
+        if ctx.stop.is_set():
+            _finish(ctx, proc, tail, attempt, stop_it=True)
+            raise Interrupted()
+        time.sleep(POLL_S)
+    outcome, _ = _finish(ctx, proc, tail, attempt, stop_it=False)
+    short = (attempt or {}).get("short_id")
+    return short, outcome, tail.find("metric", attempt=short) if short else []
+
+
+def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[dict[str, Any], list[str]]],
+             label: str) -> CellRun:
+    """Launch ``cell``, smoke it, run its bench points, stop it."""
+    from ..capture.sglang.watcher import probe_url
+
+    clock: dict[str, float] = {}
+    t0 = time.monotonic()
+    ctx.phase("waiting for the port")
+    if not wait_port(cell.host, cell.port or 30000, ctx.port_wait, ctx.stop, ctx.phase):
+        from ..errors import BadInput
+
+        raise BadInput(f"port {cell.port} is still in use after {ctx.port_wait:g}s (another server?)",
+                       fix=f"stop what listens there (ss -ltnp 'sport = :{cell.port}'), then rerun the same sweep to resume")
+    clock["port"] = time.monotonic() - t0
+    tail = Tail(Path(ctx.sessions) / ctx.session / "events.jsonl")
+    tail.poll()
+    args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}", "--grace", f"{ctx.grace:g}"]
+    for prompt in ctx.smoke:
+        args += ["--smoke", prompt]
+    ctx.phase("launching")
+    t_launch = time.monotonic()
+    proc = _logkit(ctx, [*args, "--", *cell.argv])
+    attempt = _wait_attempt(ctx, proc, tail)
+    short = (attempt or {}).get("short_id")
+    base = probe_url(cell.host, cell.port)
+    # From spawn (the attempt line), not from the parse before it: the runner's own hang check
+    # (no output for ready_timeout) normally fires first; this catches a chatty launch never ready.
+    deadline = time.monotonic() + ctx.ready_timeout + 5.0
+    ready = False
+    while not ready:
+        if ctx.stop.is_set():
+            _finish(ctx, proc, tail, attempt, stop_it=True)
+            raise Interrupted()
+        if proc.poll() is not None:
+            break
+        if time.monotonic() > deadline:
+            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
+            clock["wrapped"] = time.monotonic() - t_launch
+            return CellRun("failed", "hang", f"not ready in {ctx.ready_timeout:g}s", short, survivors=survivors,
+                           seconds=clock)
+        ready = base is not None and _http_ready(base)
+        if not ready:
+            time.sleep(POLL_S)
+    clock["ready"] = time.monotonic() - t_launch
+    if ready and ctx.smoke:
+        ctx.phase("smoke")
+        end = time.monotonic() + SMOKE_WAIT_S * len(ctx.smoke)
+        while proc.poll() is None and time.monotonic() < end and not ctx.stop.is_set():
+            tail.poll()
+            if len(tail.find("smoke", attempt=short)) >= len(ctx.smoke):
+                break
+            time.sleep(POLL_S)
+        bad = [s for s in tail.find("smoke", attempt=short) if not s.get("ok")]
+        if ctx.stop.is_set():
+            _finish(ctx, proc, tail, attempt, stop_it=True)
+            raise Interrupted()
+        if bad or len(tail.find("smoke", attempt=short)) < len(ctx.smoke):
+            ctx.phase("stopping")
+            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
+            clock["wrapped"] = time.monotonic() - t_launch
+            why = bad[0].get("reason") if bad else "smoke prompts unanswered"
+            return CellRun("failed", (outcome or {}).get("status") or "garbage", f"smoke: {why}", short,
+                           survivors=survivors, seconds=clock)
+    if not ready:  # the launch ended before it was ready: its outcome says why
+        outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=False)
+        clock["wrapped"] = time.monotonic() - t_launch
+        status = (outcome or {}).get("status") or "other_crash"
+        return CellRun("failed", status, (outcome or {}).get("label"), short, survivors=survivors, seconds=clock)
+    run = CellRun("works", "ready", None, short, seconds=clock)
+    t_bench = time.monotonic()
+    for labels, argv in points:
+        if proc.poll() is not None:
+            break
+        tag = " ".join(f"{k}={v}" for k, v in labels.items())
+        ctx.phase(f"bench {tag}".strip())
+        try:
+            b_attempt, b_outcome, metrics = run_bench(ctx, argv, f"{label} bench {tag}".strip(), tail)
+        except Interrupted:
+            _finish(ctx, proc, tail, attempt, stop_it=True)
+            raise
+        run.points.append((labels, b_attempt, b_outcome, metrics))
+    clock["bench"] = time.monotonic() - t_bench
+    ctx.phase("stopping")
+    t_stop = time.monotonic()
+    alive = proc.poll() is None
+    outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
+    clock["stop"] = time.monotonic() - t_stop
+    clock["wrapped"] = time.monotonic() - t_launch
+    run.survivors = survivors
+    status = (outcome or {}).get("status")
+    if not alive or status not in ("ready", "interrupted", "exit_ok", None):
+        run.status, run.outcome, run.reason = "failed", status or "other_crash", (outcome or {}).get("label")
+    return run

@@ -1,0 +1,269 @@
+"""``logkit sweep``: run every cell of a grid as ordinary attempts, unattended and resumable.
+
+Contract:
+
+* A sweep lives in one session and is named ``SW-<first 8 hex of its spec hash>`` (``-2``, ``-3``
+  with ``new=True``). Running a spec whose sweep exists resumes it: only cells without a
+  ``sweep_cell`` result run, so a crash, a Ctrl-C, a reboot or a SIGKILL of logkit loses at most
+  the cell that was running (its attempts keep their outcomes; the cell runs again).
+* Known outcomes first, in order: a cell SGLang's parser refuses is refuted at once (``preflight``,
+  never launched); a cell refuted on this GPU architecture in the knowledge base
+  (:func:`logkit.reasoning.refuted.check`, and the same SGLang version where both are known) is
+  ``skipped`` and shown, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
+* Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
+  cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
+  prompts and ran its benchmarks; refuted otherwise), then its ``sweep_cell`` result.
+* The time budget: no cell starts when the time spent in this run plus the mean cell time so far
+  would pass it; the rest stay pending for a later run.
+* SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (its server stopped, no result written) and
+  end the run with status 130; rerunning the spec resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BadInput
+from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
+from ..store import SessionHandle, Store
+from .cell import CellContext, CellRun, Interrupted, run_cell
+from .grid import Cell, Grid, bench_points, build
+from .progress import PlainProgress, make
+from .spec import SweepSpec
+from .state import SweepView, load
+
+__all__ = ["SweepOptions", "SweepReport", "points_of", "run"]
+
+
+@dataclass
+class SweepOptions:
+    """How to run a sweep (from the command line)."""
+
+    sessions: str | None = None
+    session: str | None = None
+    new: bool = False
+    retry_refuted: bool = False
+    arch: str | None = None
+
+
+@dataclass
+class SweepReport:
+    """What a run of a sweep did."""
+
+    view: SweepView
+    ran: int
+    interrupted: bool
+    budget_left: int
+    #: Seconds spent per cell besides the launch and bench ``logkit run`` processes it waited on.
+    overhead_s: list[float]
+
+
+def _metric(metrics: list[dict[str, Any]], name: str) -> float | None:
+    for m in metrics:
+        if m.get("name") == name and isinstance(m.get("value"), (int, float)):
+            return float(m["value"])
+    return None
+
+
+def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -> list[SweepPoint]:
+    """The cell's bench points, with throughput, throughput per user and latency against the limit."""
+    out: list[SweepPoint] = []
+    for labels, attempt, outcome, metrics in run.points:
+        if attempt is None:
+            continue
+        tput = _metric(metrics, "output_throughput")
+        tpot = _metric(metrics, "mean_tpot_ms")
+        conc = labels.get("max_concurrency") or _metric(metrics, "max_concurrency")
+        per_user = round(1000.0 / tpot, 3) if tpot else (round(tput / float(conc), 3) if tput and conc else None)
+        latency = _metric(metrics, limit_metric) if limit_metric else None
+        within = None if latency is None or limit_max is None else latency <= limit_max
+        out.append(SweepPoint(attempt=attempt, labels=labels, status=(outcome or {}).get("status"),
+                              output_throughput=tput, per_user=per_user, latency=latency, within_limit=within))
+    return out
+
+
+def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | None) -> str:
+    """The cell's hypothesis id: the open one a resumed run left, else a new one."""
+    from ..events import Hypothesis
+    from ..reasoning import hypotheses
+
+    tag = f"{sweep}/{cell.id}"
+    for event in handle.read().events:
+        if isinstance(event, Hypothesis) and tag in event.tags:
+            return event.short_id
+    text = f"{cell.key} works on {arch or 'this GPU'}"
+    return hypotheses.add(handle, text, tags=["sweep", sweep, tag]).short_id
+
+
+def _close(handle: SessionHandle, hyp: str, verdict: str, evidence: list[str], because: str | None) -> None:
+    from ..reasoning import hypotheses
+
+    hypotheses.close(handle, hyp, verdict, evidence=evidence, because=because)
+
+
+def _sglang_version(store: Store, session: str, attempt: str) -> str | None:
+    """The SGLang version an earlier attempt ran with (from its environment event), if recorded."""
+    try:
+        raw = (store.root / session / "events.jsonl").read_bytes()
+    except OSError:
+        return None
+    for line in raw.splitlines():
+        if b'"environment"' in line and attempt.encode() in line:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if data.get("attempt") == attempt:
+                packages = (data.get("environment") or {}).get("packages") or {}
+                return packages.get("sglang")
+    return None
+
+
+def _refuted(store: Store, cell: Cell, arch: str | None, version: str | None) -> Any:
+    from ..reasoning.refuted import check
+
+    for hit in check(cell.fingerprint, arch, store):
+        earlier = _sglang_version(store, hit.session, hit.attempt)
+        if version and earlier and earlier != version:
+            continue  # refuted on another SGLang: worth trying again
+        return hit
+    return None
+
+
+def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None) -> tuple[str, Sweep]:
+    from .state import find
+
+    spec_hash = spec.spec_hash()
+    existing = find(store, spec_hash=spec_hash)
+    if existing and not opts.new:
+        return existing[-1]
+    base = f"SW-{spec_hash[:8]}"
+    taken = {s.sweep for _sid, s in find(store)}
+    sweep_id, n = base, 1
+    while sweep_id in taken:
+        n += 1
+        sweep_id = f"{base}-{n}"
+    session = opts.session or spec.session
+    if session:
+        handle = store.open(session)
+    else:
+        handle = store.create(f"sweep: {spec.title}", tags=["sweep"], make_current=False)
+    event = Sweep(session=handle.id, sweep=sweep_id, title=spec.title, spec_hash=spec_hash, spec_path=spec.path,
+                  argv=spec.argv, axes=grid.axes, smoke=spec.smoke, bench_argv=spec.bench_argv,
+                  bench_axes=spec.bench_axes, limit_metric=spec.limit_metric, limit_max=spec.limit_max,
+                  budget_s=spec.budget_s, arch=arch, sglang_version=grid.sglang_version,
+                  cells=[SweepCell(id=c.id, key=c.key, values=c.values, argv=c.argv) for c in grid.cells])
+    handle.append(event, durable=True)
+    return handle.id, event
+
+
+def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None = None) -> SweepReport:
+    """Run (or resume) the sweep of ``spec``; returns what happened."""
+    from ..capture.redact import Redactor
+    from ..reasoning.refuted import arch_name, local_arch
+
+    store = Store.from_env(opts.sessions, scrub=Redactor().scrub)
+    env = dict(os.environ)
+    grid = build(spec, env)
+    if not grid.cells:
+        raise BadInput("the sweep has no cells", fix="give every axis at least one value")
+    arch = arch_name(opts.arch) if opts.arch else local_arch(env)
+    session, sweep = _start(store, spec, grid, opts, arch)
+    handle = store.open(session)
+    done = set(load(store, sweep.sweep).results)
+    by_key = {c.key: c for c in grid.cells}
+    todo = [(c, by_key.get(c.key)) for c in sweep.cells if c.id not in done]
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(sig: int, _frame: Any) -> None:
+        received.append(sig)
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    prog = progress or make(len(sweep.cells), len(done))
+    log_path = handle.log_path(f"sweep-{sweep.sweep}.log")
+    started = time.monotonic()
+    ran, overhead, durations = 0, [], []
+    interrupted, left = False, 0
+    try:
+        with open(log_path, "ab") as log, prog:
+            ctx = CellContext(sessions=str(store.root), session=session, sweep=sweep.sweep, smoke=spec.smoke,
+                              ready_timeout=spec.ready_timeout, grace=spec.grace, port_wait=spec.port_wait, log=log,
+                              stop=stop, phase=prog.phase, env=env)
+            for n, (recorded, cell) in enumerate(todo):
+                if stop.is_set():
+                    interrupted = True
+                    break
+                if spec.budget_s is not None and durations:
+                    mean = sum(durations) / len(durations)
+                    if time.monotonic() - started + mean > spec.budget_s:
+                        left = len(todo) - n
+                        prog.say(f"time budget ({spec.budget_s:g}s) spent: {left} cell(s) left; rerun to resume")
+                        break
+                if cell is None:  # the spec's grid no longer yields this cell (its flags changed meaning)
+                    continue
+                prog.cell(recorded.key)
+                t0 = time.monotonic()
+                try:
+                    result, wrapped = _one(handle, store, spec, grid, sweep, recorded, cell, arch, ctx, opts)
+                except Interrupted:
+                    interrupted = True
+                    break
+                seconds = time.monotonic() - t0
+                if wrapped is not None:
+                    durations.append(seconds)
+                    overhead.append(max(0.0, seconds - wrapped))
+                    ran += 1
+                result.duration_s = round(seconds, 3)
+                handle.append(result, durable=True)
+                prog.ended(recorded.key, result.status, result.reason if result.status != "works" else None,
+                           seconds, wrapped is not None)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if interrupted:
+        prog.say(f"interrupted: the current cell was stopped cleanly; rerun the same sweep to resume ({sweep.sweep})")
+    return SweepReport(view=load(store, sweep.sweep), ran=ran, interrupted=interrupted, budget_left=left,
+                       overhead_s=overhead)
+
+
+def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep: Sweep, recorded: SweepCell,
+         cell: Cell, arch: str | None, ctx: CellContext, opts: SweepOptions) -> tuple[SweepCellResult, float | None]:
+    """One cell: its result event (not yet written) and the seconds of wrapped ``logkit run``s (None: no launch)."""
+    hyp = _hypothesis(handle, sweep.sweep, recorded, arch)
+    base = {"session": handle.id, "sweep": sweep.sweep, "cell": recorded.id, "key": recorded.key, "hypothesis": hyp}
+    if cell.preflight:
+        _close(handle, hyp, "refuted", [], f"SGLang's parser refuses it: {cell.preflight}")
+        return SweepCellResult(**base, status="preflight", reason=cell.preflight), None
+    hit = None if opts.retry_refuted else _refuted(store, cell, arch, grid.sglang_version)
+    if hit is not None:
+        ref = f"{hit.session}/{hit.attempt}"
+        why = f"refuted on {hit.arch} by {ref} ({hit.status}{': ' + hit.label if hit.label else ''}); --retry-refuted runs it"
+        _close(handle, hyp, "refuted", [ref] if hit.session != handle.id else [hit.attempt], why)
+        return SweepCellResult(**base, status="skipped", outcome=hit.status, reason=why, refuted_by=ref), None
+    points = bench_points(spec, cell)
+    label = f"sweep {sweep.sweep} {recorded.id}: {recorded.key}"
+    run_ = run_cell(ctx, cell, hyp, points, label)
+    pts = points_of(run_, spec.limit_metric, spec.limit_max)
+    attempts = [a for a in [run_.launch, *[p.attempt for p in pts]] if a]
+    reason = run_.reason
+    if run_.survivors:
+        reason = ((reason + "; ") if reason else "") + "survivors killed: " + ", ".join(map(str, run_.survivors))
+        ctx.phase(f"survivors of the server's group: {run_.survivors}")
+    if run_.status == "works" and spec.bench_argv and not any(p.output_throughput is not None for p in pts):
+        run_.status, run_.outcome, reason = "failed", run_.outcome, "the benchmark produced no throughput"
+    verdict = "confirmed" if run_.status == "works" else "refuted"
+    because = None if verdict == "confirmed" else f"{run_.outcome}: {run_.reason or ''}".rstrip(": ")
+    if attempts or because:
+        _close(handle, hyp, verdict, attempts, because if verdict == "refuted" else "launched, smoke passed, benchmarked")
+    wrapped = run_.seconds.get("wrapped", 0.0)
+    return SweepCellResult(**base, status=run_.status, outcome=run_.outcome, reason=reason, attempts=attempts,
+                           points=pts), wrapped
+

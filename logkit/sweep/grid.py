@@ -1,0 +1,187 @@
+"""A sweep's grid: the cells of a spec, resolved and preflighted by SGLang's own parser.
+
+Contract: :func:`build` finds the launch's interpreter (the one the command runs under), runs
+``_gridscript.py`` there once (twice when an axis asks for ``"choices"``: once to learn them), and
+returns a :class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the
+Cartesian product, each with its argv, its key (``moe_runner_backend=flashinfer_cutlass``, SGLang's
+dest names), its backend fingerprint (:func:`~logkit.capture.sglang.args.fingerprint`) and, when
+SGLang's parser refuses its flags, the parser's message (``preflight``). Where SGLang is not
+importable the flags are taken as given (``parser = "plain"``) and ``"choices"`` is refused.
+:func:`with_flag` sets one flag in an argv (replacing it where present); :func:`bench_points`
+expands the bench axes against a cell's host and port.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from .spec import CHOICES, SweepSpec
+
+__all__ = ["Cell", "Grid", "bench_points", "build", "with_flag"]
+
+SCRIPT = Path(__file__).with_name("_gridscript.py")
+TIMEOUT_S = 120.0
+
+
+@dataclass
+class Cell:
+    """One configuration of the grid."""
+
+    id: str
+    key: str
+    #: SGLang dest -> value.
+    values: dict[str, Any]
+    argv: list[str]
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    #: SGLang's argparse message when it refuses the flags (never launched).
+    preflight: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+
+@dataclass
+class Grid:
+    """Every cell of a sweep, and what resolved them."""
+
+    cells: list[Cell]
+    #: dest -> values (``"choices"`` resolved).
+    axes: dict[str, list[Any]]
+    parser: str
+    sglang_version: str | None
+    python: str | None
+
+
+def with_flag(words: list[str], flag: str, value: Any, *, is_bool: bool = False) -> list[str]:
+    """``words`` with ``--flag value`` set: an existing ``--flag X``/``--flag=X`` is replaced."""
+    opt = "--" + flag
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == opt:
+            i += 1
+            if not is_bool and i < len(words) and not words[i].startswith("--"):
+                i += 1
+            continue
+        if word.startswith(opt + "="):
+            i += 1
+            continue
+        out.append(word)
+        i += 1
+    if is_bool or isinstance(value, bool):
+        return out + [opt] if value else out
+    return out + [opt, str(value)]
+
+
+def _interpreter(argv: list[str], python: list[str], env: dict[str, str]) -> str | None:
+    if python:
+        word = python[0]
+        return word if "/" in word else shutil.which(word, path=env.get("PATH"))
+    from ..capture.environment import interpreter_of
+
+    return interpreter_of(argv, env)
+
+
+def _ask(python: str | None, request: dict[str, Any]) -> dict[str, Any] | None:
+    """Run the grid script in ``python``; None when SGLang cannot be imported there."""
+    if not python:
+        return None
+    try:
+        proc = subprocess.run([python, "-I", str(SCRIPT)], input=json.dumps(request), capture_output=True, text=True,
+                              timeout=TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = proc.stdout.strip().splitlines()
+    try:
+        result = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    if not result or result.get("error"):
+        return None
+    return result
+
+
+def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
+    """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter."""
+    from ..capture.sglang.args import fingerprint, plain_parse
+    from ..capture.sglang.detect import detect
+
+    env = dict(os.environ if env is None else env)
+    target = detect(spec.argv)
+    where = f"{spec.path}: command" if spec.path else "the launch command"
+    if target is None or target.kind != "launch" or target.args_at is None:
+        raise BadInput(f"{where} is not an SGLang launch logkit can set flags on: {' '.join(spec.argv)[:200]}",
+                       fix="python -m sglang.launch_server --model-path M ... (not inside bash -c)")
+    python = _interpreter(spec.argv, target.python, env)
+    head, base = spec.argv[: target.args_at], spec.argv[target.args_at :]
+    flags = list(spec.axes)
+    info = _ask(python, {"choices": flags, "cells": []}) if any(v == CHOICES for v in spec.axes.values()) else None
+    axes: dict[str, list[Any]] = {}
+    for flag, values in spec.axes.items():
+        if values == CHOICES:
+            described = (info or {}).get("flags", {}).get(flag)
+            if info is None:
+                raise BadInput(f"{where}: {flag} = \"choices\" needs SGLang importable in {python or 'the command'}",
+                               fix=f"install sglang there, or list the values: {flag} = [\"a\", \"b\"]")
+            if not described or not described.get("choices"):
+                raise BadInput(f"--{flag} has no choices in SGLang {info.get('version')}'s parser" if described
+                               else f"SGLang {info.get('version')}'s parser has no --{flag}",
+                               fix=f"list the values yourself: {flag} = [\"a\", \"b\"]")
+            axes[flag] = list(described["choices"])
+        else:
+            axes[flag] = list(values)  # type: ignore[arg-type]
+    combos = list(itertools.product(*axes.values()))
+    argvs: list[list[str]] = []
+    for combo in combos:
+        words = list(base)
+        for flag, value in zip(axes, combo, strict=True):
+            words = with_flag(words, flag, value)
+        argvs.append(words)
+    result = _ask(python, {"choices": flags, "cells": argvs})
+    cells: list[Cell] = []
+    for n, (combo, words) in enumerate(zip(combos, argvs, strict=True), start=1):
+        dests = {f: ((result or {}).get("flags", {}).get(f) or {}).get("dest") or f.replace("-", "_") for f in axes}
+        values = {dests[f]: v for f, v in zip(axes, combo, strict=True)}
+        key = ", ".join(f"{d}={v}" for d, v in values.items())
+        if result is not None:
+            parsed = result["cells"][n - 1]
+            args = parsed["args"] if parsed["ok"] else plain_parse(words)
+            error = None if parsed["ok"] else parsed["error"]
+        else:
+            args, error = plain_parse(words), None
+        port = args.get("port")
+        cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words, fingerprint=fingerprint(args),
+                          preflight=error, host=str(args.get("host") or "127.0.0.1"),
+                          port=int(port) if isinstance(port, int) or str(port).isdigit() else 30000))
+    dest_axes = {d: axes[f] for f, d in zip(axes, cells[0].values, strict=True)} if cells else {}
+    return Grid(cells=cells, axes=dest_axes, parser="sglang" if result else "plain",
+                sglang_version=(result or {}).get("version"), python=python)
+
+
+def bench_points(spec: SweepSpec, cell: Cell) -> list[tuple[dict[str, Any], list[str]]]:
+    """``(labels, argv)`` for each combination of the bench axes, aimed at ``cell``'s port."""
+    if not spec.bench_argv:
+        return []
+    base = list(spec.bench_argv)
+    if not any(w in ("--port", "--base-url") or w.startswith(("--port=", "--base-url=")) for w in base):
+        base += ["--port", str(cell.port)]
+        if cell.host not in (None, "127.0.0.1", "0.0.0.0", "localhost"):
+            base += ["--host", str(cell.host)]
+    axes = spec.bench_axes or {}
+    points: list[tuple[dict[str, Any], list[str]]] = []
+    for combo in itertools.product(*axes.values()) if axes else [()]:
+        words = list(base)
+        labels: dict[str, Any] = {}
+        for flag, value in zip(axes, combo, strict=True):
+            words = with_flag(words, flag, value)
+            labels[flag.replace("-", "_")] = value
+        points.append((labels, words))
+    return points

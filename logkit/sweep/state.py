@@ -1,0 +1,172 @@
+"""Sweeps as recorded: find one (by id or by spec hash), fold its cells, rank them.
+
+Contract: :func:`find` scans the store for ``sweep`` events with a byte test first (only lines
+that are sweep events are decoded), :func:`load` returns a :class:`SweepView` (the sweep event,
+its session, the latest ``sweep_cell`` result per cell), :func:`ranking` orders the cells (working
+ones by their best throughput within the latency limit, then the failed ones, then those that
+never ran) and :func:`table` renders that ranking as plain text. Pure readers: nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import NotFound
+from ..events import Sweep, SweepCellResult
+from ..store import Store
+
+__all__ = ["RankRow", "SweepView", "find", "load", "ranking", "table"]
+
+_SWEEP_LINE = re.compile(rb'^.*"kind":\s*"sweep(?:_cell)?".*$', re.M)
+
+
+@dataclass
+class RankRow:
+    """One cell as the ranking shows it."""
+
+    rank: int | None
+    cell: str
+    key: str
+    status: str
+    why: str | None
+    #: bench label text (``max_concurrency=16``) -> output tok/s
+    throughput: dict[str, float | None] = field(default_factory=dict)
+    per_user: dict[str, float | None] = field(default_factory=dict)
+    latency: dict[str, float | None] = field(default_factory=dict)
+    within_limit: bool | None = None
+    best: float | None = None
+    attempts: list[str] = field(default_factory=list)
+    hypothesis: str | None = None
+    refuted_by: str | None = None
+
+
+@dataclass
+class SweepView:
+    """A sweep and the results of its cells so far."""
+
+    sweep: Sweep
+    session: str
+    results: dict[str, SweepCellResult] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> list[str]:
+        """Cells without a result yet (a resume runs these)."""
+        return [c.id for c in self.sweep.cells if c.id not in self.results]
+
+
+def _scan(store: Store) -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    for sid in store.session_ids():
+        try:
+            raw = (store.root / sid / "events.jsonl").read_bytes()
+        except OSError:
+            continue
+        if b'"sweep' not in raw:
+            continue
+        for match in _SWEEP_LINE.finditer(raw):
+            try:
+                found.append((sid, json.loads(match.group(0))))
+            except ValueError:
+                continue  # a torn line: the reader names it elsewhere
+    return found
+
+
+def find(store: Store, *, sweep_id: str | None = None, spec_hash: str | None = None) -> list[tuple[str, Sweep]]:
+    """``(session, sweep)`` for every sweep with this id or spec hash, oldest first."""
+    out = []
+    for sid, data in _scan(store):
+        if data.get("kind") != "sweep":
+            continue
+        if sweep_id is not None and data.get("sweep") != sweep_id:
+            continue
+        if spec_hash is not None and data.get("spec_hash") != spec_hash:
+            continue
+        try:
+            out.append((sid, Sweep.model_validate(data)))
+        except ValueError:
+            continue
+    return sorted(out, key=lambda pair: pair[1].ts)
+
+
+def load(store: Store, sweep_id: str) -> SweepView:
+    """The sweep ``sweep_id`` with its cell results; :class:`NotFound` names the sweeps that exist."""
+    hits = find(store, sweep_id=sweep_id)
+    if not hits:
+        known = sorted({d.get("sweep", "?") for _s, d in _scan(store) if d.get("kind") == "sweep"})
+        raise NotFound(f"no sweep {sweep_id!r} in {store.root}", fix="known sweeps: " + (", ".join(known) or "none yet"))
+    session, sweep = hits[0]
+    view = SweepView(sweep, session)
+    for sid, data in _scan(store):
+        if sid == session and data.get("kind") == "sweep_cell" and data.get("sweep") == sweep_id:
+            try:
+                result = SweepCellResult.model_validate(data)
+            except ValueError:
+                continue
+            view.results[result.cell] = result
+    return view
+
+
+def _label(labels: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in labels.items()) or "bench"
+
+
+def ranking(view: SweepView) -> list[RankRow]:
+    """Every cell, best first: working cells by best throughput within the limit, then the rest."""
+    rows: list[RankRow] = []
+    for cell in view.sweep.cells:
+        result = view.results.get(cell.id)
+        if result is None:
+            rows.append(RankRow(None, cell.id, cell.key, "pending", "not run yet"))
+            continue
+        row = RankRow(None, cell.id, cell.key, result.status, result.reason, attempts=list(result.attempts),
+                      hypothesis=result.hypothesis, refuted_by=result.refuted_by)
+        if result.status != "works" and result.outcome and result.outcome not in (row.why or ""):
+            row.why = f"{result.outcome}: {row.why}" if row.why else result.outcome
+        within: list[bool] = []
+        for point in result.points:
+            name = _label(point.labels)
+            row.throughput[name] = point.output_throughput
+            row.per_user[name] = point.per_user
+            row.latency[name] = point.latency
+            if point.within_limit is not None:
+                within.append(point.within_limit)
+            if point.output_throughput is not None and point.within_limit is not False:
+                row.best = max(row.best or 0.0, point.output_throughput)
+        row.within_limit = all(within) if within else None
+        rows.append(row)
+    order = {"works": 0, "failed": 1, "preflight": 2, "skipped": 3, "pending": 4}
+    rows.sort(key=lambda r: (order.get(r.status, 5), -(r.best or 0.0)))
+    for n, row in enumerate(r for r in rows if r.status == "works"):
+        row.rank = n + 1
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def table(view: SweepView) -> str:
+    """The ranking as a plain-text table (what ``logkit sweep`` prints at the end)."""
+    rows = ranking(view)
+    labels: list[str] = []
+    for row in rows:
+        labels.extend(k for k in row.throughput if k not in labels)
+    sweep = view.sweep
+    limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else None
+    head = ["#", "cell", "result"] + [f"tok/s {k}" for k in labels] + ([f"{sweep.limit_metric} (max {sweep.limit_max:g})"]
+                                                                          if limit else [])
+    body: list[list[str]] = []
+    for row in rows:
+        result = "works" if row.status == "works" else f"{row.status}: {row.why or ''}".rstrip(": ")
+        line = [str(row.rank or "-"), row.key, result[:70]] + [_fmt(row.throughput.get(k)) for k in labels]
+        if limit:
+            worst = max((v for v in row.latency.values() if v is not None), default=None)
+            mark = "" if row.within_limit is None else (" ok" if row.within_limit else " OVER")
+            line.append(_fmt(worst) + mark if worst is not None else "-")
+        body.append(line)
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [head, *body]]
+    return f"sweep {sweep.sweep} ({view.session}): {sweep.title}\n" + "\n".join(text)
