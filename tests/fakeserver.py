@@ -72,7 +72,7 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"model_path": ARGS.model_path, "tp_size": ARGS.tp_size, "attention_backend": "flashinfer",
                              "moe_runner_backend": "auto", "kv_cache_dtype": "auto", "mem_fraction_static": 0.88,
                              "host": ARGS.host, "port": ARGS.port, "api_key": ARGS.api_key, "admin_api_key": ARGS.api_key,
-                             "version": "0.5.23", "fake_speed": ARGS.speed, "internal_states": [{"avg_spec_accept_length": None}]})
+                             "version": "0.5.23", **({"fake_speed": ARGS.speed} if ARGS.speed else {}), "internal_states": [{"avg_spec_accept_length": None}]})
         elif path == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": ARGS.model_path, "object": "model", "owned_by": "sglang"}]})
         else:
@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--mode", default="healthy",
                     choices=("healthy", "garbage", "nan", "hang", "stuck", "warning", "sm100", "oom"))
     ARGS, _ = ap.parse_known_args()
-    ARGS.speed = 1.0
+    ARGS.speed = None
     for item in filter(None, os.environ.get("FAKE_SGLANG_BACKENDS", "").split(",")):
         backend, _, how = item.partition("=")
         if backend == ARGS.moe_runner_backend:
