@@ -228,6 +228,7 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+    interrupted = interrupted or stop.is_set()  # a signal during the last cell's last steps is still one
     if interrupted:
         prog.say(f"interrupted: the current cell was stopped cleanly; rerun the same sweep to resume ({sweep.sweep})")
     return SweepReport(view=load(store, sweep.sweep), ran=ran, interrupted=interrupted, budget_left=left,
