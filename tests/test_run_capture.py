@@ -19,7 +19,7 @@ from logkit.capture.redact import Redactor
 from logkit.events import SCHEMA_VERSION, AttemptEnvironment, Outcome, Smoke
 from logkit.store import Store
 
-HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic")
+HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic", "rich")
 #: Standard-library modules that cost `logkit run` start-up for nothing: dataclasses imports inspect,
 #: ast and dis (~10 ms); the run path uses plain __slots__ classes instead (capture/_slotted.py).
 SLOW_STDLIB = ("dataclasses", "inspect")

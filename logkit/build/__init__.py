@@ -57,6 +57,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     from .index import KBIndex
     from .load import load
     from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
+    from .pages_sweeps import sweep_pages
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
     from .render import Renderer
     from .site import copy_assets
@@ -80,6 +81,8 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     frames = make_frames(loaded)
     lap("frames")
     metric_pages, metric_index, jobs = metrics_pages(frames)
+    sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
+    jobs = [*jobs, *sweep_jobs]
     docs.mkdir(parents=True, exist_ok=True)
     # the SVGs render on the second core while this one makes and renders the pages
     charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
@@ -97,6 +100,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         signatures_index(sig_pages), *sig_pages,
         metric_index, *metric_pages,
         sessions_index(index), *session_pages(index),
+        sweeps_index, *sweep_pages_,
     ]:
         pages.append((ctx.page, ctx))
     lap("contexts")

@@ -63,7 +63,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("decide", help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
         'record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, never renumbered, '
         'safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
-    p.add_argument("title", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
+    p.add_argument("title", nargs="?", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
+    p.add_argument("--from-sweep", metavar="SW-ID",
+                   help="propose a decision from a sweep (options = its cells, evidence = their attempts): writes a "
+                   "draft to edit, recorded by --from-file")
+    p.add_argument("--write", metavar="FILE", help="where --from-sweep writes its draft (default decision-SW-ID.toml)")
+    p.add_argument("--from-file", metavar="FILE", help="record the decision of an (edited) --from-sweep draft")
     p.add_argument("--context", help="the situation that called for a decision")
     p.add_argument("--decision", help="what was decided, in a sentence")
     p.add_argument("--option", action="append", default=[], dest="options", metavar="'NAME: WHY (H2, A4)'",
@@ -242,6 +247,13 @@ def cmd_decide(args: argparse.Namespace) -> int:
     from ..reasoning import decisions
     from ..reasoning.common import split_ids
 
+    if args.from_sweep or args.from_file:
+        return _decide_sweep(args)
+    if not args.title:
+        from ..errors import BadInput
+
+        raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ... '
+                       "(or --from-sweep SW-ID)")
     event = decisions.record(
         _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
         chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
@@ -249,6 +261,21 @@ def cmd_decide(args: argparse.Namespace) -> int:
         decision_id=args.decision_id,
     )
     print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
+    return 0
+
+
+def _decide_sweep(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..sweep import decide
+
+    if args.from_file:
+        event = decide.accept(store(args), Path(args.from_file))
+        print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
+        return 0
+    path = decide.propose(store(args), args.from_sweep, Path(args.write or f"decision-{args.from_sweep}.toml"))
+    print(path.read_text(encoding="utf-8"), end="")
+    print(f"logkit: draft written to {path}; edit it, then record it: logkit decide --from-file {path}", file=sys.stderr)
     return 0
 
 

@@ -217,12 +217,12 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
                     interrupted = True
                     break
                 seconds = time.monotonic() - t0
-                if wrapped is not None:
-                    durations.append(seconds)
-                    overhead.append(max(0.0, seconds - wrapped))
-                    ran += 1
                 result.duration_s = round(seconds, 3)
                 handle.append(result, durable=True)
+                if wrapped is not None:  # the overhead includes writing the cell's result
+                    durations.append(seconds)
+                    overhead.append(max(0.0, time.monotonic() - t0 - wrapped))
+                    ran += 1
                 prog.ended(recorded.key, result.status, result.reason if result.status != "works" else None,
                            seconds, wrapped is not None)
     finally:

@@ -93,7 +93,9 @@ class LiveProgress(PlainProgress):
                      f"{self.done}/{self.total} cells", f"elapsed {_clock(time.monotonic() - self.started)}",
                      f"~{_clock(self.estimate() or 0)} left" if self.estimate() else "estimating")
         if self.cell_key:
-            grid.add_row("", f"[bold]{self.cell_key}[/bold]", self.current, "")
+            from rich.markup import escape
+
+            grid.add_row("", f"[bold]{escape(self.cell_key)}[/bold]", escape(self.current), "")
         return grid
 
     def __enter__(self) -> LiveProgress:
@@ -104,7 +106,9 @@ class LiveProgress(PlainProgress):
         self.live.__exit__(*exc)
 
     def say(self, text: str) -> None:
-        self.console.print(f"logkit sweep: {text}")
+        from rich.markup import escape
+
+        self.console.print(f"logkit sweep: {escape(text)}")
 
     def phase(self, phase: str) -> None:
         self.current = phase
@@ -113,6 +117,9 @@ class LiveProgress(PlainProgress):
         self.done += 1
         if ran and seconds is not None:
             self.durations.append(seconds)
+        from rich.markup import escape
+
+        key, why = escape(key), escape(why) if why else why
         style = {"works": "green", "failed": "red", "preflight": "red", "skipped": "yellow"}.get(status, "")
         tail = f" in {seconds:.1f}s" if seconds is not None else ""
         reason = f": {why}" if why else ""

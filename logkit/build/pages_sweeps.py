@@ -1,0 +1,182 @@
+"""Site pages for sweeps: ``/sweeps/`` and one page per sweep, ``/sweeps/<SW-id>/``.
+
+Contract: :func:`sweep_pages` takes the loaded store and returns the index context, one
+:class:`SweepPage` per recorded sweep, and the chart jobs to render: the grid (each cell with its
+result, throughput per bench point, the latency limit, links to its hypothesis and attempts), a
+chart of output tok/s per user against total output tok/s with the Pareto front marked (points no
+other point beats on both), and the decisions tagged with the sweep id (``logkit decide
+--from-sweep``). Pure: contexts and Altair specs, nothing written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from ..events import Decision, Sweep, SweepCellResult
+from .contexts import ChartCtx, Page
+from .load import Loaded
+from .paths import attempt_href, decision_href, session_href
+
+__all__ = ["SweepPage", "SweepRow", "SweepsIndex", "pareto", "sweep_pages"]
+
+
+@dataclass
+class SweepRow:
+    """One cell of the grid as the page shows it."""
+
+    rank: str
+    key: str
+    status: str
+    why: str
+    #: one formatted figure per bench label (``ctx.labels``)
+    throughput: list[str]
+    latency: str
+    #: (label, href) of its hypothesis and attempts, the evidence
+    evidence: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class SweepPage:
+    """``sweeps/<SW-id>/``."""
+
+    page: Page
+    sweep: str
+    title: str
+    session: str
+    session_href: str
+    arch: str
+    sglang: str
+    limit: str
+    labels: list[str]
+    rows: list[SweepRow]
+    chart: ChartCtx | None
+    pareto: list[str]
+    #: (id, title, status, href)
+    decisions: list[tuple[str, str, str, str]]
+    command: str
+
+
+@dataclass
+class SweepsIndex:
+    """``sweeps/``: every sweep, newest first."""
+
+    page: Page
+    #: (id, title, session, cells, working, href)
+    rows: list[tuple[str, str, str, int, int, str]]
+
+
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both coordinates (higher is better)."""
+    front = []
+    for i, (x, y) in enumerate(points):
+        if not any((ox >= x and oy >= y) and (ox > x or oy > y) for ox, oy in points):
+            front.append(i)
+    return front
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:,.1f}"
+
+
+def _label(labels: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in labels.items()) or "bench"
+
+
+def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | None, list[str], tuple[str, dict] | None]:
+    rows = [(r.key, _label(p.labels), p.per_user, p.output_throughput) for r in results if r.status == "works"
+            for p in r.points if p.per_user is not None and p.output_throughput is not None]
+    if not rows:
+        return None, [], None
+    front = set(pareto([(x, y) for _k, _l, x, y in rows]))
+    frame = pd.DataFrame([{"cell": k, "point": lab, "per_user": x, "throughput": y,
+                           "front": "Pareto front" if i in front else "dominated"}
+                          for i, (k, lab, x, y) in enumerate(rows)])
+    x = alt.X("per_user:Q", title="output tok/s per user")
+    y = alt.Y("throughput:Q", title="output tok/s (all users)")
+    points = alt.Chart(frame).mark_point(filled=True, size=90).encode(
+        x=x, y=y, color=alt.Color("cell:N", title="cell"), shape=alt.Shape("front:N", title=""),
+        tooltip=["cell", "point", "per_user", "throughput"])
+    line = alt.Chart(frame[frame["front"] == "Pareto front"].sort_values("per_user")).mark_line(
+        color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="per_user:Q")
+    spec = (line + points).properties(width=560, height=340, title=f"{sweep.sweep}: throughput per user vs total").to_dict(
+        validate=False)
+    spec.pop("$schema", None)
+    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    src = f"assets/charts/{digest}.svg"
+    table = [[k, lab, _fmt(xv), _fmt(yv), "yes" if i in front else ""] for i, (k, lab, xv, yv) in enumerate(rows)]
+    names = [f"{rows[i][0]} ({rows[i][1]})" for i in sorted(front, key=lambda i: rows[i][2])]
+    ctx = ChartCtx(title="Throughput per user against total throughput", src=src,
+                   alt=f"output tok/s per user against total output tok/s for {len(rows)} bench points; "
+                       f"Pareto front: {', '.join(names)}",
+                   headers=["cell", "bench", "tok/s per user", "tok/s total", "Pareto front"], rows=table)
+    return ctx, names, (src, spec)
+
+
+def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions: list[Decision]) -> tuple[SweepPage, list]:
+    ordered = [results[c.id] for c in sweep.cells if c.id in results]
+    labels: list[str] = []
+    for r in ordered:
+        labels.extend(lab for lab in (_label(p.labels) for p in r.points) if lab not in labels)
+    rows: list[SweepRow] = []
+    best = sorted((r for r in ordered if r.status == "works"),
+                  key=lambda r: -max((p.output_throughput or 0 for p in r.points if p.within_limit is not False), default=0))
+    rank = {r.cell: str(n) for n, r in enumerate(best, start=1)}
+    for cell in sweep.cells:
+        r = results.get(cell.id)
+        if r is None:
+            rows.append(SweepRow("", cell.key, "pending", "not run yet", [""] * len(labels), ""))
+            continue
+        by = {_label(p.labels): p for p in r.points}
+        lat = [p for p in r.points if p.latency is not None]
+        worst = max(lat, key=lambda p: p.latency or 0) if lat else None
+        latency = "" if worst is None else _fmt(worst.latency) + (" (over)" if worst.within_limit is False else "")
+        evidence = ([(r.hypothesis, f"{session_href(sid)}#{r.hypothesis}")] if r.hypothesis else [])
+        evidence += [(a, attempt_href(sid, a)) for a in r.attempts]
+        if r.refuted_by:
+            other, _, short = r.refuted_by.rpartition("/")
+            evidence.append((r.refuted_by, attempt_href(other or sid, short)))
+        why = "" if r.status == "works" else ": ".join(x for x in (r.outcome, r.reason) if x and x != r.status)
+        rows.append(SweepRow(rank.get(r.cell, ""), r.key, r.status, why,
+                             [_fmt(by[lab].output_throughput) if lab in by else "" for lab in labels], latency, evidence))
+    rows.sort(key=lambda row: (0 if row.rank else 1, int(row.rank or 0)))
+    chart, front, job = _chart(sweep, ordered)
+    limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else "none"
+    page = SweepPage(
+        page=Page(f"sweeps/{sweep.sweep}/index.md", f"Sweep {sweep.sweep}: {sweep.title}", "sweep.md.j2",
+                  tags=["sweep", *([sweep.arch] if sweep.arch else [])]),
+        sweep=sweep.sweep, title=sweep.title, session=sid, session_href=session_href(sid), arch=sweep.arch or "unknown",
+        sglang=sweep.sglang_version or "unknown", limit=limit, labels=labels, rows=rows, chart=chart, pareto=front,
+        decisions=[(d.decision_id, d.title, d.status, decision_href(d.decision_id)) for d in decisions],
+        command=" ".join(sweep.argv))
+    return page, [job] if job else []
+
+
+def sweep_pages(loaded: Loaded) -> tuple[SweepsIndex, list[SweepPage], list[tuple[str, dict[str, Any]]]]:
+    """The sweeps index, a page per sweep, and the chart jobs of those pages."""
+    sweeps: list[tuple[str, Sweep]] = []
+    results: dict[str, dict[str, SweepCellResult]] = {}
+    decisions: dict[str, list[Decision]] = {}
+    for sid, data in loaded.sessions.items():
+        for event in data.events:
+            if isinstance(event, Sweep):
+                sweeps.append((sid, event))
+            elif isinstance(event, SweepCellResult):
+                results.setdefault(event.sweep, {})[event.cell] = event
+            elif isinstance(event, Decision):
+                for tag in event.tags:
+                    decisions.setdefault(tag, []).append(event)
+    pages, jobs = [], []
+    for sid, sweep in sorted(sweeps, key=lambda pair: pair[1].ts, reverse=True):
+        page, page_jobs = _page(sid, sweep, results.get(sweep.sweep, {}), decisions.get(sweep.sweep, []))
+        pages.append(page)
+        jobs.extend(page_jobs)
+    index = SweepsIndex(Page("sweeps/index.md", "Sweeps", "sweeps_index.md.j2"), [
+        (p.sweep, p.title, p.session, len(p.rows), sum(1 for r in p.rows if r.status == "works"),
+         f"sweeps/{p.sweep}/index.md") for p in pages])
+    return index, pages, jobs
