@@ -30,6 +30,7 @@ __all__ = [
     "ATTEMPT_ROLES",
     "Attempt",
     "AttemptEnvironment",
+    "AttemptLaunch",
     "BaseEvent",
     "BenchConfig",
     "DECISION_STATUSES",
@@ -433,6 +434,17 @@ class Outcome(BaseEvent):
     capture_truncated: str | None = None
 
 
+class AttemptLaunch(BaseEvent):
+    """SGLang's full parse of a launch's flags, which ran beside the launch (``logkit run`` answered
+    preflight from the cached parser spec). Its ``launch`` supersedes ``attempt.launch``'s args; the
+    fingerprint and diff are the attempt's. ``error``: SGLang refused what the spec accepted."""
+
+    kind: Literal["launch_config"] = "launch_config"
+    attempt: str = Field(pattern=ATTEMPT_ID)
+    launch: LaunchConfig | None = None
+    error: str | None = None
+
+
 class ServerInfo(BaseEvent):
     """What a live server reported about itself (``/server_info``), redacted."""
 
@@ -552,6 +564,7 @@ Event = Annotated[
         Note,
         Attempt,
         AttemptEnvironment,
+        AttemptLaunch,
         Outcome,
         ServerInfo,
         Smoke,
@@ -564,8 +577,8 @@ Event = Annotated[
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {
     cls.model_fields["kind"].default: cls
-    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, Outcome, ServerInfo, Smoke, Metric,
-                Sweep, SweepCellResult)
+    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, AttemptLaunch, Outcome,
+                ServerInfo, Smoke, Metric, Sweep, SweepCellResult)
 }
 
 _adapter: TypeAdapter[Any] | None = None

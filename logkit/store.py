@@ -203,7 +203,7 @@ def _clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
     if short is not None and short in seen:
         return f"{short} is already taken by line {seen[short]}"
     ref = fields.get("attempt") if event.kind != "verdict" else fields.get("hypothesis")
-    if event.kind in ("outcome", "environment", "verdict") and isinstance(ref, str) and ref not in seen:
+    if event.kind in ("outcome", "environment", "launch_config", "verdict") and isinstance(ref, str) and ref not in seen:
         return f"{event.kind} of {ref}, which no earlier line records"
     seen[event.id] = number
     if short is not None:

@@ -45,14 +45,21 @@ def logkit():
     return run_logkit
 
 
-@pytest.fixture(scope="module")
-def sglang_args_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Memoise SGLang's flag parse (seconds per launch) across one module's logkit processes."""
-    path = tmp_path_factory.mktemp("args") / "cache.json"
-    old = os.environ.get("LOGKIT_ARGS_CACHE")
-    os.environ["LOGKIT_ARGS_CACHE"] = str(path)
-    yield
+@pytest.fixture(scope="session", autouse=True)
+def parser_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One $XDG_CACHE_HOME for the whole run: SGLang's parser spec is built once (seconds), reused by
+    every logkit process, and the user's own ~/.cache is never written by a test."""
+    path = tmp_path_factory.mktemp("xdg-cache")
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(path)
+    yield path
     if old is None:
-        os.environ.pop("LOGKIT_ARGS_CACHE", None)
+        os.environ.pop("XDG_CACHE_HOME", None)
     else:
-        os.environ["LOGKIT_ARGS_CACHE"] = old
+        os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture(scope="module")
+def sglang_args_cache(parser_cache: Path) -> Iterator[None]:
+    """SGLang's parser spec cached for the module's logkit processes (the session-wide cache)."""
+    yield

@@ -17,7 +17,9 @@ from logkit.capture.sglang import args as sgargs
 from logkit.capture.sglang import bench, outcomes
 from logkit.errors import BadInput, LogkitError
 from logkit.events import OUTCOME_STATUSES, Attempt, Decision, Hypothesis, Metric, Outcome
-from logkit.reasoning import common, launch, todo
+from logkit.launch import config as launch_config
+from logkit.launch import flags as launch_flags
+from logkit.reasoning import common, todo
 from logkit.store import read_events
 
 import scenarios
@@ -37,11 +39,11 @@ flag_words = st.lists(
 @given(flag_words)
 @example(["--port", "²"])
 def test_flag_parsers_never_raise(words: list[str]) -> None:
-    parsed = sgargs.plain_parse(words)
+    parsed = launch_flags.plain_parse(words)
     assert isinstance(parsed, dict)
-    sgargs.fingerprint(parsed)
-    cfg = launch.plain(["python", "-m", "sglang.launch_server", *words])
-    assert cfg.parser == "plain" and cfg.unresolved
+    launch_flags.fingerprint(parsed)
+    cfg = launch_config.plain_config(["python", "-m", "sglang.launch_server", *words])
+    assert cfg["parser"] == "plain" and cfg["unresolved"]
     sgargs.parse_bench(words)
 
 

@@ -185,7 +185,7 @@ def test_planner_and_watcher_seam(sessions: Path, logkit, monkeypatch: pytest.Mo
     assert "planned by the test" in capfd.readouterr().err
     # The second launch gets the first as previous_launch.
     runner.run(["bash", "-c", ": fake-sglang"], opts, confirm=None, use_pty=False)
-    assert SEEN["options"]["previous_launch"].short_id == "A1"
+    assert SEEN["options"]["previous_launch"]["short_id"] == "A1"  # the stored line: no pydantic before spawn
 
 
 def _confirm(plan_: Plan, environment_: Any) -> bool:

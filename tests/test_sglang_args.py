@@ -1,4 +1,5 @@
-"""Launch flags parsed by the real SGLang 0.5.23 ServerArgs (lean install), wrappers, fingerprint, diff."""
+"""Launch flags parsed by the real SGLang 0.5.23 ServerArgs (lean install), wrappers, fingerprint, diff
+(logkit.launch: the one launch module)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import sys
 import pytest
 
 from logkit.capture.sglang import plan
-from logkit.capture.sglang.args import diff_launch, parse_launch, plain_parse
 from logkit.capture.sglang.detect import detect
-from logkit.events import Attempt, Environment
+from logkit.launch.config import for_run as parse_launch
+from logkit.launch.flags import diff as diff_launch
+from logkit.launch.flags import plain_parse
 
 try:
     import sglang.srt.server_args  # noqa: F401
@@ -28,15 +30,18 @@ def test_real_parser_resolves_aliases_prefixes_and_defaults() -> None:
     r = parse_launch(["--model-path", "/m", "--tp", "2", "--mem-fraction", "0.8", "--attention-backend", "fa3",
                       "--moe-runner-backend", "flashinfer_trtllm", "--kv-cache-dtype", "fp8_e4m3"], PY)
     cfg = r.config
-    assert r.error is None and cfg.parser == "sglang" and not cfg.unresolved
-    assert cfg.sglang_version == "0.5.23"
-    assert cfg.args["tp_size"] == 2 and cfg.args["mem_fraction_static"] == 0.8  # alias and prefix, SGLang's way
-    assert cfg.non_default["attention_backend"] == "fa3"
-    assert "dp_size" in cfg.args and "dp_size" not in cfg.non_default  # defaults are the parser's
-    fp = cfg.fingerprint
+    assert r.error is None and cfg["parser"] == "sglang" and not cfg["unresolved"]
+    assert cfg["sglang_version"] == "0.5.23"
+    assert cfg["args"]["tp_size"] == 2 and cfg["args"]["mem_fraction_static"] == 0.8  # alias and prefix, SGLang's way
+    assert cfg["non_default"]["attention_backend"] == "fa3"
+    assert "dp_size" in cfg["args"] and "dp_size" not in cfg["non_default"]  # defaults are the parser's
+    fp = cfg["fingerprint"]
     assert fp["moe_runner_backend"] == "flashinfer_trtllm" and fp["kv_cache_dtype"] == "fp8_e4m3"
-    assert fp["fp8_gemm_runner_backend"] == "auto"  # every *_backend, default or not
-    assert cfg.port == 30000
+    # only what was chosen: resolved defaults stay in args, never in the fingerprint
+    assert fp == {"attention_backend": "fa3", "kv_cache_dtype": "fp8_e4m3", "mem_fraction_static": 0.8,
+                  "model_path": "/m", "moe_runner_backend": "flashinfer_trtllm", "tp_size": 2}
+    assert cfg["args"]["fp8_gemm_runner_backend"] == "auto"
+    assert cfg["port"] == 30000
 
 
 @needs_sglang
@@ -50,7 +55,7 @@ def test_real_parser_resolves_aliases_prefixes_and_defaults() -> None:
 def test_real_parser_refuses_with_sglang_message(flags: list[str], needle: str) -> None:
     r = parse_launch(["--model-path", "/m", *flags], PY)
     assert r.error and needle in r.error
-    assert r.config.parser == "plain"
+    assert r.config["parser"] == "plain"
 
 
 @needs_sglang
@@ -69,9 +74,9 @@ def test_plain_parser_when_sglang_missing(tmp_path) -> None:
     if probe.returncode == 0:
         pytest.skip("the system python has sglang")
     r = parse_launch(["--model-path", "/m", "--tp-size", "4", "--enable-dp-attention"], bare)
-    assert r.error is None and r.config.parser == "plain" and r.config.unresolved
-    assert r.config.args == {"model_path": "/m", "tp_size": 4, "enable_dp_attention": True}
-    assert r.config.fingerprint == {"model_path": "/m", "tp_size": 4, "enable_dp_attention": True}
+    assert r.error is None and r.config["parser"] == "plain" and r.config["unresolved"]
+    assert r.config["args"] == {"model_path": "/m", "tp_size": 4, "enable_dp_attention": True}
+    assert r.config["fingerprint"] == {"model_path": "/m", "tp_size": 4, "enable_dp_attention": True}
 
 
 def test_plain_parse_forms() -> None:
@@ -109,16 +114,18 @@ def test_diff_against_previous_launch() -> None:
     old = parse_launch(["--model-path", "/m", "--dsa-decode-backend", "flashinfer_sparse_mla", "--tp", "8"], PY).config
     argv = [PY, "-m", "sglang.launch_server", "--model-path", "/m", "--dsa-decode-backend", "trtllm", "--tp", "8",
             "--disable-radix-cache"]
-    assert old.parser == "sglang"
-    prev = Attempt(session="s", short_id="A7", argv=["x"], role="launch", launch=old,
-                   environment=Environment(env={"NCCL_P2P_DISABLE": "1"}, packages={"sglang": "0.5.22", "torch": "2.13.0+cpu"}))
-    p = plan(argv, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0", "HOME": "/root"}, {"previous_launch": prev})
+    assert old["parser"] == "sglang"
+    prev = {"short_id": "A7", "launch": old,
+            "environment": {"env": {"NCCL_P2P_DISABLE": "1", "PATH": "/usr/bin"},
+                            "packages": {"sglang": "0.5.22", "torch": "2.13.0+cpu"}}}
+    p = plan(argv, {"SGLANG_ENABLE_JIT_DEEPGEMM": "0", "HOME": "/root", "PATH": "/bin"}, {"previous_launch": prev})
     assert p is not None and p.launch is not None and p.refuse is None
-    d = p.launch.diff
-    assert d is not None and d.against == "A7"
-    assert d.changed == {"dsa_decode_backend": ["flashinfer_sparse_mla", "trtllm"]}
-    assert d.added == {"disable_radix_cache": True}
-    assert d.env_changed == {"NCCL_P2P_DISABLE": ["1", None], "SGLANG_ENABLE_JIT_DEEPGEMM": [None, "0"]}
-    assert d.packages_changed == {"sglang": ["0.5.22", "0.5.23"]}  # read in the command's interpreter
+    d = p.launch["diff"]
+    assert d is not None and d["against"] == "A7"
+    assert d["changed"] == {"dsa_decode_backend": ["flashinfer_sparse_mla", "trtllm"]}
+    assert d["added"] == {"disable_radix_cache": True}
+    # PATH is recorded, not compared: never "env PATH ... -> None"
+    assert d["env_changed"] == {"NCCL_P2P_DISABLE": ["1", None], "SGLANG_ENABLE_JIT_DEEPGEMM": [None, "0"]}
+    assert d["packages_changed"] == {"sglang": ["0.5.22", "0.5.23"]}  # read in the command's interpreter
     assert any("dsa_decode_backend flashinfer_sparse_mla -> trtllm" in n for n in p.notes)
     assert diff_launch(old, None) is None

@@ -56,7 +56,7 @@ def test_import_adds_redacted_attempt_with_outcome(tmp_path: Path) -> None:
     data = json.loads(r.stdout)
     att, out = data["attempt"], data["outcome"]
     assert att["provenance"]["source"] == "imported" and att["role"] == "launch"
-    assert att["launch"]["args"]["tp"] == 2
+    assert att["launch"]["args"]["tp_size"] == 2  # SGLang's name for --tp (the installed parser names it)
     assert out["status"] == "nan" and out["attempt"] == att["short_id"]
     copied = sessions / att["session"] / att["log"]["path"]
     assert copied.is_file() and "Detected errors during sampling" in copied.read_text()

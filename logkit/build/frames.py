@@ -110,12 +110,10 @@ def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
     outcome = session.outcomes.get(attempt.short_id)
     launch = attempt.launch
     fingerprint = dict(launch.fingerprint) if launch is not None else {}
-    model = None
-    for key in tables()["fingerprint"]["model_keys"]:
-        model = fingerprint.get(key) or (launch.args.get(key) if launch is not None else None)
-        if model:
-            break
-    model = model or getattr(attempt, "model", None)
+    stored = ({"fingerprint": launch.fingerprint, "non_default": launch.non_default, "args": launch.args}
+              if launch is not None else None)
+    model = model_of(stored) or getattr(attempt, "model", None)
+    info = session.server_info.get(attempt.short_id)
     env = session.environments.get(attempt.short_id) or attempt.environment
     gpus = list(getattr(env, "gpus", None) or [])
     cap = getattr(gpus[0], "compute_cap", None) if gpus else None
@@ -144,7 +142,7 @@ def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
         fp_hash=hashlib.sha1(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:10]
         if fingerprint
         else None,
-        backends={k: str(v) for k, v in sorted(fingerprint.items()) if k.endswith("_backend") and v not in (None, "")},
+        backends=backend_axes(stored, info.resolved if info is not None else None),
         status=status,
         category=category,
         smoke_failed=smoke_failed,

@@ -113,6 +113,11 @@ def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem
         elif getattr(event, "kind", None) == "environment" and getattr(event, "environment", None) is not None:
             # the background probes' result supersedes the attempt line's instant environment
             data.environments[str(getattr(event, "attempt", ""))] = event.environment  # type: ignore[attr-defined]
+        elif getattr(event, "kind", None) == "launch_config" and getattr(event, "launch", None) is not None:
+            # SGLang's full parse, run beside the launch: its args supersede the quick parse's
+            ref = str(getattr(event, "attempt", ""))
+            if ref in data.attempts and data.attempts[ref].launch is not None:
+                data.attempts[ref] = data.attempts[ref].model_copy(update={"launch": event.launch})  # type: ignore[attr-defined]
     return data
 
 

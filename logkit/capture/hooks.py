@@ -17,7 +17,7 @@ Threads: :meth:`Watcher.started` and :meth:`Watcher.finished` run on the runner'
 watcher works. ``WatchContext.emit`` and ``request_stop`` may be called from any thread.
 
 Options the runner passes (``WatchContext.options`` and the planner's ``options``):
-``previous_launch`` (the session's last launch :class:`~logkit.events.Attempt`, its ``environment``
+``previous_launch`` (the session's last launch attempt as stored, a dict with its ``environment``
 event merged in, or None), ``hang_timeout`` (seconds or None), ``smoke`` (list of prompts),
 ``smoke_only``, ``preflight`` (False with ``--no-preflight``), ``session_dir``, ``grace``.
 """
@@ -141,7 +141,8 @@ class Plan(Slotted):
 
     role: str
     argv: list[str] | None  # rewritten argv, or None to keep it
-    launch: LaunchConfig | None
+    #: A ``LaunchConfig`` or the same as a plain dict (:mod:`logkit.launch` builds dicts: no pydantic).
+    launch: LaunchConfig | dict[str, Any] | None
     bench: BenchConfig | None
     watcher: Watcher | None
     #: Set to refuse the launch: the message says why and names the fix (preflight).
@@ -149,7 +150,8 @@ class Plan(Slotted):
     #: Printed to stderr before launch (warnings, the config diff).
     notes: list[str]
 
-    def __init__(self, role: str = "command", argv: list[str] | None = None, launch: LaunchConfig | None = None,
+    def __init__(self, role: str = "command", argv: list[str] | None = None,
+                 launch: LaunchConfig | dict[str, Any] | None = None,
                  bench: BenchConfig | None = None, watcher: Watcher | None = None, refuse: str | None = None,
                  notes: list[str] | None = None) -> None:
         self.role = role

@@ -129,10 +129,8 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
         except ImportError:
             continue  # that planner is not installed (yet)
         if "previous_launch" not in options:
-            from ..events import Attempt
-
-            last = journal.last_launch()
-            options["previous_launch"] = Attempt.model_validate(last) if last else None
+            # A dict (the stored line, its environment event merged in): no pydantic before the child starts.
+            options["previous_launch"] = journal.last_launch()
         plan = planner(argv, env, options)
         if plan is not None:
             return plan
@@ -140,6 +138,8 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
 
 
 def _dump_model(value: Any) -> Any:
+    if isinstance(value, dict):  # planners may hand plain dicts (logkit.launch builds them without pydantic)
+        return {k: v for k, v in value.items() if v is not None}
     return value.model_dump(mode="json", exclude_none=True) if value is not None else None
 
 

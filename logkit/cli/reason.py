@@ -387,60 +387,17 @@ def _role(argv: list[str]) -> str:
     return "command"
 
 
-#: Fed to SGLang's parser when an account gives no model path (the parser requires one); every
-#: value equal to it is dropped again, so the record never claims a model path.
-NO_MODEL = "<model path not given>"
-ENV_ARGS_CACHE = "LOGKIT_ARGS_CACHE"
-
-
 def parse_launch(argv: list[str]) -> Any:
-    """A reconstructed launch's config, by SGLang's own flag parser (capture/sglang/args.py).
-
-    The flags get SGLang's names and are validated by the installed SGLang, but only the flags the
-    account gives are kept: ``args``, ``non_default`` and ``fingerprint`` hold no resolved default
-    (the account's SGLang version and model are unknown), so ``unresolved`` stays true. Flags that
-    SGLang rejects (older spellings such as ``--nsa-decode-backend``) are recorded as given
-    (``parser="plain"``). ``$LOGKIT_ARGS_CACHE`` names a JSON file memoising the parse (the seed
-    script uses it: the parse is a pure function of the flags and the interpreter).
-    """
-    import json
-    import os
-    from pathlib import Path
-
+    """A reconstructed launch's config (:func:`logkit.launch.config.given_only`): the flags the account
+    gives, named, typed and validated by the installed SGLang's parser (its cached spec), nothing
+    resolved, no SGLang version, host or port claimed; flags SGLang rejects are kept as given."""
+    from ..capture.sglang.detect import detect
     from ..events import LaunchConfig
-    from ..reasoning.launch import plain
+    from ..launch.config import given_only
 
-    try:
-        from ..capture.sglang import args as sglang_args
-        from ..capture.sglang.detect import detect
-    except ImportError:
-        return plain(argv)
     target = detect(argv)
     flags = list(target.args) if target is not None else argv[1:]
-    fed = flags if {"--model-path", "--model"} & {f.split("=")[0] for f in flags} else [*flags, "--model-path", NO_MODEL]
-    cache_path = os.environ.get(ENV_ARGS_CACHE)
-    key = json.dumps([sys.executable, fed])
-    cache: dict[str, Any] = {}
-    if cache_path and Path(cache_path).exists():
-        cache = json.loads(Path(cache_path).read_text())
-    if key in cache:
-        cfg = LaunchConfig.model_validate(cache[key])
-    else:
-        cfg = sglang_args.parse_launch(fed, sglang_args.default_python()).config
-        if cache_path:
-            cache[key] = cfg.model_dump(mode="json")
-            Path(cache_path).write_text(json.dumps(cache))
-    given = {k: v for k, v in cfg.non_default.items() if v != NO_MODEL}
-    if cfg.parser == "sglang":
-        fingerprint = {k: v for k, v in cfg.fingerprint.items() if k in given}
-    else:
-        fingerprint = {k: v for k, v in cfg.fingerprint.items() if v != NO_MODEL}
-    return cfg.model_copy(update={"args": dict(given), "non_default": given, "fingerprint": fingerprint, "unresolved": True,
-                                # the parser's SGLang is not the account's: claim no version,
-                                # and no host or port the account does not give (SGLang's defaults)
-                                "sglang_version": None,
-                                "host": cfg.host if "host" in given else None,
-                                "port": cfg.port if "port" in given else None})
+    return LaunchConfig.model_validate(given_only(flags))
 
 
 def cmd_record_attempt(args: argparse.Namespace) -> int:

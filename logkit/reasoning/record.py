@@ -31,6 +31,7 @@ from ..events import (
     Metric,
     Outcome,
 )
+from ..launch.flags import diff
 from ..store import SessionHandle, Store, Txn
 from .common import check_refs, now, provenance
 
@@ -84,18 +85,12 @@ def environment(
 
 
 def config_diff(previous: Attempt | None, launch: LaunchConfig) -> ConfigDiff | None:
-    """What ``launch`` changed against the previous launch (its non-default flags, else its fingerprint)."""
+    """What ``launch`` changed against the previous launch (:func:`logkit.launch.flags.diff`: chosen flags)."""
     if previous is None or previous.launch is None:
         return None
-    def flags(cfg: LaunchConfig) -> dict[str, Any]:
-        return dict(cfg.non_default or cfg.fingerprint)
-    old, new = flags(previous.launch), flags(launch)
-    return ConfigDiff(
-        against=previous.short_id,
-        added={k: v for k, v in new.items() if k not in old},
-        removed={k: v for k, v in old.items() if k not in new},
-        changed={k: [old[k], v] for k, v in new.items() if k in old and old[k] != v},
-    )
+    prev = {"short_id": previous.short_id, "launch": previous.launch.model_dump(mode="json")}
+    changes = diff(launch.model_dump(mode="json"), prev)
+    return ConfigDiff.model_validate(changes) if changes is not None else None
 
 
 def attempt(

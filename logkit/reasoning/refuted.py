@@ -37,6 +37,8 @@ from typing import Any, TextIO
 
 from .. import statuses
 from ..events import Environment, LaunchConfig
+from ..launch.flags import backend_axes, ignored, table
+from ..launch.flags import describe as describe_values
 from ..store import Store
 from .tables import tables
 
@@ -120,14 +122,12 @@ def local_arch(env: dict[str, str] | None = None, timeout: float = 5.0) -> str |
     return arch_name(chosen[0]) if chosen else None
 
 
-def _fingerprint(launch: LaunchConfig | None) -> dict[str, Any]:
+def _fingerprint(launch: LaunchConfig | dict[str, Any] | None) -> dict[str, Any]:
     if launch is None:
         return {}
+    if isinstance(launch, dict):
+        return dict(launch.get("fingerprint") or launch.get("non_default") or {})
     return dict(launch.fingerprint or launch.non_default)
-
-
-def _is_backend(key: str) -> bool:
-    return any(part in key for part in tables()["fingerprint"]["backend_key_contains"])
 
 
 def suspects(launch: LaunchConfig | None) -> dict[str, Any]:
@@ -139,7 +139,6 @@ def suspects(launch: LaunchConfig | None) -> dict[str, Any]:
 
 def _blame(launch: dict[str, Any]) -> dict[str, Any]:
     """:func:`suspects` on a launch config as stored (a dict): the check's hot path uses no models."""
-    ignore = {str(v).lower() for v in tables()["fingerprint"]["ignore_values"]}
     fingerprint = dict(launch.get("fingerprint") or launch.get("non_default") or {})
     picked: dict[str, Any] = {}
     diff = launch.get("diff") or {}
@@ -148,8 +147,8 @@ def _blame(launch: dict[str, Any]) -> dict[str, Any]:
         picked.update({k: v[1] for k, v in (diff.get("changed") or {}).items() if isinstance(v, list) and len(v) == 2})
         picked = {k: v for k, v in picked.items() if k in fingerprint or not fingerprint}
     if not picked:
-        picked = {k: v for k, v in fingerprint.items() if _is_backend(k)}
-    return {k: v for k, v in picked.items() if v is not None and str(v).lower() not in ignore}
+        picked = backend_axes(launch)
+    return {k: v for k, v in picked.items() if not ignored(v)}
 
 
 def _arch_of_dict(environment: dict[str, Any] | None) -> str | None:
@@ -169,7 +168,9 @@ _ANY_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 
 
 def _status_re() -> re.Pattern[bytes]:
-    names = b"|".join(re.escape(k.encode()) for k in statuses.refuting())
+    # Refuting statuses (statuses.toml) that say something about a backend (launch.toml [attribution]).
+    refutes = set(table()["attribution"]["refutes"])
+    names = b"|".join(re.escape(k.encode()) for k in statuses.refuting() if k in refutes)
     return re.compile(rb'"status":\s*"(' + names + rb')"')
 
 
@@ -291,14 +292,7 @@ def check(fingerprint: dict[str, Any], arch: str | None, store: Store) -> list[R
 
 def describe(suspected: dict[str, Any]) -> str:
     """``{"moe_runner_backend": "flashinfer_trtllm"}`` -> ``flashinfer_trtllm MoE``."""
-    labels = tables()["fingerprint"]["labels"]
-    parts = []
-    for key, value in suspected.items():
-        if key in labels:
-            parts.append(f"{value} {labels[key]}")
-        else:
-            parts.append(f"--{key.replace('_', '-')} {value}")
-    return " + ".join(parts)
+    return describe_values(suspected)
 
 
 def warning(run: RefutedRun) -> str:

@@ -1,9 +1,11 @@
 """SGLang awareness for ``logkit run``: the planner the runner loads as ``logkit.capture.sglang:plan``.
 
 Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`), parses the
-launch flags with SGLang's own parser in the command's interpreter (:mod:`.args`), refuses a launch
-SGLang would reject unless ``--no-preflight`` (``options["preflight"]``), diffs it against
-``options["previous_launch"]``, gives a benchmark an ``--output-file`` in the session when it has
+launch flags with SGLang's own parser in the command's interpreter (:mod:`logkit.launch`: the
+cached parser spec answers in milliseconds, the full parse then runs beside the launch and its
+result lands in a ``launch_config`` event), refuses a launch SGLang would reject unless
+``--no-preflight`` (``options["preflight"]``), diffs it against ``options["previous_launch"]``
+(a dict: the stored attempt, its environment event merged in), gives a benchmark an ``--output-file`` in the session when it has
 none (a FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user-given
 ``--output-file`` is the user's file and is left alone) and links it to the launch it measures,
 and returns a :class:`~logkit.capture.hooks.Plan` with the matching watcher (:mod:`.watcher`).
@@ -23,7 +25,6 @@ from ..hooks import Plan
 
 __all__ = ["plan"]
 
-_ENV_PREFIXES = re.compile(r"^(SGLANG_|SGL_|FLASHINFER_|TRTLLM_|CUTE_DSL_|NCCL_|CUDA_|TORCH|TRITON_|HF_|MOONCAKE_)")
 _LOCAL = {"0.0.0.0", "127.0.0.1", "localhost", "::", "[::]", "::1", "", None}
 
 
@@ -82,31 +83,36 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
 
 
 def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
-    from .args import diff_launch, diff_note, parse_launch
+    from ...launch import config as launch_config
+    from ...launch.flags import diff, diff_note
     from .watcher import LaunchWatcher
 
-    notes: list[str] = []
     python = _python_for(target, argv, env)
-    parsed = parse_launch(target.args, python)
+    parsed = launch_config.for_run(target.args, python)
     cfg = parsed.config
-    if cfg.parser == "plain" and parsed.error is None:
-        notes.append("SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)")
+    notes = list(parsed.notes)
     if parsed.error and options.get("preflight", True):
         return Plan(role="launch", launch=cfg, refuse=f"SGLang would reject these flags: {parsed.error}", notes=notes)
     if parsed.error:
         notes.append(f"preflight skipped: {parsed.error}")
-    if cfg.port is None:
-        cfg = cfg.model_copy(update={"port": 30000})  # SGLang's default
-    watched_env = {k: v for k, v in {**env, **target.env}.items() if _ENV_PREFIXES.match(k)}
+    if cfg.get("port") is None:
+        cfg["port"] = 30000  # SGLang's default
     previous = options.get("previous_launch")
-    diff = diff_launch(cfg, previous, watched_env if previous is not None else None, parsed.packages)
-    if diff is not None:
-        if previous is not None and previous.environment is not None:
-            diff.env_changed = {k: v for k, v in diff.env_changed.items()
-                                if k in previous.environment.env or _ENV_PREFIXES.match(k)}
-        cfg = cfg.model_copy(update={"diff": diff})
-        notes.append(diff_note(diff))
-    return Plan(role="launch", launch=cfg, watcher=LaunchWatcher(cfg), notes=notes)
+    if previous is not None:
+        from ..environment import allowed_env
+        from ..redact import Redactor
+
+        # The new side as it will be recorded (allow-listed, redacted), so both sides compare alike.
+        merged = {**env, **target.env}
+        redactor = Redactor.for_run(merged, argv)
+        recorded = allowed_env(merged, redactor)
+        changes = diff(cfg, previous, recorded, parsed.packages)
+        if changes is not None:
+            cfg["diff"] = changes
+            notes.append(diff_note(changes, redactor))
+    if python is not None and not parsed.error:
+        launch_config.start_background(parsed, target.args, python)
+    return Plan(role="launch", launch=cfg, watcher=LaunchWatcher(cfg, parsed.background), notes=notes)
 
 
 def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:

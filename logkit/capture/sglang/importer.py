@@ -3,8 +3,10 @@
 Contract: the log is read, redacted (the capture redactor: secret patterns, plus the secret values
 of the given command's flags), copied into the session's ``logs/``, classified, and recorded as an
 ``Attempt`` + ``Outcome`` pair with ``provenance.source = "imported"`` (detail: the original path).
-The attempt's launch config comes from the command (plain parse: the log's SGLang is not here to
-ask). The original file is never modified.
+The attempt's launch config comes from the command by :func:`logkit.launch.config.given_only`
+(the flags given, named and typed by the SGLang installed here; the log's own SGLang is not here
+to ask, so nothing is resolved): the same fingerprint a captured or reconstructed attempt of that
+command gets. The original file is never modified.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from ...errors import BadInput
 from ...events import Attempt, LogFile, Outcome, Provenance
 from ...store import Store
 from ..redact import Redactor
-from .args import fingerprint, plain_parse
 from .detect import detect
 from .outcomes import classify_text
 from .timeline import Timeline
@@ -53,11 +54,9 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
         role = target.kind
         if target.kind == "launch":
             from ...events import LaunchConfig
+            from ...launch.config import given_only
 
-            args = plain_parse(target.args)
-            port = args.get("port") if isinstance(args.get("port"), int) else None
-            launch = LaunchConfig(parser="plain", unresolved=True, args=args, non_default=args,
-                                  fingerprint=fingerprint(args), host=args.get("host"), port=port)
+            launch = LaunchConfig.model_validate(given_only(target.args))
     mtime = datetime.fromtimestamp(os.stat(src).st_mtime, UTC)
     stamped = [m.at for m in timeline.milestones if m.at is not None]
     started = min(stamped) if stamped else mtime

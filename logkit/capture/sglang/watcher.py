@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from ... import statuses
-from ...events import BenchConfig, LaunchConfig, Metric, ServerInfo, Smoke
+from ...events import BenchConfig, Metric, ServerInfo, Smoke
+from ...launch.config import from_full
+from ...launch.flags import fingerprint
+from ...launch.sglang import Background
 from ..hooks import ExitInfo, WatchContext, WatchResult
-from .args import fingerprint
 from .bench import BenchResult, parse_file, parse_text, redact_info
 from .fifo import FifoSink
 from .outcomes import Classifier
@@ -37,6 +39,8 @@ from .timeline import Timeline
 __all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
 
 POLL_S = 1.0
+#: How long the end of a launch waits for SGLang's full parse still running beside it.
+PARSE_WAIT_S = 30.0
 
 
 def probe_url(host: str | None, port: int | None) -> str | None:
@@ -62,11 +66,14 @@ def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
 class LaunchWatcher:
     """Watches one SGLang server launch."""
 
-    def __init__(self, launch: LaunchConfig | None) -> None:
+    def __init__(self, launch: dict[str, Any] | None, background: Background | None = None) -> None:
         self.launch = launch
+        #: SGLang's full parse running beside the launch; its config lands in a ``launch_config`` event.
+        self.background = background
+        self._parse_thread: threading.Thread | None = None
         self.clf = Classifier()
         self.timeline = Timeline()
-        self.base = probe_url(launch.host if launch else None, launch.port if launch else None)
+        self.base = probe_url(launch.get("host") if launch else None, launch.get("port") if launch else None)
         self.ctx: WatchContext | None = None
         self.last_output = time.monotonic()
         self.started_at = time.monotonic()
@@ -78,7 +85,8 @@ class LaunchWatcher:
         self.smoke_done = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.api_key = str(launch.args.get("api_key")) if launch and launch.args.get("api_key") else None
+        args = (launch or {}).get("args") or {}
+        self.api_key = str(args["api_key"]) if args.get("api_key") else None
 
     # --- hot path ---------------------------------------------------------------------------
     def started(self, ctx: WatchContext) -> None:
@@ -87,6 +95,40 @@ class LaunchWatcher:
         if self.base:
             self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
             self._thread.start()
+        if self.background is not None:
+            self._parse_thread = threading.Thread(target=self._full_parse, name="logkit-sglang-parse", daemon=True)
+            self._parse_thread.start()
+
+    def _full_parse(self) -> None:
+        """Wait for SGLang's full parse and record it (``launch_config``): its args, and a refusal
+        the cached spec could not see (a custom type, a deprecated switch)."""
+        assert self.ctx is not None and self.background is not None
+        try:
+            result = self.background.result()
+            if result is None:
+                return
+            from ...events import AttemptLaunch, LaunchConfig
+
+            launch = self.launch or {}
+            cfg = from_full(result, [], None) if result.get("ok") else None
+            if cfg is not None:
+                # The attempt's fingerprint and diff stand (one rule, typed by the spec); the args are SGLang's.
+                cfg.update({k: launch[k] for k in ("fingerprint", "diff", "host", "port") if k in launch})
+            self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
+                                        launch=LaunchConfig.model_validate(cfg) if cfg else None,
+                                        error=None if result.get("ok") else result.get("error")))
+        except Exception as exc:  # noqa: BLE001 - never kill the recording
+            self._note(f"sglang full parse: {type(exc).__name__}: {exc}")
+
+    def _note(self, text: str) -> None:
+        if self.ctx is None:
+            return
+        try:
+            from ...events import Note
+
+            self.ctx.emit(Note(session=self.ctx.attempt.session, text=text, refs=[self.ctx.attempt.short_id]))
+        except Exception:  # noqa: BLE001
+            pass
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         self.last_output = time.monotonic()
@@ -187,6 +229,11 @@ class LaunchWatcher:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        if self._parse_thread is not None:
+            # The parse started with the launch (a few seconds); a command that died at once waits for it.
+            self._parse_thread.join(timeout=PARSE_WAIT_S)
+            if self._parse_thread.is_alive() and self.background is not None:
+                self.background.cancel()
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
                             stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
                             hang=self.hang)

@@ -1,0 +1,166 @@
+"""A launch config from an argv: the one builder used by ``logkit run``, ``logkit import`` and
+``logkit record attempt --reconstructed``.
+
+Contract:
+
+* :func:`for_run` is the runner's path (the command's own interpreter). With the parser's spec
+  cached for that interpreter and SGLang version it parses in-process (:func:`~.sglang.quick_parse`,
+  milliseconds), refuses what SGLang would refuse, and hands back a :class:`~.sglang.Background`
+  full parse to start once preflight passed; without a cache it runs the full parse once (seconds)
+  and caches the spec. Where SGLang is not importable there: a plain parse (``parser="plain"``,
+  ``unresolved=True``).
+* :func:`given_only` is the path for records of launches logkit did not run (imported logs,
+  reconstructed accounts): the flags get SGLang's names and types from the installed SGLang (logkit's
+  own interpreter), but only the flags given are kept (no resolved default, no version claimed,
+  ``unresolved=True``); flags SGLang refuses are kept as given (plain).
+* Every path makes the fingerprint by one rule (:func:`~.flags.fingerprint` of the flags given, typed
+  by the spec), so a captured, an imported and a reconstructed attempt of one argv share it.
+* Configs are plain dicts shaped like :class:`~logkit.events.LaunchConfig` (no pydantic here).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from . import flags as fl
+from . import sglang as sg
+
+__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "start_background"]
+
+#: Fed to SGLang's parser when a record gives no model path (the parser requires one) and dropped again.
+NO_MODEL = "<model path not given>"
+
+
+class Parsed:
+    """A launch config (dict), or the reason SGLang refuses the flags, and what else the parse learnt."""
+
+    __slots__ = ("config", "error", "packages", "spec", "background", "notes", "quick")
+
+    def __init__(self, config: dict[str, Any], error: str | None = None, packages: dict[str, str] | None = None,
+                 spec: dict[str, Any] | None = None, notes: list[str] | None = None) -> None:
+        self.config = config
+        self.error = error
+        self.packages = packages
+        self.spec = spec
+        #: SGLang's full parse still to run beside the launch (a cached spec answered preflight).
+        self.background: sg.Background | None = None
+        self.notes = [] if notes is None else notes
+        #: True when the cached spec answered (SGLang's full parse has not run yet).
+        self.quick = False
+
+
+def _host_port(args: dict[str, Any]) -> tuple[str | None, int | None]:
+    host, port = args.get("host"), args.get("port")
+    try:
+        port = int(port) if port is not None and not isinstance(port, bool) else None
+    except (TypeError, ValueError):
+        port = None
+    return (str(host) if host is not None else None), port
+
+
+def _config(parser: str, version: str | None, unresolved: bool, args: dict[str, Any], non_default: dict[str, Any],
+            given: dict[str, Any]) -> dict[str, Any]:
+    host, port = _host_port(args)
+    return {"parser": parser, "sglang_version": version, "unresolved": unresolved, "args": args,
+            "non_default": non_default, "fingerprint": fl.fingerprint(given), "host": host, "port": port}
+
+
+def plain_config(flag_words: list[str], version: str | None = None) -> dict[str, Any]:
+    """The flags as given, unresolved (no SGLang to ask, or SGLang refused them)."""
+    given = fl.plain_parse(flag_words)
+    return _config("plain", version, True, given, dict(given), given)
+
+
+def _from_spec(given: dict[str, Any], spec: dict[str, Any], version: str | None) -> dict[str, Any]:
+    defaults = spec.get("defaults") or {}
+    args = {**{k: v for k, v in defaults.items() if k != "help"}, **given}
+    non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}
+    return _config("sglang", version, False, args, non_default, given)
+
+
+def from_full(result: dict[str, Any], flag_words: list[str], spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The config of SGLang's full parse (``_argscript.py`` output), fingerprinted by the one rule."""
+    if not result.get("ok"):
+        return None
+    args, defaults = result.get("args") or {}, result.get("defaults") or {}
+    given = {k: args[k] for k in result.get("given") or [] if k in args}
+    if spec is not None:  # the fingerprint's values typed exactly as the quick parse types them
+        quick, _ = sg.quick_parse(flag_words, {**spec, "actions": _optional(spec)})
+        if quick is not None:
+            given = quick
+    non_default = {k: v for k, v in args.items() if k in defaults and v != defaults[k]}
+    return _config("sglang", result.get("version"), False, args, non_default, given)
+
+
+def _optional(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{**a, "required": False} for a in spec["actions"]]
+
+
+def _refusal(error: str, spec: dict[str, Any] | None) -> str:
+    hint = sg.suggest(error, spec)
+    return f"{error}; {hint}" if hint else error
+
+
+def for_run(flag_words: list[str], python: str | None) -> Parsed:
+    """The config of a launch about to run with ``python`` (see the module contract)."""
+    probed = sg.probe(python) if python else None
+    if not probed or not probed.get("version"):
+        return Parsed(plain_config(flag_words), packages=(probed or {}).get("packages"),
+                      notes=["SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"])
+    assert python is not None
+    version, packages = probed["version"], probed.get("packages")
+    spec = sg.cached_spec(python, probed)
+    if spec is not None:
+        given, error = sg.quick_parse(flag_words, spec)
+        if error is not None:
+            return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages, spec)
+        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages, spec)
+        parsed.quick = True  # the full parse is started by the caller once preflight passed: start_background
+        return parsed
+    result = sg.full_parse(flag_words, python, spec=True)
+    if result is None or str(result.get("error") or "").startswith("import:") or not result.get("defaults"):
+        why = (result or {}).get("error") or "it did not answer"
+        return Parsed(plain_config(flag_words, version), packages=packages,
+                      notes=[f"SGLang's parser could not run in the command's interpreter ({why}): flags recorded as given (unresolved)"])
+    spec = result.get("spec")
+    if spec is not None:
+        sg.store_spec(python, probed, spec)
+    if not result.get("ok"):
+        return Parsed(plain_config(flag_words, version), _refusal(str(result.get("error")), spec), packages, spec)
+    config = from_full(result, flag_words, spec)
+    assert config is not None
+    return Parsed(config, None, packages, spec)
+
+
+def start_background(parsed: Parsed, flag_words: list[str], python: str) -> None:
+    """Start SGLang's full parse beside the launch when the cached spec answered (no-op otherwise)."""
+    if parsed.quick and parsed.background is None:
+        parsed.background = sg.Background(flag_words, python)
+
+
+def _spec_here() -> tuple[dict[str, Any] | None, str | None]:
+    """The parser spec of the SGLang installed beside logkit (cached; one full parse to build it)."""
+    python = sys.executable
+    probed = sg.probe(python)
+    if not probed or not probed.get("version"):
+        return None, None
+    spec = sg.cached_spec(python, probed)
+    if spec is None:
+        result = sg.full_parse(["--model-path", NO_MODEL], python, spec=True)
+        spec = (result or {}).get("spec")
+        if spec is not None:
+            sg.store_spec(python, probed, spec)
+    return spec, probed["version"]
+
+
+def given_only(flag_words: list[str]) -> dict[str, Any]:
+    """A config of only the flags given, named and typed by the installed SGLang (see the contract)."""
+    spec, _version = _spec_here()
+    given = None
+    if spec is not None:
+        given, _error = sg.quick_parse(flag_words, {**spec, "actions": _optional(spec)})
+    if given is None:
+        return plain_config(flag_words)
+    cfg = _config("sglang", None, True, dict(given), dict(given), given)
+    return cfg

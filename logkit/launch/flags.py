@@ -1,0 +1,212 @@
+"""Launch flags as data: the plain parser, the fingerprint rule, the config diff (no SGLang needed).
+
+Contract:
+
+* :func:`plain_parse` reads flags as given: ``--tp-size 2`` and ``--tp-size=2`` -> ``{"tp_size": 2}``
+  (numbers become ``int`` then ``float``, the one typing rule everywhere a parser is missing), a
+  flag followed by another flag or nothing -> ``True``, several values -> a list. Words before the
+  first ``--flag`` are skipped.
+* :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a fingerprint key of
+  ``logkit/data/launch.toml`` ``[fingerprint]`` (every ``*_backend`` plus ``keys``). Resolved
+  defaults are never in a fingerprint: they live in the launch's full ``args``.
+* :func:`diff` compares two launch configs like with like (their chosen flags, ``{**non_default,
+  **fingerprint}``), and the watched environment variables of both sides as recorded.
+* Everything here works on plain dicts (a stored ``LaunchConfig`` dumped to JSON), so the run path
+  imports no pydantic; the table is read once with stdlib tomllib.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "backend_axes",
+    "chosen",
+    "coerce",
+    "describe",
+    "diff",
+    "diff_note",
+    "fingerprint",
+    "ignored",
+    "is_backend",
+    "is_fingerprint_key",
+    "model_of",
+    "plain_parse",
+    "table",
+    "watched_env",
+]
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
+
+
+@functools.cache
+def table() -> dict[str, Any]:
+    """The parsed ``logkit/data/launch.toml``."""
+    with open(DATA, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def coerce(value: str) -> Any:
+    """``"2"`` -> 2, ``"0.8"`` -> 0.8, anything else stays a string."""
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _is_flag(word: str) -> bool:
+    return word.startswith("--") or (word.startswith("-") and len(word) == 2 and word[1].isalpha())
+
+
+def plain_parse(flags: list[str]) -> dict[str, Any]:
+    """The flags as given: ``--tp-size 2`` -> ``{"tp_size": 2}``; a bare flag -> True."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(flags):
+        word = flags[i]
+        if not word.startswith("--") or word == "--":
+            i += 1
+            continue
+        name, eq, value = word[2:].partition("=")
+        key = name.replace("-", "_")
+        if eq:
+            out[key] = coerce(value)
+            i += 1
+            continue
+        vals: list[str] = []
+        j = i + 1
+        while j < len(flags) and not _is_flag(flags[j]):
+            vals.append(flags[j])
+            j += 1
+        out[key] = True if not vals else (coerce(vals[0]) if len(vals) == 1 else [coerce(v) for v in vals])
+        i = j
+    return out
+
+
+def is_backend(key: str) -> bool:
+    """A backend axis: the key ends with a ``backend_suffixes`` entry."""
+    return key.endswith(tuple(table()["fingerprint"]["backend_suffixes"]))
+
+
+def is_fingerprint_key(key: str) -> bool:
+    """A key that decides which kernels run: a backend, or one of ``[fingerprint] keys``."""
+    return is_backend(key) or key in table()["fingerprint"]["keys"]
+
+
+def fingerprint(given: dict[str, Any]) -> dict[str, Any]:
+    """The chosen values that decide which kernels run (sorted by key; ``None`` dropped)."""
+    return {k: v for k, v in sorted(given.items()) if v is not None and is_fingerprint_key(k)}
+
+
+def chosen(launch: dict[str, Any] | None) -> dict[str, Any]:
+    """What the user chose in a stored launch config: its non-default flags and its fingerprint."""
+    if not launch:
+        return {}
+    return {**(launch.get("non_default") or {}), **(launch.get("fingerprint") or {})}
+
+
+def ignored(value: Any) -> bool:
+    """A value that chooses nothing (``auto``, ``none``, empty: ``[fingerprint] ignore_values``)."""
+    return _ignored(value)
+
+
+def _ignored(value: Any) -> bool:
+    return value is None or str(value).strip().lower() in {str(v).lower() for v in table()["fingerprint"]["ignore_values"]}
+
+
+def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:
+    """The backend values a launch chose: given backend flags, and for a backend left ``auto`` (given
+    or by default) what ``resolved`` (``/server_info``) says it became. ``auto``/``none`` never count,
+    nor SGLang's own default (records of older logkits put every resolved backend in the fingerprint:
+    a key must also be in ``non_default`` when that is recorded)."""
+    launch = launch or {}
+    fp = launch.get("fingerprint") or {}
+    nd = launch.get("non_default")
+    out = {k: str(v) for k, v in fp.items() if is_backend(k) and not _ignored(v) and (not nd or k in nd)}
+    if resolved:
+        args = launch.get("args") or {}
+        for key, value in resolved.items():
+            if not is_backend(key) or key in out or _ignored(value) or not isinstance(value, str):
+                continue
+            mine = fp.get(key, args.get(key, "auto"))
+            if _ignored(mine):  # left to SGLang: the server says what it picked
+                out[key] = value
+    return dict(sorted(out.items()))
+
+
+def model_of(launch: dict[str, Any] | None) -> str | None:
+    """The model a launch serves (first of ``[fingerprint] model_keys`` found)."""
+    if not launch:
+        return None
+    for key in table()["fingerprint"]["model_keys"]:
+        for part in ("fingerprint", "non_default", "args"):
+            value = (launch.get(part) or {}).get(key)
+            if value:
+                return str(value)
+    return None
+
+
+def describe(values: dict[str, Any]) -> str:
+    """``{"moe_runner_backend": "flashinfer_trtllm"}`` -> ``flashinfer_trtllm MoE``."""
+    labels = table()["fingerprint"]["labels"]
+    return " + ".join(f"{v} {labels[k]}" if k in labels else f"--{k.replace('_', '-')} {v}" for k, v in values.items())
+
+
+def watched_env(env: dict[str, Any] | None) -> dict[str, Any]:
+    """The recorded variables a diff compares (``[diff] env_prefixes``)."""
+    prefixes = tuple(table()["diff"]["env_prefixes"])
+    return {k: v for k, v in (env or {}).items() if k.startswith(prefixes)}
+
+
+def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, Any] | None = None,
+         packages: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """What ``new`` (a launch config dict) changed against ``previous`` (an attempt dict with its
+    ``launch`` and recorded ``environment``), as a ``ConfigDiff`` dict; None without a previous launch.
+
+    ``env`` is the new launch's environment *as it will be recorded* (allow-listed, redacted), so
+    both sides are compared alike; only ``[diff] env_prefixes`` variables are compared.
+    """
+    if not previous or not previous.get("launch"):
+        return None
+    skip = set(table()["diff"]["skip"])
+    old, cur = chosen(previous["launch"]), chosen(new)
+    out: dict[str, Any] = {
+        "against": previous.get("short_id"),
+        "added": {k: v for k, v in cur.items() if k not in old and k not in skip},
+        "removed": {k: v for k, v in old.items() if k not in cur and k not in skip},
+        "changed": {k: [old[k], v] for k, v in cur.items() if k in old and old[k] != v and k not in skip},
+        "env_changed": {},
+        "packages_changed": {},
+    }
+    prev_env = previous.get("environment") or {}
+    if prev_env and env is not None:
+        a, b = watched_env(prev_env.get("env")), watched_env(env)
+        out["env_changed"] = {k: [a.get(k), b.get(k)] for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+    if prev_env and packages is not None:
+        # Only packages the previous attempt recorded: its probe and ours may list different sets.
+        old_pk = prev_env.get("packages") or {}
+        out["packages_changed"] = {k: [old_pk[k], packages[k]] for k in sorted(old_pk)
+                                   if k in packages and old_pk[k] != packages[k]}
+    return out
+
+
+def diff_note(d: dict[str, Any], redactor: Any = None) -> str:
+    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``.
+
+    With ``redactor`` (the run's :class:`~logkit.capture.redact.Redactor`, passed in: this module
+    imports nothing of capture) a secret flag or variable says only that it changed, and every
+    value is redacted: stderr is often captured to a file."""
+    secret = redactor.is_secret_key if redactor is not None else (lambda _k: False)
+    hidden = redactor.placeholder if redactor is not None else ""
+    parts = [f"{k} changed" if secret(k) else f"{k} {a} -> {b}" for k, (a, b) in d["changed"].items()]
+    parts += [f"+{k}={hidden if secret(k) else v}" for k, v in d["added"].items()]
+    parts += [f"-{k}" for k in d["removed"]]
+    parts += [f"env {k} changed" if secret(k) else f"env {k} {a} -> {b}" for k, (a, b) in d["env_changed"].items()]
+    parts += [f"{k} {a} -> {b}" for k, (a, b) in d["packages_changed"].items()]
+    line = f"vs {d['against']}: " + (", ".join(parts) if parts else "same flags")
+    return redactor.text(line) if redactor is not None else line

@@ -1,0 +1,257 @@
+"""SGLang's own flag parser, called in the command's interpreter, and its cache.
+
+Contract:
+
+* :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms): the installed sglang
+  version, the mtime of its ``server_args.py``, the kernel-deciding package versions.
+* :func:`cached_spec` returns the parser's options (names, dest, nargs, type, choices, defaults)
+  from ``$XDG_CACHE_HOME/logkit/sglang-parser/`` (default ``~/.cache``), keyed by the interpreter
+  path, its mtime, the sglang version and the ``server_args.py`` mtime. A damaged, foreign or
+  mismatched cache file is rebuilt, never trusted; a cache that cannot be written is skipped.
+* :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s); with ``spec=True`` it also
+  returns the spec and stores it. :class:`Background` starts the same parse as a niced child
+  process so the launch does not wait for it; ``result()`` collects it later.
+* :func:`quick_parse` parses flags with an argparse parser rebuilt from the spec, in logkit's own
+  process: SGLang's names, aliases, prefix abbreviations, ``int``/``float`` types, choices and
+  required flags, and SGLang's argparse message on refusal. Values of flags whose SGLang type is
+  not plain stay strings (the full parse gives the final word). :func:`suggest` names the nearest
+  valid choice or flag (difflib): ``did you mean flashinfer_cutlass?``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Background", "cache_dir", "cached_spec", "full_parse", "probe", "quick_parse", "store_spec", "suggest"]
+
+SCRIPT = Path(__file__).with_name("_argscript.py")
+TIMEOUT_S = 60.0
+PROBE_TIMEOUT_S = 10.0
+#: Bumped when the spec's shape changes: older cache files are then rebuilt.
+CACHE_FORMAT = 1
+_TYPES: dict[str, Any] = {"int": int, "float": float, "str": str}
+
+
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/logkit/sglang-parser`` (``~/.cache`` without it)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".cache")
+    return Path(base) / "logkit" / "sglang-parser"
+
+
+def probe(python: str, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any] | None:
+    """The sglang version, ``server_args.py`` mtime and package versions in ``python``; None if it cannot run."""
+    try:
+        proc = subprocess.run([python, "-I", str(SCRIPT), "--probe"], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+        data = json.loads(line) if line.startswith("{") else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _key(python: str, probed: dict[str, Any]) -> dict[str, Any] | None:
+    if not probed.get("version"):
+        return None
+    try:
+        mtime = os.stat(python).st_mtime_ns
+    except OSError:
+        return None
+    return {"format": CACHE_FORMAT, "python": python, "python_mtime": mtime, "sglang": probed["version"],
+            "stamp": probed.get("stamp")}
+
+
+def _path(key: dict[str, Any], env: dict[str, str] | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+    return cache_dir(env) / f"{digest}.json"
+
+
+def _valid(spec: Any) -> bool:
+    if not isinstance(spec, dict) or not isinstance(spec.get("actions"), list) or not spec["actions"]:
+        return False
+    for a in spec["actions"]:
+        if not (isinstance(a, dict) and isinstance(a.get("opts"), list) and a["opts"]
+                and all(isinstance(o, str) and o.startswith("-") for o in a["opts"])
+                and isinstance(a.get("dest"), str) and isinstance(a.get("action"), str)
+                and (a.get("choices") is None or isinstance(a["choices"], list))):
+            return False
+    return isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
+
+
+def cached_spec(python: str, probed: dict[str, Any], env: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The cached parser spec for this interpreter and SGLang, or None (missing, stale or damaged)."""
+    key = _key(python, probed)
+    if key is None:
+        return None
+    try:
+        data = json.loads(_path(key, env).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key or not _valid(data.get("spec")):
+        return None  # another key's file, or damaged: rebuilt by the next full parse
+    return data["spec"]
+
+
+def store_spec(python: str, probed: dict[str, Any], spec: dict[str, Any], env: dict[str, str] | None = None) -> None:
+    """Write ``spec`` to the cache (atomically); a cache that cannot be written is skipped."""
+    key = _key(python, probed)
+    if key is None or not _valid(spec):
+        return
+    path = _path(key, env)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "spec": spec}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _request(flags: list[str], spec: bool) -> str:
+    return json.dumps({"flags": flags, "spec": spec})
+
+
+def _decode(stdout: str) -> dict[str, Any] | None:
+    line = stdout.strip().splitlines()[-1] if stdout.strip() else ""
+    try:
+        data = json.loads(line) if line.startswith("{") else None
+    except ValueError:
+        return None
+    if isinstance(data, dict) and isinstance(data.get("spec"), dict):
+        data["spec"]["defaults"] = data.get("defaults") or {}
+    return data if isinstance(data, dict) else None
+
+
+def full_parse(flags: list[str], python: str, *, spec: bool = False, timeout: float = TIMEOUT_S) -> dict[str, Any] | None:
+    """SGLang's own parse of ``flags`` in ``python`` (see ``_argscript.py``); None if it could not run."""
+    try:
+        proc = subprocess.run([python, "-I", str(SCRIPT)], input=_request(flags, spec), capture_output=True,
+                              text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return _decode(proc.stdout)
+
+
+def _nice() -> None:  # pragma: no cover - runs in the forked child
+    try:
+        os.nice(10)
+    except OSError:
+        pass
+
+
+class Background:
+    """SGLang's full parse running beside the launch (niced, so the server's start-up comes first)."""
+
+    def __init__(self, flags: list[str], python: str) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self._result: dict[str, Any] | None = None
+        self._done = False
+        try:
+            self.proc = subprocess.Popen([python, "-I", str(SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL, text=True, preexec_fn=_nice)
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(_request(flags, False))  # small: well under a pipe's buffer
+            self.proc.stdin.close()
+            self.proc.stdin = None  # closed: communicate() must not flush it
+        except (OSError, ValueError):
+            self.proc = None
+
+    def result(self, timeout: float = TIMEOUT_S) -> dict[str, Any] | None:
+        """The parse's output (waits up to ``timeout``); None when it failed or timed out."""
+        if self._done or self.proc is None:
+            return self._result
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+            self._result = _decode(out)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            self.cancel()
+        self._done = True
+        return self._result
+
+    def cancel(self) -> None:
+        """Stop the parse (logkit is ending before it finished)."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._done = True
+
+
+class _Refused(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # type: ignore[override] - argparse hook
+        raise _Refused(f"{self.prog}: error: {message}")
+
+
+def _build(spec: dict[str, Any]) -> _Parser:
+    parser = _Parser(prog=spec["prog"], add_help=False, argument_default=argparse.SUPPRESS)
+    for a in spec["actions"]:
+        kw: dict[str, Any] = {"dest": a["dest"], "default": argparse.SUPPRESS}
+        kind = a["action"]
+        if kind in ("store_true", "store_false", "help", "version"):
+            parser.add_argument(*a["opts"], action="store_false" if kind == "store_false" else "store_true", **kw)
+        elif kind in ("store_const", "append_const"):
+            parser.add_argument(*a["opts"], action=kind, const=a.get("const"), **kw)
+        elif kind == "count":
+            parser.add_argument(*a["opts"], action="count", **kw)
+        elif kind == "boolean_optional":
+            parser.add_argument(*a["opts"], action=argparse.BooleanOptionalAction, **kw)
+        elif a.get("nargs") == 0:  # a custom flag without a value (SGLang's deprecated switches)
+            parser.add_argument(*a["opts"], action="store_const", const=True if a.get("const") is None else a["const"], **kw)
+        else:
+            known = a.get("type") in _TYPES
+            typed = _TYPES.get(a.get("type"), str)
+            if a.get("nargs") is not None:
+                kw["nargs"] = a["nargs"]
+            if a.get("choices") is not None and known:
+                kw["choices"] = a["choices"]
+            parser.add_argument(*a["opts"], action="append" if kind == "append" else "store", type=typed,
+                                required=bool(a.get("required")), **kw)
+    return parser
+
+
+def quick_parse(flags: list[str], spec: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """``(given, None)``: the flags given, by SGLang's names and types; or ``(None, SGLang's message)``."""
+    try:
+        return vars(_build(spec).parse_args(flags)), None
+    except _Refused as exc:
+        return None, str(exc)
+
+
+_CHOICE = re.compile(r"argument ([^:]+): invalid choice: '([^']*)'")
+_UNKNOWN = re.compile(r"unrecognized arguments: (\S+)")
+
+
+def suggest(message: str, spec: dict[str, Any] | None) -> str | None:
+    """``did you mean flashinfer_cutlass?`` for a refused value or flag, from the spec; None if nothing is near."""
+    if not spec:
+        return None
+    m = _CHOICE.search(message)
+    if m:
+        names = set(m.group(1).split("/"))
+        for a in spec["actions"]:
+            if names & set(a["opts"]) and a.get("choices"):
+                close = difflib.get_close_matches(m.group(2), [str(c) for c in a["choices"]], n=1, cutoff=0.6)
+                return f"did you mean {close[0]}?" if close else None
+        return None
+    m = _UNKNOWN.search(message)
+    if m:
+        word = m.group(1).split("=")[0]
+        opts = [o for a in spec["actions"] for o in a["opts"] if o.startswith("--")]
+        close = difflib.get_close_matches(word, opts, n=1, cutoff=0.6)
+        return f"did you mean {close[0]}?" if close else None
+    return None
