@@ -145,7 +145,8 @@ def test_fingerprint_rule_is_data() -> None:
         "attention_backend": "fa3", "moe_runner_backend": "triton", "sampling_backend": "flashinfer"}
     # an old record with every resolved backend in its fingerprint: only the non-default ones were chosen
     old = {"fingerprint": {"dsa_topk_backend": "sgl-kernel", "moe_runner_backend": "triton"},
-           "non_default": {"moe_runner_backend": "triton"}}
+           "non_default": {"moe_runner_backend": "triton"},
+           "args": {"dsa_topk_backend": "sgl-kernel", "moe_runner_backend": "triton"}}
     assert fl.backend_axes(old) == {"moe_runner_backend": "triton"}
 
 

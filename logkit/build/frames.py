@@ -20,6 +20,7 @@ import pandas as pd
 
 from .. import statuses
 from ..events import Attempt, Outcome
+from ..launch.flags import backend_axes, model_of
 from .load import Loaded, SessionData, tables
 
 __all__ = ["AttemptFacts", "Frames", "arch_of", "make_frames", "ref_of"]

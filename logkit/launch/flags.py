@@ -122,12 +122,13 @@ def _ignored(value: Any) -> bool:
 def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:
     """The backend values a launch chose: given backend flags, and for a backend left ``auto`` (given
     or by default) what ``resolved`` (``/server_info``) says it became. ``auto``/``none`` never count,
-    nor SGLang's own default (records of older logkits put every resolved backend in the fingerprint:
-    a key must also be in ``non_default`` when that is recorded)."""
+    nor SGLang's own default: a key in the full ``args`` but not in ``non_default`` (records of older
+    logkits put every resolved backend in the fingerprint)."""
     launch = launch or {}
     fp = launch.get("fingerprint") or {}
-    nd = launch.get("non_default")
-    out = {k: str(v) for k, v in fp.items() if is_backend(k) and not _ignored(v) and (not nd or k in nd)}
+    args, nd = launch.get("args") or {}, launch.get("non_default") or {}
+    out = {k: str(v) for k, v in fp.items()
+           if is_backend(k) and not _ignored(v) and (k not in args or k in nd)}
     if resolved:
         args = launch.get("args") or {}
         for key, value in resolved.items():
