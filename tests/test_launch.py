@@ -32,13 +32,24 @@ CHOSEN = {"attention_backend": "triton", "kv_cache_dtype": "fp8_e4m3", "mem_frac
           "model_path": "org/model", "moe_runner_backend": "flashinfer_cutlass", "tp_size": 2}
 
 
+#: With $WAIT_FOR set (an events.jsonl), the stand-in keeps "serving" until SGLang's full parse,
+#: running beside it, has landed there (as a real server would still be running); else it exits.
+WAITER = """import os, time
+print('stub launch_server exits')
+path = os.environ.get('WAIT_FOR')
+deadline = time.time() + 600
+while path and time.time() < deadline and 'launch_config' not in open(path).read():
+    time.sleep(0.2)
+"""
+
+
 @pytest.fixture
 def stub(tmp_path: Path) -> Path:
-    """A stand-in ``sglang.launch_server`` that prints one line and exits at once (the child only)."""
+    """A stand-in ``sglang.launch_server`` that prints one line and exits (the child only)."""
     pkg = tmp_path / "stub" / "sglang"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "launch_server.py").write_text("print('stub launch_server exits')\n")
+    (pkg / "launch_server.py").write_text(WAITER)
     return tmp_path / "stub"
 
 
@@ -57,9 +68,11 @@ def test_captured_imported_and_reconstructed_attempts_share_one_fingerprint(tmp_
     sessions = tmp_path / "sessions"
     assert _logkit(sessions, "session", "start", "one rule").returncode == 0
     run = ["env", f"PYTHONPATH={stub}", PY, "-m", "sglang.launch_server", *FLAGS]
-    for _ in range(2):  # the first launch builds the parser cache, the second parses from it
-        done = _logkit(sessions, "run", "--yes", "--", *run)
-        assert done.returncode == 0, done.stderr
+    # the first launch builds the parser cache, the second parses from it (its full parse beside it)
+    assert _logkit(sessions, "run", "--yes", "--", *run).returncode == 0
+    (events,) = sessions.glob("*/events.jsonl")
+    done = _logkit(sessions, "run", "--yes", "--", *run, env={"WAIT_FOR": str(events)})
+    assert done.returncode == 0, done.stderr
     log = tmp_path / "server.log"
     log.write_text("[2026-12-01 10:00:00] The server is fired up and ready to roll!\n")
     cmd = shlex.join(["python", "-m", "sglang.launch_server", *FLAGS])
@@ -99,14 +112,15 @@ def test_preflight_from_the_cache_names_the_nearest_choice(tmp_path: Path, stub:
     ok = ["env", f"PYTHONPATH={stub}", PY, "-m", "sglang.launch_server", "--model-path", "m"]
     assert _logkit(sessions, "run", "--yes", "--", *ok, env=env).returncode == 0
     (spec_file,) = (cache / "logkit" / "sglang-parser").glob("*.json")
-    assert json.loads(spec_file.read_text())["key"]["python"] == PY
+    assert json.loads(spec_file.read_text())["python"] == PY
     typo = [*ok, "--moe-runner-backend", "flashinfer_cutlas"]
     done = _logkit(sessions, "run", "--yes", "--", *typo, env=env)
     assert done.returncode != 0
     assert "invalid choice: 'flashinfer_cutlas'" in done.stderr and "did you mean flashinfer_cutlass?" in done.stderr
     assert "stub launch_server exits" not in done.stdout  # refused before anything started
     # a damaged cache is rebuilt, never trusted
-    spec_file.write_text('{"key": ' + json.dumps(json.loads(spec_file.read_text())["key"]) + ', "spec": {"prog": 1}}')
+    entry = json.loads(spec_file.read_text())
+    spec_file.write_text(json.dumps({**entry, "spec": {"prog": 1}}))
     done = _logkit(sessions, "run", "--yes", "--", *typo, env=env)
     assert "did you mean flashinfer_cutlass?" in done.stderr
     assert json.loads(spec_file.read_text())["spec"]["prog"] == "launch_server.py"
@@ -117,14 +131,22 @@ def test_cache_is_keyed_by_interpreter_and_sglang_version(tmp_path: Path) -> Non
     env = {"XDG_CACHE_HOME": str(tmp_path)}
     probed = sg.probe(PY)
     assert probed is not None and probed["version"] == "0.5.23"
-    assert sg.cached_spec(PY, probed, env) is None
+    assert any(p.endswith("server_args.py") for p in probed["stamps"])
+    assert any(".dist-info" in p for p in probed["stamps"])
+    assert sg.cached_spec(PY, None, env) is None
     result = sg.full_parse(["--model-path", "m"], PY, spec=True)
     assert result is not None and result["ok"]
     sg.store_spec(PY, probed, result["spec"], env)
-    spec = sg.cached_spec(PY, probed, env)
-    assert spec is not None
-    assert sg.cached_spec(PY, {**probed, "version": "0.5.24"}, env) is None  # another SGLang: another entry
-    assert sg.cached_spec(PY, {**probed, "stamp": 1}, env) is None  # server_args.py changed
+    hit = sg.cached_spec(PY, None, env)
+    assert hit is not None and hit[1]["version"] == "0.5.23"
+    spec = hit[0]
+    assert sg.cached_spec(PY, {**probed, "version": "0.5.24"}, env) is None  # another SGLang
+    assert sg.cached_spec(sys.executable + "3", None, env) is None  # another interpreter
+    # a package upgraded or reinstalled (its .dist-info replaced): the entry no longer holds
+    entry = json.loads(sg._path(PY, env).read_text())
+    entry["probe"]["stamps"][next(iter(entry["probe"]["stamps"]))] += 1
+    sg._path(PY, env).write_text(json.dumps(entry))
+    assert sg.cached_spec(PY, None, env) is None
     given, error = sg.quick_parse(["--model-path", "m", "--tp", "4", "--mem-fraction", "0.5"], spec)
     assert error is None and given == {"model_path": "m", "tp_size": 4, "mem_fraction_static": 0.5}
     given, error = sg.quick_parse(["--model-path", "m", "--cuda-graph-max-bs", "8"], spec)
@@ -154,3 +176,32 @@ def test_plain_config_types_values_like_the_parser() -> None:
     cfg = launch_config.plain_config(["--tp-size", "2", "--mem-fraction-static=0.8", "--cuda-graph-bs", "1", "2", "--x"])
     assert cfg["fingerprint"] == {"mem_fraction_static": 0.8, "tp_size": 2}
     assert cfg["args"]["cuda_graph_bs"] == [1, 2] and cfg["args"]["x"] is True and cfg["unresolved"]
+
+
+SPY = """
+import sys
+from logkit.capture import runner
+real = runner.spawn
+
+def spawn(*args, **kwargs):
+    heavy = sorted(m for m in ("pydantic", "logkit.events", "urllib.request") if m in sys.modules)
+    print("AT SPAWN:", ",".join(heavy) or "-", file=sys.stderr)
+    return real(*args, **kwargs)
+
+runner.spawn = spawn
+from logkit.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@needs_sglang
+@pytest.mark.parametrize("yes", [True, False])
+def test_a_warm_sglang_launch_imports_no_pydantic_before_the_child_starts(tmp_path: Path, stub: Path, yes: bool) -> None:
+    sessions = tmp_path / "sessions"
+    assert _logkit(sessions, "session", "start", "fast").returncode == 0
+    launch = ["env", f"PYTHONPATH={stub}", PY, "-m", "sglang.launch_server", *FLAGS]
+    assert _logkit(sessions, "run", "--yes", "--", *launch).returncode == 0  # the parser cache is warm now
+    done = subprocess.run([PY, "-c", SPY, "--sessions", str(sessions), "run", *(["--yes"] if yes else []), "--", *launch],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "AT SPAWN: -" in done.stderr, done.stderr  # the event models and urllib load after the exec

@@ -3,7 +3,7 @@
 Contract:
 
 * Order: plan (planners in :data:`PLANNERS`, imported lazily and only when their argv regex
-  matches) -> confirm (``confirm(plan, environment)``: the environment, probes waited for up to
+  matches) -> confirm (``confirm(plan, environment)``: the environment as a dict, probes waited for up to
   :data:`CONFIRM_WAIT_S`, only for a launch; ``None`` otherwise) -> spawn -> ``attempt`` line (pid, pgid, recorder pid/host) -> stream ->
   ``environment`` line (when the background probes finish) -> ``outcome`` line (fsynced, after
   the log is fsynced). The attempt is written after spawn but before any output is read, so the
@@ -186,10 +186,8 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         snapshot = None
         if plan.role == "launch":
             # A launch is worth up to CONFIRM_WAIT_S for the GPU probe (the refuted check is per arch);
-            # other commands get None and pay nothing.
-            from ..events import Environment
-
-            snapshot = Environment.model_validate(probes.result(base_env, wait=CONFIRM_WAIT_S))
+            # other commands get None and pay nothing. A dict: no pydantic before the child starts.
+            snapshot = probes.result(base_env, wait=CONFIRM_WAIT_S)
         if not confirm(plan, snapshot):
             print("logkit: not launched", file=sys.stderr)
             return RunResult(exit_status=1, session=journal.id)

@@ -2,10 +2,11 @@
 
 Standard library only besides SGLang, so it runs in any venv; never starts anything.
 
-* ``python -I _argscript.py --probe`` prints ``{"python", "version", "stamp", "packages"}``: the
-  installed sglang version, the mtime of its ``srt/server_args.py`` (found without importing
-  sglang) and the versions of the packages that decide kernels (importlib.metadata). Cheap: it
-  runs before every launch to key the parser cache.
+* ``python -I _argscript.py --probe`` prints ``{"python", "version", "stamp", "packages",
+  "stamps"}``: the installed sglang version, the mtime of its ``srt/server_args.py`` (found without
+  importing sglang), the versions of the packages that decide kernels (importlib.metadata) and
+  the mtimes of their ``.dist-info`` directories and of ``server_args.py`` (``stamps``: logkit
+  checks them with ``stat`` to know its cache still holds, without running the interpreter).
 * ``python -I _argscript.py`` reads a JSON list of flags on stdin (or ``{"flags": [...],
   "spec": true}``) and prints ``{"ok", "version", "args", "defaults", "given", "error",
   "packages"}``: SGLang's full parse (``ServerArgs.add_cli_args``), ``given`` being the dests of
@@ -40,30 +41,39 @@ class _Parser(argparse.ArgumentParser):
         raise _Refused(f"{self.prog}: error: {message}")
 
 
-def _packages():
+def _packages(stamps=None):
     from importlib import metadata
 
     out = {}
     for name in PACKAGES:
         try:
-            out[name] = metadata.version(name)
+            dist = metadata.distribution(name)
+            out[name] = dist.version
         except Exception:  # noqa: BLE001 - not installed
             continue
+        where = getattr(dist, "_path", None)  # the .dist-info directory: replaced when the package is
+        if stamps is not None and where is not None:  # upgraded, so its mtime keys logkit's cache
+            try:
+                stamps[str(where)] = os.stat(where).st_mtime_ns
+            except OSError:
+                pass
     return out
 
 
 def probe():
     import importlib.util
 
-    out = {"python": sys.executable, "version": None, "stamp": None, "packages": _packages()}
+    stamps = {}
+    out = {"python": sys.executable, "version": None, "stamp": None, "packages": _packages(stamps), "stamps": stamps}
     out["version"] = out["packages"].get("sglang")
     try:
         spec = importlib.util.find_spec("sglang")
     except Exception:  # noqa: BLE001 - a broken install: no cache
         spec = None
     if spec is not None and spec.origin:
+        where = os.path.join(os.path.dirname(spec.origin), "srt", "server_args.py")
         try:
-            out["stamp"] = os.stat(os.path.join(os.path.dirname(spec.origin), "srt", "server_args.py")).st_mtime_ns
+            out["stamp"] = stamps[where] = os.stat(where).st_mtime_ns
         except OSError:
             out["stamp"] = None
     elif spec is None:

@@ -104,20 +104,22 @@ def _refusal(error: str, spec: dict[str, Any] | None) -> str:
 
 def for_run(flag_words: list[str], python: str | None) -> Parsed:
     """The config of a launch about to run with ``python`` (see the module contract)."""
-    probed = sg.probe(python) if python else None
-    if not probed or not probed.get("version"):
-        return Parsed(plain_config(flag_words), packages=(probed or {}).get("packages"),
-                      notes=["SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"])
-    assert python is not None
-    version, packages = probed["version"], probed.get("packages")
-    spec = sg.cached_spec(python, probed)
-    if spec is not None:
+    if not python:
+        return Parsed(plain_config(flag_words), notes=[_NO_SGLANG])
+    hit = sg.cached_spec(python)
+    if hit is not None:  # warm: nothing runs in the interpreter before the child starts
+        spec, seen = hit
+        version, packages = seen["version"], seen.get("packages")
         given, error = sg.quick_parse(flag_words, spec)
         if error is not None:
             return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages, spec)
         parsed = Parsed(_from_spec(given or {}, spec, version), None, packages, spec)
         parsed.quick = True  # the full parse is started by the caller once preflight passed: start_background
         return parsed
+    probed = sg.probe(python)
+    if not probed or not probed.get("version"):
+        return Parsed(plain_config(flag_words), packages=(probed or {}).get("packages"), notes=[_NO_SGLANG])
+    version, packages = probed["version"], probed.get("packages")
     result = sg.full_parse(flag_words, python, spec=True)
     if result is None or str(result.get("error") or "").startswith("import:") or not result.get("defaults"):
         why = (result or {}).get("error") or "it did not answer"
@@ -133,24 +135,28 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
     return Parsed(config, None, packages, spec)
 
 
+_NO_SGLANG = "SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"
+
+
 def start_background(parsed: Parsed, flag_words: list[str], python: str) -> None:
     """Start SGLang's full parse beside the launch when the cached spec answered (no-op otherwise)."""
     if parsed.quick and parsed.background is None:
-        parsed.background = sg.Background(flag_words, python)
+        parsed.background = sg.Background(flag_words, python, parsed.config.get("sglang_version"))
 
 
 def _spec_here() -> tuple[dict[str, Any] | None, str | None]:
     """The parser spec of the SGLang installed beside logkit (cached; one full parse to build it)."""
     python = sys.executable
+    hit = sg.cached_spec(python)
+    if hit is not None:
+        return hit[0], hit[1]["version"]
     probed = sg.probe(python)
     if not probed or not probed.get("version"):
         return None, None
-    spec = sg.cached_spec(python, probed)
-    if spec is None:
-        result = sg.full_parse(["--model-path", NO_MODEL], python, spec=True)
-        spec = (result or {}).get("spec")
-        if spec is not None:
-            sg.store_spec(python, probed, spec)
+    result = sg.full_parse(["--model-path", NO_MODEL], python, spec=True)
+    spec = (result or {}).get("spec")
+    if spec is not None:
+        sg.store_spec(python, probed, spec)
     return spec, probed["version"]
 
 

@@ -5,8 +5,10 @@ Contract:
 * :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms): the installed sglang
   version, the mtime of its ``server_args.py``, the kernel-deciding package versions.
 * :func:`cached_spec` returns the parser's options (names, dest, nargs, type, choices, defaults)
-  from ``$XDG_CACHE_HOME/logkit/sglang-parser/`` (default ``~/.cache``), keyed by the interpreter
-  path, its mtime, the sglang version and the ``server_args.py`` mtime. A damaged, foreign or
+  from ``$XDG_CACHE_HOME/logkit/sglang-parser/`` (default ``~/.cache``), one entry per interpreter
+  path, valid while the interpreter's mtime, the sglang version and the mtimes of its
+  ``server_args.py`` and of the probed packages' ``.dist-info`` directories are unchanged (checked
+  with ``stat``: a warm launch runs nothing before the child starts). A damaged, foreign or
   mismatched cache file is rebuilt, never trusted; a cache that cannot be written is skipped.
 * :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s); with ``spec=True`` it also
   returns the spec and stores it. :class:`Background` starts the same parse as a niced child
@@ -21,7 +23,6 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import difflib
 import hashlib
 import json
 import os
@@ -30,7 +31,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Background", "cache_dir", "cached_spec", "full_parse", "probe", "quick_parse", "store_spec", "suggest"]
+__all__ = ["Background", "cache_dir", "cached_spec", "forget", "full_parse", "probe", "quick_parse", "store_spec",
+           "suggest"]
 
 SCRIPT = Path(__file__).with_name("_argscript.py")
 TIMEOUT_S = 60.0
@@ -59,19 +61,15 @@ def probe(python: str, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any] | Non
     return data if isinstance(data, dict) else None
 
 
-def _key(python: str, probed: dict[str, Any]) -> dict[str, Any] | None:
-    if not probed.get("version"):
-        return None
+def _mtime(path: str) -> int | None:
     try:
-        mtime = os.stat(python).st_mtime_ns
+        return os.stat(path).st_mtime_ns
     except OSError:
         return None
-    return {"format": CACHE_FORMAT, "python": python, "python_mtime": mtime, "sglang": probed["version"],
-            "stamp": probed.get("stamp")}
 
 
-def _path(key: dict[str, Any], env: dict[str, str] | None = None) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+def _path(python: str, env: dict[str, str] | None = None) -> Path:
+    digest = hashlib.sha256(python.encode()).hexdigest()[:24]
     return cache_dir(env) / f"{digest}.json"
 
 
@@ -87,31 +85,53 @@ def _valid(spec: Any) -> bool:
     return isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
 
 
-def cached_spec(python: str, probed: dict[str, Any], env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """The cached parser spec for this interpreter and SGLang, or None (missing, stale or damaged)."""
-    key = _key(python, probed)
-    if key is None:
-        return None
+def cached_spec(python: str, probed: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(spec, probe)`` cached for ``python``, or None when missing, stale or damaged.
+
+    The entry holds for the interpreter's path and mtime, the SGLang version, and the mtimes of
+    ``server_args.py`` and of every probed package's ``.dist-info`` (an upgrade replaces it): all
+    checked with ``stat``, so a warm launch runs nothing in the interpreter. With ``probed`` (a
+    fresh :func:`probe`) the version must match too.
+    """
     try:
-        data = json.loads(_path(key, env).read_text(encoding="utf-8"))
+        data = json.loads(_path(python, env).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("key") != key or not _valid(data.get("spec")):
-        return None  # another key's file, or damaged: rebuilt by the next full parse
-    return data["spec"]
+    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("python") != python:
+        return None
+    seen = data.get("probe")
+    if not isinstance(seen, dict) or not seen.get("version") or not isinstance(seen.get("stamps"), dict):
+        return None
+    if data.get("python_mtime") != _mtime(python) or not _valid(data.get("spec")):
+        return None
+    if any(_mtime(path) != stamp for path, stamp in seen["stamps"].items()):
+        return None  # something was upgraded or reinstalled
+    if probed is not None and (probed.get("version") != seen["version"] or probed.get("stamp") != seen.get("stamp")):
+        return None
+    return data["spec"], seen
 
 
 def store_spec(python: str, probed: dict[str, Any], spec: dict[str, Any], env: dict[str, str] | None = None) -> None:
     """Write ``spec`` to the cache (atomically); a cache that cannot be written is skipped."""
-    key = _key(python, probed)
-    if key is None or not _valid(spec):
+    if not probed.get("version") or not _valid(spec) or _mtime(python) is None:
         return
-    path = _path(key, env)
+    path = _path(python, env)
+    entry = {"format": CACHE_FORMAT, "python": python, "python_mtime": _mtime(python),
+             "probe": {k: probed.get(k) for k in ("version", "stamp", "stamps", "packages")}, "spec": spec}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "spec": spec}), encoding="utf-8")
+        tmp.write_text(json.dumps(entry), encoding="utf-8")
         os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def forget(python: str, env: dict[str, str] | None = None) -> None:
+    """Drop ``python``'s cache entry (the full parse saw another SGLang than the cache)."""
+    try:
+        _path(python, env).unlink()
     except OSError:
         pass
 
@@ -143,7 +163,7 @@ def full_parse(flags: list[str], python: str, *, spec: bool = False, timeout: fl
 
 def _nice() -> None:  # pragma: no cover - runs in the forked child
     try:
-        os.nice(10)
+        os.nice(5)
     except OSError:
         pass
 
@@ -151,7 +171,9 @@ def _nice() -> None:  # pragma: no cover - runs in the forked child
 class Background:
     """SGLang's full parse running beside the launch (niced, so the server's start-up comes first)."""
 
-    def __init__(self, flags: list[str], python: str) -> None:
+    def __init__(self, flags: list[str], python: str, expect_version: str | None = None) -> None:
+        self.python = python
+        self.expect_version = expect_version
         self.proc: subprocess.Popen[str] | None = None
         self._result: dict[str, Any] | None = None
         self._done = False
@@ -172,6 +194,9 @@ class Background:
         try:
             out, _ = self.proc.communicate(timeout=timeout)
             self._result = _decode(out)
+            seen = (self._result or {}).get("version")
+            if self.expect_version and seen and seen != self.expect_version:
+                forget(self.python)  # the cache described another SGLang: the next launch rebuilds it
         except (OSError, ValueError, subprocess.TimeoutExpired):
             self.cancel()
         self._done = True
@@ -240,6 +265,8 @@ def suggest(message: str, spec: dict[str, Any] | None) -> str | None:
     """``did you mean flashinfer_cutlass?`` for a refused value or flag, from the spec; None if nothing is near."""
     if not spec:
         return None
+    import difflib  # only when refusing
+
     m = _CHOICE.search(message)
     if m:
         names = set(m.group(1).split("/"))

@@ -33,14 +33,16 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import statuses
-from ..events import Environment, LaunchConfig
 from ..launch.flags import backend_axes, ignored, table
 from ..launch.flags import describe as describe_values
-from ..store import Store
-from .tables import tables
+
+if TYPE_CHECKING:  # the check runs before every launch: the event models (pydantic) stay unimported
+    from ..events import Environment, LaunchConfig
+    from ..store import Store
 
 __all__ = [
     "ENV_ARCH",
@@ -335,16 +337,28 @@ def ask(
 
 
 def _arch_for_launch(environment: Any) -> str | None:
+    """The architecture from the runner's environment snapshot (a dict, or an ``Environment``)."""
     if os.environ.get(ENV_ARCH):
         return arch_name(os.environ[ENV_ARCH])
-    found = arch_of(environment) if isinstance(environment, Environment) else None
+    if environment is not None and not isinstance(environment, dict):
+        environment = environment.model_dump(mode="json")
+    found = _arch_of_dict(environment)
     if found:
         return found
-    probe = environment.probes.get("gpus") if isinstance(environment, Environment) else None
-    if probe is not None and (probe.ok or "not found" in (probe.error or "")):
+    probe = ((environment or {}).get("probes") or {}).get("gpus")
+    if isinstance(probe, dict) and (probe.get("ok") or "not found" in (probe.get("error") or "")):
         return None  # the runner already asked nvidia-smi: no GPU, or none with a known capability
     return local_arch()
 
+
+class _Sessions:
+    """The sessions directory as :func:`refuted_runs` reads it (root and ids), without the typed store."""
+
+    def __init__(self, override: str | None) -> None:
+        self.root = Path(override or os.environ.get("LOGKIT_SESSIONS") or "sessions")
+
+    def session_ids(self) -> list[str]:
+        return sorted(p.parent.name for p in self.root.glob("*/events.jsonl")) if self.root.is_dir() else []
 
 
 def check_launch(plan: Any, environment: Any, sessions: str | None, *,
@@ -355,7 +369,7 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
         return True
     err = stderr or sys.stderr
     try:
-        runs = check(fingerprint, _arch_for_launch(environment), Store.from_env(sessions))
+        runs = check(fingerprint, _arch_for_launch(environment), _Sessions(sessions))  # type: ignore[arg-type]
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
         return True

@@ -85,7 +85,6 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
 def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
     from ...launch import config as launch_config
     from ...launch.flags import diff, diff_note
-    from .watcher import LaunchWatcher
 
     python = _python_for(target, argv, env)
     parsed = launch_config.for_run(target.args, python)
@@ -112,7 +111,38 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
             notes.append(diff_note(changes, redactor))
     if python is not None and not parsed.error:
         launch_config.start_background(parsed, target.args, python)
-    return Plan(role="launch", launch=cfg, watcher=LaunchWatcher(cfg, parsed.background), notes=notes)
+    return Plan(role="launch", launch=cfg, watcher=_Deferred(cfg, parsed.background), notes=notes)
+
+
+class _Deferred:
+    """The launch's watcher, built when the child has started: importing the real one (the event
+    models, pydantic, urllib) costs hundreds of ms that the child need not wait for."""
+
+    def __init__(self, launch: dict[str, Any], background: Any) -> None:
+        self._args = (launch, background)
+        self._real: Any = None
+
+    def _get(self) -> Any:
+        if self._real is None:
+            from .watcher import LaunchWatcher
+
+            self._real = LaunchWatcher(*self._args)
+        return self._real
+
+    def started(self, ctx: Any) -> None:
+        self._get().started(ctx)
+
+    def feed(self, chunk: bytes, first_line: int) -> None:
+        self._get().feed(chunk, first_line)
+
+    def tick(self, now: float) -> None:
+        self._get().tick(now)
+
+    def finished(self, exit_info: Any) -> Any:
+        return self._get().finished(exit_info)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
 
 
 def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:

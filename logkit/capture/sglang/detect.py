@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from .._record import Record
 
 __all__ = ["Target", "detect"]
 
@@ -23,9 +23,10 @@ _PYTHON = re.compile(r"^python[0-9.]*$")
 _PREFIXES = {"nohup", "time", "nice", "ionice", "stdbuf", "numactl", "taskset", "exec", "sudo", "chrt", "timeout"}
 
 
-@dataclass
-class Target:
-    """An SGLang command found in an argv."""
+class Target(Record):
+    """An SGLang command found in an argv (a plain record: ``dataclasses`` costs every ``logkit run``)."""
+
+    __slots__ = ("kind", "python", "args", "args_at", "env", "in_shell")
 
     kind: str  # "launch" | "bench"
     #: The words that start the interpreter (``["python3"]``, ``["/venv/bin/python"]``), if any.
@@ -35,9 +36,18 @@ class Target:
     #: Index in the original argv where the SGLang flags start, or None inside a ``bash -c`` script.
     args_at: int | None
     #: Environment assignments seen in the wrapper (``CUDA_VISIBLE_DEVICES=0``).
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str]
     #: True when the command came from inside a shell script string.
-    in_shell: bool = False
+    in_shell: bool
+
+    def __init__(self, kind: str, python: list[str], args: list[str], args_at: int | None,
+                 env: dict[str, str] | None = None, in_shell: bool = False) -> None:
+        self.kind = kind
+        self.python = python
+        self.args = args
+        self.args_at = args_at
+        self.env = {} if env is None else env
+        self.in_shell = in_shell
 
 
 def _skip_launcher(words: list[str], i: int) -> int:

@@ -40,7 +40,7 @@ __all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
 
 POLL_S = 1.0
 #: How long the end of a launch waits for SGLang's full parse still running beside it.
-PARSE_WAIT_S = 30.0
+PARSE_WAIT_S = 60.0
 
 
 def probe_url(host: str | None, port: int | None) -> str | None:
