@@ -435,9 +435,11 @@ class Outcome(BaseEvent):
 
 
 class AttemptLaunch(BaseEvent):
-    """SGLang's full parse of a launch's flags, which ran beside the launch (``logkit run`` answered
-    preflight from the cached parser spec). Its ``launch`` supersedes ``attempt.launch``'s args; the
-    fingerprint and diff are the attempt's. ``error``: SGLang refused what the spec accepted."""
+    """SGLang's full parse of a launch's flags, run beside the launch.
+
+    ``logkit run`` answered preflight from the cached parser spec; this ``launch`` supersedes
+    ``attempt.launch``'s args (the fingerprint and diff are the attempt's). ``error``: SGLang
+    refused what the cached spec accepted."""
 
     kind: Literal["launch_config"] = "launch_config"
     attempt: str = Field(pattern=ATTEMPT_ID)
