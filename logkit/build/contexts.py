@@ -258,6 +258,8 @@ class ConfigCtx:
     last_verified: datetime
     attempts: list[AttemptRef]
     stale_by: AttemptRef | None = None
+    #: the full configuration (SGLang's resolved defaults included), flag -> value, when recorded
+    full: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -353,7 +355,10 @@ class NegativePage:
     hypotheses: list[HypRef]
     options: list[tuple[str, str, str, str]]
     retry_when: list[str]
+    #: architectures other than ``arch`` where the same value worked
     worked_elsewhere: list[str]
+    #: for ``slow``: both figures and the one-value comparison they come from
+    compared: str | None = None
 
 
 @dataclass

@@ -5,14 +5,19 @@ Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a la
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
 model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
 same GPU failed. A matrix cell (backend axis=value x architecture x model) shows the category of
-its latest attempt (``slow`` when it worked below ``slow_ratio`` of the best throughput for that
-model and GPU); failing cells get a negative-result page.
+its latest attributable attempt (:func:`attributable`: the values a launch *chose*, and only for
+failure classes that speak about a backend, ``launch.toml`` ``[attribution]``); ``slow`` only when
+it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
+one value with every other chosen value equal, and the cell shows both figures. Failing and slow
+cells get a negative-result page.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
+from ..launch.flags import table as launch_table
 from .contexts import (
     AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
     MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
@@ -26,7 +31,7 @@ from .paths import attempt_ref, config_href, config_path, decision_href, metrics
 #: a signature page lists at most this many of its latest hits (the sessions hold the rest)
 SIGNATURE_HITS = 100
 
-__all__ = ["config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index"]
+__all__ = ["attributable", "config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index"]
 
 
 def _fmt(value: float | None) -> str:
@@ -99,7 +104,9 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
                     if v not in holds.setdefault(k, []):
                         holds[k].append(v)
             names, rows = _metric_table(index, [f.ref for f in items])
+            full = last.attempt.launch.args if last.attempt.launch is not None else {}
             configs.append(ConfigCtx(
+                full=[(k, _s(v)) for k, v in sorted(full.items()) if k not in last.fingerprint and v is not None],
                 anchor=f"cfg-{fp}", backends=sorted(last.backends.items()), command=last.command, holds_for=holds,
                 metric_names=names, metric_rows=rows,
                 last_verified=(last.outcome.ended if last.outcome else last.started),
@@ -129,19 +136,54 @@ def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
     return ConfigsIndex(page=Page("configs/index.md", "Working configurations", "configs_index.md.j2"), rows=rows)
 
 
+def _s(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
 def _versions_text(f: AttemptFacts) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
+
+
+def attributable(f: AttemptFacts) -> bool:
+    """Whether a launch says anything about its backend values: it worked, or it failed in a class
+    that speaks about a backend (``launch.toml`` ``[attribution] refutes``; a degenerate smoke reply
+    is ``garbage``). An import error, a bad flag, a signal or a hang refutes nothing."""
+    if f.category is None:
+        return False
+    if f.category == "garbage" and f.smoke_failed:
+        return True
+    return f.category == "works" or (f.status in launch_table()["attribution"]["refutes"])
+
+
+def _slower(f: AttemptFacts, axis: str, value: str, peers: list[AttemptFacts],
+            best: dict[str, float]) -> tuple[float, float, AttemptFacts] | None:
+    """(mine, theirs, peer) when ``f`` is below ``slow_ratio`` of a working launch of the same model and
+    GPU that differs from it in ``axis`` only (every other chosen value equal), else None."""
+    ratio = float(launch_table()["attribution"]["slow_ratio"])
+    mine = best.get(f.ref, 0.0)
+    if not mine:
+        return None
+    rest = {k: v for k, v in f.fingerprint.items() if k != axis}
+    found = None
+    for g in peers:
+        theirs = best.get(g.ref, 0.0)
+        if (g is f or g.backends.get(axis) in (None, value) or not theirs
+                or {k: v for k, v in g.fingerprint.items() if k != axis} != rest):
+            continue
+        if mine < ratio * theirs and (found is None or theirs > found[1]):
+            found = (mine, theirs, g)
+    return found
 
 
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
     """The compatibility matrix and the negative-result page of every failing cell."""
     icons = tables()["matrix"]["icons"]
-    slow_ratio = float(tables()["matrix"]["slow_ratio"])
     best = _best_throughput(index)
-    launches = [f for f in _launches(index) if f.category is not None]
-    group_best: dict[tuple, float] = defaultdict(float)
+    launches = [f for f in _launches(index) if attributable(f)]
+    works: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for f in launches:
-        group_best[(f.model, f.gpu_label)] = max(group_best[(f.model, f.gpu_label)], best.get(f.ref, 0.0))
+        if f.category == "works":
+            works[(f.model, f.gpu_label)].append(f)
     cells: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     archs: dict[str | None, set[str]] = defaultdict(set)
     for f in launches:
@@ -165,18 +207,23 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                     continue
                 last = hits[-1]
                 category = last.category or "untested"
+                compared = None
                 if category == "works":
-                    top = group_best.get((model, last.gpu_label), 0.0)
-                    mine = max((best.get(h.ref, 0.0) for h in hits if h.category == "works"), default=0.0)
-                    if top and mine and mine < slow_ratio * top:
+                    # slow only against a launch that differs in this one value, the others equal
+                    slower = [c for h in hits if h.category == "works"
+                              if (c := _slower(h, axis, value, works[(model, h.gpu_label)], best))]
+                    if slower and len(slower) == len([h for h in hits if h.category == "works" and best.get(h.ref)]):
+                        mine, theirs, peer = max(slower, key=lambda c: c[0])
                         category = "slow"
+                        compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
+                                    f"({peer.ref}), every other chosen value equal")
                 detail = "; ".join(x for x in (
-                    (last.outcome.label if last.outcome else None), _versions_text(last),
+                    compared, (last.outcome.label if last.outcome else None), _versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)
                 if category == "works":
                     href = config_href(last)
                 else:
-                    neg = _negative(index, model, axis, value, arch, category, hits)
+                    neg = _negative(index, model, axis, value, arch, category, hits, compared)
                     negatives.append(neg)
                     neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", category, neg.page.path))
                     href = neg.page.path
@@ -189,7 +236,7 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
 
 
 def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
-              hits: list[AttemptFacts]) -> NegativePage:
+              hits: list[AttemptFacts], compared: str | None = None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
     refs = {h.ref for h in hits}
@@ -212,7 +259,8 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
     signatures = sorted({(h.outcome.signature or h.outcome.status, h.outcome.label or "") for h in failed if h.outcome})
     worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), fs in index_cells(index).items()
-                     if m == model and a == axis and v == value for f in fs if f.category == "works" and f.arch})
+                     if m == model and a == axis and v == value for f in fs
+                     if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
     title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
     outcome = last.outcome
     return NegativePage(
@@ -228,6 +276,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         options=options,
         retry_when=retry,
         worked_elsewhere=worked,
+        compared=compared,
     )
 
 
@@ -259,6 +308,8 @@ def index_cells(index: KBIndex) -> dict[tuple, list[AttemptFacts]]:
     if cached is None:
         cached = defaultdict(list)
         for f in _launches(index):
+            if not attributable(f):
+                continue
             for axis, value in f.backends.items():
                 cached[(f.model, axis, value, f.arch or "unknown")].append(f)
         index._cells = cached  # type: ignore[attr-defined]
