@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from .._record import Record
+from .._slotted import Slotted
 
 __all__ = ["Target", "detect"]
 
@@ -23,7 +23,7 @@ _PYTHON = re.compile(r"^python[0-9.]*$")
 _PREFIXES = {"nohup", "time", "nice", "ionice", "stdbuf", "numactl", "taskset", "exec", "sudo", "chrt", "timeout"}
 
 
-class Target(Record):
+class Target(Slotted):
     """An SGLang command found in an argv (a plain record: ``dataclasses`` costs every ``logkit run``)."""
 
     __slots__ = ("kind", "python", "args", "args_at", "env", "in_shell")
