@@ -68,10 +68,12 @@ def test_captured_imported_and_reconstructed_attempts_share_one_fingerprint(tmp_
     sessions = tmp_path / "sessions"
     assert _logkit(sessions, "session", "start", "one rule").returncode == 0
     run = ["env", f"PYTHONPATH={stub}", PY, "-m", "sglang.launch_server", *FLAGS]
-    # the first launch builds the parser cache, the second parses from it (its full parse beside it)
-    assert _logkit(sessions, "run", "--yes", "--", *run).returncode == 0
+    # the first launch builds the parser cache (a cache of this test's own), the second parses from
+    # it with SGLang's full parse beside it
+    cold = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    assert _logkit(sessions, "run", "--yes", "--", *run, env=cold).returncode == 0
     (events,) = sessions.glob("*/events.jsonl")
-    done = _logkit(sessions, "run", "--yes", "--", *run, env={"WAIT_FOR": str(events)})
+    done = _logkit(sessions, "run", "--yes", "--", *run, env={**cold, "WAIT_FOR": str(events)})
     assert done.returncode == 0, done.stderr
     log = tmp_path / "server.log"
     log.write_text("[2026-12-01 10:00:00] The server is fired up and ready to roll!\n")
