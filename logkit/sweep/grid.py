@@ -4,7 +4,7 @@ Contract: :func:`build` finds the launch's interpreter (the one the command runs
 ``_gridscript.py`` there once (twice when an axis asks for ``"choices"``: once to learn them), and
 returns a :class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the
 Cartesian product, each with its argv, its key (``moe_runner_backend=flashinfer_cutlass``, SGLang's
-dest names), its backend fingerprint (:func:`~logkit.capture.sglang.args.fingerprint`) and, when
+dest names), its backend fingerprint (:func:`~logkit.launch.flags.fingerprint` of the flags given) and, when
 SGLang's parser refuses its flags, the parser's message (``preflight``). Where SGLang is not
 importable the flags are taken as given (``parser = "plain"``) and ``"choices"`` is refused.
 :func:`with_flag` sets one flag in an argv (replacing it where present); :func:`bench_points`
@@ -111,7 +111,7 @@ def _ask(python: str | None, request: dict[str, Any]) -> dict[str, Any] | None:
 
 def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
     """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter."""
-    from ..capture.sglang.args import fingerprint, plain_parse
+    from ..launch.flags import fingerprint, plain_parse
     from ..capture.sglang.detect import detect
 
     env = dict(os.environ if env is None else env)
@@ -158,7 +158,9 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
         else:
             args, error = plain_parse(words), None
         port = args.get("port")
-        cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words, fingerprint=fingerprint(args),
+        given = set(plain_parse(words)) | set(values)  # the one rule: only what the command chose
+        cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words,
+                          fingerprint=fingerprint({k: v for k, v in args.items() if k in given}),
                           preflight=error, host=str(args.get("host") or "127.0.0.1"),
                           port=int(port) if isinstance(port, int) or str(port).isdigit() else 30000))
     dest_axes = {d: axes[f] for f, d in zip(axes, cells[0].values, strict=True)} if cells else {}
