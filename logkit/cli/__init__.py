@@ -23,6 +23,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "core": ("session", "schema"),
     "capture": ("run",),
     "sglang": ("classify", "import", "bench"),
+    "why": ("why",),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
 }

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ... import statuses
+from ...errorlines import EXCEPTION_LINE as _EXC_LINE
+from ...errorlines import error_template
 from ...errors import BadInput
 from ...events import OUTCOME_STATUSES, EvidenceLine
 
@@ -252,23 +254,7 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     return serving, row, scanner
 
 
-_EXC_LINE = re.compile(r"(?:^|[\s:\]|>)])((?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception)|KeyboardInterrupt|SystemExit)"
-                       r"(?:: .*|\s*$))")
 
-
-def error_template(text: str) -> str:
-    """The normalised form of an error line, to group failures that are the same: numbers, paths,
-    addresses, hex ids and long quoted values masked ("KeyError: 'model.layers.<n>.mlp'")."""
-    s = text.strip()
-    m = _EXC_LINE.search(s)
-    if m:
-        s = m.group(1)
-    s = re.sub(r"(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.@+-]*", "<path>", s)
-    s = re.sub(r"0x[0-9a-fA-F]+", "<addr>", s)
-    s = re.sub(r"\b[0-9a-fA-F]{8,}\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{14,}\b", "<id>", s)
-    s = re.sub(r"\d+(?:\.\d+)?", "<n>", s)
-    s = re.sub(r"\s+", " ", s)
-    return s[:300]
 
 
 def _line_at(chunk: bytes, pos: int) -> str:
