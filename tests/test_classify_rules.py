@@ -185,19 +185,26 @@ def test_property_a_repeated_unit_is_garbage(unit: str, n: int) -> None:
 # --- streaming in bounded memory (real processes) ---------------------------------------------
 
 def _peak_rss_mb(argv: list[str], timeout: float) -> tuple[int, float, str]:
-    """Run argv; return (exit status or -signal, peak RSS in MiB, stderr)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    _, status, usage = os.wait4(proc.pid, 0) if proc.returncode is None else (0, 0, None)  # type: ignore[misc]
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if usage is None:  # already reaped by wait(): read the children's figure
-        import resource
+    """Run argv; return (exit status, peak RSS of that process in MiB, stderr). The process is
+    reaped with wait4, so the figure is its own (RUSAGE_CHILDREN would be every child's maximum)."""
+    import time
 
-        return proc.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, err
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, err
+    with open(os.devnull, "wb") as null, subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE) as proc:
+        err = b""
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                _, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: Popen must not wait again
+        if proc.stderr:
+            err = proc.stderr.read()
+    return proc.returncode, usage.ru_maxrss / 1024, err.decode(errors="replace")
 
 
 def _big_log(path: Path, mib: int) -> None:
