@@ -97,7 +97,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         decisions_index(index), *decision_pages(index),
         configs_index(index, cfg_pages), *cfg_pages,
         matrix, *negatives,
-        signatures_index(sig_pages), *sig_pages,
+        signatures_index(sig_pages, index), *sig_pages,
         metric_index, *metric_pages,
         sessions_index(index), *session_pages(index),
         sweeps_index, *sweep_pages_,

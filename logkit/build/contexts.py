@@ -47,6 +47,7 @@ __all__ = [
     "SignaturePage",
     "SignatureRow",
     "SignaturesIndex",
+    "UnexplainedRow",
 ]
 
 
@@ -374,11 +375,24 @@ class SignatureRow:
 
 
 @dataclass
+class UnexplainedRow:
+    """Failures no signature explains (``other_crash``) that share one normalised error line."""
+
+    #: the error line with numbers, paths, addresses and ids masked (logkit.errorlines)
+    template: str
+    count: int
+    #: the attempts, latest last
+    attempts: list[AttemptRef]
+
+
+@dataclass
 class SignaturesIndex:
     """``signatures/``."""
 
     page: Page
     rows: list[SignatureRow]
+    #: unexplained failures grouped by template, most frequent first (a repeat earns a signature row)
+    unexplained: list[UnexplainedRow] = field(default_factory=list)
 
 
 @dataclass

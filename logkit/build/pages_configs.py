@@ -17,10 +17,12 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from ..errorlines import error_template
 from ..launch.flags import table as launch_table
 from .contexts import (
     AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
     MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
+    UnexplainedRow,
 )
 from .frames import AttemptFacts
 from .index import KBIndex
@@ -31,7 +33,10 @@ from .paths import attempt_ref, config_href, config_path, decision_href, metrics
 #: a signature page lists at most this many of its latest hits (the sessions hold the rest)
 SIGNATURE_HITS = 100
 
-__all__ = ["attributable", "config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index"]
+__all__ = [
+    "attributable", "config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index",
+    "unexplained_failures",
+]
 
 
 def _fmt(value: float | None) -> str:
@@ -353,9 +358,23 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
     return pages
 
 
-def signatures_index(pages: list[SignaturePage]) -> SignaturesIndex:
-    """The table of signatures, most hit first."""
+def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
+    """``other_crash`` outcomes (nothing explains them) grouped by their normalised error line."""
+    groups: dict[str, list[AttemptFacts]] = defaultdict(list)
+    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
+        if f.outcome is not None and f.outcome.status == "other_crash":
+            text = f.outcome.label or next((e.text for e in f.outcome.evidence if e.text.strip()), "")
+            if text:
+                groups[error_template(text)].append(f)
+    rows = [UnexplainedRow(t, len(fs), [attempt_ref(f) for f in fs[-SIGNATURE_HITS:]]) for t, fs in groups.items()]
+    rows.sort(key=lambda r: (-r.count, r.template))
+    return rows
+
+
+def signatures_index(pages: list[SignaturePage], index: KBIndex | None = None) -> SignaturesIndex:
+    """The table of signatures, most hit first, and the unexplained failures grouped by template."""
     rows = [SignatureRow(p.signature, p.label, p.total, ", ".join(p.archs), p.cleared_total, p.page.path)
             for p in pages]
     rows.sort(key=lambda r: (-r.count, r.signature))
-    return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows)
+    return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows,
+                           unexplained=unexplained_failures(index) if index is not None else [])

@@ -24,6 +24,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "capture": ("run",),
     "sweep": ("sweep",),
     "sglang": ("classify", "import", "bench"),
+    "why": ("why",),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
 }

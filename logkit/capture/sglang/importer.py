@@ -6,7 +6,9 @@ of the given command's flags), copied into the session's ``logs/``, classified, 
 The attempt's launch config comes from the command by :func:`logkit.launch.config.given_only`
 (the flags given, named and typed by the SGLang installed here; the log's own SGLang is not here
 to ask, so nothing is resolved): the same fingerprint a captured or reconstructed attempt of that
-command gets. The original file is never modified.
+command gets. The original file is never modified. The log is streamed in blocks of whole lines
+(redact, hash, classify and write each block), so memory stays bounded whatever its size; the copy
+is written under a temporary name and renamed once the attempt's id is allocated.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ...events import Attempt, LogFile, Outcome, Provenance
 from ...store import Store
 from ..redact import Redactor
 from .detect import detect
-from .outcomes import classify_text
+from .outcomes import Classifier, blocks, check_log_path
 from .timeline import Timeline
 
 __all__ = ["import_log"]
@@ -31,10 +33,7 @@ __all__ = ["import_log"]
 def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None = None) -> tuple[Attempt, Outcome]:
     """Record ``path`` as an imported attempt of ``session_id`` (default: the current session)."""
     src = Path(path)
-    try:
-        raw = src.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{src}: cannot read the log: {exc.strerror}", fix="check the path") from exc
+    check_log_path(src)
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
@@ -43,10 +42,24 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
         raise BadInput("--cmd is empty", fix='pass the command that wrote the log: --cmd "python -m sglang.launch_server ..."')
     handle = store.open(session_id)
     redactor = Redactor.for_run({}, argv)
-    clean = redactor.chunk(raw)
-    decision = classify_text(clean)
+    clf = Classifier()
     timeline = Timeline()
-    timeline.feed(clean, 1)
+    digest = hashlib.sha256()
+    size = 0
+    tmp = handle.log_path(f".import-{os.getpid()}-{src.name}.part")
+    try:
+        with src.open("rb") as fh, tmp.open("wb") as out:
+            for chunk, first in blocks(fh):
+                clean = redactor.chunk(chunk)
+                out.write(clean)
+                digest.update(clean)
+                size += len(clean)
+                clf.feed(clean, first)
+                timeline.feed(clean, first)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BadInput(f"{src}: cannot read the log: {exc.strerror}", fix="check the path") from exc
+    decision = clf.decide(finished=False)
     target = detect(argv)
     launch = None
     role = "command"
@@ -65,12 +78,15 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
     def build(txn) -> Attempt:  # type: ignore[no-untyped-def]
         short = txn.next_short_id("A")
         dest = handle.log_path(f"{short}-imported.log")
-        dest.write_bytes(clean)
-        log = LogFile(path=handle.relative(dest), size=len(clean), sha256=hashlib.sha256(clean).hexdigest())
+        os.replace(tmp, dest)
+        log = LogFile(path=handle.relative(dest), size=size, sha256=digest.hexdigest())
         return Attempt(session=handle.id, short_id=short, argv=redactor.argv(argv), role=role, started=started,
                        log=log, launch=launch, provenance=prov, label=f"imported from {src.name}")
 
-    attempt = handle.append_new(build)
+    try:
+        attempt = handle.append_new(build)
+    finally:
+        tmp.unlink(missing_ok=True)
     assert isinstance(attempt, Attempt)
     ready_at = next((m.at for m in timeline.milestones if m.stage == "ready"), None) if decision.ready else None
     outcome = Outcome(session=handle.id, attempt=attempt.short_id, status=decision.status, label=decision.label,

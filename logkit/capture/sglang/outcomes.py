@@ -14,21 +14,34 @@ Contract:
   among equals), so the cause beats the last line; a server that was ready and then failed gets
   the failure's class with ``ready`` still true; weak signatures count only when the run ended
   badly and nothing specific matched.
-* :func:`classify_text` / :func:`classify_file` do the same for a log written without logkit.
+* Evidence beats position: a log that ends without a verdict (cut short, still running, pasted in
+  part) is classified by its strongest failure evidence; `abandoned` only when there is none. A
+  log that shows the server serving (``serving_patterns`` in sglang.toml) is ready even without
+  the ready line. Degenerate output anywhere in the printed text is ``garbage`` (the ``--smoke``
+  detector, :mod:`.smoke`). An unexplained failure is ``other_crash`` labelled with its exception
+  line ("KeyError: 'x'"), which :func:`error_template` normalises for grouping.
+* :func:`classify_text` / :func:`classify_file` / :func:`classify_stream` do the same for a log
+  written without logkit, reading it in blocks: memory stays bounded whatever the file's size (a
+  line longer than a block is scanned in block-sized pieces).
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import stat
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ... import statuses
+from ...errorlines import EXCEPTION_LINE as _EXC_LINE
+from ...errorlines import error_template
 from ...errors import BadInput
 from ...events import OUTCOME_STATUSES, EvidenceLine
 
@@ -36,10 +49,20 @@ __all__ = [
     "Classification",
     "Classifier",
     "Signature",
+    "blocks",
+    "check_log_path",
     "classify_file",
+    "classify_stream",
     "classify_text",
+    "error_template",
     "load_signatures",
 ]
+
+#: Bytes read at a time by :func:`classify_stream` (and the importer).
+BLOCK = 1 << 20
+
+#: Detectors a signature row may name instead of a pattern.
+DETECTORS = ("degenerate",)
 
 #: At most this many evidence lines are kept per signature (a crash loop prints thousands).
 MAX_PER_SIGNATURE = 5
@@ -57,6 +80,8 @@ class Signature:
     priority: int
     weak: bool = False
     source: str = ""
+    source_file: str = ""
+    detector: str | None = None
 
 
 @dataclass
@@ -104,19 +129,29 @@ def load_signatures() -> tuple[Signature, ...]:
         if sid in seen:
             raise BadInput(f"logkit/data/signatures.toml: duplicate signature id {sid!r}", fix="give each row its own id")
         seen.add(sid)
-        try:
-            re.compile(_scoped(row["pattern"]).encode())
-        except (KeyError, re.error) as exc:
-            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
+        if not row.get("source_file"):
+            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: no source_file",
+                           fix="cite the file the message comes from (repository:path)")
+        if row.get("detector") is not None:
+            if row["detector"] not in DETECTORS:
+                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: unknown detector {row['detector']!r}",
+                               fix=f"use one of {', '.join(DETECTORS)}")
+        else:
+            try:
+                re.compile(_scoped(row["pattern"]).encode())
+            except (KeyError, re.error) as exc:
+                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
         out.append(
             Signature(
                 id=sid,
                 status=row["class"],
                 label=row.get("label", sid),
-                pattern=row["pattern"],
+                pattern=row.get("pattern", ""),
                 priority=int(row.get("priority", 50)),
                 weak=bool(row.get("weak", False)),
                 source=row.get("source", ""),
+                source_file=row["source_file"],
+                detector=row.get("detector"),
             )
         )
     return tuple(out)
@@ -193,6 +228,8 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
     gate = tuple(w.encode() for w in data.get("prefilter_words", []))
     rows = []
     for s in load_signatures():
+        if s.detector is not None:
+            continue
         regex = re.compile(s.pattern.encode())
         nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
         needles = _needles(s.pattern)
@@ -201,6 +238,23 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
         rows.append((regex, s, needles, nocase, gated))
     return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), _gate(gate) if gate else (lambda _: True)
+
+
+@lru_cache(maxsize=1)
+def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
+    """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
+    pats = [p.encode() for p in _data("sglang.toml").get("serving_patterns", [])]
+    serving = re.compile(b"|".join(b"(?:%s)" % p for p in pats)) if pats else None
+    row = next((s for s in load_signatures() if s.detector == "degenerate"), None)
+    scanner = None
+    if row is not None:
+        from .smoke import GarbageScanner
+
+        scanner = GarbageScanner()
+    return serving, row, scanner
+
+
+
 
 
 def _line_at(chunk: bytes, pos: int) -> str:
@@ -221,6 +275,7 @@ class _Hit:
     sig: Signature
     line: int
     text: str
+    why: str | None = None
 
 
 @dataclass
@@ -230,11 +285,20 @@ class Classifier:
     hits: dict[str, list[_Hit]] = field(default_factory=dict)
     ready_line: int | None = None
     ready_text: str | None = None
+    #: the first line that shows the server serving (a batch scheduled, a request answered 200)
+    serving_line: int | None = None
+    serving_text: str | None = None
     lines: int = 0
+
+    def _add(self, sig: Signature, line: int, text: str) -> bool:
+        bucket = self.hits.setdefault(sig.id, [])
+        bucket.append(_Hit(sig, line, text))
+        return len(bucket) >= MAX_PER_SIGNATURE
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
         sigs, ready, gate = _compiled()
+        serving, garbage_row, scanner = _extras()
         lowered = chunk.lower()
         gate_open = gate(lowered)
         if self.ready_line is None:
@@ -242,6 +306,11 @@ class Classifier:
             if m:
                 self.ready_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.ready_text = _line_at(chunk, m.start())
+        if self.serving_line is None and serving is not None:
+            m = serving.search(chunk)
+            if m:
+                self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
+                self.serving_text = _line_at(chunk, m.start())
         for regex, sig, needles, nocase, gated in sigs:
             if gated and not gate_open:
                 continue
@@ -255,15 +324,20 @@ class Classifier:
             for m in regex.finditer(chunk):
                 line += chunk.count(b"\n", pos, m.start())
                 pos = m.start()
-                bucket = self.hits.setdefault(sig.id, [])
-                bucket.append(_Hit(sig, line, _line_at(chunk, m.start())))
-                if len(bucket) >= MAX_PER_SIGNATURE:
+                if self._add(sig, line, _line_at(chunk, m.start())):
+                    break
+        if scanner is not None and garbage_row is not None and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE:
+            for offset, text, why in scanner.scan(chunk):
+                line = first_line + chunk.count(b"\n", 0, offset)
+                full = self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS])
+                self.hits[garbage_row.id][-1].why = why
+                if full:
                     break
         self.lines = max(self.lines, first_line - 1 + chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1))
 
     @property
     def ready(self) -> bool:
-        return self.ready_line is not None
+        return self.ready_line is not None or self.serving_line is not None
 
     def best(self, *, include_weak: bool) -> _Hit | None:
         """The deciding hit: highest priority, then earliest line."""
@@ -276,10 +350,30 @@ class Classifier:
                 best = hit
         return best
 
-    def evidence(self, limit: int = 20) -> list[EvidenceLine]:
-        """Every matching line (a few per signature), in log order."""
-        lines = {h.line: h.text for bucket in self.hits.values() for h in bucket}
+    def evidence(self, limit: int = 20, first: _Hit | None = None) -> list[EvidenceLine]:
+        """Matching lines (a few per signature) in log order; the deciding signature's lines first
+        in line (they are never crowded out by generic ones)."""
+        lines: dict[int, str] = {}
+        if first is not None:
+            lines.update((h.line, h.text) for h in self.hits.get(first.sig.id, ()))
+        for bucket in sorted(self.hits.values(), key=lambda b: -b[0].sig.priority):
+            for h in bucket:
+                if len(lines) >= limit:
+                    break
+                lines.setdefault(h.line, h.text)
         return [EvidenceLine(line=n, text=t) for n, t in sorted(lines.items())[:limit]]
+
+    def exception_line(self) -> str | None:
+        """The most informative exception line seen ("KeyError: 'x'"): the first with a message
+        (the cause, in a chain of tracebacks), never a ``raise`` statement quoted by the traceback."""
+        found: list[str] = []
+        for h in self.hits.get("python-exception", []):
+            for m in _EXC_LINE.finditer(h.text):
+                if not h.text[: m.start(1)].rstrip().endswith("raise"):
+                    found.append(m.group(1).strip())
+        with_msg = [x for x in found if ": " in x]
+        pick = (with_msg or found or [None])[0]
+        return pick[:200] if pick else None
 
     def decide(
         self,
@@ -305,41 +399,105 @@ class Classifier:
             # A bare kill with a generic traceback before it: the kill is the better answer.
             if hit is not None and killed and hit.sig.status == "other_crash" and hit.sig.priority < 20:
                 hit = None
-        evidence = self.evidence()
-
-        if self.ready_line is not None and not any(e.line == self.ready_line for e in evidence):
-            evidence = sorted([*evidence, EvidenceLine(line=self.ready_line, text=self.ready_text or "")],
-                              key=lambda e: e.line)
+        evidence = self.evidence(first=hit)
+        mark_line = self.ready_line if self.ready_line is not None else self.serving_line
+        mark_text = self.ready_text if self.ready_line is not None else self.serving_text
+        if mark_line is not None and not any(e.line == mark_line for e in evidence):
+            evidence = sorted([*evidence, EvidenceLine(line=mark_line, text=mark_text or "")], key=lambda e: e.line)
 
         def out(status: str, label: str | None, sig: str | None = None) -> Classification:
-            return Classification(status, label, sig, evidence, ready, self.ready_line, self.ready_text)
+            return Classification(status, label, sig, evidence, ready, mark_line, mark_text)
 
         if hit is not None:
-            return out(hit.sig.status, hit.sig.label, hit.sig.id)
+            label = hit.sig.label
+            if hit.sig.status == "other_crash" and hit.sig.weak:
+                label = self.exception_line() or label
+            elif hit.why:
+                label = f"{label}: {hit.why}"
+            return out(hit.sig.status, label, hit.sig.id)
         if hang:
             return out("hang", hang, "logkit-hang")
         if not finished:
             if ready:
-                return out("ready", "server ready")
+                return out("ready", "server ready" if self.ready_line is not None else "server serving (no ready line in the log)")
             return out("abandoned", "log ends before ready, no known failure in it")
         if stopped_by_logkit:
             return out("ready", "server ready when recording stopped") if ready else out(ended, "stopped before ready")
         return out(ended, ended_label)
 
 
-def classify_text(data: bytes | str) -> Classification:
-    """Classify a whole log with no exit information."""
-    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[tuple[bytes, int]]:
+    """``(chunk, first_line)`` pieces of a byte stream ending at line ends, at most about ``size``
+    bytes each (a line longer than ``size`` comes in ``size``-byte pieces, cut after whitespace
+    where there is some): bounded memory whatever the input."""
+    carry = b""
+    line = 1
+    while True:
+        data = stream.read(size)
+        if not data:
+            break
+        buf = carry + data if carry else data
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0 and len(buf) >= size:
+            ws = max(buf.rfind(b" "), buf.rfind(b"\t"))
+            cut = ws + 1 if ws > len(buf) // 2 else len(buf)
+        if cut == 0:
+            carry = buf
+            continue
+        chunk, carry = buf[:cut], buf[cut:]
+        yield chunk, line
+        line += chunk.count(b"\n")
+    if carry:
+        yield carry, line
+
+
+def classify_stream(stream: BinaryIO) -> Classification:
+    """Classify a log read from a binary stream (no exit information), in bounded memory."""
     clf = Classifier()
-    clf.feed(raw, 1)
+    for chunk, first in blocks(stream):
+        clf.feed(chunk, first)
     return clf.decide(finished=False)
 
 
-def classify_file(path: str | Path) -> Classification:
-    """Classify a log file written without logkit."""
-    p = Path(path)
+def classify_text(data: bytes | str) -> Classification:
+    """Classify a whole log with no exit information."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    return classify_stream(io.BytesIO(raw))
+
+
+def _is_tty(p: Path) -> bool:
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        return os.isatty(fd)
+    finally:
+        os.close(fd)
+
+
+def check_log_path(p: Path) -> None:
+    """Refuse what cannot be a log before reading it: a missing path, a directory, a device that
+    never ends (``/dev/zero``; a pipe or a terminal is fine)."""
+    try:
+        mode = p.stat().st_mode
     except OSError as exc:
         raise BadInput(f"{p}: cannot read the log: {exc.strerror}", fix="check the path") from exc
-    return classify_text(raw)
+    if stat.S_ISDIR(mode):
+        raise BadInput(f"{p}: is a directory, not a log", fix="pass the log file itself")
+    if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not _is_tty(p):
+        raise BadInput(f"{p}: is a device, not a log file (it may never end)",
+                       fix="pass a log file, or pipe the text in: ... | logkit classify /dev/stdin")
+
+
+def classify_file(path: str | Path) -> Classification:
+    """Classify a log file written without logkit (streamed: any size, bounded memory)."""
+    p = Path(path)
+    check_log_path(p)
+    try:
+        with p.open("rb") as fh:
+            return classify_stream(fh)
+    except IsADirectoryError as exc:
+        raise BadInput(f"{p}: is a directory, not a log", fix="pass the log file itself") from exc
+    except OSError as exc:
+        raise BadInput(f"{p}: cannot read the log: {exc.strerror}", fix="check the path") from exc

@@ -1,10 +1,16 @@
-"""Smoke prompts against a ready server, and the test for degenerate (garbage) replies.
+"""Smoke prompts against a ready server, and the one test for degenerate (garbage) output.
 
 Contract: :func:`degenerate` says why a reply is garbage (a run of one repeated character such as
-"!!!!!!", empty output, a token loop, U+FFFD replacement characters, NaN log-probabilities) or
-returns None; thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
-prompt to the OpenAI-compatible ``/v1/chat/completions`` (falling back to ``/v1/completions``) with
-the standard library only, and returns reply, latency, logprobs and error.
+"!!!!!!", a short unit repeated ("ToToTo", "-SIP-SIP"), empty output, a token loop, U+FFFD
+replacement characters, NaN log-probabilities) or returns None. :func:`degenerate_line` applies the
+same tests to one line a command printed, with absolute thresholds (a log line is not a reply) and
+what is never output excluded: rules and separators, progress bars (box and block characters),
+Python's carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
+prints. :class:`GarbageScanner` finds such lines in a chunk of log bytes: one automaton scan (RE2
+when installed) for candidate runs, then :func:`degenerate_line` on the few candidate lines, so a
+healthy stream pays one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``.
+:func:`send` posts one prompt to the OpenAI-compatible ``/v1/chat/completions`` (falling back to
+``/v1/completions``) with the standard library only, and returns reply, latency, logprobs and error.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from .outcomes import _data
+__all__ = ["GarbageScanner", "SmokeReply", "degenerate", "degenerate_line", "send"]
 
-__all__ = ["SmokeReply", "degenerate", "send"]
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 @dataclass
@@ -31,32 +39,192 @@ class SmokeReply:
     error: str | None = None
 
 
+@lru_cache(maxsize=1)
+def _cfg() -> dict[str, Any]:
+    from .outcomes import _data
+
+    return dict(_data("sglang.toml")["garbage"])
+
+
+@lru_cache(maxsize=1)
+def _never() -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
+    g = _cfg()
+    return frozenset(g["never_units"]), tuple((int(a), int(b)) for a, b in g["never_ranges"])
+
+
+def _never_char(ch: str) -> bool:
+    chars, ranges = _never()
+    if ch in chars or ch.isspace():
+        return True
+    o = ord(ch)
+    return any(a <= o <= b for a, b in ranges)
+
+
+@lru_cache(maxsize=16)
+def _unit_re(max_unit: int, reps: int) -> re.Pattern[str]:
+    return re.compile(r"(.{1,%d}?)\1{%d,}" % (max_unit, reps - 1), re.S)
+
+
+def _token_at(text: str, start: int, end: int) -> str:
+    a = start
+    while a > 0 and not text[a - 1].isspace():
+        a -= 1
+    b = end
+    while b < len(text) and not text[b].isspace():
+        b += 1
+    return text[a:b]
+
+
+_HEX_TOKEN = re.compile(r"^(?:0x)?[0-9a-fA-F]{2,}[,:]?$")
+_B64_TOKEN = re.compile(r"^[A-Za-z0-9+/=_-]{64,}$")
+
+
+def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
+    """Is this repeated run plausibly generated text (not a rule, mask, number, dump or blob)?"""
+    unit = m.group(1)
+    if all(_never_char(c) for c in unit):
+        return False
+    word = unit.strip(" ,;'\"[](){}").lower()
+    listed = any(c in unit for c in " ,;")
+    if listed and (word in _cfg()["number_words"] or word.replace(".", "").lstrip("-").isdigit()):
+        return False  # a tensor or list print: nan, nan, nan / 1, 1, 1
+    token = _token_at(text, m.start(), m.end())
+    if _B64_TOKEN.match(token.strip("'\"`,;()[]{}")) and len(m.group(0)) < 0.5 * len(token):
+        return False
+    if all(c in "0123456789abcdefABCDEF" for c in unit):
+        if hexdump or token.lower().startswith("0x") or "0x" in token.lower():
+            return False
+        quoted = m.start() > 0 and text[m.start() - 1] in "'\"`"
+        if unit.isdigit() and not quoted and token.strip("'\"`,;()[]{}") != m.group(0):
+            return False  # part of a number, a version or key=value: 0.3333333, id=99999999
+    return True
+
+
+def _word_loop(words: list[str], n: int, numbers: frozenset[str]) -> tuple[list[str], int] | None:
+    """The longest-running n-gram repeated at least ``n`` times back to back (with a real word in
+    it) and its repeat count, or None."""
+    best: tuple[list[str], int] | None = None
+    for size in range(1, 6):
+        i = 0
+        while i + size * n <= len(words):
+            gram = words[i : i + size]
+            k = 1
+            while words[i + k * size : i + (k + 1) * size] == gram:
+                k += 1
+            if k >= n and any(w.strip("'\"`,;.:!?()[]{}").lower() not in numbers
+                              and any(c.isalpha() for c in w) for w in gram):
+                if best is None or k * size > best[1] * len(best[0]):
+                    best = (gram, k)
+                i += k * size
+            else:
+                i += 1
+    return best
+
+
+def _why_run(unit: str, reps: int) -> str:
+    if len(unit) == 1:
+        return f"one character repeated ({unit!r} x{reps})"
+    if any(c.isspace() for c in unit) and unit.strip():
+        return f"token loop ({unit.strip()!r} x{reps})"
+    return f"a unit repeated ({unit!r} x{reps})"
+
+
 def degenerate(reply: str | None, logprobs: list[float | None] | None = None) -> str | None:
     """Why ``reply`` is garbage, or None when it looks like text."""
-    g = _data("sglang.toml")["garbage"]
-    if logprobs and any(lp is None or (isinstance(lp, float) and math.isnan(lp)) for lp in logprobs if lp is not None or True):
-        if any(isinstance(lp, float) and math.isnan(lp) for lp in logprobs):
-            return "NaN log-probabilities"
+    g = _cfg()
+    if logprobs and any(isinstance(lp, float) and math.isnan(lp) for lp in logprobs):
+        return "NaN log-probabilities"
     if reply is None or not reply.strip():
         return "empty reply"
     text = reply.strip()
     if text.count("\ufffd") >= g["replacement_chars"]:
         return "replacement characters (U+FFFD) in the reply"
-    run = re.search(r"(\S)\1{%d,}" % (g["repeat_char_run"] - 1), text)
-    if run and len(run.group(0)) >= g["repeat_char_share"] * len(text.replace(" ", "")):
-        return f"one character repeated ({run.group(1)!r} x{len(run.group(0))})"
+    dense = len(text.replace(" ", ""))
+    for m in _unit_re(g["line_unit_max"], min(g["repeat_char_run"], g["line_unit_repeats"])).finditer(text):
+        unit = m.group(1)
+        reps = len(m.group(0)) // len(unit)
+        need = g["repeat_char_run"] if len(unit) == 1 else g["line_unit_repeats"]
+        if reps >= need and len(m.group(0)) >= g["repeat_char_share"] * dense and not unit.isspace():
+            return _why_run(unit, reps)
     words = text.split()
-    n = g["loop_min_repeats"]
-    for size in range(1, 6):
-        if len(words) < size * n:
-            continue
-        for i in range(0, len(words) - size * n + 1):
-            gram = words[i : i + size]
-            if all(words[i + k * size : i + (k + 1) * size] == gram for k in range(n)):
-                covered = size * n
-                if covered >= 0.5 * len(words):
-                    return f"token loop ({' '.join(gram)!r} repeated)"
+    loop = _word_loop(words, g["loop_min_repeats"], frozenset())
+    # In a reply the loop must dominate (a short answer may repeat a word legitimately).
+    if loop is not None and loop[1] * len(loop[0]) >= 0.5 * len(words):
+        return f"token loop ({' '.join(loop[0])!r} repeated)"
     return None
+
+
+def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | None:
+    """Why one printed line carries degenerate output, or None (see the module docstring).
+    ``span`` limits the search for repeated runs to that part of the line (the scanner's
+    candidates); the line's context (hex dump, words) is still read whole."""
+    g = _cfg()
+    text = _ANSI.sub("", line).rsplit("\r", 1)[-1]
+    if text.count("\ufffd") >= g["line_replacement_chars"]:
+        return "replacement characters (U+FFFD)"
+    hexdump = sum(1 for t in text.split() if _HEX_TOKEN.match(t)) >= 4
+    lo, hi = (0, len(text)) if span is None or len(text) != len(line) else span
+    for m in _unit_re(g["line_unit_max"], min(g["repeat_char_run"], g["line_unit_repeats"])).finditer(text, lo, hi):
+        unit = m.group(1)
+        reps = len(m.group(0)) // len(unit)
+        need = g["repeat_char_run"] if len(unit) == 1 else g["line_unit_repeats"]
+        if reps >= need and _run_is_output(text, m, hexdump):
+            return _why_run(unit, reps)
+    loop = _word_loop(text[lo:hi].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
+    if loop is not None:
+        return f"token loop ({' '.join(loop[0])!r} x{loop[1]})"
+    return None
+
+
+@lru_cache(maxsize=1)
+def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
+    """Offsets of candidate runs in a chunk: one automaton scan (RE2 if installed, else ``re``)."""
+    g = _cfg()
+    never = set(g["never_units"])
+    singles = [re.escape(c.encode()) + b"{%d}" % g["repeat_char_run"]
+               for c in map(chr, range(0x21, 0x7F)) if c not in never]
+    long_run = rb"[^\s\[\](){}/\\:=,.'\"|<>*#~+`^;_0-9]{20,}"
+    words = rb"(?:[A-Za-z]{1,20}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
+    fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
+    wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
+    pattern = b"|".join([*singles, long_run, words, fffd, wide])
+    try:
+        import re2  # type: ignore[import-not-found]
+
+        options = re2.Options()
+        options.encoding = re2.Options.Encoding.LATIN1  # count bytes, as the stdlib engine does
+        regex: Any = re2.compile(pattern, options)
+    except Exception:  # noqa: BLE001 - the stdlib engine gives the same matches, slower
+        regex = re.compile(pattern)
+    return lambda chunk: (m.span() for m in regex.finditer(chunk))
+
+
+class GarbageScanner:
+    """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
+
+    def scan(self, chunk: bytes) -> list[tuple[int, str, str]]:
+        """``(offset of the line, line text, reason)`` for each degenerate line in ``chunk``."""
+        spans: dict[int, list[int]] = {}
+        ends: dict[int, int] = {}
+        for a, b in _gate()(chunk):
+            start = chunk.rfind(b"\n", 0, a) + 1
+            if start not in spans:
+                end = chunk.find(b"\n", a)
+                ends[start] = len(chunk) if end < 0 else end
+                spans[start] = [a, b]
+            else:
+                spans[start][1] = max(spans[start][1], b)
+        out: list[tuple[int, str, str]] = []
+        for start, (a, b) in spans.items():
+            raw = chunk[start : ends[start]][:8000]
+            line = raw.decode("utf-8", "replace")
+            # The candidate's byte span, as character offsets (with margins for a unit's start).
+            lo = len(raw[: max(0, a - start - 64)].decode("utf-8", "replace"))
+            hi = len(raw[: max(0, b - start + 64)].decode("utf-8", "replace"))
+            why = degenerate_line(line, (lo, hi))
+            if why:
+                out.append((start, line, why))
+        return out
 
 
 def _post(url: str, body: dict[str, Any], timeout: float, api_key: str | None) -> dict[str, Any]:

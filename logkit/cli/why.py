@@ -1,0 +1,79 @@
+"""``logkit why [LOGFILE]``: was this failure seen before, and what was decided about it?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._common import add_json, print_json, store
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add this domain's command."""
+    p = sub.add_parser(
+        "why", help="has this failure been seen before? (a log file or a pasted error)",
+        description="Classify a log (or an error pasted on stdin), then list every attempt in the knowledge "
+        "base that failed the same way (same signature; for other_crash the same normalised error), "
+        "with its configuration and the decision records that cite it.")
+    p.add_argument("logfile", metavar="LOGFILE", nargs="?", help="the log; omit it (or give -) to read stdin")
+    p.add_argument("--config", metavar="MKDOCS_YML", help="for the decision links' site_url (default ./mkdocs.yml)")
+    add_json(p)
+    p.set_defaults(func=cmd_why)
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..build.cite import cite
+    from ..capture.sglang.outcomes import classify_file, classify_stream
+    from ..capture.sglang.seen import seen_before
+
+    if args.logfile in (None, "-"):
+        if sys.stdin.isatty():
+            print("paste the error, then Ctrl-D:", file=sys.stderr)
+        verdict = classify_stream(sys.stdin.buffer)
+    else:
+        verdict = classify_file(args.logfile)
+    st = store(args)
+    report = seen_before(st, verdict)
+    config = Path(args.config) if args.config else None
+    links = {did: cite(st.root, did, config, warn=lambda _m: None)
+             for m in report.same + report.same_class for did, *_ in m.decisions}
+    if args.json:
+        def match(m: Any) -> dict[str, Any]:
+            return {"attempt": m.ref, "status": m.status, "label": m.label, "date": m.when, "config": m.config,
+                    "decisions": [{"id": d, "title": t, "status": s, "chosen": c, "cite": links[d]}
+                                  for d, t, s, c in m.decisions]}
+        print_json({"status": report.status, "label": report.label, "signature": report.signature,
+                    "key": report.key, "evidence": [{"line": n, "text": t} for n, t in report.evidence],
+                    "same": [match(m) for m in report.same], "same_class": [match(m) for m in report.same_class]})
+        return 0
+    print(f"{report.status}: {report.label}" + (f"  [{report.key}]" if report.key else ""))
+    for n, text in report.evidence[-6:]:
+        print(f"  {n:>6}: {text[:160]}")
+    if report.key is None:
+        print("\nNot a failure logkit can compare (no signature, no error line).")
+        return 0
+    print(f"\nSeen before: {len(report.same)} attempt(s) failed the same way" + (":" if report.same else "."))
+    for m in report.same:
+        _print_match(m, links)
+    if report.same_class:
+        print(f"\nSame class ({report.status}), from accounts with no log to compare:")
+        for m in report.same_class:
+            _print_match(m, links)
+    return 0
+
+
+def _print_match(m: Any, links: dict[str, str]) -> None:
+    print(f"  {m.ref}  {m.status}  {m.when}  {(m.label or '')[:100]}")
+    if m.config:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(m.config.items()))
+        print(f"      config: {shown[:300]}")
+    for did, title, status, chosen in m.decisions:
+        print(f"      decided: {did} ({status}) {title}" + (f"; chosen: {', '.join(chosen)}" if chosen else ""))
+        print(f"      cite: {links[did]}")
+    if not m.decisions:
+        print("      no decision cites it")

@@ -1,0 +1,246 @@
+"""The classifier's rules, on texts as the libraries print them (their source's message strings,
+never a hold-out log): evidence beats position, root cause beats consequence, degenerate output is
+garbage wherever it is printed (and progress bars, rules and dumps are not), unknown stays honest,
+and reading is streamed in bounded memory (real `python -m logkit` processes, peak RSS measured)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logkit.capture.sglang.outcomes import Classifier, classify_text, error_template
+from logkit.capture.sglang.smoke import GarbageScanner, degenerate, degenerate_line
+
+PY = sys.executable
+TB = "Traceback (most recent call last):\n  File \"/x/y.py\", line 3, in <module>\n    f()\n"
+
+
+def lk(*args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "logkit", *args], capture_output=True, text=True, input=input, timeout=timeout)
+
+
+# --- evidence beats position ------------------------------------------------------------------
+
+def test_log_cut_short_is_classified_by_its_evidence_not_abandoned() -> None:
+    text = ("[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace")
+    d = classify_text(text)
+    assert d.status == "illegal_memory" and d.signature == "cuda-illegal-memory"
+    assert [e.line for e in d.evidence] == [2]
+
+
+def test_torch_capability_warning_at_the_end_of_a_cut_log_is_arch_mismatch() -> None:
+    text = ("/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:287: UserWarning: \n"
+            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition with CUDA capability sm_120 is not compatible "
+            "with the current PyTorch installation.\n")
+    assert classify_text(text).status == "arch_mismatch"
+
+
+def test_a_log_without_any_failure_evidence_is_abandoned() -> None:
+    assert classify_text("[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n").status == "abandoned"
+
+
+def test_serving_excerpt_is_ready_and_a_later_failure_keeps_ready() -> None:
+    serving = ('[2026-01-01 00:00:02 TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.01, '
+               'cuda graph: True, gen throughput (token/s): 99.0, #queue-req: 0\n'
+               '[2026-01-01 00:00:02] INFO:     127.0.0.1:5555 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    d = classify_text(serving)
+    assert (d.status, d.ready) == ("ready", True) and d.ready_line == 1
+    d = classify_text(serving + "[2026-01-01 00:00:03 TP0] Detected errors during sampling! NaN in the logits.\n")
+    assert (d.status, d.ready) == ("nan", True)
+
+
+# --- root cause beats consequence -------------------------------------------------------------
+
+def test_oom_killer_lines_name_the_kill() -> None:
+    text = ("Loading safetensors checkpoint shards:  40% 2/5 [00:09<00:13,  4.5s/it]Killed\n"
+            "[12345.678] python invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE), order=0\n"
+            "[12345.679] Out of memory: Killed process 4242 (python) total-vm:90000000kB, anon-rss:60000000kB\n")
+    d = classify_text(text)
+    assert d.status == "killed" and d.signature == "linux-oom-killer" and "OOM killer" in (d.label or "")
+
+
+def test_shell_kill_after_a_cause_is_the_consequence() -> None:
+    text = (TB + "KeyError: 'model.layers.3.mlp.weight_scale'\n"
+            "./run.sh: line 12:  4242 Killed                  python -m sglang.launch_server --model-path m\n")
+    d = classify_text(text)
+    assert d.status == "other_crash" and d.label == "KeyError: 'model.layers.3.mlp.weight_scale'"
+
+
+@pytest.mark.parametrize("prefix", ["", "(SGLangEngine pid=7, ip=10.0.0.1) ", "sglang-1  | "])
+def test_ninja_called_process_error_is_jit_wherever_it_is_raised(prefix: str) -> None:
+    lines = ["[2026-01-01 00:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+             "subprocess.CalledProcessError: Command '['ninja', '-v', '-C', '/root/.cache/flashinfer/0.6/90/cached_ops']'"
+             " returned non-zero exit status 1.",
+             "Exception: Capture cuda graph failed: Ninja build failed.",
+             "Possible solutions: 1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"]
+    d = classify_text("".join(prefix + ln + "\n" for ln in lines))
+    assert d.status == "jit_error", d.label
+
+
+def test_string_form_toolchain_command_is_jit() -> None:
+    text = "subprocess.CalledProcessError: Command 'nvcc -c a.cu -o a.o' returned non-zero exit status 2.\n"
+    assert classify_text(text).status == "jit_error"
+
+
+# --- unknown stays honest ---------------------------------------------------------------------
+
+def test_unexplained_failure_is_other_crash_labelled_with_its_exception_line() -> None:
+    text = ("[2026-01-01 00:00:05 TP0] Scheduler hit an exception: " + TB
+            + "    raise ValueError(msg)\nValueError: Unsupported rope_scaling type 'yarn2' for layer 17\n\n"
+            "[2026-01-01 00:00:06] Received sigquit from a child process. It usually means the child failed.\n")
+    d = classify_text(text)
+    assert d.status == "other_crash"
+    assert d.label == "ValueError: Unsupported rope_scaling type 'yarn2' for layer 17"
+    assert any(e.text.startswith("ValueError:") for e in d.evidence)
+
+
+def test_error_template_masks_numbers_paths_addresses_and_ids() -> None:
+    a = error_template("KeyError: 'model.layers.55.mlp.gate_up_proj.input_scale'")
+    b = error_template("[2026-01-01 TP3] KeyError: 'model.layers.13.mlp.gate_up_proj.input_scale'")
+    assert a == b == "KeyError: 'model.layers.<n>.mlp.gate_up_proj.input_scale'"
+    c = error_template("OSError: /home/u/.cache/x/lib.so at 0x7f3a2b1c: handle 3f9a8b7c6d5e4f30")
+    assert c == "OSError: <path> at <addr>: handle <id>"
+
+
+# --- degenerate output is garbage wherever it is printed --------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "Generated text: '!!!!!!!!!!!!!!!!!!!!!!!!'",
+    "Output: 1111111111111",
+    '{"text": "HelloHowToToToToToToToToToToToToToToToTo"}',
+    "prevent prevent prevent prevent prevent prevent prevent prevent",
+    "答案：给给给给给给给给给给给给",
+    "reply: \ufffd\ufffd\ufffd\ufffd",
+])
+def test_degenerate_printed_lines_are_garbage(line: str) -> None:
+    d = classify_text(f"[bench] request 3\n{line}\n")
+    assert d.status == "garbage" and d.evidence[0].line == 2, d
+
+
+def test_garbage_with_a_clean_exit_is_garbage() -> None:
+    clf = Classifier()
+    clf.feed(b"Prompt: What is 2+2?\nOutput: !!!!!!!!!!!!!!!!!!!!!!!!\n", 1)
+    assert clf.decide(exit_code=0).status == "garbage"
+
+
+@pytest.mark.parametrize("line", [
+    "==================== Serving Benchmark Result ====================",
+    "------------------------------------------------------------------",
+    "Capturing batches (bs=8 avail_mem=10.3 GB): 100%|██████████| 8/8 [00:02<00:00,  3.1it/s]",
+    "Loading safetensors checkpoint shards: 100% ########## 4/4",
+    "    return self._call_impl(*args, **kwargs)\n           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    "00000000: 0000 0000 ffff ffff 0000 0000 ffff ffff  ................",
+    "ptr=0x7f0000000000 size=0xffffffffffff",
+    "tensor([nan, nan, nan, nan, nan, nan, nan, nan], device='cuda:0')",
+    "max_total_num_tokens=99999999, context_len=1000000, ratio=0.3333333333",
+    "Authorization: Bearer xxxxxxxxxxxxxxxxxxxxxxxx",
+    "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ waiting",
+])
+def test_rules_bars_dumps_and_masks_are_not_garbage(line: str) -> None:
+    assert degenerate_line(line) is None
+    assert classify_text(line + "\n").status == "abandoned"
+
+
+_BAR = st.builds(lambda pct, n, fill, w: f"{pct:3d}%|{fill * n}{' ' * (w - n)}| {n}/{w} [00:0{n % 10}<00:00]",
+                 st.integers(0, 100), st.integers(0, 40), st.sampled_from(["█", "#", "=", "▏", "━"]), st.just(40))
+_RULE = st.builds(lambda ch, n, title: f"{ch * n} {title} {ch * n}", st.sampled_from(list("=-_*#~.+")),
+                  st.integers(6, 60), st.text(alphabet="abcdefghij ABC", max_size=20))
+_HEX = st.builds(lambda off, data: f"{off:08x}: " + " ".join(f"{b:02x}" for b in data),
+                 st.integers(0, 2**32 - 1), st.binary(min_size=8, max_size=32))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_BAR, _RULE, _HEX))
+def test_property_bars_rules_and_hex_dumps_are_never_garbage(line: str) -> None:
+    assert degenerate_line(line) is None
+    assert GarbageScanner().scan(line.encode() + b"\n") == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(list("!?@$%&123456789ABGKQZabgkqz给の")), st.integers(6, 200),
+       st.sampled_from(["", "Output: ", "text='", "> "]))
+def test_property_a_repeated_character_is_garbage(ch: str, n: int, prefix: str) -> None:
+    line = prefix + ch * n
+    assert degenerate_line(line) is not None
+    assert [why for _, _, why in GarbageScanner().scan(line.encode() + b"\n")]
+    assert degenerate(ch * n) is not None  # the same detector judges a --smoke reply
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEF-", min_size=2, max_size=5).filter(
+           lambda u: len(set(u)) > 1 and any(c not in "-xX" for c in u)),
+       st.integers(8, 40))
+def test_property_a_repeated_unit_is_garbage(unit: str, n: int) -> None:
+    assert degenerate_line("Answer: " + unit * n) is not None
+
+
+# --- streaming in bounded memory (real processes) ---------------------------------------------
+
+_MEASURE = """
+import os, subprocess, sys
+with open(os.devnull, "wb") as null:
+    proc = subprocess.Popen(sys.argv[1:], stdout=null)
+    _, status, usage = os.wait4(proc.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, flush=True)
+"""
+
+
+def _peak_rss_mb(argv: list[str], timeout: float) -> tuple[int, float, str]:
+    """Run argv; return (exit status, peak RSS of that process in MiB, stderr). A small Python
+    process starts it and reaps it with wait4: a child forked straight from pytest would count
+    pytest's own pages (ru_maxrss survives fork until exec)."""
+    r = subprocess.run([PY, "-c", _MEASURE, *argv], capture_output=True, text=True, timeout=timeout)
+    code, kib = r.stdout.split()[-2:]
+    return int(code), int(kib) / 1024, r.stderr
+
+
+def _big_log(path: Path, mib: int) -> None:
+    healthy = (b"[2026-01-01 00:00:02 TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.01, "
+               b"gen throughput (token/s): 99.0, #queue-req: 0\n") * 8000
+    with path.open("wb") as fh:
+        fh.write(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+        for _ in range(mib // 2):
+            fh.write(healthy[: 1 << 20])
+        fh.write(b"x" * ((mib // 2) << 20))  # half of it one line with no newline at all
+        fh.write(b"\n")
+
+
+@pytest.mark.slow
+def test_classify_of_a_big_log_streams_in_bounded_memory(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    _big_log(big, 256)
+    code, peak, err = _peak_rss_mb([PY, "-m", "logkit", "classify", "--json", str(big)], timeout=600)
+    assert code == 0, err
+    assert peak < 200, f"peak RSS {peak:.0f} MiB for a 256 MiB log"
+
+
+@pytest.mark.slow
+def test_import_of_a_big_log_streams_in_bounded_memory(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    _big_log(big, 256)
+    sessions = tmp_path / "s"
+    assert lk("--sessions", str(sessions), "session", "start", "big").returncode == 0
+    code, peak, err = _peak_rss_mb([PY, "-m", "logkit", "--sessions", str(sessions), "import", str(big),
+                                    "--cmd", "python -m sglang.launch_server --model-path m"], timeout=600)
+    assert code == 0, err
+    assert peak < 220, f"peak RSS {peak:.0f} MiB for a 256 MiB log"
+    copies = list(sessions.glob("*/logs/A1-imported.log"))
+    assert len(copies) == 1 and copies[0].stat().st_size == big.stat().st_size
+    assert not list(sessions.glob("*/logs/.import-*")), "no temporary copy left behind"
+
+
+def test_classify_refuses_a_device_that_never_ends_and_reads_a_pipe() -> None:
+    r = lk("classify", "/dev/zero", timeout=30)
+    assert r.returncode != 0 and "/dev/zero" in r.stderr and "fix:" in r.stderr
+    r = lk("classify", "--json", "/dev/stdin", input="x\nOutput: !!!!!!!!!!!!!!!!\n")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["status"] == "garbage"
