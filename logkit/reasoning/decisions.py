@@ -17,12 +17,13 @@ Contract:
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import BadInput, NotFound
+from .. import files
+from ..errors import BadInput, NotFound, StoreError
 from ..events import Decision, DecisionOption
 from ..store import SessionHandle, Store
 from .common import check_refs, now, provenance
@@ -76,11 +77,12 @@ def _ledger_line(decision_id: str, session: str, title: str) -> str:
 
 def _append_ledger(store: Store, line: str) -> None:
     path = ledger_path(store)
-    new = not path.exists()
-    with open(path, "a", encoding="utf-8") as fh:
-        if new:
-            fh.write(LEDGER_HEADER)
-        fh.write(line)
+    data = (LEDGER_HEADER if not path.exists() else "") + line
+    try:
+        files.append(path, data.encode("utf-8"), durable=True)
+    except StoreError as exc:
+        raise StoreError(f"{exc.message}; the decision was recorded in its session but not in {path.name}",
+                         fix=f"{exc.fix}; then append the line: {line.strip()}") from exc
 
 
 def _ledger_numbers(store: Store) -> list[int]:
@@ -241,50 +243,48 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
     """Give ``session_id``'s decision ``decision_id`` the next free id; returns the new id.
 
     Rewrites that session's ``decision`` line (and ``supersedes`` references to the old id inside
-    the same session) in place under the session's lock, and the ledger line. Run it when nothing
-    is recording into that session.
+    the same session) and the ledger line, each by writing a new file and renaming it over the old
+    one (:func:`logkit.files.rewrite`): a crash at any point leaves each file whole, old or new.
+    Run it when nothing is recording into that session.
     """
     handle = store.handle(session_id)
-    with store.locked(), handle.transaction():
-        lines = handle.events_path.read_bytes().split(b"\n")
+    found: dict[str, Any] = {}
+
+    def transform(raw: bytes) -> bytes:
+        chunks = raw.split(b"\n")
         target = None
-        for index, chunk in enumerate(lines):
-            if b'"decision_id"' not in chunk:
+        for index, chunk in enumerate(chunks):
+            if not files.may_hold(chunk, b'"decision_id"'):
                 continue
-            data = json.loads(chunk)
-            if data.get("kind") == "decision" and data.get("decision_id") == decision_id:
+            data = files.decode(chunk)
+            if data is not None and data.get("kind") == "decision" and data.get("decision_id") == decision_id:
                 target = index
         if target is None:
             raise NotFound(f"session {session_id} has no decision {decision_id}", fix="see 'logkit decision check'")
         new_id = _next_id(store)
-        out: list[bytes] = []
-        for index, chunk in enumerate(lines):
-            if index == target or b'"supersedes"' in chunk:
-                data = json.loads(chunk)
-                if index == target:
-                    data["decision_id"] = new_id
-                elif data.get("supersedes") == decision_id:
-                    data["supersedes"] = new_id
-                chunk = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            out.append(chunk)
-        body = b"\n".join(out)
-        # Rewrite in place while holding the session's flock (a rename would orphan the lock).
-        fd = os.open(handle.events_path, os.O_WRONLY)
-        try:
-            os.write(fd, body)
-            os.ftruncate(fd, len(body))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        for index, chunk in enumerate(chunks):
+            if index != target and not files.may_hold(chunk, b'"supersedes"'):
+                continue
+            data = files.decode(chunk)
+            if data is None:
+                continue  # a damaged line stays as it is
+            if index == target:
+                data["decision_id"] = new_id
+                found.update(new_id=new_id, title=data.get("title", ""))
+            elif data.get("supersedes") == decision_id:
+                data["supersedes"] = new_id
+            else:
+                continue
+            chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return b"\n".join(chunks)
+
+    with store.locked():
+        files.rewrite(handle.events_path, transform)
+        new_id, title = found["new_id"], found["title"]
         path = ledger_path(store)
-        if path.exists():
-            text = path.read_text(encoding="utf-8")
-            old = re.compile(rf"^{re.escape(decision_id)}\t{re.escape(session_id)}\t", re.M)
-            text, count = old.subn(f"{new_id}\t{session_id}\t", text, count=1)
-            path.write_text(text, encoding="utf-8")
-            if not count:
-                title = json.loads(out[target]).get("title", "")
-                _append_ledger(store, _ledger_line(new_id, session_id, title))
+        old = re.compile(rf"^{re.escape(decision_id)}\t{re.escape(session_id)}\t".encode(), re.M)
+        if path.exists() and old.search(path.read_bytes()):
+            files.rewrite(path, lambda raw: old.sub(f"{new_id}\t{session_id}\t".encode(), raw, count=1))
         else:
-            _append_ledger(store, _ledger_line(new_id, session_id, json.loads(out[target]).get("title", "")))
+            _append_ledger(store, _ledger_line(new_id, session_id, title))
     return new_id
