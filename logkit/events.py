@@ -449,7 +449,8 @@ class Metric(BaseEvent):
 
     kind: Literal["metric"] = "metric"
     name: str
-    value: float
+    #: Finite: a NaN or infinite figure is no measurement (and would chart and link to nothing).
+    value: float = Field(allow_inf_nan=False)
     unit: str | None = None
     #: The attempt that measured it (a bench run), if any.
     attempt: str | None = Field(default=None, pattern=ATTEMPT_ID)

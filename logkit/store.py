@@ -132,11 +132,7 @@ def read_events(path: Path) -> ReadResult:
             except (ValueError, RecursionError, OverflowError):
                 pass
             else:
-                clash = _clash(event, number, seen)
-                if clash:
-                    result.problems.append(Problem(path, number, clash + "; skipped (fix or delete that line)"))
-                else:
-                    result.events.append(event)
+                _take(result, event, number, seen)
                 continue
         try:
             data = files.load(chunk)
@@ -153,12 +149,7 @@ def read_events(path: Path) -> ReadResult:
                 result.problems.append(Problem(path, number, f"{exc}; fix or delete that line", field=field_name))
             continue
         try:
-            event = parse_event(data)
-            clash = _clash(event, number, seen)
-            if clash:
-                result.problems.append(Problem(path, number, clash + "; skipped (fix or delete that line)"))
-            else:
-                result.events.append(event)
+            _take(result, parse_event(data), number, seen)
         except SchemaTooNew as exc:
             result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
         except ValidationError as exc:
@@ -166,6 +157,36 @@ def read_events(path: Path) -> ReadResult:
         except (ValueError, RecursionError, OverflowError) as exc:
             result.problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
     return result
+
+
+def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int]) -> None:
+    """Add a validated event to ``result``, or the problem that keeps it out; name what it cites in vain."""
+    clash = _clash(event, number, seen)
+    if clash:
+        result.problems.append(Problem(result.path, number, clash + "; skipped (fix or delete that line)"))
+        return
+    result.events.append(event)
+    if event.kind in ("decision", "verdict"):
+        for ref in _unknown_refs(event, seen):
+            result.problems.append(Problem(
+                result.path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
+                "the event is kept (fix or remove that reference)", field="evidence"))
+
+
+def _unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
+    """The ``A7``/``H3`` references of a decision or verdict that name nothing (``other-session/A4``
+    references are checked across the store by :meth:`Store.read_all`; a malformed one is named here)."""
+    refs = list(event.evidence)  # type: ignore[attr-defined]
+    for option in getattr(event, "options", ()):
+        refs += option.attempts + option.hypotheses
+    bad = []
+    for ref in refs:
+        sid, _, short = ref.rpartition("/")
+        if sid and not files.valid_session_id(sid):
+            bad.append(ref)
+        elif not sid and short not in seen:
+            bad.append(ref)
+    return bad
 
 
 def _clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
@@ -480,20 +501,35 @@ class Store:
     def read_all(self) -> dict[str, ReadResult]:
         """Every session's events and problems, by session id.
 
-        Also names each decision that supersedes an id no session records (the decision is kept).
+        Also names each decision that supersedes an id no session records, and each decision or
+        verdict citing ``other-session/A4`` that no session records (the event is kept).
         """
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         known = {getattr(e, "decision_id", None) for r in results.values() for e in r.events}
+        shorts = {sid: {e.short_id for e in r.events if e.kind in ("attempt", "hypothesis")}  # type: ignore[attr-defined]
+                  for sid, r in results.items()}
+
+        def line_of(result: ReadResult, event: BaseEvent) -> int:
+            raw = result.path.read_bytes().split(b"\n")
+            return next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
+
         for result in results.values():
             for event in result.events:
+                if event.kind not in ("decision", "verdict"):
+                    continue
                 target = getattr(event, "supersedes", None)
-                if event.kind == "decision" and target and target not in known:
-                    raw = result.path.read_bytes().split(b"\n")
-                    line = next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
+                if target and target not in known:
                     result.problems.append(Problem(
-                        result.path, line, f"{event.decision_id} supersedes {target}, which no session records; "
-                        "the decision is kept without that link (fix its 'supersedes', or restore the session "
-                        f"that recorded {target})", field="supersedes"))
+                        result.path, line_of(result, event), f"{event.decision_id} supersedes {target}, which no "
+                        "session records; the decision is kept without that link (fix its 'supersedes', or restore "
+                        f"the session that recorded {target})", field="supersedes"))
+                for ref in event.evidence:  # type: ignore[attr-defined]
+                    sid, _, short = ref.rpartition("/")
+                    if sid and files.valid_session_id(sid) and short not in shorts.get(sid, ()):
+                        result.problems.append(Problem(
+                            result.path, line_of(result, event), f"{event.kind} cites {ref}, which no session "
+                            "records; the event is kept (fix that reference, or copy that session in)",
+                            field="evidence"))
         return results
 
 

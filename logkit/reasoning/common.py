@@ -30,9 +30,12 @@ def parse_time(text: str, *, what: str = "--at") -> datetime:
     """An ISO 8601 time (``2026-11-14T09:30:00Z``); naive times are UTC."""
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except ValueError:
         raise BadInput(f"{what} {text!r} is not an ISO 8601 time", fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is before the first UTC instant, 9999-12-31...-05:00 after the last
+        raise BadInput(f"{what} {text!r} is outside the range of UTC times (years 1 to 9999)",
+                       fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
 
 
 def now(at: str | None = None) -> datetime:
