@@ -53,6 +53,7 @@ __all__ = [
     "FIELDS",
     "HYPOTHESIS_ID_RE",
     "LOGS_DIR",
+    "REF_RE",
     "SCHEMA_VERSION",
     "SESSION_ID_RE",
     "STORE_LOCK",
@@ -98,6 +99,8 @@ SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 ATTEMPT_ID_RE = re.compile(r"A[0-9]+\Z")
 HYPOTHESIS_ID_RE = re.compile(r"H[0-9]+\Z")
 DECISION_ID_RE = re.compile(r"DR-[0-9]{4,}\Z")
+#: ``A7``/``H3``, or ``other-session/A4``: what decisions, verdicts and notes cite.
+REF_RE = re.compile(r"(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]{0,99})/)?(?P<id>[AH][0-9]+)\Z")
 _SHORT_NUMBER_RE = {
     "A": re.compile(rb'"short_id":\s*"A([0-9]{1,18})"'),
     "H": re.compile(rb'"short_id":\s*"H([0-9]{1,18})"'),

@@ -502,7 +502,8 @@ class Store:
         """Every session's events and problems, by session id.
 
         Also names each decision that supersedes an id no session records, and each decision or
-        verdict citing ``other-session/A4`` that no session records (the event is kept).
+        verdict citing ``other-session/A4`` where that session is here but records no ``A4`` (the
+        event is kept; a session that is not here may live on another host, so its ids are shown as given).
         """
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         known = {getattr(e, "decision_id", None) for r in results.values() for e in r.events}
@@ -525,11 +526,10 @@ class Store:
                         f"the session that recorded {target})", field="supersedes"))
                 for ref in event.evidence:  # type: ignore[attr-defined]
                     sid, _, short = ref.rpartition("/")
-                    if sid and files.valid_session_id(sid) and short not in shorts.get(sid, ()):
+                    if sid in shorts and short not in shorts[sid]:
                         result.problems.append(Problem(
-                            result.path, line_of(result, event), f"{event.kind} cites {ref}, which no session "
-                            "records; the event is kept (fix that reference, or copy that session in)",
-                            field="evidence"))
+                            result.path, line_of(result, event), f"{event.kind} cites {ref}, which session {sid} "
+                            "does not record; the event is kept (fix that reference)", field="evidence"))
         return results
 
 

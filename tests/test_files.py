@@ -60,6 +60,9 @@ def test_ids_match_whole_strings() -> None:
         assert not files.valid_session_id(bad), bad
     assert files.ATTEMPT_ID_RE.match("A7") and not files.ATTEMPT_ID_RE.match("A7\n")
     assert not files.DECISION_ID_RE.match("DR-0001\n")
+    assert files.REF_RE.match("2026-11-14-glm5/A4").group("session", "id") == ("2026-11-14-glm5", "A4")
+    for bad in ("A1\n", "../etc/A1", "x/A1\n", "DR-0001"):
+        assert not files.REF_RE.match(bad), bad
 
 
 def test_session_start_refuses_an_id_ending_in_a_newline(logkit, sessions: Path) -> None:

@@ -12,9 +12,9 @@ Contract:
 from __future__ import annotations
 
 import os
-import re
 from datetime import UTC, datetime
 
+from .. import files
 from ..errors import BadInput, NotFound
 from ..events import Attempt, BaseEvent, Hypothesis, Provenance
 from ..store import SessionHandle, Store
@@ -22,8 +22,8 @@ from ..store import SessionHandle, Store
 __all__ = ["ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "parse_time", "provenance", "split_ids"]
 
 ENV_NOW = "LOGKIT_NOW"
-_ATTEMPT = re.compile(r"^A[0-9]+$")
-_HYPOTHESIS = re.compile(r"^H[0-9]+$")
+_ATTEMPT = files.ATTEMPT_ID_RE
+_HYPOTHESIS = files.HYPOTHESIS_ID_RE
 
 
 def parse_time(text: str, *, what: str = "--at") -> datetime:

@@ -35,8 +35,8 @@ LEDGER_HEADER = (
     "# logkit decision ledger: one line per decision, 'DR-<n><TAB>session<TAB>title'. Tracked in git on purpose:\n"
     "# two hosts that hand out the same id collide here in a merge. Keep both lines, then run: logkit decision check\n"
 )
-_REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[AH][0-9]+$")
-_DR = re.compile(r"^DR-[0-9]{4,}$")
+_REF = files.REF_RE
+_DR = files.DECISION_ID_RE
 _CONFLICT = ("<<<<<<<", "=======", ">>>>>>>")
 
 
