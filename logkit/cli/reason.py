@@ -285,16 +285,10 @@ def cmd_decision_renumber(args: argparse.Namespace) -> int:
 
 
 def cmd_note(args: argparse.Namespace) -> int:
-    import re
-
     from ..events import Note
-    from ..reasoning.common import check_refs, now, provenance
+    from ..reasoning.common import now, provenance
 
     handle = _handle(args)
-    # attempt and hypothesis references must name something (a DR-0003 or free word is kept as given)
-    ids = [r for r in args.refs or [] if "/" in r or re.fullmatch(r"[AH][0-9]+", r)]
-    if ids:
-        check_refs(handle, handle.read().events, ids)
     event = Note(session=handle.id, ts=now(args.at), text=args.text, refs=args.refs,
                  provenance=provenance(args.reconstructed))
     handle.append(event)
