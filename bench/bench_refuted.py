@@ -5,11 +5,17 @@ Writes a store of SESSIONS x ATTEMPTS reconstructed launches (the flashinfer_trt
 store API, then times :func:`logkit.reasoning.refuted.check` against a baseline measured in the
 same process: reading every ``events.jsonl`` as bytes (the least any check must do). Prints the
 ratio. Run: ``.venv/bin/python bench/bench_refuted.py [--sessions 20 --attempts 250]``.
+
+``--against CHECKOUT`` also loads ``logkit/reasoning/refuted.py`` of another checkout (say main before
+a change) into this process and times both checks interleaved, in CPU time (steadier than the wall
+clock on a shared machine), printing after/before.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,19 +43,30 @@ def make(root: Path, sessions: int, attempts: int) -> Store:
     return store
 
 
-def best_of(fn, repeat: int = 3) -> float:
+def best_of(fn, repeat: int = 3, clock=time.perf_counter) -> float:
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times)
+
+
+def load_other(checkout: Path):
+    """``refuted.py`` of another checkout, as a module of this logkit package (its imports resolve here)."""
+    spec = importlib.util.spec_from_file_location("logkit.reasoning._refuted_other",
+                                                  checkout / "logkit" / "reasoning" / "refuted.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--attempts", type=int, default=250)
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT", help="also time this checkout's refuted.py")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         store = make(Path(tmp) / "sessions", args.sessions, args.attempts)
@@ -61,6 +78,16 @@ def main() -> int:
         total = args.sessions * args.attempts
         print(f"{total} attempts in {len(files)} sessions: check {took * 1000:.1f} ms, "
               f"read baseline {baseline * 1000:.1f} ms, ratio {took / baseline:.1f}x; {len(hits) // 3} matches")
+        if args.against:
+            other = load_other(args.against)
+            assert len(other.check(live, "SM120", store)) == len(hits) // 3
+            cpu = {"this": [], "other": []}
+            for _ in range(25):
+                cpu["this"].append(best_of(lambda: refuted.check(live, "SM120", store), 1, time.process_time))
+                cpu["other"].append(best_of(lambda: other.check(live, "SM120", store), 1, time.process_time))
+            this, before = min(cpu["this"]), min(cpu["other"])
+            print(f"CPU time, best of 25 interleaved: this {this * 1000:.1f} ms, {args.against} {before * 1000:.1f} ms, "
+                  f"this/other {this / before:.2f}")
     return 0
 
 

@@ -18,15 +18,7 @@ from pathlib import Path
 from . import procs
 from .events import Attempt, EvidenceLine, LogFile, Outcome, Provenance, Survivor
 
-__all__ = ["abandoned_outcome", "confined_log", "recording_alive"]
-
-
-def recording_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live logkit process (the recorder of an attempt)."""
-    if not procs.alive(pid):
-        return False
-    line = procs.cmdline(pid) or ""
-    return "logkit" in line
+__all__ = ["abandoned_outcome", "confined_log"]
 
 
 def confined_log(session_dir: Path, rel: str) -> Path | None:

@@ -9,8 +9,9 @@ Contract:
 * Adding a kind: define a ``BaseEvent`` subclass with ``kind: Literal["..."]``, add it to
   ``Event``, run ``logkit schema --write``. Adding an optional field needs no version bump;
   renaming or removing one does, with an upgrade step in :data:`UPGRADES`.
-* Lines written by an older logkit are upgraded step by step on read (:func:`upgrade`); lines from
-  a newer one are refused with :class:`~logkit.errors.SchemaTooNew`.
+* Lines written by an older logkit are upgraded step by step on read (:func:`upgrade`, which
+  lives with :data:`SCHEMA_VERSION` and :data:`UPGRADES` in the pydantic-free :mod:`logkit.files`);
+  lines from a newer one are refused with :class:`~logkit.errors.SchemaTooNew`.
 
 This module imports nothing heavier than pydantic, so ``logkit run`` starts fast.
 """
@@ -18,13 +19,12 @@ This module imports nothing heavier than pydantic, so ``logkit run`` starts fast
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-from .errors import SchemaTooNew
+from .files import SCHEMA_VERSION, UPGRADES, upgrade
 
 __all__ = [
     "ATTEMPT_ROLES",
@@ -73,8 +73,6 @@ __all__ = [
     "upgrade",
     "utcnow",
 ]
-
-SCHEMA_VERSION = 1
 
 #: How an attempt ended. ``ready`` means a server came up and was still serving when recording
 #: stopped; a server that became ready and later died gets the cause (``nan``, ``oom``, ...) with
@@ -164,7 +162,10 @@ class BaseEvent(Record):
             return value
         if not value.utcoffset():  # "Z" or +00:00: same instant, cheaper than astimezone
             return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00:00+05:00 is before the first UTC instant
+            raise ValueError("timestamp out of range") from None
 
 
 # --- session ----------------------------------------------------------------------------------
@@ -475,7 +476,8 @@ class Metric(BaseEvent):
 
     kind: Literal["metric"] = "metric"
     name: str
-    value: float
+    #: Finite: a NaN or infinite figure is no measurement (and would chart and link to nothing).
+    value: float = Field(allow_inf_nan=False)
     unit: str | None = None
     #: The attempt that measured it (a bench run), if any.
     attempt: str | None = Field(default=None, pattern=ATTEMPT_ID)
@@ -592,30 +594,6 @@ def event_adapter() -> TypeAdapter[Any]:
     if _adapter is None:
         _adapter = TypeAdapter(Event)
     return _adapter
-
-
-#: ``UPGRADES[n]`` turns an event dict of version ``n`` into version ``n + 1``.
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
-
-
-def upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring an event dict written by any older logkit up to :data:`SCHEMA_VERSION`."""
-    version = data.get("v", 1)
-    if not isinstance(version, int) or version < 1:
-        raise ValueError(f"'v' must be a positive integer, got {version!r}")
-    if version > SCHEMA_VERSION:
-        raise SchemaTooNew(
-            f"written by a newer logkit (event schema v{version}; this logkit reads up to v{SCHEMA_VERSION})",
-            fix="upgrade logkit: pip install -U logkit",
-        )
-    while version < SCHEMA_VERSION:
-        step = UPGRADES.get(version)
-        if step is None:  # pragma: no cover - a missing step is a programming error
-            raise RuntimeError(f"no upgrade step from event schema v{version}")
-        data = step(dict(data))
-        version += 1
-        data["v"] = version
-    return data
 
 
 def fast_validate(line: bytes) -> BaseEvent:

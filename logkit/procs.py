@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["alive", "cmdline", "group_members", "hostname"]
+__all__ = ["PID_MAX", "alive", "cmdline", "group_members", "hostname"]
+
+#: Linux's largest possible pid (PID_MAX_LIMIT, 2**22); a larger number names no process.
+PID_MAX = 1 << 22
 
 
 def hostname() -> str:
@@ -18,8 +21,8 @@ def hostname() -> str:
 
 def alive(pid: int) -> bool:
     """Whether a process with this pid exists and is not a zombie."""
-    if pid <= 0:
-        return False
+    if not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+        return False  # a hand-edited "recorder_pid": 2**62 names no process (and overflows os.kill)
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
@@ -37,6 +40,8 @@ def alive(pid: int) -> bool:
 
 def cmdline(pid: int) -> str | None:
     """The command line of a process, or None when it cannot be read."""
+    if not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+        return None
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             raw = fh.read()
@@ -48,6 +53,8 @@ def cmdline(pid: int) -> str | None:
 def group_members(pgid: int) -> list[int]:
     """Pids of live (non-zombie) processes whose process group is ``pgid``."""
     members: list[int] = []
+    if not isinstance(pgid, int) or not 0 < pgid <= PID_MAX:
+        return members
     try:
         entries = os.listdir("/proc")
     except OSError:

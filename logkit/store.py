@@ -21,10 +21,9 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,11 +33,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from . import procs
-from .abandon import abandoned_outcome, recording_alive
-from .errors import BadInput, NotFound, SchemaTooNew
+from . import files, procs
+from .abandon import abandoned_outcome
+from .errors import BadInput, NotFound, SchemaTooNew, StoreError
 from .events import (
-    SCHEMA_VERSION,
     Attempt,
     BaseEvent,
     Outcome,
@@ -47,6 +45,7 @@ from .events import (
     fast_validate,
     parse_event,
 )
+from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
 from .lockfile import appending
 
 __all__ = [
@@ -59,18 +58,6 @@ __all__ = [
     "slugify",
 ]
 
-ENV_SESSIONS = "LOGKIT_SESSIONS"
-EVENTS_FILE = "events.jsonl"
-LOGS_DIR = "logs"
-CURRENT_FILE = ".current"
-STORE_LOCK = ".store.lock"
-
-_SHORT_ID_RE = {
-    "A": re.compile(rb'"short_id":\s*"A([0-9]+)"'),
-    "H": re.compile(rb'"short_id":\s*"H([0-9]+)"'),
-}
-_DECISION_RE = re.compile(rb'"decision_id":\s*"DR-([0-9]+)"')
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 def slugify(text: str, limit: int = 40) -> str:
@@ -123,9 +110,6 @@ def _problem_from_validation(path: Path, line: int, err: ValidationError) -> Pro
     return Problem(path, line, message + "; fix or delete that line", field=loc or None)
 
 
-_CURRENT_PREFIX = b'{"v":%d,' % SCHEMA_VERSION
-
-
 def read_events(path: Path) -> ReadResult:
     """Read and validate every line of one ``events.jsonl``; never raises for bad content."""
     result = ReadResult(path)
@@ -137,57 +121,72 @@ def read_events(path: Path) -> ReadResult:
     except OSError as exc:
         result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
         return result
-    lines = raw.split(b"\n")
-    ends_clean = raw.endswith(b"\n") or not raw
-    if ends_clean:
-        lines = lines[:-1]
-    last = len(lines)
     seen: dict[str, int] = {}
-    for number, chunk in enumerate(lines, start=1):
-        if not chunk.strip():
-            continue
-        torn = number == last and not ends_clean
-        if chunk.startswith(_CURRENT_PREFIX):
+    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
+    for number, chunk, torn in files.lines(raw):
+        if chunk.startswith(current_prefix):
             # The common case, a line this logkit wrote: pydantic parses the JSON itself (twice as
             # fast). Anything it refuses takes the slow path below, which names the problem.
             try:
                 event = fast_validate(chunk)
-            except ValueError:
+            except (ValueError, RecursionError, OverflowError):
                 pass
             else:
-                clash = _clash(event, number, seen)
-                if clash:
-                    result.problems.append(Problem(path, number, clash + "; skipped (fix or delete that line)"))
-                else:
-                    result.events.append(event)
+                _take(result, event, number, seen)
                 continue
         try:
-            data = json.loads(chunk)
-        except (UnicodeDecodeError, ValueError) as exc:
+            data = files.load(chunk)
+        except SchemaTooNew as exc:
+            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+            continue
+        except ValueError as exc:
             if torn:
                 result.problems.append(
                     Problem(path, number, "torn last line (logkit was killed while writing it); skipped", torn=True)
                 )
             else:
-                result.problems.append(Problem(path, number, f"not valid JSON ({exc}); fix or delete that line"))
-            continue
-        if not isinstance(data, dict):
-            result.problems.append(Problem(path, number, "an event must be a JSON object; fix or delete that line"))
+                field_name = "v" if str(exc).startswith("'v'") else None
+                result.problems.append(Problem(path, number, f"{exc}; fix or delete that line", field=field_name))
             continue
         try:
-            event = parse_event(data)
-            clash = _clash(event, number, seen)
-            if clash:
-                result.problems.append(Problem(path, number, clash + "; skipped (fix or delete that line)"))
-            else:
-                result.events.append(event)
+            _take(result, parse_event(data), number, seen)
         except SchemaTooNew as exc:
             result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
         except ValidationError as exc:
             result.problems.append(_problem_from_validation(path, number, exc))
-        except ValueError as exc:
-            result.problems.append(Problem(path, number, str(exc), field="v"))
+        except (ValueError, RecursionError, OverflowError) as exc:
+            result.problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
     return result
+
+
+def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int]) -> None:
+    """Add a validated event to ``result``, or the problem that keeps it out; name what it cites in vain."""
+    clash = _clash(event, number, seen)
+    if clash:
+        result.problems.append(Problem(result.path, number, clash + "; skipped (fix or delete that line)"))
+        return
+    result.events.append(event)
+    if event.kind in ("decision", "verdict"):
+        for ref in _unknown_refs(event, seen):
+            result.problems.append(Problem(
+                result.path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
+                "the event is kept (fix or remove that reference)", field="evidence"))
+
+
+def _unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
+    """The ``A7``/``H3`` references of a decision or verdict that name nothing (``other-session/A4``
+    references are checked across the store by :meth:`Store.read_all`; a malformed one is named here)."""
+    refs = list(event.evidence)  # type: ignore[attr-defined]
+    for option in getattr(event, "options", ()):
+        refs += option.attempts + option.hypotheses
+    bad = []
+    for ref in refs:
+        sid, _, short = ref.rpartition("/")
+        if sid and not files.valid_session_id(sid):
+            bad.append(ref)
+        elif not sid and short not in seen:
+            bad.append(ref)
+    return bad
 
 
 def _clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
@@ -198,17 +197,31 @@ def _clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
     """
     fields = event.__dict__  # not getattr: pydantic's __getattr__ is slow for absent fields
     short = fields.get("short_id")
+    kind = event.kind
     if event.id in seen:
         return f"event id {event.id} repeats line {seen[event.id]}"
     if short is not None and short in seen:
         return f"{short} is already taken by line {seen[short]}"
-    ref = fields.get("attempt") if event.kind != "verdict" else fields.get("hypothesis")
-    if event.kind in ("outcome", "environment", "launch_config", "verdict") and isinstance(ref, str) and ref not in seen:
-        return f"{event.kind} of {ref}, which no earlier line records"
+    ref = fields.get("attempt") if kind != "verdict" else fields.get("hypothesis")
+    if kind in _NEEDS_EARLIER and isinstance(ref, str) and ref not in seen:
+        return f"{kind} of {ref}, which no earlier line records"
+    if kind == "metric":
+        server = fields.get("server_attempt")
+        if isinstance(server, str) and server not in seen:
+            return f"metric of server {server}, which no earlier line records"
+    if kind == "outcome":
+        first = seen.get("outcome:" + ref)
+        if first is not None:
+            return f"a second outcome of {ref} (line {first} has its outcome)"
+        seen["outcome:" + ref] = number
     seen[event.id] = number
     if short is not None:
         seen[short] = number
     return None
+
+
+#: Kinds whose ``attempt`` (a verdict: ``hypothesis``) must be recorded on an earlier line.
+_NEEDS_EARLIER = frozenset({"outcome", "environment", "launch_config", "verdict", "metric", "server_info", "smoke"})
 
 
 class Txn:
@@ -227,17 +240,14 @@ class Txn:
 
     def next_short_id(self, prefix: str) -> str:
         """The next free ``A<n>`` or ``H<n>`` of this session."""
-        numbers = [int(m) for m in _SHORT_ID_RE[prefix].findall(self.raw())]
-        return f"{prefix}{max(numbers, default=0) + 1}"
+        return f"{prefix}{max(files.short_numbers(self.raw(), prefix), default=0) + 1}"
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
-        """Append one event as one whole line."""
+        """Append one event as one whole line (or nothing, and :class:`StoreError`)."""
         data = _dump(event, self.handle.store.scrub)
-        os.write(self._fd, data)
+        files.write_line(self._fd, data, path=self.handle.events_path, durable=durable)
         if self._raw is not None:
             self._raw += data
-        if durable:
-            os.fsync(self._fd)
 
 
 class SessionHandle:
@@ -314,23 +324,27 @@ class SessionHandle:
         if not candidates:
             return written
         host = procs.hostname()
-        with self.transaction() as txn:
-            # Re-read under the lock: another logkit may have just finished one of them.
-            ended = {
-                e.attempt
-                for e in read_events(self.events_path).events
-                if isinstance(e, Outcome)
-            }
-            for attempt in candidates:
-                if attempt.short_id in ended:
-                    continue
-                if attempt.recorder_host not in (None, host):
-                    continue  # recorded on another machine: cannot tell from here
-                if attempt.recorder_pid and recording_alive(attempt.recorder_pid):
-                    continue  # still being recorded
-                outcome = abandoned_outcome(self.id, self.dir, attempt)
-                txn.append(outcome, durable=True)
-                written.append(outcome)
+        candidates = [a for a in candidates if files.orphaned(a.recorder_pid, a.recorder_host, host)]
+        if not candidates:
+            return written
+        try:
+            with self.transaction() as txn:
+                # Re-read under the lock: another logkit may have just finished one of them.
+                ended = {
+                    e.attempt
+                    for e in read_events(self.events_path).events
+                    if isinstance(e, Outcome)
+                }
+                for attempt in candidates:
+                    if attempt.short_id in ended or not files.orphaned(attempt.recorder_pid, attempt.recorder_host, host):
+                        continue  # finished meanwhile, or still being recorded
+                    outcome = abandoned_outcome(self.id, self.dir, attempt)
+                    txn.append(outcome, durable=True)
+                    written.append(outcome)
+                    with contextlib.suppress(OSError):
+                        files.reserve_path(self.dir, attempt.short_id).unlink()
+        except StoreError as exc:  # a full disk or a read-only store: say so, and let the command read on
+            print(f"logkit: warning: {self.id}: cannot mark abandoned attempts ({exc.message})", file=sys.stderr)
         for outcome in written:  # the user must hear of a group left running (GPU memory held)
             attempt = next(a for a in candidates if a.short_id == outcome.attempt)
             kill = f" (kill -9 -{attempt.pgid})" if outcome.survivors else ""
@@ -351,24 +365,18 @@ class Store:
     @classmethod
     def from_env(cls, override: str | None = None, *, scrub: Callable[[Any], Any] | None = None) -> Store:
         """The store named by ``override``, else ``$LOGKIT_SESSIONS``, else ``./sessions``."""
-        return cls(override or os.environ.get(ENV_SESSIONS) or "sessions", scrub=scrub)
+        return cls(files.root(override), scrub=scrub)
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
 
     def session_ids(self) -> list[str]:
         """Every session directory that holds an events file, sorted."""
-        if not self.root.is_dir():
-            return []
-        return sorted(p.parent.name for p in self.root.glob(f"*/{EVENTS_FILE}"))
+        return files.session_ids(self.root)
 
     def handle(self, session_id: str) -> SessionHandle:
         """A handle without reconciliation (for readers)."""
-        if not _SESSION_ID_RE.match(session_id):
-            raise BadInput(
-                f"{session_id!r} is not a valid session id",
-                fix="use letters, digits, '.', '_' and '-' (see 'logkit session list')",
-            )
+        files.check_session_id(session_id)
         handle = SessionHandle(self, session_id)
         if not handle.events_path.exists():
             known = ", ".join(self.session_ids()[-5:]) or "none yet"
@@ -396,58 +404,63 @@ class Store:
         make_current: bool = True,
     ) -> SessionHandle:
         """Start a new session ``YYYY-MM-DD-<slug>`` and (by default) make it current."""
-        from . import __version__
-
         if not title.strip():
             raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
         when = when or datetime.now(UTC)
         # the id names a directory, URLs and pages: made from the title as it is stored (redacted)
         shown = self.scrub(title) if self.scrub is not None else title
         base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}"
-        if not _SESSION_ID_RE.match(base):
-            raise BadInput(f"{base!r} is not a valid session id", fix="use letters, digits, '.', '_' and '-'")
-        self.root.mkdir(parents=True, exist_ok=True)
+        files.check_session_id(base, fix="use letters, digits, '.', '_' and '-'")
+        fix = f"check that {self.root} is a writable directory with free space (or set ${ENV_SESSIONS})"
         candidate, n = base, 1
-        while True:
-            try:
-                (self.root / candidate).mkdir()
-                break
-            except FileExistsError:
-                if session_id:
-                    raise BadInput(f"session {candidate!r} exists already", fix="choose another --id") from None
-                n += 1
-                candidate = f"{base}-{n}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            while True:
+                try:
+                    (self.root / candidate).mkdir()
+                    break
+                except FileExistsError:
+                    if session_id:
+                        raise BadInput(f"session {candidate!r} exists already", fix="choose another --id") from None
+                    n += 1
+                    candidate = f"{base}-{n}"
+        except OSError as exc:
+            raise StoreError(f"cannot create a session in {self.root}: {exc.strerror}", fix=fix) from exc
         handle = SessionHandle(self, candidate)
-        handle.logs_dir.mkdir()
-        handle.append(
-            Session(
-                session=candidate,
-                ts=when,
-                title=title,
-                goal=goal,
-                tags=list(tags or []),
-                # a session rebuilt from a written account did not run here: its host is unknown
-                host=None if provenance is not None and provenance.source == "reconstructed" else procs.hostname(),
-                logkit_version=__version__,
-                provenance=provenance,
-            ),
-            durable=True,
-        )
+        try:
+            handle.logs_dir.mkdir()
+            handle.append(self._session_event(candidate, title, goal, tags, when, provenance), durable=True)
+        except (OSError, StoreError) as exc:  # a full disk: leave no empty session behind
+            shutil.rmtree(handle.dir, ignore_errors=True)
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"cannot create {handle.dir}: {exc.strerror}", fix=fix) from exc
         if make_current:
             self.set_current(candidate)
         return handle
+
+    @staticmethod
+    def _session_event(candidate: str, title: str, goal: str | None, tags: list[str] | None, when: datetime,
+                       provenance: Provenance | None) -> Session:
+        from . import __version__
+
+        return Session(
+            session=candidate,
+            ts=when,
+            title=title,
+            goal=goal,
+            tags=list(tags or []),
+            # a session rebuilt from a written account did not run here: its host is unknown
+            host=None if provenance is not None and provenance.source == "reconstructed" else procs.hostname(),
+            logkit_version=__version__,
+            provenance=provenance,
+        )
 
     # -- the current-session pointer -----------------------------------------------------------
 
     def current(self) -> str | None:
         """The current session id, if one is set and still exists."""
-        try:
-            value = (self.root / CURRENT_FILE).read_text().strip()
-        except OSError:
-            return None
-        if value and (self.root / value / EVENTS_FILE).exists():
-            return value
-        return None
+        return files.current(self.root)
 
     def current_or_fail(self) -> str:
         """The current session id, or a clear error saying how to get one."""
@@ -462,32 +475,23 @@ class Store:
     def set_current(self, session_id: str) -> None:
         """Point the current-session pointer at ``session_id``."""
         self.handle(session_id)
-        tmp = self.root / f"{CURRENT_FILE}.{os.getpid()}"
-        tmp.write_text(session_id + "\n")
-        os.replace(tmp, self.root / CURRENT_FILE)
+        files.set_current(self.root, session_id)
 
     # -- knowledge-base-wide ids ---------------------------------------------------------------
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """An exclusive lock over the whole store (for ids unique across sessions)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with files.store_lock(self.root):
             yield
-        finally:
-            os.close(fd)
 
     def decision_numbers(self) -> list[int]:
         """Every ``DR-<n>`` number used anywhere in the store."""
         numbers: list[int] = []
         for sid in self.session_ids():
-            try:
-                raw = (self.root / sid / EVENTS_FILE).read_bytes()
-            except OSError:
-                continue
-            numbers.extend(int(m) for m in _DECISION_RE.findall(raw))
+            raw = files.read_bytes(self.root / sid / EVENTS_FILE)
+            if raw is not None:
+                numbers.extend(files.decision_numbers(files.current_bytes(raw)))
         return numbers
 
     def next_decision_id(self) -> str:
@@ -497,20 +501,35 @@ class Store:
     def read_all(self) -> dict[str, ReadResult]:
         """Every session's events and problems, by session id.
 
-        Also names each decision that supersedes an id no session records (the decision is kept).
+        Also names each decision that supersedes an id no session records, and each decision or
+        verdict citing ``other-session/A4`` where that session is here but records no ``A4`` (the
+        event is kept; a session that is not here may live on another host, so its ids are shown as given).
         """
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         known = {getattr(e, "decision_id", None) for r in results.values() for e in r.events}
+        shorts = {sid: {e.short_id for e in r.events if e.kind in ("attempt", "hypothesis")}  # type: ignore[attr-defined]
+                  for sid, r in results.items()}
+
+        def line_of(result: ReadResult, event: BaseEvent) -> int:
+            raw = result.path.read_bytes().split(b"\n")
+            return next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
+
         for result in results.values():
             for event in result.events:
+                if event.kind not in ("decision", "verdict"):
+                    continue
                 target = getattr(event, "supersedes", None)
-                if event.kind == "decision" and target and target not in known:
-                    raw = result.path.read_bytes().split(b"\n")
-                    line = next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
+                if target and target not in known:
                     result.problems.append(Problem(
-                        result.path, line, f"{event.decision_id} supersedes {target}, which no session records; "
-                        "the decision is kept without that link (fix its 'supersedes', or restore the session "
-                        f"that recorded {target})", field="supersedes"))
+                        result.path, line_of(result, event), f"{event.decision_id} supersedes {target}, which no "
+                        "session records; the decision is kept without that link (fix its 'supersedes', or restore "
+                        f"the session that recorded {target})", field="supersedes"))
+                for ref in event.evidence:  # type: ignore[attr-defined]
+                    sid, _, short = ref.rpartition("/")
+                    if sid in shorts and short not in shorts[sid]:
+                        result.problems.append(Problem(
+                            result.path, line_of(result, event), f"{event.kind} cites {ref}, which session {sid} "
+                            "does not record; the event is kept (fix that reference)", field="evidence"))
         return results
 
 

@@ -82,10 +82,11 @@ def test_newer_schema_is_refused_with_upgrade_hint(sessions: Path) -> None:
 
 
 def test_old_events_are_upgraded_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    from logkit import events
+    from logkit import events, files
 
     # Pretend the current schema is one newer than v1 and v1 called the note text "body".
-    monkeypatch.setattr(events, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(files, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    assert events.UPGRADES is files.UPGRADES and events.upgrade is files.upgrade
     monkeypatch.setitem(events.UPGRADES, SCHEMA_VERSION, lambda d: {**{k: v for k, v in d.items() if k != "body"},
                                                                    "text": d.get("body", d.get("text"))})
     note = parse_event({"v": SCHEMA_VERSION, "kind": "note", "session": "s", "body": "old"})

@@ -14,9 +14,8 @@ import pytest
 
 from logkit.capture import environment, recorder, runner
 from logkit.capture.hooks import ExitInfo, Plan, WatchContext, WatchResult
-from logkit.capture.journal import EVENT_VERSION
 from logkit.capture.redact import Redactor
-from logkit.events import SCHEMA_VERSION, AttemptEnvironment, Outcome, Smoke
+from logkit.events import AttemptEnvironment, Outcome, Smoke
 from logkit.store import Store
 
 HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic", "rich")
@@ -35,10 +34,6 @@ def test_run_path_imports_nothing_heavy(sessions: Path, logkit) -> None:
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
     assert "logkit.capture.runner" in done.stderr, "the run path was not imported: the check would pass vacuously"
     assert not loaded & set(SLOW_STDLIB), loaded & set(SLOW_STDLIB)
-
-
-def test_journal_version_matches_schema() -> None:
-    assert EVENT_VERSION == SCHEMA_VERSION
 
 
 def _fake_tool(bindir: Path, name: str, script: str) -> None:

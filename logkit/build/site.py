@@ -37,7 +37,11 @@ def default_config() -> Path:
 
 
 def check_dirs(docs: Path, out: Path) -> None:
-    """Refuse docs and output directories nested in each other."""
+    """Refuse docs and output directories that are files or nested in each other."""
+    for flag, path in (("--docs", docs), ("--out", out)):
+        if path.exists() and not path.is_dir():
+            raise BadInput(f"{flag} {path} is a file, not a directory",
+                           fix=f"give {flag} a directory (it is created when missing)")
     d, o = docs.resolve(), out.resolve()
     if d == o or d in o.parents or o in d.parents:
         raise BadInput(

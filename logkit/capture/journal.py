@@ -2,15 +2,19 @@
 
 Contract:
 
-* Writes follow :mod:`logkit.store`'s protocol exactly: an exclusive ``flock`` on the events file,
-  a newline first if the file ends in a torn line, one ``write`` per whole line on an ``O_APPEND``
-  descriptor, fsync when ``durable``. So this writer and :class:`logkit.store.SessionHandle`
-  writers can share a session.
-* Events are plain dicts shaped like :mod:`logkit.events` models (``None`` values dropped);
-  ``tests/test_run_*`` validate everything ``logkit run`` writes with the models.
+* Everything about the files (where the store and the current session are, ids, whole-line locked
+  appends, reading lines with ``upgrade()`` applied, who counts as abandoned) is
+  :mod:`logkit.files`, the layer the typed :mod:`logkit.store` uses too; so this writer and
+  :class:`logkit.store.SessionHandle` writers can share a session.
+* Events are plain dicts built by :func:`logkit.files.event` (checked against the models by
+  ``tests/test_files.py``; ``tests/test_run_*`` validate everything ``logkit run`` writes).
 * :meth:`Journal.open` reconciles cheaply: it scans the lines with ``json`` and hands over to the
   full :meth:`logkit.store.SessionHandle.reconcile` (pydantic) only when an open attempt's
-  recorder is gone.
+  recorder is gone. A damaged line never stops it (the command must run); it is skipped.
+* Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` next to the log
+  (``logs/.A7.reserve``) and :meth:`append_outcome` frees it before writing, so a log that fills
+  the disk still ends in a whole outcome line. Should even that not fit, a shortened outcome (no
+  tail, evidence or timeline) is tried, and failing that nothing is written (never a torn line).
 """
 
 from __future__ import annotations
@@ -18,44 +22,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
+import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import procs
-from ..errors import BadInput, NotFound
+from .. import files, procs
+from ..errors import NotFound, StoreError
 from ..lockfile import appending
 
-__all__ = ["EVENT_VERSION", "Journal", "new_event", "utc"]
+__all__ = ["Journal", "RESERVE_BYTES"]
 
-#: Must equal ``logkit.events.SCHEMA_VERSION`` (a test checks).
-EVENT_VERSION = 1
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_ATTEMPT_RE = re.compile(rb'"short_id":\s*"A([0-9]+)"')
-
-
-def utc(ts: datetime | None = None) -> str:
-    """An ISO-8601 UTC timestamp as the models write it."""
-    return (ts or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
-
-
-#: Mappings whose None values mean something ("not installed") and are kept.
-_KEEP_NONE = frozenset({"packages"})
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (v if k in _KEEP_NONE else _drop_none(v)) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_none(v) for v in value]
-    return value
-
-
-def new_event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
-    """An event dict with the fields every event has."""
-    return {"v": EVENT_VERSION, "id": os.urandom(16).hex(), "session": session, "ts": utc(), "kind": kind, **fields}
+#: Disk space kept free for an attempt's outcome line while its log is written.
+RESERVE_BYTES = 256 * 1024
 
 
 class Journal:
@@ -65,48 +44,34 @@ class Journal:
         self.root = root
         self.id = session_id
         self.dir = root / session_id
-        self.events_path = self.dir / "events.jsonl"
-        self.logs_dir = self.dir / "logs"
+        self.events_path = self.dir / files.EVENTS_FILE
+        self.logs_dir = self.dir / files.LOGS_DIR
 
     @classmethod
     def open(cls, sessions: str | None, session_id: str | None) -> Journal:
         """The named or current session of the store, reconciled; clear errors otherwise."""
-        root = Path(sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions")
+        root = files.root(sessions)
         if session_id is None:
-            try:
-                session_id = (root / ".current").read_text().strip() or None
-            except OSError:
-                session_id = None
-            if session_id is None or not (root / session_id / "events.jsonl").exists():
+            session_id = files.current(root)
+            if session_id is None:
                 raise NotFound(
                     f"no current session in {root}",
                     fix='start one with: logkit session start "TITLE" (or pass --session ID)',
                 )
-        if not _SESSION_ID_RE.match(session_id):
-            raise BadInput(f"{session_id!r} is not a valid session id", fix="see 'logkit session list'")
+        files.check_session_id(session_id, fix="see 'logkit session list'")
         journal = cls(root, session_id)
         if not journal.events_path.exists():
             raise NotFound(f"no session {session_id!r} in {root}", fix="see 'logkit session list' (the store is $LOGKIT_SESSIONS)")
-        journal.reconcile()
+        try:
+            journal.reconcile()
+        except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a launch
+            print(f"logkit: warning: could not check {session_id} for abandoned attempts "
+                  f"({type(exc).__name__}: {exc}); recording anyway", file=sys.stderr)
         return journal
 
     def lines(self) -> list[dict[str, Any]]:
-        """Every line that parses as a JSON object (no validation)."""
-        out: list[dict[str, Any]] = []
-        try:
-            raw = self.events_path.read_bytes()
-        except OSError:
-            return out
-        for chunk in raw.split(b"\n"):
-            if not chunk.strip():
-                continue
-            try:
-                data = json.loads(chunk)
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                out.append(data)
-        return out
+        """Every usable line as an event dict at the current schema (no validation)."""
+        return files.dicts(self.events_path)
 
     def hypothesis_ids(self) -> list[str]:
         """The session's hypothesis short ids (``H3``), read without validation."""
@@ -114,22 +79,14 @@ class Journal:
 
     def reconcile(self) -> None:
         """Mark attempts whose recorder died as abandoned (delegating to the store when needed)."""
-        lines = self.lines()
-        ended = {e.get("attempt") for e in lines if e.get("kind") == "outcome"}
         host = procs.hostname()
-        for event in lines:
-            if event.get("kind") != "attempt" or event.get("short_id") in ended:
-                continue
-            if event.get("recorder_host") not in (None, host):
-                continue
-            pid = event.get("recorder_pid")
-            if pid and procs.alive(pid) and "logkit" in (procs.cmdline(pid) or ""):
-                continue
-            from ..store import Store  # the rare path: full models
-            from .redact import Redactor  # survivors' command lines may hold --api-key values
+        for attempt in files.open_attempts(self.lines()):
+            if files.orphaned(attempt.get("recorder_pid"), attempt.get("recorder_host"), host):
+                from ..store import Store  # the rare path: full models
+                from .redact import Redactor  # survivors' command lines may hold --api-key values
 
-            Store(self.root, scrub=Redactor().scrub).handle(self.id).reconcile()
-            return
+                Store(self.root, scrub=Redactor().scrub).handle(self.id).reconcile()
+                return
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[int]:
@@ -139,24 +96,54 @@ class Journal:
 
     @staticmethod
     def _line(event: dict[str, Any]) -> bytes:
-        return (json.dumps(_drop_none(event), ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+        return (json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
 
     def append(self, event: dict[str, Any], *, durable: bool = False) -> None:
-        """Append one event as one whole line."""
+        """Append one event as one whole line (or nothing, and :class:`StoreError`)."""
         with self.transaction() as fd:
-            os.write(fd, self._line(event))
-            if durable:
-                os.fsync(fd)
+            files.write_line(fd, self._line(event), path=self.events_path, durable=durable)
 
     def append_attempt(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Allocate the next ``A<n>`` under the lock, set it (and the log path) and append."""
+        """Allocate the next ``A<n>`` under the lock, set it (and the log path), append, reserve room."""
         with self.transaction() as fd:
-            raw = self.events_path.read_bytes()
-            number = max((int(m) for m in _ATTEMPT_RE.findall(raw)), default=0) + 1
+            number = max(files.short_numbers(self.events_path.read_bytes(), "A"), default=0) + 1
             event["short_id"] = f"A{number}"
-            event["log"] = {"path": f"logs/A{number}.log"}
-            os.write(fd, self._line(event))
+            event["log"] = {"path": f"{files.LOGS_DIR}/A{number}.log"}
+            files.write_line(fd, self._line(event), path=self.events_path)
+        self._reserve(event["short_id"])
         return event
+
+    def _reserve(self, short_id: str) -> None:
+        path = files.reserve_path(self.dir, short_id)
+        try:
+            self.logs_dir.mkdir(exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError:
+            return  # no room even for that: the outcome takes its chances
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        finally:
+            os.close(fd)
+
+    def append_outcome(self, outcome: dict[str, Any]) -> dict[str, Any]:
+        """Free the attempt's reserve and append its outcome, fsynced; shortened if it must be.
+
+        Returns the outcome as written; raises :class:`StoreError` when not even the short form fits.
+        """
+        with contextlib.suppress(OSError):
+            files.reserve_path(self.dir, str(outcome.get("attempt"))).unlink()
+        try:
+            self.append(outcome, durable=True)
+            return outcome
+        except StoreError as exc:
+            short = {k: v for k, v in outcome.items() if k not in ("tail", "evidence", "timeline", "survivors")}
+            why = f"outcome shortened (no tail, evidence, timeline or survivors): {exc.message}"
+            short["capture_truncated"] = "; ".join(filter(None, [outcome.get("capture_truncated"), why]))
+            self.append(short, durable=True)
+            return short
 
     def last_launch(self) -> dict[str, Any] | None:
         """The session's last launch attempt (with its environment event merged), if any."""

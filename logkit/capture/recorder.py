@@ -26,6 +26,7 @@ Contract:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -197,6 +198,8 @@ class Recorder:
             except OSError as exc:
                 self.problems.append(f"log write failed after {self.size + written} bytes: {exc.strerror}")
                 self.log_fd = None
+                sys.stderr.write(f"logkit: warning: the log stopped at {self.size + written} bytes ({exc.strerror}); "
+                                 "the command runs on and its output still reaches this terminal\n")
             self.size += written
             self.sha.update(memoryview(data)[:written])
         first = self.lines + 1

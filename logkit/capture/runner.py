@@ -30,12 +30,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import procs, statuses
+from .. import files, procs, statuses
 from ..errors import BadInput, NotFound
 from . import environment as envmod
 from ._slotted import Slotted
 from .hooks import ExitInfo, Plan, WatchContext
-from .journal import Journal, new_event, utc
+from .journal import Journal
 from .process import Child, exit_status, spawn
 from .recorder import Recorder
 from .redact import Redactor
@@ -194,7 +194,7 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     run_argv = plan.argv or argv
     if use_pty is None:
         use_pty = os.isatty(1)
-    started_wall, started = utc(), time.monotonic()
+    started_wall, started = files.utc(), time.monotonic()
     try:
         child = spawn(run_argv, cwd=cwd, env=env, use_pty=use_pty)
     except OSError as exc:
@@ -203,7 +203,7 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         print(f"logkit: error: cannot run {run_argv[0]!r}: {exc.strerror} (exit {code}; nothing was recorded)\n"
               "  fix: check the command name and PATH", file=sys.stderr)
         return RunResult(exit_status=code, session=journal.id)
-    attempt = new_event(
+    attempt = files.event(
         "attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
         started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid, pgid=child.pgid,
         recorder_pid=os.getpid(), recorder_host=procs.hostname(), launch=_dump_model(plan.launch),
@@ -315,9 +315,9 @@ class _Recording(Slotted):
         if not self.env_written:
             _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
         problems.extend(rec.problems)
-        outcome = new_event(
+        outcome = files.event(
             "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
-            label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=utc(),
+            label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=files.utc(),
             duration_s=round(duration, 3), exit_code=code, signal=sig,
             ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
             evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
@@ -327,7 +327,7 @@ class _Recording(Slotted):
         )
         outcome = redactor.scrub(outcome)
         try:
-            journal.append(outcome, durable=True)
+            outcome = journal.append_outcome(outcome)
         except Exception as exc:
             print(f"logkit: error: could not write the outcome of {attempt['short_id']}: {exc}", file=sys.stderr)
         return RunResult(exit_status=status_code, session=journal.id, attempt=attempt, outcome=outcome)
@@ -337,7 +337,7 @@ def _write_environment(journal: Journal, attempt: dict[str, Any], probes: envmod
                        problems: list[str], wait: float = 0.0) -> bool:
     try:
         env = probes.result(base, wait=wait)
-        journal.append(new_event("environment", journal.id, attempt=attempt["short_id"], environment=env))
+        journal.append(files.event("environment", journal.id, attempt=attempt["short_id"], environment=env))
         return True
     except Exception as exc:
         problems.append(f"environment event failed: {exc}")

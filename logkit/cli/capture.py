@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from typing import Any
 
@@ -13,6 +15,21 @@ GRACE_HELP = (
     "seconds between forwarding SIGINT/SIGTERM/SIGHUP to the command's process group and SIGKILLing it "
     "(default 30; SGLang drains requests for up to ~75 s on SIGTERM, raise it to let it finish)"
 )
+
+
+def _seconds(text: str, *, positive: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        least = "more than 0" if positive else "0 or more"
+        raise argparse.ArgumentTypeError(f"{text!r}: give a finite number of seconds, {least}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    return _seconds(text, positive=True)
 
 
 def register(sub: Any) -> None:
@@ -27,8 +44,8 @@ def register(sub: Any) -> None:
     p.add_argument("--tests", action="append", default=[], metavar="H3", help="a hypothesis this attempt tests (repeatable)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="override the detected role")
     p.add_argument("--label", help="a short label for the attempt")
-    p.add_argument("--grace", type=float, default=30.0, metavar="SECONDS", help=GRACE_HELP)
-    p.add_argument("--hang-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--grace", type=_seconds, default=30.0, metavar="SECONDS", help=GRACE_HELP)
+    p.add_argument("--hang-timeout", type=_timeout, metavar="SECONDS",
                    help="stop the command when it looks hung (SGLang: not ready in time; other commands: no output for SECONDS)")
     p.add_argument("--smoke", action="append", default=[], metavar="PROMPT", help="a prompt to send once a server is ready (repeatable)")
     p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts")
@@ -47,6 +64,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     argv = list(args.cmd)
     if argv[:1] == ["--"]:
         argv = argv[1:]
+    if args.json and args.json != "-":
+        _check_json_target(args.json)
     opts = runner.RunOptions(
         sessions=args.sessions, session=args.session, tests=args.tests, role=args.role, label=args.label,
         grace=args.grace, hang_timeout=args.hang_timeout, smoke=args.smoke, smoke_only=args.smoke_only,
@@ -76,6 +95,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.json == "-":
             print(text, file=sys.stderr)
         else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            try:
+                with open(args.json, "w", encoding="utf-8") as fh:
+                    fh.write(text + "\n")
+            except OSError as exc:  # the command ran: its status stands, and the JSON is not lost
+                print(f"logkit: warning: cannot write --json {args.json} ({exc.strerror}); here it is instead:\n{text}",
+                      file=sys.stderr)
     return result.exit_status
+
+
+def _check_json_target(path: str) -> None:
+    """Refuse, before anything runs, a --json FILE that cannot be written."""
+    from ..errors import BadInput
+
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+        raise BadInput(f"--json {path}: cannot write there ({'a directory' if os.path.isdir(path) else 'no writable directory ' + parent})",
+                       fix="give a file in a writable directory, or --json alone for stderr")

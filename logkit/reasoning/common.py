@@ -12,9 +12,9 @@ Contract:
 from __future__ import annotations
 
 import os
-import re
 from datetime import UTC, datetime
 
+from .. import files
 from ..errors import BadInput, NotFound
 from ..events import Attempt, BaseEvent, Hypothesis, Provenance
 from ..store import SessionHandle, Store
@@ -22,17 +22,20 @@ from ..store import SessionHandle, Store
 __all__ = ["ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "parse_time", "provenance", "split_ids"]
 
 ENV_NOW = "LOGKIT_NOW"
-_ATTEMPT = re.compile(r"^A[0-9]+$")
-_HYPOTHESIS = re.compile(r"^H[0-9]+$")
+_ATTEMPT = files.ATTEMPT_ID_RE
+_HYPOTHESIS = files.HYPOTHESIS_ID_RE
 
 
 def parse_time(text: str, *, what: str = "--at") -> datetime:
     """An ISO 8601 time (``2026-11-14T09:30:00Z``); naive times are UTC."""
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except ValueError:
         raise BadInput(f"{what} {text!r} is not an ISO 8601 time", fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is before the first UTC instant, 9999-12-31...-05:00 after the last
+        raise BadInput(f"{what} {text!r} is outside the range of UTC times (years 1 to 9999)",
+                       fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
 
 
 def now(at: str | None = None) -> datetime:

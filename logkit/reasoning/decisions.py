@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..errors import BadInput, NotFound
+from .. import files
+from ..errors import BadInput, NotFound, StoreError
 from ..events import Decision, DecisionOption, new_id
 from ..store import EVENTS_FILE, SessionHandle, Store
 from .common import check_refs, now, provenance
@@ -130,11 +131,12 @@ def _ledger_line(decision_id: str, session: str, title: str, moved_to: str | Non
 
 def _append_ledger(store: Store, line: str) -> None:
     path = ledger_path(store)
-    new = not path.exists()
-    with open(path, "a", encoding="utf-8") as fh:
-        if new:
-            fh.write(LEDGER_HEADER)
-        fh.write(line)
+    data = (LEDGER_HEADER if not path.exists() else "") + line
+    try:
+        files.append(path, data.encode("utf-8"), durable=True)
+    except StoreError as exc:
+        raise StoreError(f"{exc.message}; the decision was recorded in its session but not in {path.name}",
+                         fix=f"{exc.fix}; then append the line: {line.strip()}") from exc
     attributes = store.root / ".gitattributes"
     if not attributes.exists():
         attributes.write_text(GITATTRIBUTES, encoding="utf-8")
@@ -406,49 +408,57 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
     """Give ``session_id``'s decision ``decision_id`` a longer form of its own id; returns the new id.
 
     The fix for an id two sessions use. Rewrites that session's ``decision`` line (and
-    ``supersedes`` references to the old id inside the same session) in place under the session's
-    lock; the ledger keeps the old line, marked ``moved to``, so the old id still resolves.
+    ``supersedes`` references to the old id inside the same session) and the ledger, each by
+    writing a new file and renaming it over the old one (:func:`logkit.files.rewrite`): a crash at
+    any point leaves each file whole, old or new. The ledger keeps the old line, marked
+    ``moved to``, so the old id still resolves. Run it when nothing is recording into that session.
     """
     handle = store.handle(session_id)
-    with store.locked(), handle.transaction():
-        lines = handle.events_path.read_bytes().split(b"\n")
+    found: dict[str, Any] = {}
+
+    def transform(raw: bytes) -> bytes:
+        chunks = raw.split(b"\n")
         target = None
-        for index, chunk in enumerate(lines):
-            if b'"decision_id"' not in chunk:
+        for index, chunk in enumerate(chunks):
+            if not files.may_hold(chunk, b'"decision_id"'):
                 continue
-            data = json.loads(chunk)
-            if data.get("kind") == "decision" and data.get("decision_id") == decision_id:
+            data = files.decode(chunk)
+            if data is not None and data.get("kind") == "decision" and data.get("decision_id") == decision_id:
                 target = index
         if target is None:
             raise NotFound(f"session {session_id} has no decision {decision_id}", fix="see 'logkit decision check'")
-        record_data = json.loads(lines[target])
-        new_id = permanent_id(str(record_data.get("id", "")), known_ids(store))
-        out: list[bytes] = []
-        for index, chunk in enumerate(lines):
-            if index == target or b'"supersedes"' in chunk:
-                data = json.loads(chunk)
-                if index == target:
-                    data["decision_id"] = new_id
-                elif data.get("supersedes") == decision_id:
-                    data["supersedes"] = new_id
-                chunk = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            out.append(chunk)
-        body = b"\n".join(out)
-        # Rewrite in place while holding the session's flock (a rename would orphan the lock).
-        fd = os.open(handle.events_path, os.O_WRONLY)
-        try:
-            os.write(fd, body)
-            os.ftruncate(fd, len(body))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        title = str(record_data.get("title", ""))
+        for index, chunk in enumerate(chunks):
+            if index != target and not files.may_hold(chunk, b'"supersedes"'):
+                continue
+            data = files.decode(chunk)
+            if data is None:
+                continue  # a damaged line stays as it is
+            if index == target:
+                found.update(new_id=permanent_id(str(data.get("id", "")), known_ids(store)),
+                             title=str(data.get("title", "")))
+                data["decision_id"] = found["new_id"]
+            elif data.get("supersedes") == decision_id and found:
+                data["supersedes"] = found["new_id"]
+            else:
+                continue
+            chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if found:  # supersedes lines before the decision's own line
+            for index, chunk in enumerate(chunks[:target]):
+                if not files.may_hold(chunk, b'"supersedes"'):
+                    continue
+                data = files.decode(chunk)
+                if data is not None and data.get("supersedes") == decision_id:
+                    data["supersedes"] = found["new_id"]
+                    chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return b"\n".join(chunks)
+
+    with store.locked():
+        files.rewrite(handle.events_path, transform)
+        new_id, title = found["new_id"], found["title"]
         path = ledger_path(store)
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        old = re.compile(rf"^({re.escape(decision_id)}\t{re.escape(session_id)}\t[^\t\n]*)$", re.M)
-        text, count = old.subn(lambda m: m.group(1) + f"\tmoved to {new_id}", text, count=1)
-        if count:
-            path.write_text(text, encoding="utf-8")
+        old = re.compile(rf"^({re.escape(decision_id)}\t{re.escape(session_id)}\t[^\t\n]*)$".encode(), re.M)
+        if path.exists() and old.search(path.read_bytes()):
+            files.rewrite(path, lambda raw: old.sub(lambda m: m.group(1) + f"\tmoved to {new_id}".encode(), raw, count=1))
         else:
             _append_ledger(store, _ledger_line(decision_id, session_id, title, moved_to=new_id))
         _append_ledger(store, _ledger_line(new_id, session_id, title))

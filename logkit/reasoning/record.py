@@ -16,6 +16,7 @@ Contract:
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -158,6 +159,9 @@ def metric(
     reconstructed: str | None,
 ) -> Metric:
     """Write one reconstructed figure, tied to an existing attempt."""
+    if not math.isfinite(value):
+        raise BadInput(f"metric {name} = {value}: a figure must be a finite number",
+                       fix="give the measured value, e.g. logkit record metric output_throughput 225.4 ...")
     prov = provenance(_required(reconstructed))
     events = handle.read().events
     check_refs(handle, events, [attempt_id], allow="A")

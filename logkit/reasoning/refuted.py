@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .. import statuses
+from .. import files, statuses
 from ..launch.flags import backend_axes, ignored, table
 from ..launch.flags import describe as describe_values
 
@@ -177,11 +177,13 @@ def _status_re() -> re.Pattern[bytes]:
 
 
 def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
-    """The refuted launches of one session, from its raw bytes.
+    """The refuted launches of one session, from its raw bytes (every line at the current schema:
+    :func:`logkit.files.current_bytes`).
 
     Speed: this runs before every launch over the whole knowledge base, so only the lines that
-    can matter are decoded: failed outcomes first (a byte regex over the file), then the attempt
-    and environment lines of those attempts. A line that does not decode or validate is skipped.
+    can matter are decoded (:func:`logkit.files.decode`): failed outcomes first (a byte regex over
+    the file), then the attempt and environment lines of those attempts. A line that does not
+    decode is skipped.
     """
     if not _status_re().search(raw):
         return []
@@ -209,21 +211,20 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
         kind = _KIND.search(line)
         if not kind or kind.group(1) == b"outcome":
             continue
-        try:
-            if kind.group(1) == b"attempt":
-                short = _SHORT.search(line)
-                sid = short.group(1).decode() if short else None
-                if sid in failed:
-                    attempts[sid] = json.loads(line)
-                elif sid in worked:
-                    good.append(line)
-            elif b'"attempt"' in line:
-                data = json.loads(line)
-                if data.get("attempt") in failed:
-                    # logkit run writes the probed environment as a later event superseding attempt.environment.
-                    probed[data["attempt"]] = data.get("environment") or {}
-        except ValueError:
-            continue
+        if kind.group(1) == b"attempt":
+            short = _SHORT.search(line)
+            sid = short.group(1).decode() if short else None
+            if sid in failed:
+                data = files.decode(line)
+                if data is not None:
+                    attempts[sid] = data
+            elif sid in worked:
+                good.append(line)
+        elif b'"attempt"' in line:
+            data = files.decode(line)
+            if data is not None and data.get("attempt") in failed:
+                # logkit run writes the probed environment as a later event superseding attempt.environment.
+                probed[data["attempt"]] = data.get("environment") or {}
     runs: list[RefutedRun] = []
     verdicts: dict[tuple[tuple[str, str], ...], bool] = {}
     seen: set[tuple[tuple[str, str], ...]] = set()
@@ -242,10 +243,7 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
         if arch:
             seen.add(key)
             status, outcome_line = failed[sid]
-            try:
-                label = json.loads(outcome_line).get("label")
-            except ValueError:
-                label = None
+            label = (files.decode(outcome_line) or {}).get("label")
             runs.append(RefutedRun(session, sid, status, arch, blamed, label))
     return runs
 
@@ -255,10 +253,7 @@ def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
     for line in good:
         if not all(n in line for n in needles):
             continue  # cheap byte test first: most working launches used other values
-        try:
-            launch = json.loads(line).get("launch") or {}
-        except ValueError:
-            continue
+        launch = (files.decode(line) or {}).get("launch") or {}
         fp = launch.get("fingerprint") or launch.get("non_default") or {}
         if all(k in fp and _same(fp[k], v) for k, v in blamed.items()):
             return True
@@ -269,11 +264,9 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
     """Every refuted launch of the knowledge base (unreadable lines are skipped, never fatal)."""
     runs: list[RefutedRun] = []
     for session in store.session_ids():
-        try:
-            raw = (store.root / session / "events.jsonl").read_bytes()
-        except OSError:
-            continue
-        runs.extend(_session_runs(session, raw))
+        raw = files.read_bytes(files.events_path(store.root, session))
+        if raw is not None:
+            runs.extend(_session_runs(session, files.current_bytes(raw)))
     return runs
 
 

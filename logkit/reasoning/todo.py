@@ -75,6 +75,9 @@ def parse(path: Path) -> list[TodoItem]:
             f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})",
             fix="fix the JSON there (a truncated todowrite message needs its last item closed)",
         ) from None
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply to be a todo list",
+                       fix='give {"todos": [{"content", "status", "priority"}, ...]} or a bare list') from None
     items: list[TodoItem] = []
     for number, raw in enumerate(_items_from(data, path), start=1):
         if isinstance(raw, str):

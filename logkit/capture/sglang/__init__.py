@@ -14,13 +14,13 @@ It returns None for anything else.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
 from pathlib import Path
 from typing import Any
 
+from ... import files
 from ..hooks import Plan
 
 __all__ = ["plan"]
@@ -42,21 +42,9 @@ def _python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None
 def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
     if not session_dir:
         return []
-    path = Path(session_dir) / "events.jsonl"
-    out = []
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if '"attempt"' in line and '"launch"' in line:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
-                        continue
-                    if ev.get("kind") == "attempt" and ev.get("role") == "launch":
-                        out.append(ev)
-    except OSError:
-        return []
-    return out
+    path = Path(session_dir) / files.EVENTS_FILE
+    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"launch"' in line)
+    return [ev for ev in found if ev.get("kind") == "attempt" and ev.get("role") == "launch"]
 
 
 def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
@@ -64,7 +52,9 @@ def _server_for(host: str | None, port: int | None, session_dir: str | None) -> 
     if port is None:
         return None
     for ev in reversed(_launch_attempts(session_dir)):
-        launch = ev.get("launch") or {}
+        launch = ev.get("launch")
+        if not isinstance(launch, dict):
+            continue  # a damaged line: not a launch to link to
         if launch.get("port") == port and (launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
             return ev.get("short_id")
     return None

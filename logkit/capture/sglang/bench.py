@@ -106,11 +106,12 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value) if not math.isnan(float(value)) else None
+        return float(value) if math.isfinite(float(value)) else None
     try:
-        return float(str(value).rstrip("%"))
-    except ValueError:
+        number = float(str(value).rstrip("%"))
+    except (ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None  # a NaN or inf figure is no measurement
 
 
 def parse_jsonl(text: str) -> BenchResult:

@@ -1,0 +1,453 @@
+"""The session files, without pydantic: the one layer every reader and writer of ``sessions/`` uses.
+
+Contract:
+
+* **Where**: the sessions root is ``--sessions``, else ``$LOGKIT_SESSIONS``, else ``./sessions``
+  (:func:`root`; a root that exists but is not a directory is a :class:`~logkit.errors.StoreError`).
+  A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
+  the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
+  over the whole store (:func:`store_lock`).
+* **Ids**: one pattern each for session ids, ``A<n>``, ``H<n>`` and ``DR-<n>``; they match whole
+  strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
+* **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
+  :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
+  :func:`load` says why instead. :func:`dicts` reads a file's usable lines. Readers that scan raw
+  bytes with regexes take :func:`current_bytes`, the file with no line older than the current
+  schema (the file itself in the common case, at no cost).
+* **Writing**: :func:`append` writes whole lines under :func:`logkit.lockfile.appending`; a short
+  or failed write (disk full, size limit) is cut back so the file ends in a whole line, and raises
+  :class:`~logkit.errors.StoreError`. :func:`rewrite` replaces a file under its lock by writing a new
+  file, fsyncing it and renaming it over the old one: a crash leaves the old file whole.
+* **Events as dicts**: :func:`event` is the one constructor of the run path's events (``v``, ``id``,
+  ``ts``; ``None`` dropped; a field the model does not have is refused). ``tests/test_files.py``
+  checks :data:`FIELDS` against :mod:`logkit.events` and validates what :func:`event` builds.
+* **Reconciliation**: :func:`orphaned` is the one rule (same host, recording logkit gone) by which
+  the journal and the typed store decide that an attempt without an outcome was abandoned.
+
+:mod:`logkit.events` re-exports :data:`SCHEMA_VERSION`, :data:`UPGRADES` and :func:`upgrade`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import procs
+from .errors import BadInput, SchemaTooNew, StoreError
+from .lockfile import appending
+
+__all__ = [
+    "ATTEMPT_ID_RE",
+    "CURRENT_FILE",
+    "DECISION_ID_RE",
+    "ENV_SESSIONS",
+    "EVENTS_FILE",
+    "FIELDS",
+    "HYPOTHESIS_ID_RE",
+    "LOGS_DIR",
+    "REF_RE",
+    "SCHEMA_VERSION",
+    "SESSION_ID_RE",
+    "STORE_LOCK",
+    "UPGRADES",
+    "append",
+    "check_session_id",
+    "current",
+    "current_bytes",
+    "decision_numbers",
+    "decode",
+    "dicts",
+    "event",
+    "events_path",
+    "lines",
+    "load",
+    "may_hold",
+    "open_attempts",
+    "orphaned",
+    "read_bytes",
+    "recording_alive",
+    "reserve_path",
+    "rewrite",
+    "root",
+    "session_ids",
+    "set_current",
+    "short_numbers",
+    "store_lock",
+    "upgrade",
+    "utc",
+    "valid_session_id",
+    "write_line",
+]
+
+SCHEMA_VERSION = 1
+ENV_SESSIONS = "LOGKIT_SESSIONS"
+EVENTS_FILE = "events.jsonl"
+LOGS_DIR = "logs"
+CURRENT_FILE = ".current"
+STORE_LOCK = ".store.lock"
+
+# \Z, not $: "$" also matches before a final newline, and "x\n" is no session id.
+SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+ATTEMPT_ID_RE = re.compile(r"A[0-9]+\Z")
+HYPOTHESIS_ID_RE = re.compile(r"H[0-9]+\Z")
+DECISION_ID_RE = re.compile(r"DR-[0-9]{4,}\Z")
+#: ``A7``/``H3``, or ``other-session/A4``: what decisions, verdicts and notes cite.
+REF_RE = re.compile(r"(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]{0,99})/)?(?P<id>[AH][0-9]+)\Z")
+_SHORT_NUMBER_RE = {
+    "A": re.compile(rb'"short_id":\s*"A([0-9]{1,18})"'),
+    "H": re.compile(rb'"short_id":\s*"H([0-9]{1,18})"'),
+}
+_DECISION_NUMBER_RE = re.compile(rb'"decision_id":\s*"DR-([0-9]{1,18})"')
+
+
+#: ``UPGRADES[n]`` turns an event dict of version ``n`` into version ``n + 1``.
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+_BASE = frozenset({"v", "id", "session", "ts", "kind", "provenance"})
+#: The fields of the kinds :func:`event` builds (the run path's); a test compares them with the models.
+FIELDS: dict[str, frozenset[str]] = {
+    "attempt": _BASE | {"short_id", "argv", "cwd", "role", "started", "tests", "environment", "log", "pid", "pgid",
+                        "recorder_pid", "recorder_host", "launch", "bench", "label", "model"},
+    "environment": _BASE | {"attempt", "environment"},
+    "outcome": _BASE | {"attempt", "status", "label", "signature", "ended", "duration_s", "exit_code", "signal",
+                        "ready_at", "evidence", "tail", "timeline", "log", "survivors", "capture_truncated"},
+}
+#: Mappings whose None values mean something ("not installed") and are kept.
+_KEEP_NONE = frozenset({"packages"})
+
+
+# -- ids and places ------------------------------------------------------------------------------
+
+
+def valid_session_id(value: object) -> bool:
+    """Whether ``value`` is a session id (letters, digits, ``.``, ``_``, ``-``; up to 100)."""
+    return isinstance(value, str) and SESSION_ID_RE.match(value) is not None
+
+
+def check_session_id(value: str, fix: str = "use letters, digits, '.', '_' and '-' (see 'logkit session list')") -> str:
+    """``value``, or :class:`BadInput` when it is no session id."""
+    if not valid_session_id(value):
+        raise BadInput(f"{value!r} is not a valid session id", fix=fix)
+    return value
+
+
+def root(override: str | os.PathLike[str] | None = None) -> Path:
+    """The sessions directory: ``override``, else ``$LOGKIT_SESSIONS``, else ``./sessions``."""
+    path = Path(override or os.environ.get(ENV_SESSIONS) or "sessions")
+    if path.exists() and not path.is_dir():
+        source = "--sessions" if override else (f"${ENV_SESSIONS}" if os.environ.get(ENV_SESSIONS) else "./sessions")
+        raise StoreError(f"the sessions directory {path} (from {source}) is not a directory",
+                         fix=f"point {source} at a directory (it is created when missing)")
+    return path
+
+
+def events_path(root_dir: Path, session_id: str) -> Path:
+    """``<root>/<session>/events.jsonl``."""
+    return root_dir / session_id / EVENTS_FILE
+
+
+def reserve_path(session_dir: Path, short_id: str) -> Path:
+    """The disk space set aside for an attempt's outcome while its log is written (``logs/.A7.reserve``)."""
+    return session_dir / LOGS_DIR / f".{short_id}.reserve"
+
+
+def session_ids(root_dir: Path) -> list[str]:
+    """Every session directory of ``root_dir`` that holds an events file, sorted."""
+    if not root_dir.is_dir():
+        return []
+    return sorted(p.parent.name for p in root_dir.glob(f"*/{EVENTS_FILE}") if valid_session_id(p.parent.name))
+
+
+def current(root_dir: Path) -> str | None:
+    """The current session id, if one is set, valid and still there."""
+    try:
+        value = (root_dir / CURRENT_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if valid_session_id(value) and events_path(root_dir, value).exists():
+        return value
+    return None
+
+
+def set_current(root_dir: Path, session_id: str) -> None:
+    """Point ``<root>/.current`` at ``session_id`` (written aside, then renamed)."""
+    tmp = root_dir / f"{CURRENT_FILE}.{os.getpid()}"
+    try:
+        tmp.write_text(session_id + "\n", encoding="utf-8")
+        os.replace(tmp, root_dir / CURRENT_FILE)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StoreError(f"cannot write {root_dir / CURRENT_FILE}: {exc.strerror}",
+                         fix=f"check that {root_dir} is writable and has space; or pass --session {session_id}") from exc
+
+
+@contextlib.contextmanager
+def store_lock(root_dir: Path) -> Iterator[None]:
+    """An exclusive lock over the whole store (for ids unique across sessions)."""
+    try:
+        root_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root_dir / STORE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot lock the store {root_dir}: {exc.strerror}",
+                         fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an event dict written by any older logkit up to :data:`SCHEMA_VERSION`."""
+    version = data.get("v", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"'v' must be a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"written by a newer logkit (event schema v{version}; this logkit reads up to v{SCHEMA_VERSION})",
+            fix="upgrade logkit: pip install -U logkit",
+        )
+    while version < SCHEMA_VERSION:
+        step = UPGRADES.get(version)
+        if step is None:  # pragma: no cover - a missing step is a programming error
+            raise RuntimeError(f"no upgrade step from event schema v{version}")
+        data = step(dict(data))
+        version += 1
+        data["v"] = version
+    return data
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    """``(line number, bytes, torn)`` for every non-blank line; ``torn``: the last, unterminated one."""
+    chunks = raw.split(b"\n")
+    ends_clean = raw.endswith(b"\n") or not raw
+    if ends_clean:
+        chunks.pop()
+    last = len(chunks)
+    for number, chunk in enumerate(chunks, start=1):
+        if chunk.strip():
+            yield number, chunk, number == last and not ends_clean
+
+
+def load(line: bytes) -> dict[str, Any]:
+    """One line as an event dict at the current schema; ``ValueError`` (or SchemaTooNew) says why not."""
+    try:
+        data = json.loads(line)
+    except RecursionError:
+        raise ValueError("not valid JSON (nested too deeply to be an event)") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid JSON (not UTF-8: {exc.reason} at byte {exc.start})") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError("an event must be a JSON object")
+    return upgrade(data)
+
+
+def decode(line: bytes) -> dict[str, Any] | None:
+    """:func:`load`, or None for a line that cannot be used (never raises for content)."""
+    try:
+        return load(line)
+    except (ValueError, RecursionError):  # SchemaTooNew is a StoreError, caught below
+        return None
+    except SchemaTooNew:
+        return None
+
+
+def may_hold(line: bytes, needle: bytes) -> bool:
+    """A cheap byte test before decoding: False only when a line at the current schema lacks ``needle``.
+
+    An older line may name its fields otherwise until :func:`upgrade` has run, so it may hold anything.
+    """
+    return needle in line or not line.startswith(b'{"v":%d,' % SCHEMA_VERSION)
+
+
+def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[str, Any]]:
+    """The usable lines of ``path`` as event dicts.
+
+    ``keep`` is a cheap test on a line's bytes; it is applied to lines at the current schema only
+    (an older line may name its fields otherwise until it is upgraded).
+    """
+    raw = read_bytes(path)
+    if raw is None:
+        return []
+    out: list[dict[str, Any]] = []
+    prefix = b'{"v":%d,' % SCHEMA_VERSION
+    for _number, chunk, _torn in lines(raw):
+        if keep is not None and chunk.startswith(prefix) and not keep(chunk):
+            continue  # like may_hold: only a current line can be judged by its bytes
+        data = decode(chunk)
+        if data is not None:
+            out.append(data)
+    return out
+
+
+def current_bytes(raw: bytes) -> bytes:
+    """``raw`` with no line older than the current schema, for readers that scan bytes with regexes.
+
+    Without upgrade steps (schema v1: no older line can exist) this is ``raw`` itself, at no cost:
+    the pre-launch check reads the whole store before every launch. With steps, a file whose
+    lines all start ``{"v":<current>,`` (two byte counts) is returned as is; otherwise each line
+    is decoded, upgraded and written again, and lines that cannot be used (too new, damaged) are
+    dropped. Regex readers decode what they use with :func:`decode`, which refuses too-new lines.
+    """
+    if not UPGRADES:
+        return raw
+    body = raw.rstrip(b"\n")
+    prefix = b'{"v":%d,' % SCHEMA_VERSION
+    if not body or (body.startswith(prefix) and body.count(b"\n") == body.count(b"\n" + prefix)):
+        return raw
+    out = []
+    for _number, chunk, _torn in lines(raw):
+        data = decode(chunk)
+        if data is not None:
+            out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return b"\n".join(out) + b"\n" if out else b""
+
+
+def short_numbers(raw: bytes, prefix: str) -> list[int]:
+    """The numbers of the ``A<n>`` (or ``H<n>``) short ids in a session file's bytes."""
+    return [int(m) for m in _SHORT_NUMBER_RE[prefix].findall(raw)]
+
+
+def decision_numbers(raw: bytes) -> list[int]:
+    """The numbers of the ``DR-<n>`` decision ids in a session file's bytes."""
+    return [int(m) for m in _DECISION_NUMBER_RE.findall(raw)]
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def write_line(fd: int, data: bytes, *, path: Path, durable: bool = False) -> None:
+    """Write whole lines on ``fd`` (locked, ``O_APPEND``): all of ``data`` or, on failure, none of it."""
+    start = os.fstat(fd).st_size
+    try:
+        done = 0
+        while done < len(data):
+            written = os.write(fd, data[done:])
+            if written <= 0:  # pragma: no cover - a regular file reports a full disk as ENOSPC
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            done += written
+        if durable:
+            os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)  # no torn line: the file ends where it did
+        raise StoreError(f"cannot write to {path}: {exc.strerror or exc}",
+                         fix=f"free space on the disk of {path.parent} (or check its permissions and size limit)") from exc
+
+
+def append(path: Path, data: bytes, *, durable: bool = False, fix: str | None = None) -> None:
+    """Append whole lines to ``path`` under its lock."""
+    with appending(path, fix=fix or f"check that {path.parent} exists and is writable") as fd:
+        write_line(fd, data, path=path, durable=durable)
+
+
+def rewrite(path: Path, transform: Callable[[bytes], bytes]) -> None:
+    """Replace ``path`` with ``transform(its bytes)`` under its lock: new file, fsync, rename.
+
+    A crash (or a failure) at any point leaves either the old file or the new one, whole. Writers
+    blocked on the old file's lock notice the rename and lock the new file (:mod:`logkit.lockfile`).
+    """
+    with appending(path, fix=f"check that {path.parent} is writable"):
+        body = transform(path.read_bytes())
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(body)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(f"cannot rewrite {path}: {exc.strerror or exc}; the file is unchanged",
+                             fix=f"free space on the disk of {path.parent}, then rerun") from exc
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)  # the rename itself survives a power cut
+        finally:
+            os.close(dir_fd)
+
+
+# -- events as dicts -----------------------------------------------------------------------------
+
+
+def utc(ts: datetime | None = None) -> str:
+    """An ISO-8601 UTC timestamp as the models write it."""
+    return (ts or datetime.now(UTC)).isoformat().replace("+00:00", "Z")
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: (v if k in _KEEP_NONE else _drop_none(v)) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value]
+    return value
+
+
+def event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
+    """An event of ``kind`` as the dict the models would write (``None`` values dropped).
+
+    Raises ``ValueError`` for a kind it does not build or a field that kind's model does not have.
+    """
+    allowed = FIELDS.get(kind)
+    if allowed is None:
+        raise ValueError(f"files.event builds {sorted(FIELDS)}, not {kind!r}")
+    unknown = set(fields) - allowed
+    if unknown:
+        raise ValueError(f"{kind} events have no field(s) {sorted(unknown)}")
+    return _drop_none({"v": SCHEMA_VERSION, "id": os.urandom(16).hex(), "session": session, "ts": utc(),
+                       "kind": kind, **fields})
+
+
+# -- reconciliation ------------------------------------------------------------------------------
+
+
+def recording_alive(pid: object) -> bool:
+    """Whether ``pid`` is a live logkit process (the recorder of an attempt)."""
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return False
+    if not procs.alive(pid):
+        return False
+    return "logkit" in (procs.cmdline(pid) or "")
+
+
+def open_attempts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The attempt dicts of a session that have no outcome yet."""
+    ended = {e.get("attempt") for e in events if e.get("kind") == "outcome"}
+    return [e for e in events if e.get("kind") == "attempt" and e.get("short_id") not in ended]
+
+
+def orphaned(recorder_pid: object, recorder_host: object, host: str | None = None) -> bool:
+    """Whether an open attempt's recording is over: recorded on this host, and its logkit is gone.
+
+    An attempt recorded on another machine cannot be judged from here (it never is).
+    """
+    if recorder_host not in (None, host or procs.hostname()):
+        return False
+    return not (recorder_pid and recording_alive(recorder_pid))
