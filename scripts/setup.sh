@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up logkit from nothing: a virtual environment in .venv with logkit and what it needs.
 #   bash scripts/setup.sh          runtime only (enough for `logkit build`)
-#   bash scripts/setup.sh --test   also the test tools, the lean SGLang install and Debian's chromium
+#   bash scripts/setup.sh --test   also the test tools, the fast redaction engines (logkit[fast]: Hyperscan on
+#                                  x86, RE2), the lean SGLang install and Debian's chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
@@ -14,7 +15,7 @@ fi
 pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
 
 if [ "$want_test" = 1 ]; then
-  pip install -e '.[test]'
+  pip install -e '.[test,fast]'  # the tests run the redaction with every engine installed, stdlib too
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with
   # --no-deps next to the few small packages its modules import. All pins live in that one file.
   pip install --no-deps -r requirements/sglang-lean.txt
