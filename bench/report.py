@@ -4,8 +4,12 @@ Faults survived (logkit SIGKILLed before/after the attempt line, mid-stream at r
 writing the outcome, with a torn line; the disk filling up; a flood of hostile bytes; a deaf server
 with grandchildren), load held (16 concurrent ``logkit run`` on one session for a minute; a
 million events into frames, timed), inputs tried (property-based tests on the reader and every
-parser; a hand-edited session; planted secrets and injections), each with nothing lost. The
-scenarios are the tests' own (``tests/scenarios.py``); only the sizes differ.
+parser; a hand-edited session; planted secrets and injections), each with nothing lost, and the
+leak probes of issue 13 (``tests/leak_probes.py``: secrets through side doors and in shapes the
+first table missed, lines paused mid-way, tokens across the 64 KiB cut, log paths leading out of the
+session, terminal escapes), each with nothing leaked. Every row: tries / survived / lost / leaked.
+The scenarios are the tests' own (``tests/scenarios.py``, ``tests/leak_probes.py``); only the
+sizes differ.
 
     .venv/bin/python bench/report.py            # full size (about 12 minutes on 2 cores)
     .venv/bin/python bench/report.py --quick    # the tests' sizes (about 1 minute)
@@ -32,9 +36,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+import leak_probes  # noqa: E402
 import scenarios  # noqa: E402
 
-Row = tuple[str, str, int, int, str]  # (group, attack, runs, held, figure)
+Row = tuple[str, str, int, int, int, int, str]  # (group, attack, tries, survived, lost, leaked, figure)
 
 
 def _fresh(work: Path, name: str) -> Path:
@@ -45,14 +50,30 @@ def _fresh(work: Path, name: str) -> Path:
 
 
 def _repeat(group: str, attack: str, runs: int, once: Callable[[int], dict[str, Any]],
-            figure: Callable[[list[dict[str, Any]]], str], failures: list[str]) -> Row:
+            figure: Callable[[list[dict[str, Any]]], str], failures: list[str], *, leak: bool = False) -> Row:
+    """Run an attack ``runs`` times; a run that raised lost something (or, for a leak check, leaked)."""
     results: list[dict[str, Any]] = []
     for i in range(runs):
         try:
             results.append(once(i))
         except Exception as exc:  # a failed attack is a row that did not hold, not a crash of the report
             failures.append(f"{attack} #{i}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-    return (group, attack, runs, len(results), figure(results) if results else "-")
+    bad = runs - len(results)
+    return (group, attack, runs, len(results), 0 if leak else bad, bad if leak else 0,
+            figure(results) if results else "-")
+
+
+def _probe(attack: str, run: Callable[[], dict[str, Any]], tries: int, figure: str, failures: list[str]) -> Row:
+    """A leak probe of ``tests/leak_probes.py``: each planted value found on disk, in the site or on a
+    captured terminal stream counts as leaked; a probe that raised lost all its tries."""
+    try:
+        result = run()
+    except Exception as exc:
+        failures.append(f"{attack}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+        return ("leak", attack, tries, 0, tries, 0, "-")
+    leaked = result["leaked"]
+    failures += [f"{attack}: leaked {w}" for w in leaked]
+    return ("leak", attack, result["tries"], result["tries"] - len(leaked), 0, len(leaked), figure)
 
 
 def main() -> int:
@@ -146,7 +167,7 @@ def main() -> int:
     many = 7  # properties that read LOGKIT_PROPS_EXAMPLES; the store's two run 150 each
     if props.returncode != 0:
         failures.append("property tests:\n" + props.stdout[-3000:])
-    rows.append(("input", "property-based: reader + every parser", passed + failed, passed,
+    rows.append(("input", "property-based: reader + every parser", passed + failed, passed, failed, 0,
                  f"~{many * examples + 2 * 150:,} generated inputs in {time.perf_counter() - t0:.0f}s; no traceback"))
 
     def hand(i: int) -> dict[str, Any]:
@@ -160,19 +181,46 @@ def main() -> int:
         return scenarios.secrets_and_site_scan(root / "s", root)
     rows.append(_repeat("input", "planted secrets + HTML/Markdown injection", 1, secrets,
                         lambda rs: f"{rs[0]['secrets']} secrets in 0 of {rs[0]['files_scanned']} files; "
-                                   f"{rs[0]['pages']} pages: no script, no external host", failures))
+                                   f"{rs[0]['pages']} pages: no script, no external host", failures, leak=True))
+
+    # issue 13's leak probes, each through real logkit processes, then sessions/ and the site grepped
+    def probe(name: str) -> Path:
+        root = _fresh(work, f"leak-{name}")
+        (root / "s").mkdir()
+        return root
+
+    paused = 8 if q else 39
+    straddle = 15
+    for attack, fn, tries, fig in (
+        ("key in record --cmd diff, decide title, session title, stderr diff",
+         leak_probes.within_patterns, 5, "config diff, DECISIONS.tsv, session id/dir/URLs, stderr"),
+        ("AWS keys, ?token=, Basic auth, JWT, SGLANG_ENCRYPTION_KEY, note password",
+         leak_probes.outside_patterns, 7, "raw log, events, site"),
+        (f"line printed in two parts, 1.2 s pause at a random byte ({paused})",
+         lambda s, w: leak_probes.paused_lines(s, w, paused), paused, "raw log, events"),
+        (f"token across the 64 KiB partial-line cut ({straddle} offsets)",
+         lambda s, w: leak_probes.straddled_cut(s, w, straddle), straddle, "raw log: one whole placeholder"),
+        ("log.path out of the session (absolute, ../, symlink)",
+         leak_probes.escaped_log_path, 3, "abandoned outcome, site: file not read"),
+        ("terminal escapes in titles/notes via list, show, status",
+         leak_probes.terminal_escapes, 30, "escapes shown as \\x1b, never raw"),
+    ):
+        root = probe(str(len(rows)))
+        rows.append(_probe(attack, lambda fn=fn, root=root: fn(root / "s", root), tries, fig, failures))
 
     total = time.perf_counter() - started
-    widths = [max(len(str(r[i])) for r in rows + [("group", "attack", "runs", "held", "figure")]) for i in range(5)]
-    header = ("group", "attack", "runs", "held", "what was checked / measured")
+    header = ("group", "attack", "tries", "survived", "lost", "leaked", "what was checked / measured")
+    widths = [max(len(str(r[i])) for r in [*rows, header]) for i in range(6)]
     print(f"logkit proof under faults, load and bad input ({'quick' if q else 'full size'}, {total:.0f}s)")
-    line = "  ".join(f"{h:<{w}}" for h, w in zip(header, widths, strict=False))
+    line = "  ".join(f"{h:{'<' if i < 2 else '>'}{w}}" for i, (h, w) in enumerate(zip(header, widths, strict=False)))
+    line += "  " + header[6]
     print(line)
     print("-" * len(line))
-    for group, attack, runs, held, figure in rows:
-        print(f"{group:<{widths[0]}}  {attack:<{widths[1]}}  {runs:>{widths[2]}}  {held:>{widths[3]}}  {figure}")
-    ok = all(r[2] == r[3] for r in rows) and not failures
-    print(f"{'all held, nothing lost' if ok else 'NOT HELD: see below'}")
+    for group, attack, tries, survived, lost, leaked, figure in rows:
+        print(f"{group:<{widths[0]}}  {attack:<{widths[1]}}  {tries:>{widths[2]}}  {survived:>{widths[3]}}  "
+              f"{lost:>{widths[4]}}  {leaked:>{widths[5]}}  {figure}")
+    ok = all(r[2] == r[3] and r[4] == 0 and r[5] == 0 for r in rows) and not failures
+    print(f"{'all held, nothing lost, nothing leaked' if ok else 'NOT HELD: see below'}")
     for failure in failures:
         print(failure, file=sys.stderr)
     if args.work is None:

@@ -177,3 +177,77 @@ def terminal_escapes(sessions: Path, work: Path) -> dict[str, Any]:
                 raw.append(f"{' '.join(args)}: {name}")
         assert "RED" in res.stdout, (args, "the text itself must still be shown")
     return {"tries": tries, "leaked": sorted(set(raw))}
+
+
+SPLIT_CHILD = """
+import sys, time
+pause = float(sys.argv[1])
+for spec in sys.argv[2:]:
+    line, cut = spec.rsplit(":", 1)
+    data = bytes.fromhex(line)
+    cut = int(cut)
+    sys.stdout.buffer.write(data[:cut]); sys.stdout.buffer.flush()
+    if pause:
+        time.sleep(pause)
+    sys.stdout.buffer.write(data[cut:]); sys.stdout.buffer.flush()
+"""
+
+SPLIT_LINES = [
+    ("hf_" + "P" * 30, b"export HF_TOKEN=hf_" + b"P" * 30 + b" done\n"),
+    ("hunter2split", b"the password hunter2split was set\n"),
+    ("splitkey12345", b"server_args=ServerArgs(api_key='splitkey12345', port=1)\n"),
+    ("dXNlcjpTUExJVFBBU1M", b"Authorization: Basic dXNlcjpTUExJVFBBU1M=\n"),
+]
+
+
+def paused_lines(sessions: Path, work: Path, tries: int, *, seed: int = 13) -> dict[str, Any]:
+    """A child prints secret-bearing lines in two parts with a pause over the partial-line age
+    (1 s) at a random byte; nothing may reach the raw log."""
+    import random
+
+    rng = random.Random(seed)
+    done = _logkit(sessions, "session", "start", "paused lines")
+    assert done.returncode == 0, done.stderr
+    specs, secrets = [], []
+    for i in range(tries):
+        secret, line = SPLIT_LINES[i % len(SPLIT_LINES)]
+        specs.append(f"{line.hex()}:{rng.randrange(1, len(line) - 1)}")
+        secrets.append(secret)
+    res = _logkit(sessions, "run", "--", sys.executable, "-c", SPLIT_CHILD, "1.2", *specs, timeout=60 + 2 * tries)
+    assert res.returncode == 0, res.stderr
+    leaked = []
+    for n, secret in enumerate(secrets):
+        hits = find(secret, [sessions])
+        if hits:
+            leaked.append(f"try {n} ({specs[n].rsplit(':', 1)[1]}): {hits[0]}")
+    return {"tries": tries, "leaked": leaked}
+
+
+STRADDLE_CHILD = """
+import os, sys, time
+for offset in range(int(sys.argv[1])):
+    # written 4 KiB at a time, so logkit's buffer first passes PARTIAL_MAX (64 KiB) at 69,632 bytes,
+    # where a line without spaces used to be cut 512 bytes before its end: the token is put around there
+    line = (b"x" * (69_120 - 24 + offset * 3) + b"=hf_" + b"%02dSTRADDLE" % offset + b"T" * 30
+            + b";" + b"y" * 5000 + b" end\\n")
+    for at in range(0, len(line), 4096):
+        os.write(1, line[at:at + 4096])
+        time.sleep(0.01)  # one read per write
+"""
+
+
+def straddled_cut(sessions: Path, work: Path, tries: int) -> dict[str, Any]:
+    """A token across the 64 KiB partial-line cut, at ``tries`` positions."""
+    done = _logkit(sessions, "session", "start", "straddled cut")
+    assert done.returncode == 0, done.stderr
+    res = _logkit(sessions, "run", "--", sys.executable, "-c", STRADDLE_CHILD, str(tries))
+    assert res.returncode == 0, res.stderr
+    (log,) = sessions.glob("*/logs/A1.log")
+    lines = log.read_bytes().split(b"\n")[:-1]
+    assert len(lines) == tries, f"{len(lines)} lines stored of {tries}"
+    leaked = []
+    for offset, line in enumerate(lines):
+        # the whole token is one placeholder: not a byte of it, not even its hf_ prefix, was written
+        if not line.endswith(b"=[REDACTED];" + b"y" * 5000 + b" end") or b"STRA" in line:
+            leaked.append(f"offset {offset}: {line[-5060:-5000]!r}")
+    return {"tries": tries, "leaked": leaked}

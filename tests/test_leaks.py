@@ -30,3 +30,13 @@ def test_a_log_path_outside_the_session_is_never_read(sessions: Path, tmp_path: 
 def test_terminal_escapes_in_user_text_are_shown_not_obeyed(sessions: Path, tmp_path: Path) -> None:
     result = leak_probes.terminal_escapes(sessions, tmp_path)
     assert result["leaked"] == [], result["leaked"]
+
+
+def test_lines_paused_mid_way_store_no_secret(sessions: Path, tmp_path: Path) -> None:
+    result = leak_probes.paused_lines(sessions, tmp_path, tries=4)
+    assert result["leaked"] == [], result["leaked"]
+
+
+def test_a_token_across_the_64k_cut_is_redacted(sessions: Path, tmp_path: Path) -> None:
+    result = leak_probes.straddled_cut(sessions, tmp_path, tries=15)
+    assert result["leaked"] == [], result["leaked"]

@@ -94,6 +94,22 @@ def test_every_prefilter_agrees(engine: str) -> None:
     assert r.chunk(big) == big.replace(b"hf_" + b"B" * 30, b"[REDACTED]")
 
 
+def test_searching_only_around_triggers_equals_a_full_search(engine: str) -> None:
+    """The prefilter's regions and pattern subsets give what the whole regex over the whole chunk gives."""
+    import random
+
+    rng = random.Random(5)
+    pieces = [b"Decode batch, #token: 1, token usage: 0.2", b"ssh user@host ok", b"GET https://h/x?a=1&token=QTOK1&b=2",
+              b"https://u:pw9999@proxy:3128/", b"api_key=None", b"api_key='k1234567'", b"x_token=abc123 y",
+              b"aws_secret_access_key = AWS1", b"--hf-token TOK7777", b"Authorization: Bearer abcdefghijk",
+              b"password hunter2zz", b"hf_" + b"A" * 25, b"sk-" + b"b" * 22, b"eyJabcdefghij.eyJabcd.sig",
+              b"{'token': 'tv1'}", b"planted-literal-77", b"\x00\xff" + rng.randbytes(40)]
+    r = Redactor(literals=["planted-literal-77"])
+    for _ in range(30):
+        chunk = b"\n".join(rng.choice(pieces) + b" " + rng.choice(pieces) for _ in range(200)) + b"\n"
+        assert r.chunk(chunk) == r._sub(chunk), engine
+
+
 def test_every_pattern_is_reached_through_the_prefilter(engine: str) -> None:
     """One example per pattern of secrets.toml, each alone in a big chunk: the prefilter must let it through."""
     from logkit.capture.redact import load_rules

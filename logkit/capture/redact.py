@@ -35,7 +35,7 @@ from ._slotted import Slotted
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
-__all__ = ["ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "load_rules"]
+__all__ = ["DENSE_BYTES", "ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "load_rules"]
 
 PLACEHOLDER = "[REDACTED]"
 _HARMLESS = re.compile(r"^(?:-?[0-9][0-9.,_]*%?|none|null|true|false|nil|)$", re.IGNORECASE)
@@ -46,7 +46,7 @@ class Rules(Slotted):
 
     # __slots__, not @dataclass(frozen=True): `dataclasses` costs `logkit run` ~10 ms of start-up.
     __slots__ = ("placeholder", "env_names", "env_re", "flag_names", "flag_pattern", "min_literal", "prefilter",
-                 "patterns")
+                 "patterns", "pattern_triggers")
 
     placeholder: str
     env_names: tuple[str, ...]
@@ -54,16 +54,20 @@ class Rules(Slotted):
     flag_names: frozenset[str]
     flag_pattern: re.Pattern[str]
     min_literal: int
+    #: every pattern's triggers, each once, in file order
     prefilter: tuple[bytes, ...]
     #: (name, regex source) in file order
     patterns: tuple[tuple[str, str], ...]
+    #: per pattern, the lowercase substrings one of which is in each of its matches
+    pattern_triggers: tuple[tuple[bytes, ...], ...]
 
     def __init__(self, placeholder: str, env_names: tuple[str, ...], env_re: re.Pattern[str],
                  flag_names: frozenset[str], flag_pattern: re.Pattern[str], min_literal: int,
-                 prefilter: tuple[bytes, ...], patterns: tuple[tuple[str, str], ...]) -> None:
+                 prefilter: tuple[bytes, ...], patterns: tuple[tuple[str, str], ...],
+                 pattern_triggers: tuple[tuple[bytes, ...], ...]) -> None:
         values = {"placeholder": placeholder, "env_names": env_names, "env_re": env_re, "flag_names": flag_names,
                   "flag_pattern": flag_pattern, "min_literal": min_literal, "prefilter": prefilter,
-                  "patterns": patterns}
+                  "patterns": patterns, "pattern_triggers": pattern_triggers}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -83,6 +87,7 @@ def load_rules() -> Rules:
     raw = (_DATA / "secrets.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     text = data["text"]
+    per_pattern = tuple(tuple(t.lower().encode() for t in p["triggers"]) for p in text["patterns"])
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
         env_names=tuple(n.upper() for n in data["env"]["names"]),
@@ -90,8 +95,9 @@ def load_rules() -> Rules:
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
-        prefilter=tuple(t.lower().encode() for t in text["prefilter"]),
+        prefilter=tuple(dict.fromkeys(t for ts in per_pattern for t in ts)),
         patterns=tuple((p["name"], p["regex"]) for p in text["patterns"]),
+        pattern_triggers=per_pattern,
     )
 
 
@@ -124,6 +130,8 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
 
 
 ENGINES = ("hyperscan", "re2", "stdlib")
+#: more than one trigger per this many bytes: the chunk is searched whole, not line by line
+DENSE_BYTES = 2048
 #: Environment variable that forces a prefilter engine (``stdlib`` tests the path without the extra).
 ENGINE_ENV = "LOGKIT_REDACT_ENGINE"
 
@@ -141,6 +149,11 @@ class _HyperscanFilter:
         flags = [hyperscan.HS_FLAG_CASELESS] * len(triggers) + [0] * len(literals)
         self._db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         self._db.compile(expressions=patterns, ids=list(range(len(patterns))), flags=flags)
+        # the same, each pattern reported once: which triggers a dense chunk holds, in <= N calls
+        self._once = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._once.compile(expressions=patterns, ids=list(range(len(patterns))),
+                           flags=[f | hyperscan.HS_FLAG_SINGLEMATCH for f in flags])
+        self._lens = [len(t) for t in (*triggers, *literals)]
         self._lock = threading.Lock()  # one scratch space: one scan at a time
 
     @staticmethod
@@ -157,15 +170,30 @@ class _HyperscanFilter:
                 return True
         return False
 
-    def hits(self, data: bytes) -> list[int]:
-        found: list[int] = []
+    def hits(self, data: bytes, limit: int) -> list[tuple[int, int]] | None:
+        found: list[tuple[int, int]] = []
         add = found.append
+        lens = self._lens
 
-        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: Any) -> None:
-            add(end - 1)  # Hyperscan reports where a match ends: the last byte of the trigger
+        def on_match(index: int, _start: int, end: int, _flags: int, _ctx: Any) -> bool:
+            add((end - lens[index], index))  # Hyperscan reports where a match ends
+            return len(found) > limit
 
         with self._lock:
-            self._db.scan(data, match_event_handler=on_match)
+            try:
+                self._db.scan(data, match_event_handler=on_match)
+            except self._hs.ScanTerminated:
+                return None
+        return found
+
+    def present(self, data: bytes) -> set[int]:
+        found: set[int] = set()
+
+        def on_match(index: int, *_args: Any) -> None:
+            found.add(index)
+
+        with self._lock:
+            self._once.scan(data, match_event_handler=on_match)
         return found
 
 
@@ -175,15 +203,26 @@ class _Re2Filter:
     name = "re2"
 
     def __init__(self, re2: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
-        alternatives = [b"(?i:" + b"|".join(re.escape(t) for t in triggers) + b")"]
-        alternatives += [re.escape(v) for v in literals]
+        alternatives = [b"(?i:" + b"|".join(b"(" + re.escape(t) + b")" for t in triggers) + b")"]
+        alternatives += [b"(" + re.escape(v) + b")" for v in literals]
         self._re = re2.compile(b"|".join(alternatives))
+        self._stdlib = _StdlibFilter(triggers, literals)
 
     def any(self, data: bytes) -> bool:
         return self._re.search(data) is not None
 
-    def hits(self, data: bytes) -> list[int]:
-        return [m.start() for m in self._re.finditer(data)]
+    def hits(self, data: bytes, limit: int) -> list[tuple[int, int]] | None:
+        # one group per trigger says which; a trigger overlapping an earlier one (`key=` in
+        # `api_key=`) is not reported, but the earlier one's patterns cover that text
+        found = []
+        for m in self._re.finditer(data):
+            found.append((m.start(), m.lastindex - 1))
+            if len(found) > limit:
+                return None
+        return found
+
+    def present(self, data: bytes) -> set[int]:
+        return self._stdlib.present(data)
 
 
 class _StdlibFilter:
@@ -199,16 +238,26 @@ class _StdlibFilter:
         low = data.lower()
         return any(t in low for t in self._triggers) or any(v in data for v in self._literals)
 
-    def hits(self, data: bytes) -> list[int]:
-        found: list[int] = []
+    def hits(self, data: bytes, limit: int) -> list[tuple[int, int]] | None:
+        found: list[tuple[int, int]] = []
         low = data.lower()
+        index = 0
         for hay, needles in ((low, self._triggers), (data, self._literals)):
             for needle in needles:
                 at = hay.find(needle)
                 while at >= 0:
-                    found.append(at)
-                    at = hay.find(needle, at + len(needle))
+                    found.append((at, index))
+                    if len(found) > limit:
+                        return None
+                    at = hay.find(needle, at + 1)
+                index += 1
         return found
+
+    def present(self, data: bytes) -> set[int]:
+        low = data.lower()
+        n = len(self._triggers)
+        return {i for i, t in enumerate(self._triggers) if t in low} | {
+            n + i for i, v in enumerate(self._literals) if v in data}
 
 
 def _prefilter(triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> Any:
@@ -265,17 +314,28 @@ class Redactor:
         lits = sorted({v for v in literals if len(v) >= self.rules.min_literal}, key=len, reverse=True)
         self.literals: tuple[str, ...] = tuple(lits)
         self._lit_bytes = tuple(v.encode("utf-8", "surrogateescape") for v in lits)
-        parts: list[str] = []
+        parts: list[tuple[int, str]] = []  # (pattern index, -1 for the literals; its regex part)
         self._secret_group: dict[str, str | None] = {}
         if lits:
-            parts.append("(?P<lit>" + "|".join(re.escape(v) for v in lits) + ")")
+            parts.append((-1, "(?P<lit>" + "|".join(re.escape(v) for v in lits) + ")"))
             self._secret_group["lit"] = None
         for i, (_name, source) in enumerate(self.rules.patterns):
             has_secret = "(?P<secret>" in source
             source = source.replace("(?P<secret>", f"(?P<s{i}>")
-            parts.append(f"(?P<p{i}>{_scoped(source)})")
+            parts.append((i, f"(?P<p{i}>{_scoped(source)})"))
             self._secret_group[f"p{i}"] = f"s{i}" if has_secret else None
-        self._joined = "|".join(parts)
+        self._parts = parts
+        self._joined = "|".join(part for _i, part in parts)
+        # trigger index (as the prefilter numbers them: triggers, then literals) -> patterns it starts
+        by_trigger: dict[int, set[int]] = {}
+        index = {t: n for n, t in enumerate(self.rules.prefilter)}
+        for i, triggers in enumerate(self.rules.pattern_triggers):
+            for t in triggers:
+                by_trigger.setdefault(index[t], set()).add(i)
+        for n in range(len(lits)):
+            by_trigger[len(self.rules.prefilter) + n] = {-1}
+        self._by_trigger = {n: frozenset(v) for n, v in by_trigger.items()}
+        self._subset_re: dict[frozenset[int], re.Pattern[bytes]] = {}
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
         self._fast: Any = False  # compiled on the first chunk (RE2 costs start-up time)
@@ -320,14 +380,21 @@ class Redactor:
         Each trigger's line and the next one are searched (a key and its value may sit a line
         apart); the rest of the chunk is copied as is, so one trigger in a megabyte costs a line.
         """
-        hits = self._filter().hits(data)
+        engine = self._filter()
+        by_trigger = self._by_trigger
+        hits = engine.hits(data, len(data) // DENSE_BYTES)
+        if hits is None:
+            # triggers on most lines: one pass of the patterns they start over the whole chunk is
+            # cheaper than a region per hit (a URL on every line runs only the `://` pattern)
+            return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))))
         if not hits:
             return data
         hits.sort()
         span = self.window
-        regions: list[list[int]] = []
-        for hit in hits:
+        regions: list[list[Any]] = []  # [start, end, patterns]
+        for hit, trigger in hits:
             if regions and hit < regions[-1][1]:
+                regions[-1][2] |= by_trigger[trigger]
                 continue
             start = data.rfind(b"\n", 0, hit) + 1
             end = data.find(b"\n", min(hit + span, len(data)))
@@ -335,21 +402,31 @@ class Redactor:
             end = len(data) if end < 0 else end + 1
             if regions and start <= regions[-1][1]:
                 regions[-1][1] = end
+                regions[-1][2] |= by_trigger[trigger]
             else:
-                regions.append([start, end])
-        if len(regions) == 1 and regions[0] == [0, len(data)]:
-            return self._sub(data)
+                regions.append([start, end, set(by_trigger[trigger])])
+        if len(regions) == 1 and regions[0][:2] == [0, len(data)]:
+            return self._sub(data, regions[0][2])
         out: list[bytes] = []
         done = 0
-        for start, end in regions:
+        for start, end, patterns in regions:
             out.append(data[done:start])
-            out.append(self._sub(data[start:end]))
+            out.append(self._sub(data[start:end], patterns))
             done = end
         out.append(data[done:])
         return b"".join(out)
 
-    def _sub(self, data: bytes) -> bytes:
-        return self._bytes_re.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
+    def _sub(self, data: bytes, patterns: set[int] | frozenset[int] | None = None) -> bytes:
+        """Run the patterns (all, or only those a region's triggers start) over ``data``."""
+        if patterns is None:
+            regex = self._bytes_re
+        else:
+            key = frozenset(patterns)
+            regex = self._subset_re.get(key)  # type: ignore[assignment]
+            if regex is None:
+                joined = "|".join(part for i, part in self._parts if i in key)
+                regex = self._subset_re[key] = re.compile(joined.encode("utf-8"))
+        return regex.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
     @classmethod
     def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:

@@ -211,7 +211,7 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, boo
 @lru_cache(maxsize=1)
 def _gate(words: tuple[bytes, ...]) -> Callable[[bytes], bool]:
     """Does a lower-cased chunk contain any gate word? One RE2 DFA scan when google-re2 is
-    installed (a declared dependency; ~2 ms/MiB), else one substring test per word (~40 ms/MiB)."""
+    installed (the optional extra ``logkit[fast]``; ~2 ms/MiB), else one substring test per word (~40 ms/MiB)."""
     try:
         import re2  # type: ignore[import-not-found]
 
