@@ -20,7 +20,7 @@ import pandas as pd
 
 from .. import statuses
 from ..events import Attempt, Outcome
-from .load import Loaded, SessionData, tables
+from .load import Loaded, SessionData, gc_paused, tables
 
 __all__ = ["AttemptFacts", "Frames", "arch_of", "make_frames", "ref_of"]
 
@@ -165,6 +165,11 @@ def _concurrency(labels: dict[str, Any]) -> float | None:
 
 def make_frames(loaded: Loaded) -> Frames:
     """Facts and DataFrames of the whole knowledge base."""
+    with gc_paused():
+        return _make_frames(loaded)
+
+
+def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     for session in loaded.sessions.values():
         for attempt in session.attempts.values():
