@@ -276,8 +276,9 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
     while its ``events.jsonl`` is unchanged, so the check before a launch reads no session file
     that was not written since the last check.
     """
-    # what is derived depends on the tables too (failure classes, exonerating statuses, ignored values)
-    digest = hashlib.sha256(json.dumps(tables(), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    # what is derived depends on the tables too (refuting and working statuses, ignored values)
+    rules = [tables(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
+    digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = SessionCache(store.root, "refuted", f"{CACHE_VERSION}-{digest}")
     runs: list[RefutedRun] = []
     found = sessions_with_stat(store.root)
