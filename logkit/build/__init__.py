@@ -34,6 +34,8 @@ class BuildResult:
     out: Path | None
     pages: int = 0
     charts_rendered: int = 0
+    #: session pages kept from the previous build (their inputs did not change)
+    pages_kept: int = 0
     warnings: list[str] = field(default_factory=list)
     #: stage name -> seconds
     timings: dict[str, float] = field(default_factory=dict)
@@ -54,8 +56,9 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     from .charts import BackgroundCharts, metrics_pages, render_svgs
     from .contexts import Page
     from .frames import make_frames
+    from .incremental import Manifest, build_key, content_digests
     from .index import KBIndex
-    from .load import load
+    from .load import gc_paused, load
     from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
     from .pages_sweeps import sweep_pages
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
@@ -76,10 +79,12 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         result.timings[stage] = now - clock
         clock = now
 
-    loaded = load(sessions, strict=strict, warn=warned)
-    lap("load")
-    frames = make_frames(loaded)
-    lap("frames")
+    digests = content_digests(sessions)  # before reading: a file written meanwhile is redone next time
+    with gc_paused():
+        loaded = load(sessions, strict=strict, warn=warned)
+        lap("load")
+        frames = make_frames(loaded)
+        lap("frames")
     metric_pages, metric_index, jobs = metrics_pages(frames)
     sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
     jobs = [*jobs, *sweep_jobs]
@@ -87,22 +92,27 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     # the SVGs render on the second core while this one makes and renders the pages
     charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
     lap("charts")
-    index = KBIndex(loaded, frames)
-    cfg_pages = config_pages(index)
-    matrix, negatives = matrix_page(index)
-    sig_pages = signature_pages(index)
-    home = home_page(index)
-    pages: list[tuple[Any, Any]] = [(home.page, home)]
-    for ctx in [
-        decisions_index(index), *decision_pages(index),
-        configs_index(index, cfg_pages), *cfg_pages,
-        matrix, *negatives,
-        signatures_index(sig_pages, index), *sig_pages,
-        metric_index, *metric_pages,
-        sessions_index(index), *session_pages(index),
-        sweeps_index, *sweep_pages_,
-    ]:
-        pages.append((ctx.page, ctx))
+    with gc_paused():
+        index = KBIndex(loaded, frames)
+        cfg_pages = config_pages(index)
+        matrix, negatives = matrix_page(index)
+        sig_pages = signature_pages(index)
+        home = home_page(index)
+        pages: list[tuple[Any, Any]] = [(home.page, home)]
+        for ctx in [
+            decisions_index(index), *decision_pages(index),
+            configs_index(index, cfg_pages), *cfg_pages,
+            matrix, *negatives,
+            signatures_index(sig_pages, index), *sig_pages,
+            metric_index, *metric_pages,
+            sessions_index(index),
+            sweeps_index, *sweep_pages_,
+        ]:
+            pages.append((ctx.page, ctx))
+        manifest = Manifest(docs, build_key(templates), digests)
+        kept = [path for sid in loaded.sessions if (path := manifest.unchanged(sid))]
+        fresh = session_pages(index, keep=lambda sid: sid in manifest.pages)
+        pages += [(ctx.page, ctx) for ctx, _deps in fresh]
     lap("contexts")
     if strict:
         from .strict import knowledge_problems, refuse
@@ -110,7 +120,14 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         refuse(knowledge_problems(sessions, pages), "the knowledge base has duplicate or dangling ids or stale schemas")
     renderer = Renderer(docs, templates)
     pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
-    renderer.write(pages)
+    texts: dict[str, str] = {}
+    renderer.write(pages, texts)
+    for path in kept:
+        renderer.keep(path)
+    for ctx, deps in fresh:
+        manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
+    manifest.save()
+    result.pages_kept = len(kept)
     renderer.prune()
     copy_assets(docs)
     lap("render")
@@ -124,7 +141,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     for old in (docs / "assets" / "charts").glob("*.svg"):
         if old not in wanted:
             old.unlink()  # a chart no page shows any more
-    result.pages = len(pages)
+    result.pages = len(pages) + len(kept)
     return result
 
 

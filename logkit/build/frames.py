@@ -21,7 +21,7 @@ import pandas as pd
 from .. import statuses
 from ..events import Attempt, Outcome
 from ..launch.flags import backend_axes, model_of
-from .load import Loaded, SessionData, tables
+from .load import Loaded, SessionData, gc_paused, tables
 
 __all__ = ["AttemptFacts", "Frames", "arch_of", "make_frames", "ref_of"]
 
@@ -172,6 +172,11 @@ def _item(labels: dict[str, Any]) -> str | None:
 
 def make_frames(loaded: Loaded) -> Frames:
     """Facts and DataFrames of the whole knowledge base."""
+    with gc_paused():
+        return _make_frames(loaded)
+
+
+def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     for session in loaded.sessions.values():
         for attempt in session.attempts.values():

@@ -83,6 +83,8 @@ class KBIndex:
                 except (TypeError, ValueError):
                     conc = None
                 self.metrics_by_server.setdefault(ref_of(session.id, server), []).append((m.name, m.value, m.unit, conc))
+        #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
+        self.touched: set[str] | None = None
         self._superseded_by: dict[str, list[str]] = {}
         for did, (d, _sid) in sorted(self.decisions.items()):
             if d.supersedes and d.supersedes != did:
@@ -93,6 +95,8 @@ class KBIndex:
         match = _ATTEMPT.match(ref.strip())
         if not match:
             return None
+        if self.touched is not None:
+            self.touched.add(match["session"] or session)
         return self.frames.facts.get(ref_of(match["session"] or session, match["id"]))
 
     def hypothesis(self, ref: str, session: str) -> HypRef | None:

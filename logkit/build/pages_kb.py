@@ -7,6 +7,7 @@ nothing in the knowledge base are kept as text (``unresolved``), never dropped o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
@@ -336,9 +337,19 @@ def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
     )
 
 
-def session_pages(index: KBIndex) -> list[SessionPage]:
-    """One page per session."""
-    return [_session_page(index, s) for s in index.loaded.sessions.values()]
+def session_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _sid: False,
+                  ) -> list[tuple[SessionPage, set[str]]]:
+    """One page per session not kept from the last build, each with the sessions it references."""
+    pages = []
+    for s in index.loaded.sessions.values():
+        if keep(s.id):
+            continue
+        index.touched = set()
+        try:
+            pages.append((_session_page(index, s), index.touched))
+        finally:
+            index.touched = None
+    return pages
 
 
 def sessions_index(index: KBIndex) -> SessionsIndex:

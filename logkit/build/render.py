@@ -140,11 +140,17 @@ class Renderer:
         lines.append("---")
         return "\n".join(lines) + "\n\n" + body
 
-    def write(self, pages: Iterable[tuple[Page, Any]]) -> int:
-        """Render and write every page; returns how many files changed."""
+    def keep(self, path: str) -> None:
+        """Keep a page written by an earlier build as it is (:meth:`prune` leaves it)."""
+        self.written.append(self.docs / path)
+
+    def write(self, pages: Iterable[tuple[Page, Any]], texts: dict[str, str] | None = None) -> int:
+        """Render and write every page (its Markdown into ``texts`` by path, if given); how many changed."""
         changed = 0
         for page, ctx in pages:
             text = self.render(page, ctx)
+            if texts is not None:
+                texts[page.path] = text
             target = self.docs / page.path
             self.written.append(target)
             try:

@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,12 +40,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .. import files, statuses
 from ..launch.flags import backend_axes, ignored, table
 from ..launch.flags import describe as describe_values
+from ..readcache import SessionCache, sessions_with_stat
 
 if TYPE_CHECKING:  # the check runs before every launch: the event models (pydantic) stay unimported
     from ..events import Environment, LaunchConfig
     from ..store import Store
 
 __all__ = [
+    "CACHE_VERSION",
     "ENV_ARCH",
     "RefutedRun",
     "arch_name",
@@ -260,14 +263,52 @@ def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
     return False
 
 
+#: bump when what :func:`_session_runs` derives changes (the per-session cache is then rebuilt)
+CACHE_VERSION = 1
+
+
 def refuted_runs(store: Store) -> list[RefutedRun]:
-    """Every refuted launch of the knowledge base (unreadable lines are skipped, never fatal)."""
+    """Every refuted launch of the knowledge base (unreadable lines are skipped, never fatal).
+
+    Each session's runs come from the store's ``refuted`` read cache (:mod:`logkit.readcache`)
+    while its ``events.jsonl`` is unchanged, so the check before a launch reads no session file
+    that was not written since the last check.
+    """
+    # what is derived depends on the tables too (refuting and working statuses, ignored values)
+    rules = [table(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
+    digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    cache = SessionCache(store.root, "refuted", f"{CACHE_VERSION}-{digest}")
     runs: list[RefutedRun] = []
-    for session in store.session_ids():
-        raw = files.read_bytes(files.events_path(store.root, session))
-        if raw is not None:
-            runs.extend(_session_runs(session, files.current_bytes(raw)))
+    found = sessions_with_stat(store.root)
+    for session, path, st in found:
+        rows = cache.get(session, path,
+                         lambda raw, sid=session: [_row(r) for r in _session_runs(sid, files.current_bytes(raw))] if raw else [],
+                         valid=_valid_rows, st=st)
+        runs.extend(_run(session, row) for row in rows)
+    cache.prune({f[0] for f in found})
+    cache.save()
     return runs
+
+
+def _valid_rows(rows: Any) -> bool:
+    if type(rows) is not list:
+        return False
+    for r in rows:
+        if (type(r) is not dict or type(r.get("attempt")) is not str or type(r.get("status")) is not str
+                or type(r.get("suspects")) is not dict or not isinstance(r.get("arch"), (str, type(None)))
+                or not isinstance(r.get("label"), (str, type(None)))):
+            return False
+    return True
+
+
+def _row(run: RefutedRun) -> dict[str, Any]:
+    return {"attempt": run.attempt, "status": run.status, "arch": run.arch, "suspects": run.suspects,
+            "label": run.label}
+
+
+def _run(session: str, row: dict[str, Any]) -> RefutedRun:
+    return RefutedRun(session, str(row.get("attempt")), str(row.get("status")), row.get("arch"),
+                      dict(row.get("suspects") or {}), row.get("label"))
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -1,0 +1,125 @@
+"""What a rebuild may keep: session pages whose inputs have not changed since the last build.
+
+Contract:
+
+* A session page is a function of its own session's events and of the sessions its references
+  name (``other-session/A4`` in a verdict's evidence or a note's refs; a name that did not resolve
+  counts too, so the page is redone once it does). :class:`Manifest` records, per session page, the
+  sha256 of each of those ``events.jsonl`` files (from the read cache, :mod:`logkit.readcache`: no
+  file is read again while its stat is unchanged) and the sha256 of the Markdown written.
+* A page is kept when the build key (logkit's version, the builder's code, its templates, a user's
+  template overrides, the knowledge tables) is the same, every dependency has the same content, and
+  the Markdown file on disk is still the one written. Anything else renders it again; an
+  unreadable or foreign manifest keeps nothing. Index, configuration, matrix, signature, metrics
+  and decision pages aggregate the whole store and are always rendered; MkDocs always runs in full.
+* The manifest lives next to the Markdown it describes: ``<docs>/.logkit-pages.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..readcache import SessionCache, sessions_with_stat
+
+__all__ = ["MANIFEST", "Manifest", "build_key", "content_digests"]
+
+MANIFEST = ".logkit-pages.json"
+_FORMAT = 1
+
+
+def build_key(templates: Path | None) -> str:
+    """A digest of everything besides the sessions that shapes a page."""
+    from .. import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    package = resources.files("logkit")
+    folders = [Path(str(package.joinpath("build"))), Path(str(package.joinpath("templates"))),
+               Path(str(package.joinpath("data")))]
+    if templates is not None:
+        folders.append(templates)
+    for folder in folders:
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            if path.is_file() and path.suffix in (".py", ".j2", ".toml", ".yml"):
+                h.update(str(path.relative_to(folder)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def content_digests(sessions: Path) -> dict[str, str]:
+    """The sha256 of every session's ``events.jsonl``, through the ``digest`` read cache."""
+    cache = SessionCache(sessions, "digest", 1)
+    found = sessions_with_stat(sessions)
+    digests = {}
+    for sid, path, st in found:
+        cache.get(sid, path, lambda _raw: None, st=st)
+        digest = cache.digest(sid)
+        if digest is not None:
+            digests[sid] = digest
+    cache.prune({f[0] for f in found})
+    cache.save()
+    return digests
+
+
+class Manifest:
+    """The session pages of the last build and what each was made from."""
+
+    def __init__(self, docs: Path, key: str, digests: dict[str, str]) -> None:
+        self.path = docs / MANIFEST
+        self.docs = docs
+        self.key = key
+        self.digests = digests
+        self.pages: dict[str, dict[str, Any]] = {}
+        self._old: dict[str, dict[str, Any]] = {}
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("key") == key \
+                and isinstance(data.get("pages"), dict):
+            self._old = {k: v for k, v in data["pages"].items() if _well_formed(v)}
+
+    def unchanged(self, session_id: str) -> str | None:
+        """The page path of ``session_id`` if it can be kept as it is, else None."""
+        old = self._old.get(session_id)
+        if old is None or session_id not in self.digests:
+            return None
+        if any(self.digests.get(dep) != digest for dep, digest in old["deps"].items()):
+            return None
+        try:
+            text = (self.docs / old["path"]).read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(text).hexdigest() != old["sha256"]:
+            return None
+        self.pages[session_id] = old
+        return str(old["path"])
+
+    def record(self, session_id: str, path: str, deps: set[str], text: str) -> None:
+        """Note the page just rendered for ``session_id`` and the sessions it depends on."""
+        deps = deps | {session_id}
+        self.pages[session_id] = {
+            "path": path,
+            "deps": {d: self.digests.get(d) for d in sorted(deps)},
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        }
+
+    def save(self) -> None:
+        """Write the manifest (best effort: without it the next build renders everything)."""
+        tmp = self.path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, "pages": self.pages},
+                                      separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+def _well_formed(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("deps"), dict) and not entry["path"].startswith(("/", ".."))
+            and ".." not in entry["path"].split("/"))

@@ -1,0 +1,161 @@
+"""A per-session cache of what a reader derives from ``events.jsonl``, so a big store reads fast.
+
+Contract:
+
+* One cache file per *reader* (``name``) for the whole store: ``<root>/.cache/<name>.json``,
+  holding, per session, the key of the ``events.jsonl`` it was derived from and the derived value
+  (plain JSON). ``<root>/.cache/.gitignore`` keeps it out of git: a cache is never shipped.
+* **Key**: the file's size, ``mtime_ns``, ``ctime_ns`` and inode, and the sha256 of its bytes.
+  When the stat fields all match, the value is used without reading the file (``ctime`` cannot be
+  set back by ``touch``, and a checkout or copy gets a new inode). When they do not, the file is
+  read, hashed and the value derived again (validating the file as the reader does), even when the
+  bytes hash the same: a cache planted through git with a forged hash is never believed. The
+  hash is the content's identity for :meth:`SessionCache.digest` (the builder re-renders only
+  sessions whose content changed).
+* **Never trusted**: a cache file that does not parse, has another format, version or reader
+  name, or whose entry is not shaped as written, is ignored and rebuilt. ``version`` is the
+  reader's own: bump it when what it derives changes.
+* Writing is best effort and atomic (a new file, then ``rename``): a read-only store, a full disk
+  or a concurrent writer never fails a reader, the cache is just not saved this time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CACHE_DIR", "SessionCache", "sessions_with_stat"]
+
+CACHE_DIR = ".cache"
+_FORMAT = 1
+#: an entry: [size, mtime_ns, ctime_ns, inode, sha256, value]
+_KEY_LEN = 4
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def sessions_with_stat(root: Path) -> list[tuple[str, str, os.stat_result]]:
+    """Every ``<root>/<id>/events.jsonl`` with its stat, sorted by id: one ``scandir``, one ``stat`` each."""
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        path = entry.path + "/events.jsonl"  # a str: 2,000 Path objects cost more than the stats
+        try:
+            found.append((entry.name, path, os.stat(path)))
+        except OSError:
+            continue  # not a session directory
+    return sorted(found, key=lambda f: f[0])
+
+
+class SessionCache:
+    """The values one reader derives per session, kept between runs (see the module contract)."""
+
+    def __init__(self, root: Path, name: str, version: int | str) -> None:
+        self.root = Path(root)
+        self.name = name
+        self.version = version
+        self.path = self.root / CACHE_DIR / f"{name}.json"
+        self._entries: dict[str, list[Any]] = self._read()
+        self._dirty = False
+        #: what the last :meth:`get` calls did: session id -> "hit" | "derived"
+        self.last: dict[str, str] = {}
+
+    def _read(self) -> dict[str, list[Any]]:
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if (not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("reader") != self.name
+                or data.get("version") != self.version or not isinstance(data.get("sessions"), dict)):
+            return {}
+        return {sid: entry for sid, entry in data["sessions"].items() if _well_formed(entry)}
+
+    def get(self, session_id: str, events_file: str | os.PathLike[str], derive: Callable[[bytes], Any],
+            valid: Callable[[Any], bool] = lambda _v: True, st: os.stat_result | None = None) -> Any:
+        """The value ``derive(bytes of events_file)`` gives, from the cache when the file is unchanged.
+
+        A cached value that ``valid`` refuses is treated as damaged and derived again. Returns
+        ``derive(b"")``'s value for a file that cannot be read (not cached).
+        """
+        try:
+            st = st or os.stat(events_file)
+        except OSError:
+            self._drop(session_id)
+            return derive(b"")
+        entry = self._entries.get(session_id)
+        stat = _stat_key(st)
+        if entry is not None and entry[:_KEY_LEN] == stat and valid(entry[-1]):
+            self.last[session_id] = "hit"
+            return entry[-1]
+        try:
+            with open(events_file, "rb") as fh:
+                raw = fh.read()
+            after = _stat_key(os.stat(events_file))
+        except OSError:
+            self._drop(session_id)
+            return derive(b"")
+        if after != stat or len(raw) != stat[0]:
+            # a writer appended while we read: use what we read, key nothing on it
+            self.last[session_id] = "derived"
+            return derive(raw)
+        digest = hashlib.sha256(raw).hexdigest()
+        # Same bytes under another stat (a checkout, a copy) are derived again all the same: a value
+        # is only ever reused under the stat this machine saw, so a cache planted through git (its
+        # sha256 forged to match) is never believed.
+        self.last[session_id] = "derived"
+        value = derive(raw)
+        self._entries[session_id] = [*stat, digest, value]
+        self._dirty = True
+        return value
+
+    def digest(self, session_id: str) -> str | None:
+        """The sha256 of the session file as last read through :meth:`get`, if known."""
+        entry = self._entries.get(session_id)
+        return entry[_KEY_LEN] if entry is not None else None
+
+    def _drop(self, session_id: str) -> None:
+        if self._entries.pop(session_id, None) is not None:
+            self._dirty = True
+
+    def prune(self, keep: set[str]) -> None:
+        """Forget sessions not in ``keep`` (deleted from the store)."""
+        for sid in set(self._entries) - keep:
+            self._drop(sid)
+
+    def save(self) -> bool:
+        """Write the cache if anything changed; False when it could not be written (never raises)."""
+        if not self._dirty:
+            return True
+        data = {"format": _FORMAT, "reader": self.name, "version": self.version, "sessions": self._entries}
+        folder = self.path.parent
+        tmp = folder / f".{self.name}.{os.getpid()}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            ignore = folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# logkit's read caches: derived from events.jsonl, never committed\n*\n")
+            tmp.write_text(json.dumps(data, separators=(",", ":"), default=str), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return False
+        self._dirty = False
+        return True
+
+
+def _well_formed(entry: object) -> bool:
+    return (isinstance(entry, list) and len(entry) == _KEY_LEN + 2
+            and all(type(k) is int for k in entry[:_KEY_LEN]) and isinstance(entry[_KEY_LEN], str))

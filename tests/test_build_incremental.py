@@ -1,0 +1,122 @@
+"""A rebuild re-renders only the session pages whose inputs changed, and always equals a fresh build.
+
+Real files: the realistic knowledge base written through the store, built into one docs directory
+again and again (as ``logkit build`` does) and compared page by page with a from-scratch build of
+the same sessions into an empty directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kb_factory import realistic
+from logkit.build import generate
+from logkit.build.incremental import MANIFEST
+from logkit.events import Attempt, Note, Outcome
+from logkit.store import Store
+
+
+def _pages(docs: Path) -> dict[str, str]:
+    return {p.relative_to(docs).as_posix(): p.read_text(encoding="utf-8") for p in sorted(docs.rglob("*.md"))}
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Store:
+    return realistic(tmp_path / "sessions")
+
+
+def _build(store: Store, docs: Path, tmp_path: Path, **kw) -> tuple[int, int]:
+    result = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, **kw)
+    return result.pages, result.pages_kept
+
+
+def _same_as_fresh(store: Store, docs: Path, tmp_path: Path, name: str) -> None:
+    fresh = tmp_path / f"fresh-{name}"
+    _build(store, fresh, tmp_path)
+    assert _pages(docs) == _pages(fresh)
+
+
+def _add_attempt(store: Store, sid: str) -> str:
+    handle = store.handle(sid)
+    template = next(e for e in handle.read().events if isinstance(e, Attempt) and e.role == "launch")
+    with handle.transaction() as txn:
+        short = txn.next_short_id("A")
+        txn.append(template.model_copy(update={"id": os.urandom(16).hex(), "short_id": short,
+                                               "label": "added for the rebuild"}))
+        txn.append(Outcome(session=sid, attempt=short, status="ready", duration_s=4.5))
+    return short
+
+
+def test_an_unchanged_store_keeps_every_session_page(kb: Store, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    pages, kept = _build(kb, docs, tmp_path)
+    sessions = kb.session_ids()
+    assert kept == 0 and pages > len(sessions)
+    before = {p: p.stat().st_mtime_ns for p in (docs / "sessions").rglob("*.md")}
+    pages2, kept2 = _build(kb, docs, tmp_path)
+    assert (pages2, kept2) == (pages, len(sessions))
+    assert {p: p.stat().st_mtime_ns for p in (docs / "sessions").rglob("*.md")} == before
+    _same_as_fresh(kb, docs, tmp_path, "unchanged")
+
+
+def test_one_new_attempt_rerenders_only_its_session(kb: Store, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _build(kb, docs, tmp_path)
+    sid = kb.session_ids()[0]
+    short = _add_attempt(kb, sid)
+    _pages_n, kept = _build(kb, docs, tmp_path)
+    assert kept == len(kb.session_ids()) - 1
+    page = (docs / "sessions" / sid / "index.md").read_text(encoding="utf-8")
+    assert f"{short} · launch" in page
+    _same_as_fresh(kb, docs, tmp_path, "one-attempt")
+
+
+def test_a_reference_into_a_changed_session_rerenders_the_referring_page(kb: Store, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    target, other = kb.session_ids()[0], kb.session_ids()[1]
+    handle = kb.handle(target)
+    upcoming = f"A{1 + sum(1 for e in handle.read().events if isinstance(e, Attempt))}"
+    kb.handle(other).append(Note(session=other, text="see the retry over there", refs=[f"{target}/{upcoming}"]))
+    _build(kb, docs, tmp_path)
+    assert f"{target}/{upcoming}" not in (docs / "sessions" / other / "index.md").read_text(encoding="utf-8")
+    assert _add_attempt(kb, target) == upcoming
+    _pages_n, kept = _build(kb, docs, tmp_path)
+    assert kept == len(kb.session_ids()) - 2  # the changed session and the one pointing into it
+    assert f"{target}/{upcoming}" in (docs / "sessions" / other / "index.md").read_text(encoding="utf-8")
+    _same_as_fresh(kb, docs, tmp_path, "cross-reference")
+
+
+def test_a_hand_edited_page_or_a_damaged_manifest_is_rendered_again(kb: Store, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _build(kb, docs, tmp_path)
+    sid = kb.session_ids()[0]
+    page = docs / "sessions" / sid / "index.md"
+    page.write_text("edited by hand\n", encoding="utf-8")
+    _pages_n, kept = _build(kb, docs, tmp_path)
+    assert kept == len(kb.session_ids()) - 1 and "edited by hand" not in page.read_text(encoding="utf-8")
+    for damage in ("{not json", json.dumps({"format": 1, "key": "x", "pages": {}}), "[" * 100_000):
+        (docs / MANIFEST).write_text(damage, encoding="utf-8")
+        _pages_n, kept = _build(kb, docs, tmp_path)
+        assert kept == 0
+    manifest = json.loads((docs / MANIFEST).read_text())
+    manifest["pages"][sid]["path"] = "../../outside.md"  # a path out of the docs is never believed
+    (docs / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    _pages_n, kept = _build(kb, docs, tmp_path)
+    assert kept == len(kb.session_ids()) - 1
+    _same_as_fresh(kb, docs, tmp_path, "damaged")
+
+
+def test_a_template_override_rerenders_everything(kb: Store, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _build(kb, docs, tmp_path)
+    overrides = tmp_path / "templates"
+    overrides.mkdir()
+    shipped = Path(__file__).resolve().parent.parent / "logkit" / "templates" / "session.md.j2"
+    (overrides / "session.md.j2").write_text(shipped.read_text(encoding="utf-8") + "\nOVERRIDDEN\n", encoding="utf-8")
+    _pages_n, kept = _build(kb, docs, tmp_path, templates=overrides)
+    assert kept == 0
+    assert all("OVERRIDDEN" in p.read_text(encoding="utf-8") for p in (docs / "sessions").glob("*/index.md"))
