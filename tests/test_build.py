@@ -251,7 +251,8 @@ def test_strict_build_fails_on_a_dangling_citation_and_names_it(tmp_path: Path) 
                              "decision_id": "DR-0778", "title": "ghost evidence", "evidence": ["A999"]}) + "\n")
     result = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--strict", "--docs", str(tmp_path / "d"),
                         "--out", str(tmp_path / "o"), cwd=tmp_path)
-    assert result.returncode == 2 and "DR-0778" in result.stderr and "cites A999, which no session records" in result.stderr
+    # the reader names the line (file:line) and what it cites in vain
+    assert result.returncode == 2 and "events.jsonl:" in result.stderr and "decision cites A999, which no" in result.stderr
     assert not (tmp_path / "o" / "index.html").exists()  # nothing published
     loose = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--docs", str(tmp_path / "d"),
                        "--out", str(tmp_path / "o"), cwd=tmp_path)

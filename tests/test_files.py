@@ -115,8 +115,9 @@ def test_every_reader_applies_the_upgrade_steps(sessions: Path, monkeypatch: pyt
     (hit,) = refuted.check(fp, "SM120", store)  # the pre-launch check's byte reader
     assert (hit.session, hit.attempt, hit.status) == ("old", "A1", "arch_mismatch")
     assert store.decision_numbers() == [1]
-    assert decisions.renumber(store, "old", "DR-0001") == "DR-0002"  # the renumbering rewrite
-    assert [e.decision_id for e in store.handle("old").read().events if e.kind == "decision"] == ["DR-0002"]
+    moved = decisions.renumber(store, "old", "DR-0001")  # the renumbering rewrite: a longer permanent id
+    assert moved.startswith("DR-") and moved != "DR-0001"
+    assert [e.decision_id for e in store.handle("old").read().events if e.kind == "decision"] == [moved]
 
 
 # -- whole lines, or none -------------------------------------------------------------------------
@@ -193,7 +194,8 @@ decisions.renumber(Store({str(sessions)!r}), "s", "DR-0001")
     assert path.read_bytes() == before
     result = read_events(path)
     assert not result.problems and [e.decision_id for e in result.events if e.kind == "decision"] == ["DR-0001", "DR-0002"]
-    assert decisions.renumber(store, "s", "DR-0001") == "DR-0003"  # and a rerun completes
+    moved = decisions.renumber(store, "s", "DR-0001")  # and a rerun completes
+    assert [e.decision_id for e in read_events(path).events if e.kind == "decision"] == [moved, "DR-0002"]
 
 
 def test_a_writer_waiting_during_a_rewrite_appends_to_the_new_file(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ for configurations and the matrix. A configuration is one launch fingerprint tha
 model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
 same GPU failed. A matrix cell (backend axis=value x architecture x model) shows the category of
 its latest attributable attempt (:func:`attributable`: the values a launch *chose*, and only for
-failure classes that speak about a backend, ``launch.toml`` ``[attribution]``); ``slow`` only when
+failure classes that speak about a backend, ``statuses.toml``); ``slow`` only when
 it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
 one value with every other chosen value equal, and the cell shows both figures. Failing and slow
 cells get a negative-result page.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from .. import statuses
 from ..errorlines import error_template
 from ..launch.flags import table as launch_table
 from .contexts import (
@@ -151,13 +152,13 @@ def _versions_text(f: AttemptFacts) -> str:
 
 def attributable(f: AttemptFacts) -> bool:
     """Whether a launch says anything about its backend values: it worked, or it failed in a class
-    that speaks about a backend (``launch.toml`` ``[attribution] refutes``; a degenerate smoke reply
+    that speaks about a backend (a refuting status of ``statuses.toml``; a degenerate smoke reply
     is ``garbage``). An import error, a bad flag, a signal or a hang refutes nothing."""
     if f.category is None:
         return False
     if f.category == "garbage" and f.smoke_failed:
         return True
-    return f.category == "works" or (f.status in launch_table()["attribution"]["refutes"])
+    return f.category == "works" or (f.status in statuses.refuting())
 
 
 def _slower(f: AttemptFacts, axis: str, value: str, peers: list[AttemptFacts],

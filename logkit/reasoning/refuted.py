@@ -173,8 +173,8 @@ _ANY_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
 
 
 def _status_re() -> re.Pattern[bytes]:
-    # Refuting statuses (statuses.toml) that say something about a backend (launch.toml [attribution]).
-    refutes = set(table()["attribution"]["refutes"])
+    # The refuting statuses (statuses.toml: the classes that say something about a backend).
+    refutes = set(statuses.refuting())
     names = b"|".join(re.escape(k.encode()) for k in statuses.refuting() if k in refutes)
     return re.compile(rb'"status":\s*"(' + names + rb')"')
 

@@ -47,7 +47,9 @@ def status(session_id: str, events: list[BaseEvent], *, last: int = 5) -> dict[s
     meta = next((e for e in events if isinstance(e, Session)), None)
     outcomes = {e.attempt: e for e in events if isinstance(e, Outcome)}
     attempts = [e for e in events if isinstance(e, Attempt)]
-    failure = set(statuses.refuting())
+    # Any failure refutes the hypothesis the attempt tested ("this command works"); whether it also
+    # counts against a backend (statuses.refuting()) is the refuted check's and the matrix's question.
+    failure = set(statuses.of_class("failure"))
     hyp = states(events)
     open_ids = {s.hypothesis.short_id for s in hyp if s.status == "open"}
     proposals = []
