@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_run import _size, _time  # one size parser and one timer for the bench scripts (bench/ is on sys.path)
+
 GEN = r"""
 import os, random, sys
 size, kind = int(sys.argv[1]), sys.argv[2]
@@ -95,17 +97,6 @@ def _engines(size: int, patterns: list[str]) -> int:
             row.append(len(data) / (time.perf_counter() - start) / 1e6)
         print(f"{kind:<20} {base:>9.0f} " + " ".join(f"{v:>10.0f}" for v in row))
     return 0
-
-
-def _size(text: str) -> int:
-    units = {"K": 10**3, "M": 10**6, "G": 10**9}
-    return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
-
-
-def _time(cmd: list[str], **kw: object) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, **kw)  # type: ignore[call-overload]
-    return time.perf_counter() - start
 
 
 def main() -> int:

@@ -26,7 +26,7 @@ from typing import Any
 from . import flags as fl
 from . import sglang as sg
 
-__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "start_background"]
+__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background"]
 
 #: Fed to SGLang's parser when a record gives no model path (the parser requires one) and dropped again.
 NO_MODEL = "<model path not given>"
@@ -144,9 +144,11 @@ def start_background(parsed: Parsed, flag_words: list[str], python: str) -> None
         parsed.background = sg.Background(flag_words, python, parsed.config.get("sglang_version"))
 
 
-def _spec_here() -> tuple[dict[str, Any] | None, str | None]:
-    """The parser spec of the SGLang installed beside logkit (cached; one full parse to build it)."""
-    python = sys.executable
+def spec_for(python: str) -> tuple[dict[str, Any] | None, str | None]:
+    """``(spec, sglang version)`` of SGLang's parser in ``python`` (cached; one full parse to build it).
+
+    ``(None, None)`` when SGLang cannot be imported there.
+    """
     hit = sg.cached_spec(python)
     if hit is not None:
         return hit[0], hit[1]["version"]
@@ -162,7 +164,7 @@ def _spec_here() -> tuple[dict[str, Any] | None, str | None]:
 
 def given_only(flag_words: list[str]) -> dict[str, Any]:
     """A config of only the flags given, named and typed by the installed SGLang (see the contract)."""
-    spec, _version = _spec_here()
+    spec, _version = spec_for(sys.executable)  # the SGLang installed beside logkit
     given = None
     if spec is not None:
         given, _error = sg.quick_parse(flag_words, {**spec, "actions": _optional(spec)})

@@ -1,8 +1,9 @@
 """A sweep's grid: the cells of a spec, resolved and preflighted by SGLang's own parser.
 
-Contract: :func:`build` finds the launch's interpreter (the one the command runs under), runs
-``_gridscript.py`` there once (twice when an axis asks for ``"choices"``: once to learn them), and
-returns a :class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the
+Contract: :func:`build` finds the launch's interpreter (the one the command runs under), takes
+SGLang's parser spec for it from the launch module (:func:`logkit.launch.config.spec_for`: the
+same cache ``logkit run`` uses, one full parse in that interpreter when cold), checks every cell
+with it in-process (:func:`logkit.launch.sglang.quick_parse`), and returns a :class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the
 Cartesian product, each with its argv, its key (``moe_runner_backend=flashinfer_cutlass``, SGLang's
 dest names), its backend fingerprint (:func:`~logkit.launch.flags.fingerprint` of the flags given) and, when
 SGLang's parser refuses its flags, the parser's message (``preflight``). Where SGLang is not
@@ -14,12 +15,9 @@ expands the bench axes against a cell's host and port.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
@@ -27,8 +25,6 @@ from .spec import CHOICES, SweepSpec
 
 __all__ = ["Cell", "Grid", "bench_points", "build", "with_flag"]
 
-SCRIPT = Path(__file__).with_name("_gridscript.py")
-TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -90,28 +86,11 @@ def _interpreter(argv: list[str], python: list[str], env: dict[str, str]) -> str
     return interpreter_of(argv, env)
 
 
-def _ask(python: str | None, request: dict[str, Any]) -> dict[str, Any] | None:
-    """Run the grid script in ``python``; None when SGLang cannot be imported there."""
-    if not python:
-        return None
-    try:
-        proc = subprocess.run([python, "-I", str(SCRIPT)], input=json.dumps(request), capture_output=True, text=True,
-                              timeout=TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = proc.stdout.strip().splitlines()
-    try:
-        result = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    if not result or result.get("error"):
-        return None
-    return result
-
-
 def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
     """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter."""
+    from ..launch.config import spec_for
     from ..launch.flags import fingerprint, plain_parse
+    from ..launch.sglang import quick_parse
     from ..capture.sglang.detect import detect
 
     env = dict(os.environ if env is None else env)
@@ -122,18 +101,18 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
                        fix="python -m sglang.launch_server --model-path M ... (not inside bash -c)")
     python = _interpreter(spec.argv, target.python, env)
     head, base = spec.argv[: target.args_at], spec.argv[target.args_at :]
-    flags = list(spec.axes)
-    info = _ask(python, {"choices": flags, "cells": []}) if any(v == CHOICES for v in spec.axes.values()) else None
+    parser_spec, version = spec_for(python) if python else (None, None)
+    by_option = {opt: a for a in parser_spec["actions"] for opt in a["opts"]} if parser_spec else {}
     axes: dict[str, list[Any]] = {}
     for flag, values in spec.axes.items():
         if values == CHOICES:
-            described = (info or {}).get("flags", {}).get(flag)
-            if info is None:
+            described = by_option.get("--" + flag)
+            if parser_spec is None:
                 raise BadInput(f"{where}: {flag} = \"choices\" needs SGLang importable in {python or 'the command'}",
                                fix=f"install sglang there, or list the values: {flag} = [\"a\", \"b\"]")
             if not described or not described.get("choices"):
-                raise BadInput(f"--{flag} has no choices in SGLang {info.get('version')}'s parser" if described
-                               else f"SGLang {info.get('version')}'s parser has no --{flag}",
+                raise BadInput(f"--{flag} has no choices in SGLang {version}'s parser" if described
+                               else f"SGLang {version}'s parser has no --{flag}",
                                fix=f"list the values yourself: {flag} = [\"a\", \"b\"]")
             axes[flag] = list(described["choices"])
         else:
@@ -145,27 +124,25 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
         for flag, value in zip(axes, combo, strict=True):
             words = with_flag(words, flag, value)
         argvs.append(words)
-    result = _ask(python, {"choices": flags, "cells": argvs})
+    dests = {f: (by_option.get("--" + f) or {}).get("dest") or f.replace("-", "_") for f in axes}
     cells: list[Cell] = []
     for n, (combo, words) in enumerate(zip(combos, argvs, strict=True), start=1):
-        dests = {f: ((result or {}).get("flags", {}).get(f) or {}).get("dest") or f.replace("-", "_") for f in axes}
         values = {dests[f]: v for f, v in zip(axes, combo, strict=True)}
         key = ", ".join(f"{d}={v}" for d, v in values.items())
-        if result is not None:
-            parsed = result["cells"][n - 1]
-            args = parsed["args"] if parsed["ok"] else plain_parse(words)
-            error = None if parsed["ok"] else parsed["error"]
-        else:
-            args, error = plain_parse(words), None
+        args, error = plain_parse(words), None
+        if parser_spec is not None:
+            given, error = quick_parse(words, parser_spec)
+            if given is not None:
+                args = {**parser_spec.get("defaults", {}), **given}
         port = args.get("port")
-        given = set(plain_parse(words)) | set(values)  # the one rule: only what the command chose
+        chosen = set(plain_parse(words)) | set(values)  # the one rule: only what the command chose
         cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words,
-                          fingerprint=fingerprint({k: v for k, v in args.items() if k in given}),
+                          fingerprint=fingerprint({k: v for k, v in args.items() if k in chosen}),
                           preflight=error, host=str(args.get("host") or "127.0.0.1"),
                           port=int(port) if isinstance(port, int) or str(port).isdigit() else 30000))
     dest_axes = {d: axes[f] for f, d in zip(axes, cells[0].values, strict=True)} if cells else {}
-    return Grid(cells=cells, axes=dest_axes, parser="sglang" if result else "plain",
-                sglang_version=(result or {}).get("version"), python=python)
+    return Grid(cells=cells, axes=dest_axes, parser="sglang" if parser_spec else "plain",
+                sglang_version=version, python=python)
 
 
 def bench_points(spec: SweepSpec, cell: Cell) -> list[tuple[dict[str, Any], list[str]]]:
