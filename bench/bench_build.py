@@ -35,7 +35,7 @@ import kb_factory  # noqa: E402
 from logkit.events import Attempt, Outcome  # noqa: E402
 from logkit.store import Store  # noqa: E402
 
-BARE = ("import sys; from pathlib import Path; from logkit.build.site import run_mkdocs; "
+BARE = ("import sys; from pathlib import Path; from logkit.builder.site import run_mkdocs; "
         "run_mkdocs(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))")
 
 

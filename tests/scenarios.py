@@ -512,8 +512,8 @@ def write_big_store(root: Path, events: int, *, per_session: int = 4000) -> int:
 
 def frames_run(root: Path, events: int) -> dict[str, Any]:
     """Write ``events`` events, then time load + frames; every attempt must become a row."""
-    from logkit.build.frames import make_frames
-    from logkit.build.load import load
+    from logkit.builder.frames import make_frames
+    from logkit.builder.load import load
 
     t0 = time.perf_counter()
     total = write_big_store(root, events)
@@ -671,7 +671,7 @@ def secrets_and_site_scan(sessions: Path, work: Path) -> dict[str, Any]:
                 scanned += 1
                 leaks += [f"{name} in {path}" for name, value in SECRETS.items() if value.encode() in data]
     assert not leaks, leaks
-    from logkit.build.site import site_url
+    from logkit.builder.site import site_url
 
     url = site_url()
     bad: list[str] = []

@@ -23,7 +23,7 @@ import pytest
 
 import kb_factory
 from conftest import REPO
-from logkit.build import build
+from logkit.builder import build
 from logkit.store import Store
 
 pytestmark = pytest.mark.browser

@@ -13,7 +13,7 @@ import pytest
 
 import kb_factory
 from conftest import REPO, run_logkit
-from logkit.build import build, generate
+from logkit.builder import build, generate
 from logkit.store import Store
 
 HTML_EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(https?:)?//([^/"' >]+)""", re.I)

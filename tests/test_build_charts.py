@@ -7,9 +7,9 @@ from pathlib import Path
 
 import kb_factory
 from conftest import REPO
-from logkit.build.charts import metrics_pages
-from logkit.build.frames import make_frames
-from logkit.build.load import load
+from logkit.builder.charts import metrics_pages
+from logkit.builder.frames import make_frames
+from logkit.builder.load import load
 
 
 def _pages(root: Path) -> dict[str, object]:

@@ -7,7 +7,7 @@ import html
 import markdown
 import pytest
 
-from logkit.build.escape import code, esc, fence, link, text_block
+from logkit.builder.escape import code, esc, fence, link, text_block
 
 PLANTS = [
     "<script>alert(1)</script>",

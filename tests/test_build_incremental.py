@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kb_factory import realistic
-from logkit.build import generate
-from logkit.build.incremental import MANIFEST
+from logkit.builder import generate
+from logkit.builder.incremental import MANIFEST
 from logkit.events import Attempt, Note, Outcome
 from logkit.store import Store
 

@@ -15,7 +15,7 @@ MODULES = sorted(
 
 
 def test_the_package_is_walked() -> None:
-    assert {"logkit.events", "logkit.store", "logkit.capture.runner", "logkit.build.load"} <= set(MODULES)
+    assert {"logkit.events", "logkit.store", "logkit.capture.runner", "logkit.builder.load"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", MODULES)

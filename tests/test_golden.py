@@ -126,7 +126,7 @@ def _generate(sessions: Path, docs: Path) -> None:
     """Stages 1-5 of ``logkit build`` in a real process (mkdocs is not needed for the Markdown)."""
     # every line must validate (no warning), but not strict: the realistic knowledge base cites a
     # session that is not there on purpose, which --strict would refuse to publish
-    script = ("import sys; from pathlib import Path; from logkit.build import generate; "
+    script = ("import sys; from pathlib import Path; from logkit.builder import generate; "
               "r = generate(Path(sys.argv[1]), Path(sys.argv[2])); assert not r.warnings, r.warnings; print(r.pages)")
     done = subprocess.run([sys.executable, "-c", script, str(sessions), str(docs)], capture_output=True,
                           text=True, cwd=REPO, timeout=300)

@@ -146,8 +146,8 @@ def test_the_builder_reads_and_makes_frames_without_cyclic_gc(store: Store, monk
     """Full collections rescan every event object read so far: load 19.4 s with them, 7.9 s without (100k events)."""
     import gc
 
-    from logkit.build import frames as frames_mod
-    from logkit.build.load import load
+    from logkit.builder import frames as frames_mod
+    from logkit.builder.load import load
 
     seen: list[bool] = []
     real_read_all = Store.read_all

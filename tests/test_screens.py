@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from logkit.build import build
+from logkit.builder import build
 
 pytestmark = pytest.mark.browser
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from logkit import statuses
-from logkit.build import frames
-from logkit.build.load import tables as build_tables
+from logkit.builder import frames
+from logkit.builder.load import tables as build_tables
 from logkit.capture.hooks import ExitInfo
 from logkit.capture.runner import _generic_status
 from logkit.capture.sglang.outcomes import Classifier, load_signatures

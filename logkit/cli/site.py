@@ -57,7 +57,7 @@ def _existing(args: argparse.Namespace) -> Any:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from ..build import build
+    from ..builder import build
 
     st = _existing(args)
     result = build(st.root, Path(args.docs), Path(args.out), strict=args.strict,
@@ -69,14 +69,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..build.serve import serve
+    from ..builder.serve import serve
 
     serve(_existing(args).root, Path(args.docs), Path(args.config) if args.config else None, args.addr)
     return 0
 
 
 def cmd_cite(args: argparse.Namespace) -> int:
-    from ..build.cite import cite
+    from ..builder.cite import cite
 
     print(cite(store(args).root, args.decision_id, Path(args.config) if args.config else None, args.site_url,
                warn=lambda m: print(m, file=sys.stderr)))

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
 def cmd_why(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..build.cite import cite
+    from ..builder.cite import cite
     from ..capture.sglang.outcomes import classify_file, classify_stream
     from ..capture.sglang.seen import seen_before
 

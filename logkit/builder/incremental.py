@@ -38,7 +38,7 @@ def build_key(templates: Path | None) -> str:
 
     h = hashlib.sha256(__version__.encode())
     package = resources.files("logkit")
-    folders = [Path(str(package.joinpath("build"))), Path(str(package.joinpath("templates"))),
+    folders = [Path(str(package.joinpath("builder"))), Path(str(package.joinpath("templates"))),
                Path(str(package.joinpath("data")))]
     if templates is not None:
         folders.append(templates)

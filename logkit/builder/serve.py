@@ -2,7 +2,7 @@
 
 Contract: the Markdown is generated once, then ``mkdocs serve`` runs over a small configuration
 (written next to the docs) that INHERITs the real one, watches the sessions directory and adds
-:mod:`logkit.build.serve_hook`, whose ``on_pre_build`` regenerates the Markdown before each
+:mod:`logkit.builder.serve_hook`, whose ``on_pre_build`` regenerates the Markdown before each
 rebuild. Unchanged pages are not rewritten, so a rebuild does not trigger another.
 """
 

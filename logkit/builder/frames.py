@@ -1,6 +1,6 @@
 """Stage 2, frames: the facts of every attempt, outcome and metric as pandas DataFrames.
 
-Contract: :func:`make_frames` is a pure function of :class:`~logkit.build.load.Loaded`. Each
+Contract: :func:`make_frames` is a pure function of :class:`~logkit.builder.load.Loaded`. Each
 attempt becomes one :class:`AttemptFacts` (model, GPU, architecture, versions, backend axes, the
 fingerprint hash, its matrix category) and one row of ``attempts``; every metric one row of
 ``metrics`` joined to the launch it measured. Fingerprint keys are treated generically: any key

@@ -1,7 +1,7 @@
 """Stage 4a, contexts of the home, decision and session pages.
 
 Contract: pure functions of the loaded knowledge base, its frames and its :class:`KBIndex`; each
-returns the typed context of one page (see :mod:`logkit.build.contexts`). References that name
+returns the typed context of one page (see :mod:`logkit.builder.contexts`). References that name
 nothing in the knowledge base are kept as text (``unresolved``), never dropped or guessed.
 """
 

@@ -11,7 +11,7 @@ __all__ = ["on_pre_build"]
 
 def on_pre_build(config: Any) -> None:
     """Re-render the sessions into the docs directory (only changed pages are rewritten)."""
-    from logkit.build import generate
+    from logkit.builder import generate
 
     sessions = os.environ.get("LOGKIT_SERVE_SESSIONS")
     docs = os.environ.get("LOGKIT_SERVE_DOCS")

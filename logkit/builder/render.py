@@ -1,7 +1,7 @@
 """Stage 5, render: page contexts -> Markdown files under the docs directory.
 
 Contract: one Jinja2 environment over ``logkit/templates`` (``*.md.j2``, partials ``_*.md.j2``)
-whose ``finalize`` escapes every printed value (:mod:`logkit.build.escape`); templates get the
+whose ``finalize`` escapes every printed value (:mod:`logkit.builder.escape`); templates get the
 page's context as ``ctx`` plus ``link(label, href)`` / ``url(href)``, which turn a docs-root path
 into one relative to the page (so the site works from ``file://`` and under any base URL). Each
 page gets YAML front matter with its title, tags and search exclusion. Files whose content did not
