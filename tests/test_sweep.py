@@ -281,3 +281,19 @@ def test_a_killed_or_interrupted_sweep_resumes_without_rerunning_finished_cells(
     assert labels.count("moe_runner_backend=flashinfer_trtllm") == 1
     assert labels.count("moe_runner_backend=flashinfer_cutlass") == 2
     assert left_behind(lab) == []
+
+
+def test_cell_fingerprints_use_sglangs_names_for_aliases_given_in_the_command(lab: dict) -> None:
+    """`--tp 2` and `--fp4-gemm-backend X` in the base command are tp_size and fp4_gemm_runner_backend
+    in each cell's fingerprint, as in a captured launch's, so the refuted check compares like with like."""
+    from logkit.launch.config import for_run
+    from logkit.sweep.grid import build
+
+    base = ["--model-path", "m", "--tp", "2", "--fp4-gemm-backend", "flashinfer_cutlass"]
+    spec = specmod.from_cli(["attention-backend=triton"], [PY, "-m", "sglang.launch_server", *base])
+    (cell,) = build(spec, lab["env"]).cells
+    assert cell.fingerprint["tp_size"] == 2
+    assert cell.fingerprint["fp4_gemm_runner_backend"] == "flashinfer_cutlass"
+    assert cell.fingerprint["attention_backend"] == "triton" and "tp" not in cell.fingerprint
+    captured = for_run([*base, "--attention-backend", "triton"], PY).config["fingerprint"]
+    assert cell.fingerprint == captured

@@ -129,13 +129,15 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
     for n, (combo, words) in enumerate(zip(combos, argvs, strict=True), start=1):
         values = {dests[f]: v for f, v in zip(axes, combo, strict=True)}
         key = ", ".join(f"{d}={v}" for d, v in values.items())
-        args, error = plain_parse(words), None
+        args, error, given = plain_parse(words), None, None
         if parser_spec is not None:
             given, error = quick_parse(words, parser_spec)
             if given is not None:
                 args = {**parser_spec.get("defaults", {}), **given}
         port = args.get("port")
-        chosen = set(plain_parse(words)) | set(values)  # the one rule: only what the command chose
+        # the one rule: only what the command chose, by SGLang's names (`--tp 2` is tp_size,
+        # `--fp4-gemm-backend` is fp4_gemm_runner_backend); the plain names when SGLang refused it
+        chosen = set(args if given is None else given) | set(values)
         cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words,
                           fingerprint=fingerprint({k: v for k, v in args.items() if k in chosen}),
                           preflight=error, host=str(args.get("host") or "127.0.0.1"),
