@@ -10,9 +10,8 @@ derives the other direction so both pages show the link and it can never be one-
 
 from __future__ import annotations
 
-import re
-
 from ..events import Decision
+from ..files import REF_RE
 from .contexts import DecisionRow, HypRef
 from .frames import AttemptFacts, Frames, ref_of
 from .load import Loaded, tables
@@ -20,8 +19,6 @@ from .paths import attempt_ref, decision_href, session_href
 
 __all__ = ["KBIndex", "provenance_text"]
 
-_ATTEMPT = re.compile(r"^(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]*)/)?(?P<id>A[0-9]+)$")
-_HYP = re.compile(r"^(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]*)/)?(?P<id>H[0-9]+)$")
 
 
 def provenance_text(provenance: object) -> str | None:
@@ -92,8 +89,8 @@ class KBIndex:
 
     def attempt(self, ref: str, session: str) -> AttemptFacts | None:
         """The attempt ``ref`` names, read in ``session``; None if no such attempt exists."""
-        match = _ATTEMPT.match(ref.strip())
-        if not match:
+        match = REF_RE.match(ref.strip())
+        if not match or not match["id"].startswith("A"):
             return None
         if self.touched is not None:
             self.touched.add(match["session"] or session)
@@ -101,8 +98,8 @@ class KBIndex:
 
     def hypothesis(self, ref: str, session: str) -> HypRef | None:
         """The hypothesis ``ref`` names, with its latest verdict."""
-        match = _HYP.match(ref.strip())
-        if not match:
+        match = REF_RE.match(ref.strip())
+        if not match or not match["id"].startswith("H"):
             return None
         sid = match["session"] or session
         data = self.loaded.sessions.get(sid)
