@@ -158,6 +158,24 @@ def test_stale_when_a_later_launch_with_the_same_fingerprint_failed(tmp_path: Pa
     assert "(stale)" in page and "A3" in page
 
 
+def test_configurations_differing_only_in_mem_fraction_get_distinct_headings(tmp_path: Path) -> None:
+    store = Store(tmp_path / "sessions")
+    w = kb_factory.Writer("2026-12-02-mem", kb_factory.datetime(2026, 12, 2, tzinfo=kb_factory.UTC))
+    for mem in ("0.85", "0.92", None):
+        aid = w.launch(kb_factory.MODELS[0], "SM120", 8, "flashinfer_cutlass", "flashinfer", kb_factory.VERSIONS[2],
+                       extra=["--mem-fraction-static", mem] if mem else [])
+        i, attempt = next((i, e) for i, e in enumerate(w.events) if getattr(e, "short_id", None) == aid)
+        fingerprint = {**attempt.launch.fingerprint, **({"mem_fraction_static": float(mem)} if mem else {})}
+        w.events[i] = attempt.model_copy(update={"launch": attempt.launch.model_copy(update={"fingerprint": fingerprint})})
+    kb_factory._write(store, "2026-12-02-mem", "mem fraction", w.t - timedelta(days=1), w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    page = next((tmp_path / "docs" / "configs").glob("*/index.md")).read_text()
+    headings = [line.split(" { #")[0] for line in page.splitlines() if line.startswith("## ")]
+    assert sorted(headings) == ["## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static not set",
+                                "## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static=0.85",
+                                "## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static=0.92"]
+
+
 def test_bad_lines_warned_with_file_line_and_strict_fails(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     kb_factory.realistic(sessions)

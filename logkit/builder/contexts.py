@@ -261,6 +261,9 @@ class ConfigCtx:
     stale_by: AttemptRef | None = None
     #: the full configuration (SGLang's resolved defaults included), flag -> value, when recorded
     full: list[tuple[str, str]] = field(default_factory=list)
+    #: the section heading: the backend values, plus the chosen values (``key=value``, ``key not set``)
+    #: that tell it apart from another configuration of the page with the same backend values
+    heading: str = ""
 
 
 @dataclass

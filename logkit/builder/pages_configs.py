@@ -120,6 +120,7 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
                 stale_by=attempt_ref(later_fail[-1]) if later_fail else None,
             ))
         configs.sort(key=lambda c: (c.stale_by is not None, -c.last_verified.timestamp()))
+        _headings(configs, {f"cfg-{fp}": items[-1].fingerprint for fp, items in by_fp.items()})
         arch = works[-1].arch or "unknown"
         title = f"{model or 'unknown model'} on {gpu or 'unknown GPU'}" + (f" (SGLang {sglang})" if sglang else "")
         pages.append(ConfigPage(
@@ -128,6 +129,26 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
             configs=configs, metrics_href=metrics_path(model, gpu),
         ))
     return pages
+
+
+def _headings(configs: list[ConfigCtx], chosen: dict[str, dict[str, object]]) -> None:
+    """Give each configuration its heading: its backend values, and where another configuration of
+    the page has the same ones, the chosen values that differ between them (``mem_fraction_static=0.92``)."""
+    same: dict[str, list[ConfigCtx]] = defaultdict(list)
+    for c in configs:
+        same[" + ".join(v for _k, v in c.backends) or "configuration"].append(c)
+    for base, group in same.items():
+        if len(group) == 1:
+            group[0].heading = base if group[0].backends else f"configuration {group[0].anchor}"
+            continue
+        backend_keys = {k for c in group for k, _v in c.backends}
+        keys = sorted({k for c in group for k in chosen[c.anchor]} - backend_keys)
+        differ = [k for k in keys if len({_s(chosen[c.anchor].get(k)) if k in chosen[c.anchor] else None
+                                          for c in group}) > 1]
+        for c in group:
+            fp = chosen[c.anchor]
+            parts = [f"{k}={_s(fp[k])}" if k in fp else f"{k} not set" for k in differ]
+            c.heading = " · ".join([base, *parts]) if parts else f"{base} · {c.anchor}"
 
 
 def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
