@@ -110,7 +110,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         ]:
             pages.append((ctx.page, ctx))
         manifest = Manifest(docs, build_key(templates), digests)
-        kept = [path for sid in loaded.sessions if (path := manifest.unchanged(sid))]
+        kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
         fresh = session_pages(index, keep=lambda sid: sid in manifest.pages)
         pages += [(ctx.page, ctx) for ctx, _deps in fresh]
     lap("contexts")

@@ -42,6 +42,7 @@ __all__ = [
     "OptionCtx",
     "Page",
     "SessionPage",
+    "SessionPart",
     "SessionRow",
     "SessionsIndex",
     "SignaturePage",
@@ -456,8 +457,31 @@ class Entry:
 
 
 @dataclass
+class SessionPart:
+    """One part of a session's story that is split over several pages (see ``paths.PART_ATTEMPTS``)."""
+
+    #: 1 for the session page itself
+    number: int
+    href: str
+    #: the first and last attempt it shows (``A201``, ``A400``), None for a part of no attempt
+    first: str | None
+    last: str | None
+    #: when its first and last entries happened
+    start: datetime | None
+    end: datetime | None
+    #: how many entries (attempts, hypotheses, notes...) it shows
+    entries: int
+
+
+@dataclass
 class SessionPage:
-    """``sessions/<id>/``: the story of one session in time order."""
+    """``sessions/<id>/`` (and ``sessions/<id>/part-<n>/``): the story of one session in time order.
+
+    A session of more than ``paths.PART_ATTEMPTS`` attempts is split: each part is a page of its
+    own with the same header, ``entries`` holds that part's story only, and ``parts`` lists every
+    part (all pages link all parts). Part 1 also lists the session's hypotheses (``#H3`` anchors
+    resolve there, wherever the story shows them).
+    """
 
     page: Page
     id: str
@@ -470,6 +494,11 @@ class SessionPage:
     counts: dict[str, int]
     entries: list[Entry]
     problems: list[str]
+    #: which part this page is (1: the session page) and every part, when the story is split
+    part: int = 1
+    parts: list[SessionPart] = field(default_factory=list)
+    #: on part 1 of a split story: (anchor, title, text) of every hypothesis
+    hypotheses: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 @dataclass

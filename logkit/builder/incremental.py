@@ -75,6 +75,7 @@ class Manifest:
         self.digests = digests
         self.pages: dict[str, dict[str, Any]] = {}
         self._old: dict[str, dict[str, Any]] = {}
+        self._recorded: set[str] = set()  # sessions recorded in this build (their later parts join them)
         try:
             data = json.loads(self.path.read_bytes())
         except (OSError, ValueError, RecursionError):
@@ -96,12 +97,29 @@ class Manifest:
             return None
         if hashlib.sha256(text).hexdigest() != old["sha256"]:
             return None
+        for path, digest in old.get("parts", {}).items():  # the other pages of a split session
+            try:
+                if hashlib.sha256((self.docs / path).read_bytes()).hexdigest() != digest:
+                    return None
+            except OSError:
+                return None
         self.pages[session_id] = old
         return str(old["path"])
 
+    def paths(self, session_id: str) -> list[str]:
+        """Every page of ``session_id`` recorded (its session page first, then its other parts)."""
+        entry = self.pages.get(session_id) or {}
+        return [entry["path"], *entry.get("parts", {})] if entry else []
+
     def record(self, session_id: str, path: str, deps: set[str], text: str) -> None:
-        """Note the page just rendered for ``session_id`` and the sessions it depends on."""
+        """Note a page just rendered for ``session_id`` and the sessions it depends on (a split
+        session records its session page first, then each further part)."""
         deps = deps | {session_id}
+        entry = self.pages.get(session_id)
+        if entry is not None and session_id in self._recorded and entry["path"] != path:
+            entry.setdefault("parts", {})[path] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            return
+        self._recorded.add(session_id)
         self.pages[session_id] = {
             "path": path,
             "deps": {d: self.digests.get(d) for d in sorted(deps)},
@@ -120,6 +138,13 @@ class Manifest:
 
 
 def _well_formed(entry: object) -> bool:
-    return (isinstance(entry, dict) and isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
-            and isinstance(entry.get("deps"), dict) and not entry["path"].startswith(("/", ".."))
-            and ".." not in entry["path"].split("/"))
+    if not isinstance(entry, dict):
+        return False
+    parts = entry.get("parts", {})
+    return (isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("deps"), dict) and _safe(entry["path"]) and isinstance(parts, dict)
+            and all(_safe(p) and isinstance(d, str) for p, d in parts.items()))
+
+
+def _safe(path: str) -> bool:
+    return isinstance(path, str) and not path.startswith(("/", "..")) and ".." not in path.split("/")

@@ -8,17 +8,18 @@ nothing in the knowledge base are kept as text (``unresolved``), never dropped o
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
 from .contexts import (
     AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
-    Page, SessionPage, SessionRow, SessionsIndex,
+    Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
 from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
-from .paths import attempt_href, attempt_ref, config_href, decision_href, session_href
+from .paths import attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
@@ -244,8 +245,12 @@ def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
     return changes
 
 
-def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
+def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
+    """The session's page; several when its story holds more than ``PART_ATTEMPTS`` attempts."""
     entries: list[Entry] = []
+    #: the part each entry goes to: an attempt's by its number, any other entry its predecessor's
+    part_of: list[int] = []
+    part = 1
     prev_launch: Attempt | None = None
     prev_versions: dict[str, str] | None = None
     prev_todo: Todo | None = None
@@ -262,6 +267,7 @@ def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
         kind = getattr(event, "kind", "event")
         prov = provenance_text(getattr(event, "provenance", None))
         if isinstance(event, Attempt):
+            part = attempt_part(event.short_id)
             facts = index.frames.facts[f"{session.id}/{event.short_id}"]
             diff, against = _diff(prev_launch, event) if event.role == "launch" else ([], None)
             versions = facts.versions
@@ -321,32 +327,56 @@ def _session_page(index: KBIndex, session: SessionData) -> SessionPage:
         else:  # a kind added after this builder: show it generically
             entries.append(Entry(kind="other", ts=event.ts, title=str(kind), provenance=prov,
                                  text=str(getattr(event, "text", "") or getattr(event, "title", "") or "")))
+        part_of.extend([part] * (len(entries) - len(part_of)))
     meta = session.meta
     sources = sorted({t for e in session.events if (t := provenance_text(getattr(e, "provenance", None)))})
     facts = index.facts_by_session.get(session.id, [])
-    return SessionPage(
-        page=Page(session_href(session.id), f"Session {session.id}", "session.md.j2"),
-        id=session.id, title=session.title, goal=meta.goal if meta else None, tags=list(meta.tags) if meta else [],
-        started=meta.ts if meta else None, host=meta.host if meta else None, provenance=sources,
-        counts={
-            "attempts": len(facts), "hypotheses": len(session.hypotheses), "decisions": len(session.decisions),
-            "metrics": len(session.metrics),
-        },
-        entries=entries,
-        problems=[str(p) for p in session.problems],
-    )
+
+    def page(number: int, own: list[Entry], parts: list[SessionPart]) -> SessionPage:
+        title = f"Session {session.id}" + (f" (part {number} of {len(parts)})" if parts and number > 1 else "")
+        hyps = [(h.short_id, f"{h.short_id} [{h.priority}]", h.text) for h in session.hypotheses.values()]
+        return SessionPage(
+            page=Page(session_part_href(session.id, number), title, "session.md.j2"),
+            id=session.id, title=session.title, goal=meta.goal if meta else None, tags=list(meta.tags) if meta else [],
+            started=meta.ts if meta else None, host=meta.host if meta else None, provenance=sources,
+            counts={
+                "attempts": len(facts), "hypotheses": len(session.hypotheses), "decisions": len(session.decisions),
+                "metrics": len(session.metrics),
+            },
+            # part 1 of a split story lists the hypotheses with their #H3 anchors: one anchor per page
+            entries=[replace(e, anchor=None) if e.kind == "hypothesis" and parts and number == 1 else e for e in own],
+            problems=[str(p) for p in session.problems],
+            part=number, parts=parts, hypotheses=hyps if parts and number == 1 else [],
+        )
+
+    numbers = sorted(set(part_of)) or [1]
+    if numbers == [1]:
+        return [page(1, entries, [])]
+    if numbers[0] != 1:
+        numbers.insert(0, 1)  # the session page exists even when A1-A200 were never recorded
+    by_part: dict[int, list[Entry]] = {n: [] for n in numbers}
+    for entry, number in zip(entries, part_of, strict=True):
+        by_part[number].append(entry)
+    parts = []
+    for number in numbers:
+        own = by_part[number]
+        shown = [e.anchor for e in own if e.kind == "attempt" and e.anchor]
+        parts.append(SessionPart(number, session_part_href(session.id, number), shown[0] if shown else None,
+                                 shown[-1] if shown else None, own[0].ts if own else None, own[-1].ts if own else None,
+                                 len(own)))
+    return [page(number, by_part[number], parts) for number in numbers]
 
 
 def session_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _sid: False,
                   ) -> list[tuple[SessionPage, set[str]]]:
-    """One page per session not kept from the last build, each with the sessions it references."""
+    """The pages of every session not kept from the last build, each with the sessions it references."""
     pages = []
     for s in index.loaded.sessions.values():
         if keep(s.id):
             continue
         index.touched = set()
         try:
-            pages.append((_session_page(index, s), index.touched))
+            pages += [(ctx, index.touched) for ctx in _session_page(index, s)]
         finally:
             index.touched = None
     return pages

@@ -1,7 +1,10 @@
 """Stable page paths and anchors: the site's URLs are a function of ids, never of titles.
 
 Contract: a decision is always ``decisions/<DR-id>/``, a session ``sessions/<session-id>/``, an
-attempt the anchor ``#A7`` on its session page, a hypothesis ``#H3``. Pages keyed by values
+attempt the anchor ``#A7`` on its session page, a hypothesis ``#H3``. A session's story is split
+into parts of :data:`PART_ATTEMPTS` attempts by attempt *number* (``A1``-``A200`` on the session
+page, ``A201``-``A400`` on ``sessions/<id>/part-2/``, ...), so an attempt's URL is a function of its
+id alone and never moves as the session grows; a session of at most that many attempts is one page. Pages keyed by values
 (model, GPU, backend) use :func:`slug` plus a short hash of the exact value, so two values that
 slug alike never share a URL and rebuilds give the same URL.
 """
@@ -15,8 +18,8 @@ from .contexts import AttemptRef
 from .frames import AttemptFacts
 
 __all__ = [
-    "attempt_href", "attempt_ref", "config_href", "config_path", "decision_href", "key_slug", "metrics_path",
-    "negative_path", "session_href", "signature_path", "slug",
+    "PART_ATTEMPTS", "attempt_href", "attempt_part", "attempt_ref", "config_href", "config_path", "decision_href", "key_slug", "metrics_path",
+    "negative_path", "session_href", "session_part_href", "signature_path", "slug",
 ]
 
 
@@ -38,9 +41,26 @@ def session_href(session_id: str) -> str:
     return f"sessions/{session_id}/index.md"
 
 
+#: attempts per part of a session page (a page of thousands of attempts costs MkDocs quadratic time)
+PART_ATTEMPTS = 200
+
+
+def attempt_part(short_id: str) -> int:
+    """The part of its session's story that shows attempt ``short_id`` (1: the session page)."""
+    digits = short_id[1:]
+    if not digits.isdigit() or len(digits) > 18:
+        return 1
+    return max(1, (int(digits) - 1) // PART_ATTEMPTS + 1)
+
+
+def session_part_href(session_id: str, part: int) -> str:
+    """Part ``part`` of a session's story (part 1 is the session page itself)."""
+    return session_href(session_id) if part <= 1 else f"sessions/{session_id}/part-{part}/index.md"
+
+
 def attempt_href(session_id: str, short_id: str) -> str:
-    """An attempt's anchor on its session page."""
-    return f"sessions/{session_id}/index.md#{short_id}"
+    """An attempt's anchor on the part of its session page that shows it."""
+    return f"{session_part_href(session_id, attempt_part(short_id))}#{short_id}"
 
 
 def decision_href(decision_id: str) -> str:
