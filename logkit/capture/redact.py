@@ -38,7 +38,8 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 __all__ = ["DENSE_BYTES", "ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "load_rules"]
 
 PLACEHOLDER = "[REDACTED]"
-_HARMLESS = re.compile(r"^(?:-?[0-9][0-9.,_]*%?|none|null|true|false|nil|)$", re.IGNORECASE)
+#: unquoted values left alone (the default of ``secrets.toml``'s ``harmless``)
+_HARMLESS_SOURCE = r"-?[0-9][0-9.,_]*%?|none|null|true|false|nil"
 
 
 class Rules(Slotted):
@@ -46,7 +47,7 @@ class Rules(Slotted):
 
     # __slots__, not @dataclass(frozen=True): `dataclasses` costs `logkit run` ~10 ms of start-up.
     __slots__ = ("placeholder", "env_names", "env_re", "flag_names", "flag_pattern", "min_literal", "prefilter",
-                 "patterns", "pattern_triggers")
+                 "patterns", "pattern_triggers", "harmless", "value_chars")
 
     placeholder: str
     env_names: tuple[str, ...]
@@ -60,14 +61,20 @@ class Rules(Slotted):
     patterns: tuple[tuple[str, str], ...]
     #: per pattern, the lowercase substrings one of which is in each of its matches
     pattern_triggers: tuple[tuple[bytes, ...], ...]
+    #: regex of the unquoted values that are left alone (``None``, numbers), lowercase
+    harmless: str
+    #: per pattern, the class an unquoted value of its ``secret`` group is a maximal run of, or None
+    value_chars: tuple[str | None, ...]
 
     def __init__(self, placeholder: str, env_names: tuple[str, ...], env_re: re.Pattern[str],
                  flag_names: frozenset[str], flag_pattern: re.Pattern[str], min_literal: int,
                  prefilter: tuple[bytes, ...], patterns: tuple[tuple[str, str], ...],
-                 pattern_triggers: tuple[tuple[bytes, ...], ...]) -> None:
+                 pattern_triggers: tuple[tuple[bytes, ...], ...], harmless: str = _HARMLESS_SOURCE,
+                 value_chars: tuple[str | None, ...] | None = None) -> None:
         values = {"placeholder": placeholder, "env_names": env_names, "env_re": env_re, "flag_names": flag_names,
                   "flag_pattern": flag_pattern, "min_literal": min_literal, "prefilter": prefilter,
-                  "patterns": patterns, "pattern_triggers": pattern_triggers}
+                  "patterns": patterns, "pattern_triggers": pattern_triggers, "harmless": harmless,
+                  "value_chars": value_chars if value_chars is not None else (None,) * len(patterns)}
         for name, value in values.items():
             object.__setattr__(self, name, value)
 
@@ -98,6 +105,8 @@ def load_rules() -> Rules:
         prefilter=tuple(dict.fromkeys(t for ts in per_pattern for t in ts)),
         patterns=tuple((p["name"], p["regex"]) for p in text["patterns"]),
         pattern_triggers=per_pattern,
+        harmless=text.get("harmless", _HARMLESS_SOURCE),
+        value_chars=tuple(p.get("value_chars") for p in text["patterns"]),
     )
 
 
@@ -140,6 +149,7 @@ class _HyperscanFilter:
     """Every trigger and literal in one Hyperscan database: about 4x faster than RE2's DFA here."""
 
     name = "hyperscan"
+    cheap_present = True
 
     def __init__(self, hyperscan: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         import threading
@@ -201,6 +211,7 @@ class _Re2Filter:
     """Every trigger and literal as one RE2 alternation (one DFA pass; releases the GIL)."""
 
     name = "re2"
+    cheap_present = False
 
     def __init__(self, re2: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         alternatives = [b"(?i:" + b"|".join(b"(" + re.escape(t) + b")" for t in triggers) + b")"]
@@ -229,6 +240,7 @@ class _StdlibFilter:
     """One substring search per trigger on the lowered chunk (``bytes.find`` is a C loop)."""
 
     name = "stdlib"
+    cheap_present = False
 
     def __init__(self, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         self._triggers = triggers
@@ -297,6 +309,124 @@ def available_engines() -> list[str]:
     return [*found, "stdlib"]
 
 
+def lowerable(source: str) -> bool:
+    """Whether ``(?i)source`` matches at the same places as ``source`` run case-sensitively on the
+    ASCII-lowered text (``bytes.lower`` keeps every length, so the spans map back to the original).
+
+    True when every literal letter is lowercase, every character class holds the lowercase of each
+    capital it holds (``[A-Za-z]`` yes, ``[A-Z]`` no), and nothing switches flags or refers back to
+    a group. Checked on the parse tree when a pattern is compiled; a pattern that fails it runs
+    with ``(?i)`` on the original text instead (slower: Python's ``re`` then cannot use a literal
+    prefix to skip ahead).
+    """
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    upper = range(ord("A"), ord("Z") + 1)
+
+    def klass(items: Any) -> bool:
+        members: set[int] = set()
+        for op, av in items:
+            if op is c.LITERAL:
+                members.add(av)
+            elif op is c.RANGE:
+                members.update(range(av[0], av[1] + 1))
+            elif op not in (c.NEGATE, c.CATEGORY):  # \s \d \w are closed under case
+                return False
+        return all(ch + 32 in members for ch in members if ch in upper)
+
+    def walk(items: Any) -> bool:
+        for op, av in items:
+            if op in (c.LITERAL, c.NOT_LITERAL):
+                if av in upper:
+                    return False
+            elif op is c.IN:
+                if not klass(av):
+                    return False
+            elif op is c.BRANCH:
+                if not all(walk(b) for b in av[1]):
+                    return False
+            elif op is c.SUBPATTERN:
+                if av[1] or av[2] or not walk(av[3]):  # a scoped flag switch
+                    return False
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                if not walk(av[2]):
+                    return False
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                if not walk(av[1]):
+                    return False
+            elif op is c.ATOMIC_GROUP:
+                if not walk(av):
+                    return False
+            elif op not in (c.ANY, c.AT, c.CATEGORY):
+                return False  # a back-reference or anything this check does not know
+        return True
+
+    try:
+        parsed = _parser.parse(source)
+    except re.error:
+        return False
+    return not parsed.state.flags & re.IGNORECASE and walk(parsed)
+
+
+def _group_end(source: str, at: int) -> tuple[int, list[int]]:
+    """For the group opening at ``source[at]``: the index of its ``)`` (-1 if none) and of the
+    ``|`` at its own level."""
+    bars: list[int] = []
+    depth, i, in_class = 0, at + 1, False
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if source[i + 1:i + 2] == "^":
+                i += 1
+            if source[i + 1:i + 2] == "]":
+                i += 1  # a `]` first in a class is a member
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return i, bars
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            bars.append(i)
+        i += 1
+    return -1, bars
+
+
+def alternatives(source: str) -> list[str]:
+    """Looser regexes that together find every place ``source`` matches, each as fast to search as
+    Python's ``re`` allows: leading ``\\b`` and look-behinds dropped (only ever narrowing where a
+    match starts), and a leading group ``(?:a|b)rest`` split into ``a + rest`` and ``b + rest``
+    (something matches the whole iff one of them matches there). A part that now starts with a
+    literal gets ``re``'s fast literal search; an alternation, a ``\\b`` or a look-behind first
+    makes it try every byte.
+    """
+    while True:
+        if source.startswith("\\b"):
+            source = source[2:]
+        elif source.startswith(("(?<!", "(?<=")):
+            close, _bars = _group_end(source, 0)
+            if close < 0:
+                return [source]
+            source = source[close + 1:]
+        else:
+            break
+    if not source.startswith("(?:"):
+        return [source]
+    close, bars = _group_end(source, 0)
+    rest = source[close + 1:]
+    if close < 0 or rest[:1] in ("?", "*", "+", "{"):
+        return [source]  # the group is repeated or optional: not a plain prefix
+    cuts = [2, *bars, close]
+    return [p for a, b in zip(cuts, cuts[1:], strict=False) for p in alternatives(source[a + 1:b] + rest)]
+
+
 def _scoped(source: str) -> str:
     """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
     if source.startswith("(?i)"):
@@ -335,7 +465,10 @@ class Redactor:
         for n in range(len(lits)):
             by_trigger[len(self.rules.prefilter) + n] = {-1}
         self._by_trigger = {n: frozenset(v) for n, v in by_trigger.items()}
+        self._everything = frozenset(i for i, _part in parts)
         self._subset_re: dict[frozenset[int], re.Pattern[bytes]] = {}
+        self._detectors: dict[int, tuple[tuple[re.Pattern[bytes], bool], ...]] = {}
+        self._harmless = re.compile(f"^(?:{self.rules.harmless}|)$", re.IGNORECASE)
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
         self._fast: Any = False  # compiled on the first chunk (RE2 costs start-up time)
@@ -385,8 +518,15 @@ class Redactor:
         hits = engine.hits(data, len(data) // DENSE_BYTES)
         if hits is None:
             # triggers on most lines: one pass of the patterns they start over the whole chunk is
-            # cheaper than a region per hit (a URL on every line runs only the `://` pattern)
-            return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))))
+            # cheaper than a region per hit (a URL on every line runs only the `://` pattern).
+            # Most such chunks change nothing (`api_key=None` on every line): the detectors say so.
+            # Which triggers occur costs Hyperscan next to nothing; the stdlib and RE2 engines take
+            # longer to tell than every pattern's detector takes to run.
+            if engine.cheap_present:
+                return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))))
+            if not self._changes(data, self._everything):
+                return data
+            return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))), checked=True)
         if not hits:
             return data
         hits.sort()
@@ -416,12 +556,58 @@ class Redactor:
         out.append(data[done:])
         return b"".join(out)
 
-    def _sub(self, data: bytes, patterns: set[int] | frozenset[int] | None = None) -> bytes:
-        """Run the patterns (all, or only those a region's triggers start) over ``data``."""
+    def _detector(self, i: int) -> tuple[tuple[re.Pattern[bytes], bool], ...]:
+        """Regexes (and whether each runs on the lowered text) that find every place pattern ``i``
+        (``-1``: the learned literals) would change: its top-level alternatives one by one, lowered
+        where :func:`lowerable` allows, a harmless unquoted value refused inside the regex."""
+        found = self._detectors.get(i)
+        if found is not None:
+            return found
+        if i < 0:
+            found = ((re.compile(self._parts[0][1].encode("utf-8")), False),)
+        else:
+            source = self.rules.patterns[i][1]
+            lowered = source.startswith("(?i)") and lowerable(source[4:])
+            if lowered:
+                source = source[4:]
+            chars = self.rules.value_chars[i]
+            if chars and "(?P<secret>" in source:
+                # refuse what _replace would leave alone: a whole unquoted value that is harmless
+                source = source.replace("(?P<secret>", f"(?!(?:{self.rules.harmless})(?!{chars}))(?P<secret>", 1)
+            flags = 0 if lowered else re.IGNORECASE if source.startswith("(?i)") else 0
+            if flags:
+                source = source[4:]
+            found = tuple((re.compile(part.encode("utf-8"), flags), lowered) for part in alternatives(source))
+        self._detectors[i] = found
+        return found
+
+    def _changes(self, data: bytes, patterns: frozenset[int]) -> bool:
+        """Whether running ``patterns`` over ``data`` can change it (no false "no")."""
+        low = None
+        for i in sorted(patterns):
+            for regex, lowered in self._detector(i):
+                if lowered:
+                    if low is None:
+                        low = data.lower()
+                    if regex.search(low) is not None:
+                        return True
+                elif regex.search(data) is not None:
+                    return True
+        return False
+
+    def _sub(self, data: bytes, patterns: set[int] | frozenset[int] | None = None, checked: bool = False) -> bytes:
+        """Run the patterns (all, or only those a region's triggers start) over ``data``.
+
+        First each pattern alone, as :meth:`_detector` shapes it for speed: most triggered text
+        holds nothing to change (``api_key=None`` on every line), and then ``data`` is returned as
+        is. Otherwise the patterns run joined, as one regex, which decides what is replaced.
+        """
         if patterns is None:
             regex = self._bytes_re
         else:
             key = frozenset(patterns)
+            if not checked and not self._changes(data, key):
+                return data
             regex = self._subset_re.get(key)  # type: ignore[assignment]
             if regex is None:
                 joined = "|".join(part for i, part in self._parts if i in key)
@@ -473,7 +659,7 @@ class Redactor:
             if len(value) == 2:
                 return whole  # an empty quoted value: nothing to hide
             start, end = start + 1, end - 1
-        elif _HARMLESS.match(value if isinstance(value, str) else value.decode("utf-8", "replace")):
+        elif self._harmless.match(value if isinstance(value, str) else value.decode("utf-8", "replace")):
             return whole  # an unquoted number or None: `#new-token: 5`, `password=None`
         base = match.start()
         return whole[: start - base] + placeholder + whole[end - base :]
