@@ -14,7 +14,16 @@ import re
 
 import pytest
 
-from logkit.capture.redact import ENGINE_ENV, Redactor, alternatives, available_engines, load_rules, lowerable
+from logkit.capture.redact import (
+    ENGINE_ENV,
+    Redactor,
+    alternatives,
+    available_engines,
+    first_bytes,
+    literal_prefix,
+    load_rules,
+    lowerable,
+)
 
 #: the key-value pattern as secrets.toml wrote it before it was shaped for speed
 OLD_KEY_VALUE = r"""(?i)(?:(?:api[_-]?key|apikey|secret|passw(?:or)?d|credentials?|access[_-]?key|private[_-]?key|encryption[_-]?key)[a-z0-9_-]*|[_-]token)['"]?\s*[:=]\s*(?P<secret>'[^'\n]*'|"[^"\n]*"|[^\s,;)}'"]+)"""
@@ -75,6 +84,15 @@ def test_alternatives_split_a_leading_group_and_drop_leading_assertions() -> Non
     for source in (r"(?:a|b(?:c|d))x", r"\b(?:a|bd)x", r"(?<!\s)token="):
         whole = re.compile(source.encode()).search(data) is not None
         assert whole <= any(re.compile(p.encode()).search(data) for p in alternatives(source))
+
+
+def test_first_bytes_and_literal_prefix_are_necessary_signs() -> None:
+    assert first_bytes(r"[?&;]x") == (b"&", b";", b"?")
+    assert first_bytes("api", re.IGNORECASE) == (b"A", b"a")
+    assert first_bytes(r"\s+x") == () and first_bytes(r"[^a]") == ()
+    assert literal_prefix(r"secret[a-z]*=") == b"secret"
+    assert literal_prefix(r"api[_-]?key") == b"api"
+    assert literal_prefix(r"hf[_-]") == b"" and literal_prefix(r"(?:ab|cd)e") == b""
 
 
 def test_the_key_value_pattern_matches_as_before() -> None:
