@@ -10,7 +10,8 @@ pure function of the previous one's output:
 5. ``render``   Jinja2 templates to Markdown in ``docs``, charts to SVG (:mod:`.render`)
 6. ``mkdocs``   ``mkdocs build`` with Material into ``out`` (:mod:`.site`)
 
-:func:`generate` runs stages 1-5 only (``logkit serve`` and the bench use it).
+:func:`generate` runs stages 1-5 only (``logkit serve`` and the bench use it). :func:`build` runs
+them in a forked child process and MkDocs in this one, so the two heaps never add up.
 """
 
 from __future__ import annotations
@@ -145,13 +146,71 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     return result
 
 
+def _generate_apart(sessions: Path, docs: Path, *, strict: bool, warn: Callable[[str], None],
+                    chart_cache: Path | None) -> BuildResult:
+    """:func:`generate` in a forked child process, which takes its whole heap with it when it exits.
+
+    The events, frames and contexts of a big store weigh far more than MkDocs needs; built in this
+    process they would stay in its heap (CPython rarely gives memory back) under MkDocs, adding to
+    the peak and to every garbage collection MkDocs makes. The child's warnings are passed on to
+    ``warn`` here, its errors raised here. Where ``fork`` is unavailable it runs in this process.
+    """
+    import multiprocessing
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:
+        return generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+    recv, send = ctx.Pipe(duplex=False)
+    # not a daemon: the child starts the chart renderer, a process of its own
+    child = ctx.Process(target=_generate_child, args=(send, sessions, docs, strict, chart_cache), name="logkit-pages")
+    child.start()
+    send.close()
+    try:
+        outcome, payload, messages = recv.recv()
+    except EOFError:
+        child.join()
+        from ..errors import LogkitError
+
+        raise LogkitError(f"the page generator process died (exit status {child.exitcode})",
+                          fix="see the messages above; run the build again") from None
+    finally:
+        recv.close()
+    child.join()
+    for message in messages:
+        warn(message)
+    if outcome == "error":
+        raise payload
+    return payload
+
+
+def _generate_child(send: Any, sessions: Path, docs: Path, strict: bool, chart_cache: Path | None) -> None:
+    messages: list[str] = []
+    try:
+        result = generate(sessions, docs, strict=strict, warn=messages.append, chart_cache=chart_cache)
+        send.send(("ok", result, messages))
+    except BaseException as exc:  # every failure goes to the parent, which raises it
+        from ..errors import LogkitError
+
+        if not isinstance(exc, LogkitError):
+            import traceback
+
+            traceback.print_exc()
+        try:
+            send.send(("error", exc, messages))
+        except Exception:  # an exception that does not pickle
+            send.send(("error", LogkitError(f"{type(exc).__name__}: {exc}"), messages))
+    finally:
+        send.close()
+
+
 def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config: Path | None = None,
           warn: Callable[[str], None] = _stderr, chart_cache: Path | None = None) -> BuildResult:
     """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``)."""
     from .site import check_dirs, run_mkdocs
 
     check_dirs(docs, out)
-    result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+    result = _generate_apart(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
     start = time.perf_counter()
     # What the earlier stages left alive (caches, interned strings) would be rescanned by every
     # full garbage collection MkDocs triggers: collect once and freeze the survivors.

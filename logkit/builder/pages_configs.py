@@ -182,17 +182,33 @@ def attributable(f: AttemptFacts) -> bool:
     return f.category == "works" or (f.status in statuses.refuting())
 
 
-def _slower(f: AttemptFacts, axis: str, value: str, peers: list[AttemptFacts],
+def _canon(value: object) -> object:
+    """A hashable stand-in for a chosen value that is equal where the values compare equal (1 == 1.0)."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _rest_key(f: AttemptFacts, axis: str) -> tuple:
+    return tuple(sorted((k, _canon(v)) for k, v in f.fingerprint.items() if k != axis))
+
+
+def _slower(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
             best: dict[str, float]) -> tuple[float, float, AttemptFacts] | None:
     """(mine, theirs, peer) when ``f`` is below ``slow_ratio`` of a working launch of the same model and
-    GPU that differs from it in ``axis`` only (every other chosen value equal), else None."""
+    GPU that differs from it in ``axis`` only (every other chosen value equal), else None.
+
+    ``peers``: the measured working launches of that model and GPU by their chosen values but
+    ``axis`` (:func:`_rest_key`), so a launch is compared with its candidates only, not with every
+    launch of the model (quadratic in a team's year of sessions).
+    """
     ratio = float(launch_table()["attribution"]["slow_ratio"])
     mine = best.get(f.ref, 0.0)
     if not mine:
         return None
     rest = {k: v for k, v in f.fingerprint.items() if k != axis}
     found = None
-    for g in peers:
+    for g in peers.get(_rest_key(f, axis), []):
         theirs = best.get(g.ref, 0.0)
         if (g is f or g.backends.get(axis) in (None, value) or not theirs
                 or {k: v for k, v in g.fingerprint.items() if k != axis} != rest):
@@ -200,6 +216,15 @@ def _slower(f: AttemptFacts, axis: str, value: str, peers: list[AttemptFacts],
         if mine < ratio * theirs and (found is None or theirs > found[1]):
             found = (mine, theirs, g)
     return found
+
+
+def _peers(works: list[AttemptFacts], axis: str, best: dict[str, float]) -> dict[tuple, list[AttemptFacts]]:
+    """The measured launches of ``works`` by :func:`_rest_key` (in their order)."""
+    out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    for g in works:
+        if best.get(g.ref):
+            out[_rest_key(g, axis)].append(g)
+    return out
 
 
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
@@ -218,6 +243,7 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
         archs[f.model].add(arch)
         for axis, value in f.backends.items():
             cells[(f.model, axis, value, arch)].append(f)
+    peers: dict[tuple, dict[tuple, list[AttemptFacts]]] = {}
     tables_out: list[MatrixTable] = []
     negatives: list[NegativePage] = []
     neg_list: list[tuple[str, str, str]] = []
@@ -237,8 +263,15 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                 compared = None
                 if category == "works":
                     # slow only against a launch that differs in this one value, the others equal
-                    slower = [c for h in hits if h.category == "works"
-                              if (c := _slower(h, axis, value, works[(model, h.gpu_label)], best))]
+                    slower = []
+                    for h in hits:
+                        if h.category != "works":
+                            continue
+                        pkey = (model, h.gpu_label, axis)
+                        if pkey not in peers:
+                            peers[pkey] = _peers(works[(model, h.gpu_label)], axis, best)
+                        if c := _slower(h, axis, value, peers[pkey], best):
+                            slower.append(c)
                     if slower and len(slower) == len([h for h in hits if h.category == "works" and best.get(h.ref)]):
                         mine, theirs, peer = max(slower, key=lambda c: c[0])
                         category = "slow"

@@ -57,6 +57,10 @@ def _excerpt(lines: Any) -> Markup:
 _IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
 
 
+def _nowrap(match: re.Match[str]) -> str:
+    return f'<span class="lk-nw">{match[1]}</span>'  # a function: a template string is re-parsed per match
+
+
 def _cell(value: Any) -> Markup:
     """Escaped text for a table cell (never empty, so the row keeps its shape).
 
@@ -67,7 +71,7 @@ def _cell(value: Any) -> Markup:
     if not text:
         return Markup("&nbsp;")
     if "-" in text or "_" in text or "/" in text or "." in text:
-        text = _IDENT.sub(r'<span class="lk-nw">\1</span>', text)
+        text = _IDENT.sub(_nowrap, text)
     return Markup(text)
 
 
