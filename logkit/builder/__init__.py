@@ -54,17 +54,9 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     With ``background`` (the default) the charts render in a second process while the pages are
     made; either way they are all written when this returns.
     """
-    from .charts import BackgroundCharts, metrics_pages, render_svgs
-    from .contexts import Page
     from .frames import make_frames
-    from .incremental import Manifest, build_key, content_digests
-    from .index import KBIndex
+    from .incremental import content_digests
     from .load import gc_paused, load
-    from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
-    from .pages_sweeps import sweep_pages
-    from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
-    from .render import Renderer
-    from .site import copy_assets
 
     result = BuildResult(docs=docs, out=None)
 
@@ -86,6 +78,31 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         lap("load")
         frames = make_frames(loaded)
         lap("frames")
+    # The events and frames live until the end: out of the collector's sight, every collection the
+    # later stages trigger (Altair, templates) would rescan them (at 500 sessions, 2 s of render).
+    gc.freeze()
+    try:
+        return _pages(result, sessions, docs, loaded, frames, digests, strict=strict, warned=warned,
+                      templates=templates, chart_cache=chart_cache, background=background, lap=lap)
+    finally:
+        gc.unfreeze()
+
+
+def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames: Any, digests: dict[str, str], *,
+           strict: bool, warned: Callable[[str], None], templates: Path | None, chart_cache: Path | None,
+           background: bool, lap: Callable[[str], None]) -> BuildResult:
+    """Stages 3-5 of :func:`generate` over the loaded store and its frames."""
+    from .charts import BackgroundCharts, metrics_pages, render_svgs
+    from .contexts import Page
+    from .incremental import Manifest, build_key
+    from .index import KBIndex
+    from .load import gc_paused
+    from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
+    from .pages_sweeps import sweep_pages
+    from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
+    from .render import Renderer
+    from .site import copy_assets
+
     metric_pages, metric_index, jobs = metrics_pages(frames)
     sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
     jobs = [*jobs, *sweep_jobs]
