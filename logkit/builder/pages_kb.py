@@ -19,7 +19,9 @@ from .contexts import (
 from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
-from .paths import attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href
+from .paths import (
+    attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href,
+)
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 

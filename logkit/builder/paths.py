@@ -18,8 +18,8 @@ from .contexts import AttemptRef
 from .frames import AttemptFacts
 
 __all__ = [
-    "PART_ATTEMPTS", "attempt_href", "attempt_part", "attempt_ref", "config_href", "config_path", "decision_href", "key_slug", "metrics_path",
-    "negative_path", "session_href", "session_part_href", "signature_path", "slug",
+    "PART_ATTEMPTS", "attempt_href", "attempt_part", "attempt_ref", "config_href", "config_path", "decision_href",
+    "key_slug", "metrics_path", "negative_path", "session_href", "session_part_href", "signature_path", "slug",
 ]
 
 

@@ -8,9 +8,14 @@ Contract:
   :class:`logkit.store.SessionHandle` writers can share a session.
 * Events are plain dicts built by :func:`logkit.files.event` (checked against the models by
   ``tests/test_files.py``; ``tests/test_run_*`` validate everything ``logkit run`` writes).
-* :meth:`Journal.open` reconciles cheaply: it scans the lines with ``json`` and hands over to the
-  full :meth:`logkit.store.SessionHandle.reconcile` (pydantic) only when an open attempt's
-  recorder is gone. A damaged line never stops it (the command must run); it is skipped.
+* Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
+  last launch, hypothesis ids, the next ``A<n>``) comes from the session's
+  :class:`~logkit.capture.runindex.RunIndex`, which reads only what was appended since the last
+  run (a big session without an index: only its end, and the whole file once the child runs).
+* :meth:`Journal.open` reconciles cheaply: the open attempts of the index whose recorder is gone
+  get an ``abandoned`` outcome (:func:`logkit.abandon.abandoned_outcome`; pydantic is imported on
+  that rare path only, for those attempts only), decided again under the session lock. A damaged
+  line never stops it (the command must run); it is skipped.
 * Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` next to the log
   (``logs/.A7.reserve``) and :meth:`append_outcome` frees it before writing, so a log that fills
   the disk still ends in a whole outcome line. Should even that not fit, a shortened outcome (no
@@ -30,6 +35,7 @@ from typing import Any
 from .. import files, procs
 from ..errors import NotFound, StoreError
 from ..lockfile import appending
+from .runindex import RunIndex
 
 __all__ = ["Journal", "RESERVE_BYTES"]
 
@@ -46,6 +52,20 @@ class Journal:
         self.dir = root / session_id
         self.events_path = self.dir / files.EVENTS_FILE
         self.logs_dir = self.dir / files.LOGS_DIR
+        self._index: RunIndex | None = None
+
+    @property
+    def index(self) -> RunIndex:
+        """The session's run index, brought up to date (from the file's end only, for a big file
+        without one) the first time it is asked for."""
+        if self._index is None:
+            self._index = RunIndex.load(self.events_path, self.root, self.id, partial=True)
+        return self._index
+
+    def complete_index(self) -> RunIndex:
+        """The index of the whole file (read in full, in chunks, if only its end was), saved."""
+        self.index.complete()
+        return self.index
 
     @classmethod
     def open(cls, sessions: str | None, session_id: str | None) -> Journal:
@@ -70,23 +90,58 @@ class Journal:
         return journal
 
     def lines(self) -> list[dict[str, Any]]:
-        """Every usable line as an event dict at the current schema (no validation)."""
+        """Every usable line as an event dict at the current schema (no validation; reads the whole file)."""
         return files.dicts(self.events_path)
 
     def hypothesis_ids(self) -> list[str]:
         """The session's hypothesis short ids (``H3``), read without validation."""
-        return [str(e.get("short_id")) for e in self.lines() if e.get("kind") == "hypothesis"]
+        return list(self.complete_index().hyps)
 
     def reconcile(self) -> None:
-        """Mark attempts whose recorder died as abandoned (delegating to the store when needed)."""
+        """Mark attempts whose recorder died as abandoned."""
         host = procs.hostname()
-        for attempt in files.open_attempts(self.lines()):
-            if files.orphaned(attempt.get("recorder_pid"), attempt.get("recorder_host"), host):
-                from ..store import Store  # the rare path: full models
-                from .redact import Redactor  # survivors' command lines may hold --api-key values
+        gone = [a for a in self.index.open_attempts()
+                if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
+        if gone:
+            self._abandon(gone, host)
+        self.index.save()
 
-                Store(self.root, scrub=Redactor().scrub).handle(self.id).reconcile()
-                return
+    def _abandon(self, candidates: list[dict[str, Any]], host: str) -> None:
+        """Write the ``abandoned`` outcome of each candidate still open and orphaned under the lock."""
+        from pydantic import ValidationError  # the rare path: the models, for these attempts only
+
+        from ..abandon import abandoned_outcome
+        from ..events import Attempt
+        from .redact import Redactor  # survivors' command lines may hold --api-key values
+
+        scrub = Redactor().scrub
+        written = []
+        try:
+            with self.transaction() as fd:
+                self.index.update()  # under the lock: an outcome written meanwhile closes its attempt
+                for data in candidates:
+                    short = data.get("short_id")
+                    if short not in self.index.open or not files.orphaned(data.get("recorder_pid"),
+                                                                          data.get("recorder_host"), host):
+                        continue  # finished meanwhile, or still being recorded
+                    try:
+                        attempt = Attempt.model_validate(data)
+                    except (ValidationError, ValueError, RecursionError, OverflowError):
+                        self.index.open.pop(str(short), None)  # the typed reader skips that line too
+                        continue
+                    outcome = abandoned_outcome(self.id, self.dir, attempt)
+                    line = scrub(outcome.model_dump(mode="json", exclude_none=True))
+                    files.write_line(fd, self._line(line), path=self.events_path, durable=True)
+                    written.append((attempt, outcome))
+                    with contextlib.suppress(OSError):
+                        files.reserve_path(self.dir, attempt.short_id).unlink()
+                self.index.update()
+        except StoreError as exc:  # a full disk or a read-only store: say so, and record on
+            print(f"logkit: warning: {self.id}: cannot mark abandoned attempts ({exc.message})", file=sys.stderr)
+        for attempt, outcome in written:  # the user must hear of a group left running (GPU memory held)
+            kill = f" (kill -9 -{attempt.pgid})" if outcome.survivors else ""
+            print(f"logkit: warning: {self.id}/{outcome.attempt} marked abandoned: {outcome.label}{kill}",
+                  file=sys.stderr)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[int]:
@@ -106,10 +161,13 @@ class Journal:
     def append_attempt(self, event: dict[str, Any]) -> dict[str, Any]:
         """Allocate the next ``A<n>`` under the lock, set it (and the log path), append, reserve room."""
         with self.transaction() as fd:
-            number = max(files.short_numbers(self.events_path.read_bytes(), "A"), default=0) + 1
+            index = self.complete_index()  # under the lock: what was appended since (a whole file only once)
+            number = index.max_a + 1
             event["short_id"] = f"A{number}"
             event["log"] = {"path": f"{files.LOGS_DIR}/A{number}.log"}
             files.write_line(fd, self._line(event), path=self.events_path)
+            index.update()
+            index.save()
         self._reserve(event["short_id"])
         return event
 
@@ -146,13 +204,13 @@ class Journal:
             return short
 
     def last_launch(self) -> dict[str, Any] | None:
-        """The session's last launch attempt (with its environment event merged), if any."""
-        lines = self.lines()
-        launches = [e for e in lines if e.get("kind") == "attempt" and e.get("role") == "launch"]
-        if not launches:
-            return None
-        last = dict(launches[-1])
-        for event in lines:
-            if event.get("kind") == "environment" and event.get("attempt") == last.get("short_id"):
-                last["environment"] = event.get("environment")
-        return last
+        """The session's last launch attempt (with its environment event merged), if any.
+
+        From the index: two lines read. A big session without an index knows only the launches
+        in its last :data:`~logkit.capture.runindex.TAIL_BYTES` (the config diff is then left out once).
+        """
+        found = self.index.last_launch()
+        if found is None and self.index.ino == -1:
+            self.index.update(partial=True)  # the index pointed at the wrong line: rebuilt, asked again
+            found = self.index.last_launch()
+        return found
