@@ -29,12 +29,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_DIR", "SessionCache", "sessions_with_stat"]
+__all__ = ["CACHE_DIR", "SessionCache", "sessions_with_stat", "stat_key"]
 
 CACHE_DIR = ".cache"
 _FORMAT = 1
 #: an entry: [size, mtime_ns, ctime_ns, inode, sha256, value]
 _KEY_LEN = 4
+
+
+def stat_key(st: os.stat_result) -> list[int]:
+    """The stat part of an entry's key: size, ``mtime_ns``, ``ctime_ns``, inode."""
+    return _stat_key(st)
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
@@ -119,6 +124,42 @@ class SessionCache:
         self._entries[session_id] = [*stat, digest, value]
         self._dirty = True
         return value
+
+    def read(self, session_id: str, events_file: str | os.PathLike[str], derive: Callable[[bytes], Any],
+             valid: Callable[[Any], bool] = lambda _v: True,
+             st: os.stat_result | None = None) -> tuple[bytes | None, Any, bool]:
+        """``(the file's bytes, the value, hit)``: :meth:`get` for a reader that needs the bytes too.
+
+        The bytes are read either way; the cached value is used only when the stat before and after
+        reading matches its key and the bytes have that size (``hit``). Otherwise the value is
+        ``derive(bytes)`` (keyed when the file held still). ``None`` bytes: the file cannot be read
+        (``derive(b"")``, not cached).
+        """
+        try:
+            st = st or os.stat(events_file)
+            with open(events_file, "rb") as fh:
+                raw = fh.read()
+            after = _stat_key(os.stat(events_file))
+        except OSError:
+            self._drop(session_id)
+            return None, derive(b""), False
+        stat = _stat_key(st)
+        if after != stat or len(raw) != stat[0]:
+            self.last[session_id] = "derived"  # a writer appended while we read: key nothing on it
+            return raw, derive(raw), False
+        entry = self._entries.get(session_id)
+        if entry is not None and entry[:_KEY_LEN] == stat and valid(entry[-1]):
+            self.last[session_id] = "hit"
+            return raw, entry[-1], True
+        self.last[session_id] = "derived"
+        value = derive(raw)
+        self.put(session_id, stat, raw, value)
+        return raw, value, False
+
+    def put(self, session_id: str, stat: list[int], raw: bytes, value: Any) -> None:
+        """Key ``value`` on a file's stat (:func:`stat_key`) and its bytes ``raw`` (hashed here)."""
+        self._entries[session_id] = [*stat, hashlib.sha256(raw).hexdigest(), value]
+        self._dirty = True
 
     def digest(self, session_id: str) -> str | None:
         """The sha256 of the session file as last read through :meth:`get`, if known."""

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from . import files, procs
 from .abandon import abandoned_outcome
@@ -55,6 +55,8 @@ __all__ = [
     "SessionHandle",
     "Store",
     "Txn",
+    "cross_check",
+    "read_known",
     "slugify",
 ]
 
@@ -89,6 +91,8 @@ class ReadResult:
     path: Path
     events: list[BaseEvent] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: the 1-based line of each event in ``events`` (same order)
+    lines: list[int] = field(default_factory=list)
 
 
 def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
@@ -110,17 +114,19 @@ def _problem_from_validation(path: Path, line: int, err: ValidationError) -> Pro
     return Problem(path, line, message + "; fix or delete that line", field=loc or None)
 
 
-def read_events(path: Path) -> ReadResult:
-    """Read and validate every line of one ``events.jsonl``; never raises for bad content."""
+def read_events(path: Path, raw: bytes | None = None) -> ReadResult:
+    """Read and validate every line of one ``events.jsonl`` (or of ``raw``, its bytes already read);
+    never raises for bad content."""
     result = ReadResult(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        result.problems.append(Problem(path, 0, "file is missing"))
-        return result
-    except OSError as exc:
-        result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
-        return result
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            result.problems.append(Problem(path, 0, "file is missing"))
+            return result
+        except OSError as exc:
+            result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
+            return result
     seen: dict[str, int] = {}
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
     for number, chunk, torn in files.lines(raw):
@@ -166,11 +172,74 @@ def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int
         result.problems.append(Problem(result.path, number, clash + "; skipped (fix or delete that line)"))
         return
     result.events.append(event)
+    result.lines.append(number)
     if event.kind in ("decision", "verdict"):
         for ref in _unknown_refs(event, seen):
             result.problems.append(Problem(
                 result.path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
                 "the event is kept (fix or remove that reference)", field="evidence"))
+
+
+def read_known(raw: bytes, skip: frozenset[int] | set[int],
+               shared: list[tuple[str, bytes, Any, list[int]]] | None = None) -> tuple[list[BaseEvent], list[int]] | None:
+    """The events of a file :func:`read_events` has already judged, validated again without its checks.
+
+    For a file whose bytes are unchanged since :func:`read_events` read them (the read cache,
+    :mod:`logkit.readcache`, vouches for that): every line but those in ``skip`` (the problems
+    found then) is validated as an event, in file order, and nothing else is checked (the clash and
+    reference checks are functions of the same bytes). The lines are validated as one JSON list
+    (one call into pydantic). ``shared`` holds ``(field, bytes, value, lines)``: on those lines
+    ``field`` is written as exactly ``bytes``, which is replaced by ``null`` before validating and
+    the already-validated ``value`` put in its place, so a nested record repeated on many lines (an
+    attempt's environment) is validated once. Returns None when a line does not validate or a
+    replacement does not apply as described: the caller reads the file with :func:`read_events`.
+    """
+    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
+    kept: list[bytes] = []
+    numbers: list[int] = []
+    for number, chunk in enumerate(raw.split(b"\n"), start=1):
+        if number in skip or not chunk.strip():
+            continue
+        if not chunk.startswith(current_prefix):
+            return None  # a line to upgrade first: the caller takes the general path
+        kept.append(chunk)
+        numbers.append(number)
+    body = b"[" + b",".join(kept) + b"]"
+    del kept
+    patches: list[tuple[str, list[int], Any]] = []
+    if shared:
+        where = set(numbers)
+        for name, value_json, value, lines in shared:
+            needle = b'"%s":%s' % (name.encode(), value_json)
+            if not set(lines) <= where or body.count(needle) != len(lines):
+                return None
+            body = body.replace(needle, b'"%s":null' % name.encode())
+            patches.append((name, lines, value))
+    try:
+        events: list[BaseEvent] = _list_adapter().validate_json(body)
+    except (ValueError, RecursionError, OverflowError):
+        return None
+    if patches:
+        index = {n: i for i, n in enumerate(numbers)}
+        for name, lines, value in patches:
+            for n in lines:
+                fields = events[index[n]].__dict__
+                if fields.get(name, 0) is not None:
+                    return None  # the replaced bytes were not that field of the event
+                fields[name] = value
+    return events, numbers
+
+
+_LIST_ADAPTER: TypeAdapter[list[Any]] | None = None
+
+
+def _list_adapter() -> TypeAdapter[list[Any]]:
+    global _LIST_ADAPTER
+    if _LIST_ADAPTER is None:
+        from .events import Event
+
+        _LIST_ADAPTER = TypeAdapter(list[Event])  # type: ignore[valid-type]
+    return _LIST_ADAPTER
 
 
 def _unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
@@ -506,31 +575,36 @@ class Store:
         event is kept; a session that is not here may live on another host, so its ids are shown as given).
         """
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
-        known = {getattr(e, "decision_id", None) for r in results.values() for e in r.events}
-        shorts = {sid: {e.short_id for e in r.events if e.kind in ("attempt", "hypothesis")}  # type: ignore[attr-defined]
-                  for sid, r in results.items()}
+        return cross_check(results)
 
-        def line_of(result: ReadResult, event: BaseEvent) -> int:
-            raw = result.path.read_bytes().split(b"\n")
-            return next((i for i, chunk in enumerate(raw, 1) if event.id.encode() in chunk), 0)
 
-        for result in results.values():
-            for event in result.events:
-                if event.kind not in ("decision", "verdict"):
-                    continue
-                target = getattr(event, "supersedes", None)
-                if target and target not in known:
+def cross_check(results: dict[str, ReadResult]) -> dict[str, ReadResult]:
+    """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it."""
+    # __dict__, not getattr: pydantic's __getattr__ is slow for a field a kind does not have
+    known = {e.__dict__.get("decision_id") for r in results.values() for e in r.events}
+    shorts = {sid: {e.short_id for e in r.events if e.kind in ("attempt", "hypothesis")}  # type: ignore[attr-defined]
+              for sid, r in results.items()}
+
+    def line_of(result: ReadResult, index: int) -> int:
+        return result.lines[index] if index < len(result.lines) else 0
+
+    for result in results.values():
+        for index, event in enumerate(result.events):
+            if event.kind not in ("decision", "verdict"):
+                continue
+            target = getattr(event, "supersedes", None)
+            if target and target not in known:
+                result.problems.append(Problem(
+                    result.path, line_of(result, index), f"{event.decision_id} supersedes {target}, which no "  # type: ignore[attr-defined]
+                    "session records; the decision is kept without that link (fix its 'supersedes', or restore "
+                    f"the session that recorded {target})", field="supersedes"))
+            for ref in event.evidence:  # type: ignore[attr-defined]
+                sid, _, short = ref.rpartition("/")
+                if sid in shorts and short not in shorts[sid]:
                     result.problems.append(Problem(
-                        result.path, line_of(result, event), f"{event.decision_id} supersedes {target}, which no "
-                        "session records; the decision is kept without that link (fix its 'supersedes', or restore "
-                        f"the session that recorded {target})", field="supersedes"))
-                for ref in event.evidence:  # type: ignore[attr-defined]
-                    sid, _, short = ref.rpartition("/")
-                    if sid in shorts and short not in shorts[sid]:
-                        result.problems.append(Problem(
-                            result.path, line_of(result, event), f"{event.kind} cites {ref}, which session {sid} "
-                            "does not record; the event is kept (fix that reference)", field="evidence"))
-        return results
+                        result.path, line_of(result, index), f"{event.kind} cites {ref}, which session {sid} "
+                        "does not record; the event is kept (fix that reference)", field="evidence"))
+    return results
 
 
 def dump_event(event: BaseEvent) -> dict[str, Any]:

@@ -147,11 +147,12 @@ def test_the_builder_reads_and_makes_frames_without_cyclic_gc(store: Store, monk
     import gc
 
     from logkit.builder import frames as frames_mod
+    from logkit.builder import load as load_mod
     from logkit.builder.load import load
 
     seen: list[bool] = []
-    real_read_all = Store.read_all
-    monkeypatch.setattr(Store, "read_all", lambda self: seen.append(gc.isenabled()) or real_read_all(self))
+    real_read = load_mod._read_cached
+    monkeypatch.setattr(load_mod, "_read_cached", lambda root, how: seen.append(gc.isenabled()) or real_read(root, how))
     real_make = frames_mod._make_frames
     monkeypatch.setattr(frames_mod, "_make_frames", lambda loaded: seen.append(gc.isenabled()) or real_make(loaded))
     assert gc.isenabled()

@@ -106,8 +106,48 @@ def _category(status: str | None) -> str | None:
     return statuses.category(status)  # None: the status says nothing about the backend (ignore)
 
 
+def fact_row(session: SessionData, attempt: Attempt) -> list[Any]:
+    """What :func:`facts_of` derives about one attempt beyond its own events, as a JSON list for the
+    read cache (:mod:`logkit.builder.load`)."""
+    f = _derive_facts(session, attempt)
+    return [f.model, f.gpu_name, f.gpu_count, f.arch, f.versions, f.fp_hash, f.backends, f.category,
+            f.smoke_failed, f.command]
+
+
+def _from_row(session: SessionData, attempt: Attempt, row: Any) -> AttemptFacts | None:
+    """:func:`facts_of` from a cached :func:`fact_row`; None when the row is not shaped as written."""
+    if type(row) is not list or len(row) != 10:
+        return None
+    model, gpu_name, gpu_count, arch, versions, fp_hash, backends, category, smoke_failed, command = row
+    if (not isinstance(model, (str, type(None))) or not isinstance(gpu_name, (str, type(None)))
+            or type(gpu_count) is not int or not isinstance(arch, (str, type(None))) or type(versions) is not dict
+            or not isinstance(fp_hash, (str, type(None))) or type(backends) is not dict
+            or not isinstance(category, (str, type(None))) or type(smoke_failed) is not bool or type(command) is not str):
+        return None
+    outcome = session.outcomes.get(attempt.short_id)
+    launch = attempt.launch
+    provenance = attempt.provenance
+    return AttemptFacts(
+        ref=ref_of(session.id, attempt.short_id), session=session.id, attempt=attempt, outcome=outcome,
+        role=attempt.role, started=attempt.started, command=command, model=model, gpu_name=gpu_name,
+        gpu_count=gpu_count, arch=arch, versions=versions,
+        fingerprint=dict(launch.fingerprint) if launch is not None else {}, fp_hash=fp_hash, backends=backends,
+        status=outcome.status if outcome else None, category=category, smoke_failed=smoke_failed,
+        source=provenance.source if provenance else "captured",
+    )
+
+
 def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
-    """The derived facts of one attempt."""
+    """The derived facts of one attempt (from the read cache's row when the session has one)."""
+    row = session.fact_rows.get(attempt.short_id)
+    if row is not None:
+        facts = _from_row(session, attempt, row)
+        if facts is not None:
+            return facts
+    return _derive_facts(session, attempt)
+
+
+def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
     outcome = session.outcomes.get(attempt.short_id)
     launch = attempt.launch
     fingerprint = dict(launch.fingerprint) if launch is not None else {}
@@ -176,40 +216,40 @@ def make_frames(loaded: Loaded) -> Frames:
         return _make_frames(loaded)
 
 
+_ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
+                    "category", "signature"]
+_METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
+                   "item", "ts"]
+
+
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     for session in loaded.sessions.values():
         for attempt in session.attempts.values():
             f = facts_of(session, attempt)
             facts[f.ref] = f
+    # column by column: a million rows as dicts cost more than the frames themselves
     rows = [
-        {
-            "ref": f.ref, "session": f.session, "attempt": f.attempt.short_id, "role": f.role,
-            "started": f.started, "model": f.model, "gpu": f.gpu_label, "arch": f.arch,
-            "sglang": f.versions.get("sglang"), "fp": f.fp_hash, "status": f.status, "category": f.category,
-            "signature": f.outcome.signature if f.outcome else None,
-        }
+        (f.ref, f.session, f.attempt.short_id, f.role, f.started, f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
+         f.fp_hash, f.status, f.category, f.outcome.signature if f.outcome else None)
         for f in facts.values()
     ]
-    attempts = pd.DataFrame(rows, columns=[
-        "ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
-        "category", "signature",
-    ])
+    attempts = pd.DataFrame(dict(zip(_ATTEMPT_COLUMNS, map(list, zip(*rows)) if rows else [[]] * 13, strict=True)),
+                            columns=_ATTEMPT_COLUMNS)
     mrows = []
+    none = (None, None, None, None)
     for session in loaded.sessions.values():
+        sid = session.id
+        launches: dict[str, tuple[str | None, ...]] = {}
         for m in session.metrics:
             server = m.server_attempt or m.attempt
-            launch = facts.get(ref_of(session.id, server)) if server else None
-            mrows.append({
-                "session": session.id, "name": m.name, "value": m.value, "unit": m.unit,
-                "attempt": ref_of(session.id, m.attempt) if m.attempt else None,
-                "server": launch.ref if launch else None,
-                "model": launch.model if launch else None,
-                "gpu": launch.gpu_label if launch else None,
-                "fp": launch.fp_hash if launch else None,
-                "concurrency": _concurrency(m.labels), "item": _item(m.labels), "ts": m.ts,
-            })
-    metrics = pd.DataFrame(mrows, columns=[
-        "session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency", "item", "ts",
-    ])
+            shown = launches.get(server) if server else none
+            if shown is None:
+                launch = facts.get(ref_of(sid, server))
+                shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
+                                            if launch else none)
+            mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
+                          _concurrency(m.labels), _item(m.labels), m.ts))
+    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
+                           columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)

@@ -6,12 +6,25 @@ message`` through ``warn`` and skipped; the rest of its session and of the store
 With ``strict=True`` any problem raises :class:`~logkit.errors.BadInput` listing all of them.
 Events are grouped per session, in time order, by kind; unknown kinds (added to the schema after
 this module was written) are kept in ``events`` and shown generically.
+
+Read cache (``<root>/.cache/load.json``, :mod:`logkit.readcache`): a session file whose stat has
+not changed since it was last read keeps what that read found, namely its problems (so its lines
+are not checked again), the repeated environments of its attempts (validated once, shared by the
+attempts that carry the same bytes) and each attempt's derived facts for the frames stage
+(:func:`logkit.builder.frames.fact_row`). Its lines are still validated into events every time
+(pydantic, from the file itself, never from the cache). A cache entry that does not match its
+file's stat, is shaped otherwise, or whose lines no longer validate as it says is derived again;
+the cache's version covers logkit's version, the event models, this stage, the frames stage and
+the knowledge tables, so new code never reads an old derivation. ``load(root, cache=False)``
+reads without it (same result).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import json
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +38,7 @@ from ..events import (
     Attempt,
     BaseEvent,
     Decision,
+    Environment,
     Hypothesis,
     Metric,
     Note,
@@ -35,7 +49,9 @@ from ..events import (
     Todo,
     Verdict,
 )
-from ..store import Problem, Store
+from ..files import EVENTS_FILE
+from ..readcache import SessionCache, sessions_with_stat, stat_key
+from ..store import Problem, ReadResult, Store, cross_check, read_events, read_known
 
 __all__ = ["Loaded", "SessionData", "gc_paused", "load", "tables"]
 
@@ -85,6 +101,8 @@ class SessionData:
     #: attempt short id -> the full environment from a later ``environment`` event, if any
     environments: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: attempt short id -> its facts as the read cache kept them (:func:`logkit.builder.frames.fact_row`)
+    fact_rows: dict[str, Any] = field(default_factory=dict)
 
     @property
     def title(self) -> str:
@@ -101,6 +119,8 @@ class Loaded:
     problems: list[Problem]
     #: decision ids that moved (the ledger's ``moved to`` lines): old id -> [(session, new id)]
     moved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: how the read cache served each session: ``"hit"`` or ``"derived"`` (empty without the cache)
+    cached: dict[str, str] = field(default_factory=dict)
 
 
 def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem]) -> SessionData:
@@ -140,11 +160,20 @@ def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem
     return data
 
 
-def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None) -> Loaded:
-    """Read every session under ``root``; bad lines are warned about and skipped (or fatal)."""
+def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None,
+         cache: bool = True) -> Loaded:
+    """Read every session under ``root``; bad lines are warned about and skipped (or fatal).
+
+    ``cache``: read through the store's ``load`` read cache and update it (see the module contract).
+    """
     store = Store(root)
     with gc_paused():
-        results = store.read_all()
+        cached: dict[str, str] = {}
+        if cache:
+            results, sessions = _read_cached(store.root, cached)
+        else:
+            results = store.read_all()
+            sessions = {}
     problems = [p for r in results.values() for p in r.problems]
     if strict and problems:
         raise BadInput(
@@ -155,9 +184,153 @@ def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] 
         warn(f"logkit: warning: skipped {problem}")
     with gc_paused():
         sessions = {
-            sid: _group(sid, result.path, result.events, result.problems)
+            sid: sessions.get(sid) or _group(sid, result.path, result.events, result.problems)
             for sid, result in results.items()
         }
     from ..reasoning.decisions import aliases
 
-    return Loaded(root=Path(root), sessions=sessions, problems=problems, moved=aliases(store))
+    return Loaded(root=Path(root), sessions=sessions, problems=problems, moved=aliases(store), cached=cached)
+
+
+#: bump when what the ``load`` cache keeps changes shape (the code's digest covers the rest)
+CACHE_FORMAT = 1
+#: what a cached derivation depends on besides the session file: these modules and the tables
+_DERIVED_FROM = ("events.py", "files.py", "store.py", "statuses.py", "builder/load.py", "builder/frames.py",
+                 "launch/flags.py")
+
+
+@cache
+def cache_version() -> str:
+    """The ``load`` cache's version: its format, logkit's version and a digest of the code and tables."""
+    from .. import __version__
+
+    package = Path(str(resources.files("logkit")))
+    h = hashlib.sha256(__version__.encode())
+    for name in _DERIVED_FROM:
+        h.update(name.encode() + b"\0" + (package / name).read_bytes())
+    for path in sorted((package / "data").rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return f"{CACHE_FORMAT}-{h.hexdigest()[:20]}"
+
+
+def _read_cached(root: Path, how: dict[str, str]) -> tuple[dict[str, ReadResult], dict[str, SessionData]]:
+    """Every session's read result (and grouped data), through the ``load`` read cache; ``how``
+    gets what the cache did per session."""
+    cache = SessionCache(root, "load", cache_version())
+    results: dict[str, ReadResult] = {}
+    sessions: dict[str, SessionData] = {}
+    found = {sid: (path, st) for sid, path, st in sessions_with_stat(root)}
+    # the same sessions, in the same order, as the store reads them (a directory without a valid id is no session)
+    for sid in Store(root).session_ids():
+        path = root / sid / EVENTS_FILE
+        path_str, st = found.get(sid, (str(path), None))
+        derived: dict[str, Any] = {}
+
+        def derive(raw: bytes, sid: str = sid, path: Path = path, derived: dict[str, Any] = derived) -> Any:
+            result = read_events(path, raw if raw else None)
+            data = _group(sid, path, result.events, result.problems)
+            derived["result"], derived["data"] = result, data
+            return _summary(data, result, raw)
+
+        raw, value, hit = cache.read(sid, path_str, derive, valid=_valid_summary, st=st)
+        if hit:
+            assert raw is not None
+            got = _from_summary(sid, path, raw, value)
+            if got is None:  # the lines do not validate as the entry says: derive the session again
+                cache.last[sid] = "derived"
+                value = derive(raw)
+                if st is not None:
+                    cache.put(sid, stat_key(st), raw, value)
+            else:
+                derived["result"], derived["data"] = got
+        results[sid] = derived["result"]
+        sessions[sid] = derived["data"]
+    cross_check(results)
+    how.update(cache.last)
+    cache.prune(set(results))
+    cache.save()
+    return results, sessions
+
+
+def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any]:
+    """What the cache keeps of one session file (JSON): see the module contract."""
+    from .frames import fact_row
+
+    kept = set(result.lines)
+    lines = {n: chunk for n, chunk, _torn in _lines(raw)}
+    shared: dict[str, list[int]] = {}
+    for event, number in zip(result.events, result.lines, strict=True):
+        env = event.__dict__.get("environment") if isinstance(event, Attempt) else None
+        if env is None:
+            continue
+        try:
+            text = json.dumps(json.loads(lines[number])["environment"], ensure_ascii=False, separators=(",", ":"))
+        except (KeyError, ValueError, TypeError, RecursionError):
+            continue
+        shared.setdefault(text, []).append(number)
+    patches = []
+    envs = {n: e.__dict__.get("environment") for e, n in zip(result.events, result.lines, strict=True)}
+    for text, numbers in shared.items():
+        if len(numbers) < 2:
+            continue  # nothing saved by sharing it
+        try:
+            value = Environment.model_validate_json(text)
+        except ValueError:
+            continue
+        needle = b'"environment":' + text.encode()
+        good = [n for n in numbers if envs.get(n) == value and lines[n].count(needle) == 1]
+        if len(good) >= 2 and raw.count(needle) == len(good):  # what the reader replaces: exactly these
+            patches.append(["environment", text, good])
+    return {
+        "problems": [[p.line, p.message, p.field, p.torn] for p in result.problems],
+        "skip": sorted(n for n in lines if n not in kept),
+        "shared": patches,
+        "facts": {short: fact_row(data, attempt) for short, attempt in data.attempts.items()},
+    }
+
+
+def _lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
+    from ..files import lines
+
+    return lines(raw)
+
+
+def _valid_summary(value: Any) -> bool:
+    if type(value) is not dict:
+        return False
+    problems, skip, shared, facts = (value.get(k) for k in ("problems", "skip", "shared", "facts"))
+    if type(problems) is not list or type(skip) is not list or type(shared) is not list or type(facts) is not dict:
+        return False
+    for p in problems:
+        if (type(p) is not list or len(p) != 4 or type(p[0]) is not int or type(p[1]) is not str
+                or not isinstance(p[2], (str, type(None))) or type(p[3]) is not bool):
+            return False
+    # every line left out was a problem then, and is warned about now: a cache cannot hide a line
+    if not all(type(n) is int for n in skip) or not set(skip) <= {p[0] for p in problems}:
+        return False
+    for s in shared:
+        if (type(s) is not list or len(s) != 3 or s[0] != "environment" or type(s[1]) is not str
+                or type(s[2]) is not list or not all(type(n) is int for n in s[2])):
+            return False
+    return True
+
+
+def _from_summary(sid: str, path: Path, raw: bytes, value: dict[str, Any]) -> tuple[ReadResult, SessionData] | None:
+    """The session read again from its unchanged bytes and the cache's summary; None if they disagree."""
+    shared = []
+    for name, text, numbers in value["shared"]:
+        try:
+            instance = Environment.model_validate_json(text)  # validated: the cache is never trusted
+        except ValueError:
+            return None
+        shared.append((name, text.encode(), instance, numbers))
+    got = read_known(raw, frozenset(value["skip"]), shared)
+    if got is None:
+        return None
+    events, numbers = got
+    result = ReadResult(path, events, [Problem(path, line, message, field, torn)
+                                       for line, message, field, torn in value["problems"]], numbers)
+    data = _group(sid, path, events, result.problems)
+    data.fact_rows = value["facts"]
+    return result, data
