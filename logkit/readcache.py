@@ -12,6 +12,13 @@ Contract:
   bytes hash the same: a cache planted through git with a forged hash is never believed. The
   hash is the content's identity for :meth:`SessionCache.digest` (the builder re-renders only
   sessions whose content changed).
+* **Appends** (a reader that passes ``extend``): when the file has the inode it was derived from,
+  has grown by at most :data:`EXTEND_LIMIT` bytes of whole lines, and the 4 KiB before the old end
+  are unchanged (``tail``, their sha256), only the appended bytes are read and
+  ``extend(value, state, appended)`` gives the new ``(value, state)`` (``state``: what the reader
+  keeps beside the value to extend it; ``None`` from ``extend``: derive from the whole file). Such an
+  entry has no content hash (``""``); :meth:`SessionCache.digest` is then unknown. ``logkit run``
+  appends a few lines to a session: the check before the next launch reads those, not the session.
 * **Never trusted**: a cache file that does not parse, has another format, version or reader
   name, or whose entry is not shaped as written, is ignored and rebuilt. ``version`` is the
   reader's own: bump it when what it derives changes.
@@ -29,12 +36,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_DIR", "SessionCache", "sessions_with_stat", "stat_key"]
+__all__ = ["CACHE_DIR", "EXTEND_LIMIT", "SessionCache", "sessions_with_stat", "stat_key"]
 
 CACHE_DIR = ".cache"
-_FORMAT = 1
-#: an entry: [size, mtime_ns, ctime_ns, inode, sha256, value]
+_FORMAT = 2
+#: an entry: [size, mtime_ns, ctime_ns, inode, sha256, tail sha256, state, value]
 _KEY_LEN = 4
+_ENTRY_LEN = _KEY_LEN + 4
+#: appended bytes an ``extend`` reader reads instead of the whole file
+EXTEND_LIMIT = 8 << 20
+_TAIL = 4096
+
+
+def _tail_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw[-_TAIL:]).hexdigest()
 
 
 def stat_key(st: os.stat_result) -> list[int]:
@@ -88,22 +103,30 @@ class SessionCache:
         return {sid: entry for sid, entry in data["sessions"].items() if _well_formed(entry)}
 
     def get(self, session_id: str, events_file: str | os.PathLike[str], derive: Callable[[bytes], Any],
-            valid: Callable[[Any], bool] = lambda _v: True, st: os.stat_result | None = None) -> Any:
+            valid: Callable[[Any], bool] = lambda _v: True, st: os.stat_result | None = None,
+            extend: Callable[[Any, Any, bytes], tuple[Any, Any] | None] | None = None) -> Any:
         """The value ``derive(bytes of events_file)`` gives, from the cache when the file is unchanged.
 
         A cached value that ``valid`` refuses is treated as damaged and derived again. Returns
-        ``derive(b"")``'s value for a file that cannot be read (not cached).
+        ``derive(b"")``'s value for a file that cannot be read (not cached). With ``extend``,
+        ``derive`` returns ``(value, state)`` and an appended-to file is brought up to date from
+        its new lines only (see the module contract).
         """
+        whole = derive if extend is None else (lambda raw: derive(raw)[0])
         try:
             st = st or os.stat(events_file)
         except OSError:
             self._drop(session_id)
-            return derive(b"")
+            return whole(b"")
         entry = self._entries.get(session_id)
         stat = _stat_key(st)
         if entry is not None and entry[:_KEY_LEN] == stat and valid(entry[-1]):
             self.last[session_id] = "hit"
             return entry[-1]
+        if entry is not None and extend is not None and valid(entry[-1]):
+            value = self._extend(session_id, events_file, entry, stat, extend)
+            if value is not None:
+                return value[0]
         try:
             with open(events_file, "rb") as fh:
                 raw = fh.read()
@@ -114,14 +137,14 @@ class SessionCache:
         if after != stat or len(raw) != stat[0]:
             # a writer appended while we read: use what we read, key nothing on it
             self.last[session_id] = "derived"
-            return derive(raw)
+            return whole(raw)
         digest = hashlib.sha256(raw).hexdigest()
         # Same bytes under another stat (a checkout, a copy) are derived again all the same: a value
         # is only ever reused under the stat this machine saw, so a cache planted through git (its
         # sha256 forged to match) is never believed.
         self.last[session_id] = "derived"
-        value = derive(raw)
-        self._entries[session_id] = [*stat, digest, value]
+        value, state = derive(raw) if extend is not None else (derive(raw), None)
+        self._entries[session_id] = [*stat, digest, _tail_hash(raw), state, value]
         self._dirty = True
         return value
 
@@ -158,13 +181,43 @@ class SessionCache:
 
     def put(self, session_id: str, stat: list[int], raw: bytes, value: Any) -> None:
         """Key ``value`` on a file's stat (:func:`stat_key`) and its bytes ``raw`` (hashed here)."""
-        self._entries[session_id] = [*stat, hashlib.sha256(raw).hexdigest(), value]
+        self._entries[session_id] = [*stat, hashlib.sha256(raw).hexdigest(), _tail_hash(raw), None, value]
         self._dirty = True
+
+    def _extend(self, session_id: str, events_file: str | os.PathLike[str], entry: list[Any], stat: list[int],
+                extend: Callable[[Any, Any, bytes], tuple[Any, Any] | None]) -> tuple[Any] | None:
+        """``(value,)`` brought up to date from the lines appended since ``entry``; None when it cannot be."""
+        old = entry[0]
+        if entry[3] != stat[3] or not old < stat[0] <= old + EXTEND_LIMIT:
+            return None
+        start = max(0, old - _TAIL)
+        try:
+            with open(events_file, "rb") as fh:
+                fh.seek(start)
+                raw = fh.read(stat[0] - start)
+            after = _stat_key(os.stat(events_file))
+        except OSError:
+            return None
+        if (after != stat or len(raw) != stat[0] - start or not raw.endswith(b"\n")
+                or hashlib.sha256(raw[:old - start]).hexdigest() != entry[_KEY_LEN + 1]
+                or (old and raw[old - start - 1:old - start] != b"\n")):
+            return None  # changed before the old end, a line still being written, or a writer meanwhile
+        try:
+            extended = extend(entry[-1], entry[-2], raw[old - start:])
+        except Exception:  # noqa: BLE001 - a reader's extension failing means: derive in full
+            return None
+        if extended is None:
+            return None
+        value, state = extended
+        self.last[session_id] = "extended"
+        self._entries[session_id] = [*stat, "", _tail_hash(raw), state, value]
+        self._dirty = True
+        return (value,)
 
     def digest(self, session_id: str) -> str | None:
         """The sha256 of the session file as last read through :meth:`get`, if known."""
         entry = self._entries.get(session_id)
-        return entry[_KEY_LEN] if entry is not None else None
+        return entry[_KEY_LEN] or None if entry is not None else None
 
     def _drop(self, session_id: str) -> None:
         if self._entries.pop(session_id, None) is not None:
@@ -198,5 +251,6 @@ class SessionCache:
 
 
 def _well_formed(entry: object) -> bool:
-    return (isinstance(entry, list) and len(entry) == _KEY_LEN + 2
-            and all(type(k) is int for k in entry[:_KEY_LEN]) and isinstance(entry[_KEY_LEN], str))
+    return (isinstance(entry, list) and len(entry) == _ENTRY_LEN
+            and all(type(k) is int for k in entry[:_KEY_LEN]) and isinstance(entry[_KEY_LEN], str)
+            and isinstance(entry[_KEY_LEN + 1], str))

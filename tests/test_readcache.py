@@ -60,7 +60,8 @@ def test_the_check_writes_the_cache_then_reads_only_it(store: Store, monkeypatch
     assert (store.root / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
     # unchanged files: not one session file is read again
     derived = []
-    monkeypatch.setattr(refuted, "_session_runs", lambda sid, raw: derived.append(sid) or [])
+    monkeypatch.setattr(refuted, "_session_state", lambda sid, raw: derived.append(sid) or ([], []))
+    monkeypatch.setattr(refuted, "_extend", lambda sid, *a: derived.append(sid))
     assert _hits(store) == [("s-one", "A1")]
     assert derived == []
 
@@ -69,10 +70,11 @@ def test_a_new_failure_makes_that_session_stale(store: Store, monkeypatch: pytes
     assert _hits(store) == [("s-one", "A1")]
     _launch(store, "s-three", "flashinfer_trtllm", "arch_mismatch")
     seen = []
-    real = refuted._session_runs
-    monkeypatch.setattr(refuted, "_session_runs", lambda sid, raw: seen.append(sid) or real(sid, raw))
+    real, real_extend = refuted._session_state, refuted._extend
+    monkeypatch.setattr(refuted, "_session_state", lambda sid, raw: seen.append(sid) or real(sid, raw))
+    monkeypatch.setattr(refuted, "_extend", lambda sid, *a: seen.append(f"{sid}+") or real_extend(sid, *a))
     assert _hits(store) == [("s-one", "A1"), ("s-three", "A1")]
-    assert seen == ["s-three"]  # only the changed session was read and derived again
+    assert seen == ["s-three+"]  # only the changed session was read: its new lines
 
 
 def test_a_touched_file_is_derived_again_and_its_digest_kept(store: Store) -> None:

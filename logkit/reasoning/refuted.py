@@ -180,6 +180,11 @@ def _status_re() -> re.Pattern[bytes]:
 
 
 def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
+    """The refuted launches of one session, from its raw bytes (see :func:`_session_state`)."""
+    return _session_state(session, raw)[0]
+
+
+def _session_state(session: str, raw: bytes) -> tuple[list[RefutedRun], list[dict[str, Any]] | None]:
     """The refuted launches of one session, from its raw bytes (every line at the current schema:
     :func:`logkit.files.current_bytes`).
 
@@ -188,8 +193,8 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
     the file), then the attempt and environment lines of those attempts. A line that does not
     decode is skipped.
     """
-    if not _status_re().search(raw):
-        return []
+    if not _status_re().search(raw) and not _works_re().search(raw):
+        return [], []
     lines = raw.split(b"\n")
     failed: dict[str, tuple[str, bytes]] = {}  # attempt -> (status, its outcome line)
     worked: set[str] = set()
@@ -248,7 +253,106 @@ def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
             status, outcome_line = failed[sid]
             label = (files.decode(outcome_line) or {}).get("label")
             runs.append(RefutedRun(session, sid, status, arch, blamed, label))
-    return runs
+    return runs, _fingerprints(good)
+
+
+#: more distinct working fingerprints than this in one session: its state is not kept (derived in full)
+GOOD_LIMIT = 2000
+
+
+def _works_re() -> re.Pattern[bytes]:
+    names = b"|".join(re.escape(k.encode()) for k in statuses.of_class("works"))
+    return re.compile(rb'"status":\s*"(' + names + rb')"')
+
+
+def _launch_fp(line: bytes) -> dict[str, Any] | None:
+    data = files.decode(line)
+    if data is None or not isinstance(data.get("launch"), dict):
+        return None
+    fp = data["launch"].get("fingerprint") or data["launch"].get("non_default") or {}
+    return fp if isinstance(fp, dict) else None
+
+
+def _fingerprints(good: list[bytes]) -> list[dict[str, Any]] | None:
+    """The distinct fingerprints of a session's working launches (None: too many to keep)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for line in good:
+        fp = _launch_fp(line)
+        if fp:
+            seen.setdefault(json.dumps(fp, sort_keys=True, default=str), fp)
+            if len(seen) > GOOD_LIMIT:
+                return None
+    return list(seen.values())
+
+
+def _cleared(blamed: dict[str, Any], fingerprints: list[dict[str, Any]]) -> bool:
+    return any(all(k in fp and _same(fp[k], v) for k, v in blamed.items()) for fp in fingerprints)
+
+
+def _extend(session: str, rows: list[dict[str, Any]], good: Any, appended: bytes,
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The rows and working fingerprints of a session after ``appended`` (whole lines at its end),
+    from those before; None when the new lines name an attempt recorded before them (derive in full).
+
+    What :func:`_session_state` would give: a new working launch clears the rows whose suspect
+    values it ran with; a new failed launch is a row unless a working launch ran with its suspects
+    or an earlier row blames the same values.
+    """
+    if type(good) is not list or not all(type(g) is dict for g in good):
+        return None
+    raw = files.current_bytes(appended)
+    status_re, works_re = _status_re(), _works_re()
+    if not status_re.search(raw) and not works_re.search(raw):
+        return rows, good  # no outcome that says anything about a backend
+    lines = [line for line in raw.split(b"\n") if line]
+    attempts: dict[str, bytes] = {}
+    probed: dict[str, dict[str, Any]] = {}
+    ended: list[tuple[str, str, bytes]] = []  # (attempt, status, outcome line)
+    for line in lines:
+        kind = _KIND.search(line)
+        if not kind:
+            continue
+        if kind.group(1) == b"attempt":
+            short = _SHORT.search(line)
+            if short:
+                attempts[short.group(1).decode()] = line
+        elif kind.group(1) == b"environment":
+            data = files.decode(line)
+            if data is not None and isinstance(data.get("attempt"), str):
+                probed[data["attempt"]] = data.get("environment") or {}
+        else:
+            ref, status = _ATTEMPT_REF.search(line), _ANY_STATUS.search(line)
+            if ref and status and (status_re.search(line) or works_re.search(line)):
+                ended.append((ref.group(1).decode(), status.group(1).decode(), line))
+    if any(sid not in attempts for sid, _status, _line in ended):
+        return None  # its attempt line is before the new lines: not known here
+    working = set(statuses.of_class("works"))
+    good = list(good)
+    known = {json.dumps(g, sort_keys=True, default=str) for g in good}
+    for sid, status, _line in ended:
+        fp = _launch_fp(attempts[sid]) if status in working else None
+        if fp and json.dumps(fp, sort_keys=True, default=str) not in known:
+            known.add(json.dumps(fp, sort_keys=True, default=str))
+            good.append(fp)
+    if len(good) > GOOD_LIMIT:
+        return None
+    rows = [r for r in rows if not _cleared(r["suspects"], good)]
+    keys = {tuple(sorted((k, str(v)) for k, v in r["suspects"].items())) for r in rows}
+    for sid, status, line in ended:
+        if status in working or not status_re.search(line):
+            continue
+        attempt = files.decode(attempts[sid])
+        if attempt is None or attempt.get("role") != "launch" or not isinstance(attempt.get("launch"), dict):
+            continue
+        blamed = _blame(attempt["launch"])
+        key = tuple(sorted((k, str(v)) for k, v in blamed.items()))
+        if not blamed or key in keys or _cleared(blamed, good):
+            continue
+        arch = _arch_of_dict(probed.get(sid)) or _arch_of_dict(attempt.get("environment"))
+        if arch:
+            keys.add(key)
+            rows.append(_row(RefutedRun(session, sid, status, arch, blamed, (files.decode(line) or {}).get("label"))))
+    return rows, good
 
 
 def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
@@ -264,7 +368,7 @@ def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
 
 
 #: bump when what :func:`_session_runs` derives changes (the per-session cache is then rebuilt)
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def refuted_runs(store: Store) -> list[RefutedRun]:
@@ -272,7 +376,8 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
 
     Each session's runs come from the store's ``refuted`` read cache (:mod:`logkit.readcache`)
     while its ``events.jsonl`` is unchanged, so the check before a launch reads no session file
-    that was not written since the last check.
+    that was not written since the last check; of a session that was appended to (the one the
+    last ``logkit run`` recorded in), only the new lines are read (:func:`_extend`).
     """
     # what is derived depends on the tables too (refuting and working statuses, ignored values)
     rules = [table(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
@@ -281,13 +386,19 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
     runs: list[RefutedRun] = []
     found = sessions_with_stat(store.root)
     for session, path, st in found:
-        rows = cache.get(session, path,
-                         lambda raw, sid=session: [_row(r) for r in _session_runs(sid, files.current_bytes(raw))] if raw else [],
-                         valid=_valid_rows, st=st)
+        rows = cache.get(session, path, lambda raw, sid=session: _derive(sid, raw), valid=_valid_rows, st=st,
+                         extend=lambda rows, good, new, sid=session: _extend(sid, rows, good, new))
         runs.extend(_run(session, row) for row in rows)
     cache.prune({f[0] for f in found})
     cache.save()
     return runs
+
+
+def _derive(session: str, raw: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    if not raw:
+        return [], []
+    runs, good = _session_state(session, files.current_bytes(raw))
+    return [_row(r) for r in runs], good
 
 
 def _valid_rows(rows: Any) -> bool:
