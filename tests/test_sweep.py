@@ -297,3 +297,16 @@ def test_cell_fingerprints_use_sglangs_names_for_aliases_given_in_the_command(la
     assert cell.fingerprint["attention_backend"] == "triton" and "tp" not in cell.fingerprint
     captured = for_run([*base, "--attention-backend", "triton"], PY).config["fingerprint"]
     assert cell.fingerprint == captured
+
+
+def test_a_cold_parser_read_is_announced_once(lab: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first sweep with an interpreter reads SGLang's parser (seconds): ``say`` hears it once."""
+    from logkit.sweep.grid import build
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold-cache"))
+    spec = specmod.from_cli(["attention-backend=triton"], [PY, "-m", "sglang.launch_server", "--model-path", "m"])
+    heard: list[str] = []
+    assert build(spec, lab["env"], say=heard.append).parser == "sglang"
+    assert len(heard) == 1 and "reading SGLang's flag parser" in heard[0] and PY in heard[0]
+    build(spec, lab["env"], say=heard.append)
+    assert len(heard) == 1  # warm: nothing to say

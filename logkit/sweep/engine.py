@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -163,6 +164,10 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
     return handle.id, event
 
 
+def _say(text: str) -> None:
+    print(f"logkit: {text}", file=sys.stderr, flush=True)
+
+
 def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None = None) -> SweepReport:
     """Run (or resume) the sweep of ``spec``; returns what happened."""
     from ..capture.redact import Redactor
@@ -170,7 +175,7 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
 
     store = Store.from_env(opts.sessions, scrub=Redactor().scrub)
     env = dict(os.environ)
-    grid = build(spec, env)
+    grid = build(spec, env, say=_say if sys.stderr.isatty() else None)
     if not grid.cells:
         raise BadInput("the sweep has no cells", fix="give every axis at least one value")
     arch = arch_name(opts.arch) if opts.arch else local_arch(env)

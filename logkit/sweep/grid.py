@@ -18,6 +18,7 @@ import itertools
 import os
 import shutil
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import BadInput
@@ -86,11 +87,14 @@ def _interpreter(argv: list[str], python: list[str], env: dict[str, str]) -> str
     return interpreter_of(argv, env)
 
 
-def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
-    """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter."""
+def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str], None] | None = None) -> Grid:
+    """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter.
+
+    ``say`` hears one line before a cold read of SGLang's parser (seconds, once per interpreter).
+    """
     from ..launch.config import spec_for
     from ..launch.flags import fingerprint, plain_parse
-    from ..launch.sglang import quick_parse
+    from ..launch.sglang import cached_spec, quick_parse
     from ..capture.sglang.detect import detect
 
     env = dict(os.environ if env is None else env)
@@ -101,6 +105,8 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None) -> Grid:
                        fix="python -m sglang.launch_server --model-path M ... (not inside bash -c)")
     python = _interpreter(spec.argv, target.python, env)
     head, base = spec.argv[: target.args_at], spec.argv[target.args_at :]
+    if python and say is not None and cached_spec(python) is None:
+        say(f"reading SGLang's flag parser in {python} (first sweep with this interpreter: a few seconds)")
     parser_spec, version = spec_for(python) if python else (None, None)
     by_option = {opt: a for a in parser_spec["actions"] for opt in a["opts"]} if parser_spec else {}
     axes: dict[str, list[Any]] = {}
