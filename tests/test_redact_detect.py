@@ -14,16 +14,8 @@ import re
 
 import pytest
 
-from logkit.capture.redact import (
-    ENGINE_ENV,
-    Redactor,
-    alternatives,
-    available_engines,
-    first_bytes,
-    literal_prefix,
-    load_rules,
-    lowerable,
-)
+from logkit.capture.redact import ENGINE_ENV, Redactor, available_engines, load_rules
+from logkit.capture.regexshape import alternatives, first_bytes, literal_prefix, lowerable
 
 #: the key-value pattern as secrets.toml wrote it before it was shaped for speed
 OLD_KEY_VALUE = r"""(?i)(?:(?:api[_-]?key|apikey|secret|passw(?:or)?d|credentials?|access[_-]?key|private[_-]?key|encryption[_-]?key)[a-z0-9_-]*|[_-]token)['"]?\s*[:=]\s*(?P<secret>'[^'\n]*'|"[^"\n]*"|[^\s,;)}'"]+)"""

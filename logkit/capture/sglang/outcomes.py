@@ -241,6 +241,29 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
 
 
 @lru_cache(maxsize=1)
+def _plan() -> tuple[Callable[[bytes], set[int]] | None, tuple[frozenset[int], ...], frozenset[int], frozenset[int] | None]:
+    """With Hyperscan (``logkit[fast]``): one scan tells which rows' needles occur in a chunk
+    (about 0.3 ms/MiB, where the RE2 gate alone took 2 ms/MiB and the stdlib one ~40). The finder,
+    each row's needle ids, the ready line's, the serving patterns' (None: one has no needle)."""
+    from ..fastscan import finder
+
+    rows, _ready, _gate = _compiled()
+    data = _data("sglang.toml")
+    index: dict[bytes, int] = {}
+
+    def ids(needles: tuple[bytes, ...]) -> frozenset[int]:
+        return frozenset(index.setdefault(n.lower(), len(index)) for n in needles)
+
+    row_ids = tuple(ids(needles) if needles is not None else frozenset() for _r, _s, needles, _n, _g in rows)
+    ready_ids = ids((data["ready_pattern"].encode(),))
+    serving = [_needles(p) for p in data.get("serving_patterns", [])]
+    serving_ids = ids(tuple(n for ns in serving for n in ns)) if serving and all(serving) else None  # type: ignore[misc]
+    if any(needles is None for _r, _s, needles, _n, _g in rows):
+        return None, row_ids, ready_ids, serving_ids  # a row without needles: scan as before
+    return finder(tuple(index)), row_ids, ready_ids, serving_ids
+
+
+@lru_cache(maxsize=1)
 def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
     pats = [p.encode() for p in _data("sglang.toml").get("serving_patterns", [])]
@@ -299,25 +322,32 @@ class Classifier:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
         sigs, ready, gate = _compiled()
         serving, garbage_row, scanner = _extras()
-        lowered = chunk.lower()
-        gate_open = gate(lowered)
-        if self.ready_line is None:
+        find, row_ids, ready_ids, serving_ids = _plan()
+        present = find(chunk) if find is not None else None
+        if present is None:
+            lowered = chunk.lower()
+            gate_open = gate(lowered)
+        if self.ready_line is None and (present is None or ready_ids & present):
             m = ready.search(chunk)
             if m:
                 self.ready_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.ready_text = _line_at(chunk, m.start())
-        if self.serving_line is None and serving is not None:
+        if self.serving_line is None and serving is not None and (
+                present is None or serving_ids is None or serving_ids & present):
             m = serving.search(chunk)
             if m:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
-        for regex, sig, needles, nocase, gated in sigs:
-            if gated and not gate_open:
+        for k, (regex, sig, needles, nocase, gated) in enumerate(sigs):
+            if present is not None:
+                if not row_ids[k] & present:
+                    continue
+            elif gated and not gate_open:
                 continue
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            if needles is not None and not any(n in (lowered if nocase else chunk) for n in needles):
+            if present is None and needles is not None and not any(n in (lowered if nocase else chunk) for n in needles):
                 continue
             pos = 0
             line = first_line
