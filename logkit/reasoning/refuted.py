@@ -379,19 +379,24 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
     that was not written since the last check; of a session that was appended to (the one the
     last ``logkit run`` recorded in), only the new lines are read (:func:`_extend`).
     """
+    return [_run(session, row) for session, row in _rows(store)]
+
+
+def _rows(store: Store) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`refuted_runs` as ``(session, row)``: :func:`check` makes runs of the matches only."""
     # what is derived depends on the tables too (refuting and working statuses, ignored values)
     rules = [table(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
     digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = SessionCache(store.root, "refuted", f"{CACHE_VERSION}-{digest}")
-    runs: list[RefutedRun] = []
+    found_rows: list[tuple[str, dict[str, Any]]] = []
     found = sessions_with_stat(store.root)
     for session, path, st in found:
         rows = cache.get(session, path, lambda raw, sid=session: _derive(sid, raw), valid=_valid_rows, st=st,
                          extend=lambda rows, good, new, sid=session: _extend(sid, rows, good, new))
-        runs.extend(_run(session, row) for row in rows)
+        found_rows.extend((session, row) for row in rows)
     cache.prune({f[0] for f in found})
     cache.save()
-    return runs
+    return found_rows
 
 
 def _derive(session: str, raw: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
@@ -404,6 +409,8 @@ def _derive(session: str, raw: bytes) -> tuple[list[dict[str, Any]], list[dict[s
 def _valid_rows(rows: Any) -> bool:
     if type(rows) is not list:
         return False
+    if not rows:
+        return True  # most sessions: nothing refuted
     for r in rows:
         if (type(r) is not dict or type(r.get("attempt")) is not str or type(r.get("status")) is not str
                 or type(r.get("suspects")) is not dict or not isinstance(r.get("arch"), (str, type(None)))
@@ -431,9 +438,11 @@ def check(fingerprint: dict[str, Any], arch: str | None, store: Store) -> list[R
     if not arch:
         return []
     arch = arch_name(arch) or arch
+    given = {k: str(v).strip().lower() for k, v in fingerprint.items()}  # _same, each side once
     return [
-        run for run in refuted_runs(store)
-        if run.arch == arch and all(k in fingerprint and _same(fingerprint[k], v) for k, v in run.suspects.items())
+        _run(session, row) for session, row in _rows(store)
+        if row.get("arch") == arch and all(k in given and given[k] == str(v).strip().lower()
+                                           for k, v in (row.get("suspects") or {}).items())
     ]
 
 
