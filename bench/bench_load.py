@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import kb_factory  # noqa: E402
 
 from logkit.builder.frames import make_frames  # noqa: E402
-from logkit.builder.load import load  # noqa: E402
+from logkit.builder.load import gc_paused, load  # noqa: E402
 
 EVENTS_PER_ATTEMPT = 4.62  # what kb_factory.synthetic writes on average
 
@@ -65,7 +65,8 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def load_and_frames(root: Path, cache: bool) -> Any:
-    return make_frames(load(root, cache=cache))
+    with gc_paused():  # as the builder runs them (logkit.builder.generate)
+        return make_frames(load(root, cache=cache))
 
 
 def generate(root: Path, events: int, sessions: int) -> None:
