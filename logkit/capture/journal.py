@@ -83,7 +83,7 @@ class Journal:
         if not journal.events_path.exists():
             raise NotFound(f"no session {session_id!r} in {root}", fix="see 'logkit session list' (the store is $LOGKIT_SESSIONS)")
         try:
-            journal.reconcile()
+            journal._reconcile()
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a launch
             print(f"logkit: warning: could not check {session_id} for abandoned attempts "
                   f"({type(exc).__name__}: {exc}); recording anyway", file=sys.stderr)
@@ -97,8 +97,18 @@ class Journal:
         """The session's hypothesis short ids (``H3``), read without validation."""
         return list(self.complete_index().hyps)
 
-    def reconcile(self) -> None:
-        """Mark attempts whose recorder died as abandoned."""
+    def reconcile(self, *, complete: bool = False) -> None:
+        """Mark attempts whose recorder died as abandoned (with ``complete``, those anywhere in a big
+        session without an index too: it is then indexed in full); never raises."""
+        try:
+            if complete:
+                self.complete_index()
+            self._reconcile()
+        except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
+            print(f"logkit: warning: could not check {self.id} for abandoned attempts "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+
+    def _reconcile(self) -> None:
         host = procs.hostname()
         gone = [a for a in self.index.open_attempts()
                 if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]

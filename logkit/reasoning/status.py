@@ -9,19 +9,35 @@ open attempts) returning a JSON-ready dict:
 * ``proposals``: for every attempt run with ``--tests H3`` that ended in a failure class while
   H3 is still open, the one command that records the refutation.
 
+It is computed from a small *fold* of the events (:class:`Fold`: the hypotheses and verdicts, the
+attempts that test one, the last :data:`KEPT` attempts, the open launches, the decisions, the
+problems), never from the events themselves. :func:`session_status` reads a session file into
+that fold line by line (bounded memory: no list of events) and keeps it in the ``status`` read
+cache (:mod:`logkit.readcache`): a session appended to since (``logkit run``) is brought up to date
+from its new lines only. Lines are validated and checked as :func:`logkit.store.read_events`
+does, except that an event id repeated from a line before the new ones goes unnoticed until the
+fold is next made in full (a merge or edit rewrites the file, which makes it in full).
+
 :func:`render` turns that dict into text.
 """
 
 from __future__ import annotations
 
 import shlex
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from .. import procs, statuses
-from ..events import Attempt, BaseEvent, Decision, Outcome, Session
-from .hypotheses import states
+from .. import files, procs, statuses
+from ..events import Attempt, BaseEvent, Decision, Hypothesis, Outcome, Session, Verdict
 
-__all__ = ["render", "status"]
+__all__ = ["KEPT", "Fold", "render", "session_status", "status"]
+
+#: attempts whose rows the fold keeps (``--last`` up to this is served from it)
+KEPT = 100
+#: problems the fold keeps word for word (the others are counted)
+PROBLEMS_KEPT = 200
+_VERSION = 1
 
 
 def _changed(attempt: Attempt) -> dict[str, Any]:
@@ -35,67 +51,275 @@ def _changed(attempt: Attempt) -> dict[str, Any]:
     return out
 
 
-def _alive(attempt: Attempt) -> bool:
-    if attempt.recorder_host not in (None, procs.hostname()):
+def _alive(host: str | None, pids: list[int | None]) -> bool:
+    if host not in (None, procs.hostname()):
         return True  # another machine: assume its recorder knows
-    pids = [p for p in (attempt.pid, attempt.recorder_pid) if p]
-    return any(procs.alive(p) for p in pids)
+    return any(procs.alive(p) for p in pids if p)
+
+
+class Fold:
+    """What :func:`status` needs of a session, folded event by event; plain JSON (:meth:`dump`)."""
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        d = data or {}
+        self.title: str | None = d.get("title")
+        self.has_meta: bool = d.get("has_meta", False)
+        #: H3 -> {text, priority, tags, verdict: [verdict, evidence, because, ts] | None}
+        self.hyps: dict[str, dict[str, Any]] = d.get("hyps", {})
+        #: attempts that test a hypothesis: A7 -> [tests, outcome status | None, outcome label | None]
+        self.tested: dict[str, list[Any]] = d.get("tested", {})
+        #: the last KEPT attempts' rows (outcome filled in when it comes)
+        self.rows: list[dict[str, Any]] = d.get("rows", [])
+        #: launches without an outcome: A7 -> [command, pid, port, recorder host, recorder pid]
+        self.open: dict[str, list[Any]] = d.get("open", {})
+        self.count: int = d.get("count", 0)
+        self.decisions: list[list[str]] = d.get("decisions", [])
+        self.problems: list[str] = d.get("problems", [])
+        self.more_problems: int = d.get("more_problems", 0)
+        #: short ids and "outcome:A7" markers -> the line that recorded them (store._clash's checks)
+        self.seen: dict[str, int] = d.get("seen", {})
+        #: lines folded so far (the next line's number is lines + 1)
+        self.lines: int = d.get("lines", 0)
+
+    def dump(self) -> dict[str, Any]:
+        """The fold as plain JSON."""
+        return dict(self.__dict__)
+
+    # -- folding ---------------------------------------------------------------------------------
+
+    def problem(self, text: str) -> None:
+        if len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append(text)
+        else:
+            self.more_problems += 1
+
+    def add(self, event: BaseEvent) -> None:
+        """Fold one valid event (checked against the events before it)."""
+        if isinstance(event, Session):
+            if not self.has_meta:
+                self.has_meta, self.title = True, event.title
+        elif isinstance(event, Hypothesis):
+            self.hyps[event.short_id] = {"text": event.text, "priority": event.priority, "tags": list(event.tags),
+                                         "verdict": None}
+        elif isinstance(event, Verdict):
+            hyp = self.hyps.get(event.hypothesis)
+            if hyp is not None:
+                current = hyp["verdict"]
+                if current is None or event.ts >= datetime.fromisoformat(current[3]):
+                    hyp["verdict"] = [event.verdict, list(event.evidence), event.because, event.ts.isoformat()]
+        elif isinstance(event, Attempt):
+            self._attempt(event)
+        elif isinstance(event, Outcome):
+            self._outcome(event)
+        elif isinstance(event, Decision):
+            self.decisions.append([event.decision_id, event.title, event.status])
+
+    def _attempt(self, a: Attempt) -> None:
+        self.count += 1
+        if a.tests:
+            self.tested[a.short_id] = [list(a.tests), None, None]
+        self.rows.append({
+            "id": a.short_id, "role": a.role, "command": shlex.join(a.argv), "tests": list(a.tests),
+            "status": "running", "label": a.label, "attempt_label": a.label, "changed": _changed(a),
+            "reconstructed": bool(a.provenance and a.provenance.source == "reconstructed"),
+        })
+        del self.rows[:-KEPT]
+        if a.role == "launch":
+            self.open[a.short_id] = [shlex.join(a.argv), a.pid, a.launch.port if a.launch else None,
+                                     a.recorder_host, a.recorder_pid]
+
+    def _outcome(self, o: Outcome) -> None:
+        self.open.pop(o.attempt, None)
+        if o.attempt in self.tested:
+            self.tested[o.attempt][1:] = [o.status, o.label]
+        for row in self.rows:
+            if row["id"] == o.attempt:
+                row["status"], row["label"] = o.status, o.label or row["attempt_label"]
+
+    def take_line(self, path: Path, line: bytes, number: int, torn: bool) -> None:
+        """Validate line ``number`` of ``path`` and fold it, with the checks and the words of
+        :func:`logkit.store.read_events` (event ids excepted: they are not kept)."""
+        from ..store import _clash, _unknown_refs
+
+        event = _validate(path, line, number, torn, self.problem)
+        if event is None:
+            return
+        clash = _clash(event, number, self.seen)
+        self.seen.pop(event.id, None)  # not kept: the fold would grow by one id per line
+        if clash:
+            self.problem(f"{path}:{number}: {clash}; skipped (fix or delete that line)")
+            return
+        if event.kind in ("decision", "verdict"):
+            for ref in _unknown_refs(event, self.seen):
+                self.problem(f"{path}:{number}: field 'evidence': {event.kind} cites {ref}, which no earlier line "
+                             "of this session records; the event is kept (fix or remove that reference)")
+        self.add(event)
+
+    def take(self, path: Path, raw: bytes, first: int = 1) -> None:
+        """Fold the lines of ``raw`` (the file's bytes from line ``first`` on), one at a time."""
+        number, pos, size = first - 1, 0, len(raw)
+        while pos < size:
+            end = raw.find(b"\n", pos)
+            torn = end < 0
+            end = size if torn else end
+            number += 1
+            if raw[pos:end].strip():
+                self.take_line(path, raw[pos:end], number, torn)
+            pos = end + 1
+        self.lines = first - 1 + raw.count(b"\n")
+
+    # -- the status ------------------------------------------------------------------------------
+
+    def status(self, session_id: str, last: int = 5) -> dict[str, Any]:
+        """The status dict (see the module contract)."""
+        failure = set(statuses.of_class("failure"))
+        hyp_rows = []
+        open_ids = set()
+        closed = 0
+        for hid, h in self.hyps.items():
+            tests = [a for a, t in self.tested.items() if hid in t[0]]
+            verdict = h["verdict"]
+            if verdict is not None:
+                closed += 1
+                continue
+            open_ids.add(hid)
+            hyp_rows.append({
+                "id": hid, "text": h["text"], "priority": h["priority"], "tags": h["tags"], "status": "open",
+                "evidence": [], "because": None, "tests": tests,
+                "pending": [a for a in tests if self.tested[a][1] is None],
+                "outcomes": {a: self.tested[a][1] for a in tests if self.tested[a][1] is not None},
+            })
+        proposals = []
+        for aid, (tests, status, label) in self.tested.items():
+            if status is None or status not in failure:
+                continue
+            for ref in tests:
+                if ref in open_ids:
+                    because = f"{aid} ended {status}" + (f": {label}" if label else "")
+                    proposals.append({
+                        "hypothesis": ref, "attempt": aid, "status": status,
+                        "command": f"logkit hypothesis refute {ref} --evidence {aid} --because {shlex.quote(because)}",
+                    })
+        rows = [{k: v for k, v in r.items() if k != "attempt_label"} for r in self.rows[-last:]] if last > 0 else []
+        running = [{"id": aid, "command": cmd, "pid": pid, "port": port}
+                   for aid, (cmd, pid, port, host, rpid) in self.open.items() if _alive(host, [pid, rpid])]
+        return {
+            "session": session_id,
+            "title": self.title,
+            "hypotheses": hyp_rows,
+            "closed_hypotheses": closed,
+            "attempts": rows,
+            "attempt_count": self.count,
+            "running": running,
+            "proposals": proposals,
+            "decisions": [{"id": d[0], "title": d[1], "status": d[2]} for d in self.decisions],
+        }
 
 
 def status(session_id: str, events: list[BaseEvent], *, last: int = 5) -> dict[str, Any]:
-    """The status dict of one session."""
-    meta = next((e for e in events if isinstance(e, Session)), None)
+    """The status dict of one session, from its (valid) events."""
+    fold = Fold()
+    for event in events:
+        fold.add(event)
+    data = fold.status(session_id, min(last, KEPT))
+    if last > KEPT:
+        data["attempts"] = _all_rows(events)[-last:]
+    return data
+
+
+def _validate(path: Path, chunk: bytes, number: int, torn: bool, problem: Any) -> BaseEvent | None:
+    """One line as :func:`logkit.store.read_events` validates it; its problem reported otherwise."""
+    from pydantic import ValidationError
+
+    from ..errors import SchemaTooNew
+    from ..events import fast_validate, parse_event
+    from ..store import Problem, _problem_from_validation
+
+    if chunk.startswith(b'{"v":%d,' % files.SCHEMA_VERSION):
+        try:
+            return fast_validate(chunk)
+        except (ValueError, RecursionError, OverflowError):
+            pass
+    try:
+        data = files.load(chunk)
+    except SchemaTooNew as exc:
+        problem(str(Problem(path, number, f"{exc.message}; {exc.fix}", field="v")))
+        return None
+    except ValueError as exc:
+        if torn:
+            problem(str(Problem(path, number, "torn last line (logkit was killed while writing it); skipped", torn=True)))
+        else:
+            field_name = "v" if str(exc).startswith("'v'") else None
+            problem(str(Problem(path, number, f"{exc}; fix or delete that line", field=field_name)))
+        return None
+    try:
+        return parse_event(data)
+    except SchemaTooNew as exc:
+        problem(str(Problem(path, number, f"{exc.message}; {exc.fix}", field="v")))
+    except ValidationError as exc:
+        problem(str(_problem_from_validation(path, number, exc)))
+    except (ValueError, RecursionError, OverflowError) as exc:
+        problem(str(Problem(path, number, f"{exc}; fix or delete that line")))
+    return None
+
+
+def _valid(value: Any) -> bool:
+    """A cached fold as written: every field of its type (a damaged one is made again)."""
+    if type(value) is not dict:
+        return False
+    types = {"title": (str, type(None)), "has_meta": bool, "hyps": dict, "tested": dict, "rows": list, "open": dict,
+             "count": int, "decisions": list, "problems": list, "more_problems": int, "seen": dict, "lines": int}
+    if set(value) != set(types) or not all(isinstance(value[k], t) for k, t in types.items()):
+        return False
+    try:
+        return (all(type(h) is dict and isinstance(h.get("text"), str) and (h.get("verdict") is None or (
+                    type(h["verdict"]) is list and len(h["verdict"]) == 4 and isinstance(h["verdict"][3], str)))
+                    for h in value["hyps"].values())
+                and all(type(t) is list and len(t) == 3 and type(t[0]) is list for t in value["tested"].values())
+                and all(type(r) is dict and {"id", "status", "command", "tests"} <= set(r) for r in value["rows"])
+                and all(type(o) is list and len(o) == 5 for o in value["open"].values())
+                and all(type(d) is list and len(d) == 3 for d in value["decisions"])
+                and all(type(v) is int for v in value["seen"].values()))
+    except (TypeError, AttributeError):
+        return False
+
+
+def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
+    """``(status dict, problems)`` of one session file, through the ``status`` read cache."""
+    from ..readcache import SessionCache
+
+    path = files.events_path(root, session_id)
+    cache = SessionCache(root, "status", f"{_VERSION}-{KEPT}")
+
+    def derive(raw: bytes) -> tuple[dict[str, Any], None]:
+        fold = Fold()
+        fold.take(path, raw)
+        return fold.dump(), None
+
+    def extend(value: dict[str, Any], _state: Any, appended: bytes) -> tuple[dict[str, Any], None]:
+        fold = Fold(value)
+        fold.take(path, appended, fold.lines + 1)
+        return fold.dump(), None
+
+    fold = Fold(cache.get(session_id, path, derive, valid=_valid, extend=extend))
+    cache.save()
+    problems = list(fold.problems)
+    if fold.more_problems:
+        problems.append(f"{path}: {fold.more_problems} more line(s) skipped (see 'logkit session show')")
+    data = fold.status(session_id, min(last, KEPT))
+    return data, problems
+
+
+def _all_rows(events: list[BaseEvent]) -> list[dict[str, Any]]:
     outcomes = {e.attempt: e for e in events if isinstance(e, Outcome)}
-    attempts = [e for e in events if isinstance(e, Attempt)]
-    # Any failure refutes the hypothesis the attempt tested ("this command works"); whether it also
-    # counts against a backend (statuses.refuting()) is the refuted check's and the matrix's question.
-    failure = set(statuses.of_class("failure"))
-    hyp = states(events)
-    open_ids = {s.hypothesis.short_id for s in hyp if s.status == "open"}
-    proposals = []
-    for attempt in attempts:
-        outcome = outcomes.get(attempt.short_id)
-        if outcome is None or outcome.status not in failure:
-            continue
-        for ref in attempt.tests:
-            if ref in open_ids:
-                because = f"{attempt.short_id} ended {outcome.status}" + (f": {outcome.label}" if outcome.label else "")
-                proposals.append({
-                    "hypothesis": ref,
-                    "attempt": attempt.short_id,
-                    "status": outcome.status,
-                    "command": f"logkit hypothesis refute {ref} --evidence {attempt.short_id} --because {shlex.quote(because)}",
-                })
     rows = []
-    for attempt in attempts[-last:]:
-        outcome = outcomes.get(attempt.short_id)
-        rows.append({
-            "id": attempt.short_id,
-            "role": attempt.role,
-            "command": shlex.join(attempt.argv),
-            "tests": attempt.tests,
-            "status": outcome.status if outcome else "running",
-            "label": (outcome.label if outcome else None) or attempt.label,
-            "changed": _changed(attempt),
-            "reconstructed": bool(attempt.provenance and attempt.provenance.source == "reconstructed"),
-        })
-    running = [
-        {"id": a.short_id, "command": shlex.join(a.argv), "pid": a.pid, "port": a.launch.port if a.launch else None}
-        for a in attempts
-        if a.short_id not in outcomes and a.role == "launch" and _alive(a)
-    ]
-    decisions = [e for e in events if isinstance(e, Decision)]
-    return {
-        "session": session_id,
-        "title": meta.title if meta else None,
-        "hypotheses": [s.as_dict() for s in hyp if s.status == "open"],
-        "closed_hypotheses": len([s for s in hyp if s.status != "open"]),
-        "attempts": rows,
-        "attempt_count": len(attempts),
-        "running": running,
-        "proposals": proposals,
-        "decisions": [{"id": d.decision_id, "title": d.title, "status": d.status} for d in decisions],
-    }
+    for a in (e for e in events if isinstance(e, Attempt)):
+        o = outcomes.get(a.short_id)
+        rows.append({"id": a.short_id, "role": a.role, "command": shlex.join(a.argv), "tests": a.tests,
+                     "status": o.status if o else "running", "label": (o.label if o else None) or a.label,
+                     "changed": _changed(a),
+                     "reconstructed": bool(a.provenance and a.provenance.source == "reconstructed")})
+    return rows
 
 
 def render(data: dict[str, Any]) -> str:

@@ -1,0 +1,93 @@
+"""`logkit status` from a fold of the session kept in a read cache: the same answer and the same
+warnings as a typed read of the whole session, and a session appended to is read from its new lines."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kb_factory import realistic
+from logkit import files
+from logkit.events import Attempt, Hypothesis, Outcome
+from logkit.readcache import CACHE_DIR
+from logkit.reasoning import status as status_mod
+from logkit.store import Store
+
+
+def _typed(store: Store, sid: str, last: int = 5) -> tuple[dict, list[str]]:
+    result = store.handle(sid).read()
+    return status_mod.status(sid, result.events, last=last), [str(p) for p in result.problems]
+
+
+def _damage(path: Path) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    outcome = next(line for line in lines if b'"kind":"outcome"' in line)
+    data = json.loads(outcome)
+    with open(path, "ab") as fh:
+        fh.write(b"{not json\n")
+        fh.write(json.dumps({**data, "id": os.urandom(16).hex()}).encode() + b"\n")  # a second outcome
+        fh.write(json.dumps({**data, "id": os.urandom(16).hex(), "attempt": "A404"}).encode() + b"\n")
+        fh.write(b'{"v":1,"id":"x","session":"s","ts":"2026-01-01T00:00:00Z","kind":"nope"}\n')
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return realistic(tmp_path / "sessions")
+
+
+@pytest.mark.parametrize("last", [1, 5, 100])
+def test_the_fold_answers_as_the_typed_read(store: Store, last: int) -> None:
+    for sid in store.session_ids():
+        _damage(store.handle(sid).events_path)
+        assert status_mod.session_status(store.root, sid, last=last) == _typed(store, sid, last)
+
+
+def test_appends_are_read_alone_and_agree(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = store.session_ids()[0]
+    handle = store.handle(sid)
+    status_mod.session_status(store.root, sid)
+    sizes: list[int] = []
+    real = status_mod.Fold.take
+    monkeypatch.setattr(status_mod.Fold, "take", lambda self, path, raw, first=1: sizes.append(len(raw))
+                        or real(self, path, raw, first))
+    template = next(e for e in handle.read().events if isinstance(e, Attempt) and e.role == "launch")
+    for step in range(4):
+        with handle.transaction() as txn:
+            hyp = txn.next_short_id("H")
+            txn.append(Hypothesis(session=sid, short_id=hyp, text=f"step {step}"))
+            short = txn.next_short_id("A")
+            txn.append(template.model_copy(update={"id": os.urandom(16).hex(), "short_id": short, "tests": [hyp],
+                                                   "pid": None, "recorder_pid": None}))
+            if step % 2:
+                txn.append(Outcome(session=sid, attempt=short, status="oom", label="out of memory"))
+        if step == 2:
+            _damage(handle.events_path)
+        assert status_mod.session_status(store.root, sid) == _typed(store, sid), step
+    size = handle.events_path.stat().st_size
+    assert sizes and max(sizes) < size // 4  # only the new lines were read
+
+
+def test_a_damaged_cache_is_made_again(store: Store) -> None:
+    sid = store.session_ids()[0]
+    expected = status_mod.session_status(store.root, sid)
+    path = store.root / CACHE_DIR / "status.json"
+    data = json.loads(path.read_text())
+    data["sessions"][sid][-1]["hyps"] = {"H1": {"text": 5}}
+    path.write_text(json.dumps(data))
+    assert status_mod.session_status(store.root, sid) == expected
+    path.write_text("{")
+    assert status_mod.session_status(store.root, sid) == expected
+
+
+def test_status_command_reads_no_session_in_full_when_warm(store: Store, logkit, monkeypatch) -> None:
+    sid = store.session_ids()[0]
+    env = {"LOGKIT_SESSIONS": str(store.root)}
+    first = logkit("status", "--session", sid, "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    again = logkit("status", "--session", sid, "--json", env=env)
+    assert again.stdout == first.stdout
+    assert json.loads(again.stdout) == _typed(store, sid)[0]
+    assert files.events_path(store.root, sid).exists()
