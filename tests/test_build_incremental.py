@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,29 @@ def test_a_template_override_rerenders_everything(kb: Store, tmp_path: Path) -> 
     _pages_n, kept = _build(kb, docs, tmp_path, templates=overrides)
     assert kept == 0
     assert all("OVERRIDDEN" in p.read_text(encoding="utf-8") for p in (docs / "sessions").glob("*/index.md"))
+
+
+def test_chart_specs_are_kept_by_their_data_and_a_damaged_spec_file_is_made_again(kb: Store, tmp_path: Path) -> None:
+    from logkit.builder.charts import SpecCache
+
+    docs = tmp_path / "docs"
+    _build(kb, docs, tmp_path)
+    specs = json.loads((docs / SpecCache.FILE).read_text())["specs"]
+    assert specs and all("mark" in s or "layer" in s for s in specs.values())
+    charts = sorted(p.name for p in (docs / "assets" / "charts").glob("*.svg"))
+    for damage in ("{", json.dumps({"format": 1, "key": "another", "specs": {}}),
+                   json.dumps({"format": 1, "key": json.loads((docs / SpecCache.FILE).read_text())["key"],
+                               "specs": {k: "not a spec" for k in specs}})):
+        (docs / SpecCache.FILE).write_text(damage, encoding="utf-8")
+        _build(kb, docs, tmp_path)
+        assert sorted(p.name for p in (docs / "assets" / "charts").glob("*.svg")) == charts
+        _same_as_fresh(kb, docs, tmp_path, f"specs-{len(damage)}")
+    # a new metric changes that chart's data: its spec (and file name) change, the page follows
+    bench = next(e for sid in kb.session_ids() for e in kb.handle(sid).read().events
+                 if getattr(e, "kind", None) == "metric" and e.name == "output_throughput" and e.server_attempt)
+    with kb.handle(bench.session).transaction() as txn:
+        txn.append(bench.model_copy(update={"id": os.urandom(16).hex(), "value": bench.value * 3,
+                                            "ts": bench.ts + timedelta(days=30)}))  # the latest figure
+    _build(kb, docs, tmp_path)
+    assert sorted(p.name for p in (docs / "assets" / "charts").glob("*.svg")) != charts
+    _same_as_fresh(kb, docs, tmp_path, "specs-new-metric")

@@ -92,7 +92,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
            strict: bool, warned: Callable[[str], None], templates: Path | None, chart_cache: Path | None,
            background: bool, lap: Callable[[str], None]) -> BuildResult:
     """Stages 3-5 of :func:`generate` over the loaded store and its frames."""
-    from .charts import BackgroundCharts, metrics_pages, render_svgs
+    from .charts import BackgroundCharts, SpecCache, metrics_pages, render_svgs
     from .contexts import Page
     from .incremental import Manifest, build_key
     from .index import KBIndex
@@ -103,10 +103,13 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     from .render import Renderer
     from .site import copy_assets
 
-    metric_pages, metric_index, jobs = metrics_pages(frames)
+    key = build_key(templates)
+    specs = SpecCache(docs, key)
+    metric_pages, metric_index, jobs = metrics_pages(frames, specs)
     sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
     jobs = [*jobs, *sweep_jobs]
     docs.mkdir(parents=True, exist_ok=True)
+    specs.save()
     # the SVGs render on the second core while this one makes and renders the pages
     charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
     lap("charts")
@@ -127,7 +130,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
             sweeps_index, *sweep_pages_,
         ]:
             pages.append((ctx.page, ctx))
-        manifest = Manifest(docs, build_key(templates), digests)
+        manifest = Manifest(docs, key, digests)
         kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
         fresh = session_pages(index, keep=lambda sid: sid in manifest.pages)
         pages += [(ctx.page, ctx) for ctx, _deps in fresh]

@@ -10,19 +10,21 @@ are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript t
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
 its file name and a cache directory lets a rebuild skip rendering it. :class:`BackgroundCharts`
 renders them in a second process while MkDocs builds the pages, then copies any MkDocs missed.
+A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
+from, so a rebuild makes Altair specs (and imports Altair) only for charts whose data changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import pandas as pd
 
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
@@ -31,9 +33,67 @@ from .load import tables
 from .paths import metrics_path
 from .svg import render_all
 
-__all__ = ["BackgroundCharts", "ChartJob", "metrics_pages", "render_svgs"]
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["BackgroundCharts", "ChartJob", "SpecCache", "metrics_pages", "render_svgs"]
 
 ChartJob = tuple[str, dict[str, Any]]
+
+
+class SpecCache:
+    """The Vega-Lite specs of the last build, by a digest of what each chart was made from.
+
+    Kept in ``<docs>/.logkit-chart-specs.json`` with the builder's key (:func:`.incremental.build_key`):
+    another key, a file that does not parse or an entry that is not a spec is made again. A spec is
+    stored in its JSON form, and a fresh one is used in that form too, so a kept spec is the one a
+    fresh build would make, with the same chart file name.
+    """
+
+    FILE = ".logkit-chart-specs.json"
+    _FORMAT = 1
+
+    def __init__(self, docs: Path, key: str) -> None:
+        self.path = docs / self.FILE
+        self.key = key
+        self.old: dict[str, Any] = {}
+        self.new: dict[str, dict[str, Any]] = {}
+        self.made = 0
+        try:
+            data = json.loads(self.path.read_bytes())
+        except (OSError, ValueError, RecursionError):
+            return
+        if isinstance(data, dict) and data.get("format") == self._FORMAT and data.get("key") == key \
+                and isinstance(data.get("specs"), dict):
+            self.old = data["specs"]
+
+    def spec(self, kind: str, df: pd.DataFrame, labels: tuple[str, ...],
+             make: Callable[[], alt.TopLevelMixin]) -> dict[str, Any]:
+        """The spec ``make()`` gives for chart ``kind`` of ``df`` with ``labels``, made only when new."""
+        h = hashlib.sha256(json.dumps([kind, list(labels), list(map(str, df.columns)), list(map(str, df.dtypes))]).encode())
+        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+        digest = h.hexdigest()
+        spec = self.old.get(digest)
+        if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
+            spec = _plain(_spec(make()))
+            self.made += 1
+        self.new[digest] = spec
+        return spec
+
+    def save(self) -> None:
+        """Write the specs this build used (best effort: without them the next build makes them again)."""
+        tmp = self.path.with_name(f"{self.FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({"format": self._FORMAT, "key": self.key, "specs": self.new},
+                                      separators=(",", ":"), default=str), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
+
+def _plain(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` as JSON gives it back (what the chart file name is a hash of, and what a cache returns)."""
+    return json.loads(json.dumps(spec, default=str))
 
 
 def _config_label(frames: Frames, ref: str) -> str:
@@ -75,6 +135,8 @@ def _segments(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
+    import altair as alt
+
     df = _segments(df)
     ticks = sorted({float(c) for c in df["concurrency"]})
     base = alt.Chart(df, title=title, width=520, height=260).encode(
@@ -87,6 +149,8 @@ def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
 
 
 def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
+    import altair as alt
+
     return alt.Chart(df, title=title, width=520).mark_bar().encode(
         y=alt.Y("item:N", title=None, sort=None),
         yOffset=alt.YOffset("config:N"),
@@ -95,8 +159,22 @@ def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     )
 
 
-def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
-    """Metric pages with their chart contexts, and the charts still to render."""
+def _best_chart(best: pd.DataFrame, name: str) -> alt.Chart:
+    import altair as alt
+
+    return alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
+        x=alt.X("value:Q", title=f"{name} (tok/s)"),
+        y=alt.Y("config:N", sort="-x", title="configuration"),
+    )
+
+
+def metrics_pages(frames: Frames, specs: SpecCache | None = None,
+                  ) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
+    """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
+
+    def spec(kind: str, df: pd.DataFrame, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
+        return specs.spec(kind, df, labels, make) if specs is not None else _plain(_spec(make()))
+
     names = tables()["metrics"]
     m = frames.metrics
     m = m[m["server"].notna()] if not m.empty else m
@@ -105,17 +183,18 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
     rows: list[tuple[str, str, int, str]] = []
     if m.empty:
         return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
-    m = m.assign(full=[_config_label(frames, r) for r in m["server"]])
+    servers = m["server"].unique()  # a launch has many figures: label each launch once
+    config_of = {r: _config_label(frames, r) for r in servers}
+    label_of = {r: frames.facts[r].attempt.label for r in servers}
     # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
     # different build, a patch): their --label names them.
-    labels = [frames.facts[r].attempt.label for r in m["server"]]
-    m = m.assign(full=[f"{f} ({lab})" if lab and pd.isna(c) and pd.notna(i) else f
-                       for f, lab, c, i in zip(m["full"], labels, m["concurrency"], m["item"], strict=True)])
+    m = m.assign(full=[f"{config_of[r]} ({label_of[r]})" if label_of[r] and pd.isna(c) and pd.notna(i) else config_of[r]
+                       for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)])
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
         # Short series names keep the SVG light (vl-convert measures every glyph); the key
         # table on the page maps them to the full configuration.
         key = {full: f"C{i + 1}" for i, full in enumerate(sorted(set(group["full"])))}
-        group = group.assign(config=[key[f] for f in group["full"]])
+        group = group.assign(config=group["full"].map(key))
         model_s = model if isinstance(model, str) else "unknown model"
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
         present = set(group["name"])
@@ -131,7 +210,8 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
             sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
             src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
             if sel["concurrency"].nunique() > 1:
-                src, job = _job(_spec(_line(sel, f"{name} ({label})", f"{name} against concurrency")))
+                y, title = f"{name} ({label})", f"{name} against concurrency"
+                src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
             table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
@@ -146,7 +226,8 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
         items = group[(group["name"] == name) & group["concurrency"].isna() & group["item"].notna()] if name else group[:0]
         if not items.empty:
             items = items.sort_values("ts").groupby(["item", "config"], as_index=False, sort=False)["value"].last()
-            src, job = _job(_spec(_per_item(items, f"{name} (tok/s)", f"{name} per prompt")))
+            x, title = f"{name} (tok/s)", f"{name} per prompt"
+            src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
             jobs.append(job)
             table = items.pivot(index="item", columns="config", values="value")
             table = table.reindex(list(dict.fromkeys(items["item"])))  # in the order measured
@@ -159,11 +240,7 @@ def metrics_pages(frames: Frames) -> tuple[list[MetricsPage], MetricsIndex, list
         if name is not None:
             best = group[group["name"] == name].groupby("config", as_index=False)["value"].max()
             if len(best) > 1:
-                spec = _spec(alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
-                    x=alt.X("value:Q", title=f"{name} (tok/s)"),
-                    y=alt.Y("config:N", sort="-x", title="configuration"),
-                ))
-                src, job = _job(spec)
+                src, job = _job(spec("best", best, (name,), lambda: _best_chart(best, name)))
                 jobs.append(job)
                 charts.append(ChartCtx(
                     title=f"best {name} per configuration", src=src, alt=f"backend comparison for {model_s} on {gpu_s}",
