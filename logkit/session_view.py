@@ -13,18 +13,22 @@ from .store import SessionHandle
 __all__ = ["render_text", "summarize"]
 
 
-def summarize(handle: SessionHandle) -> dict[str, Any]:
-    """One row about a session: id, title, dates, counts."""
-    result = handle.read()
-    meta = next((e for e in result.events if isinstance(e, Session)), None)
-    attempts = [e for e in result.events if isinstance(e, Attempt)]
+def summarize(handle: SessionHandle, cache: Any = None) -> dict[str, Any]:
+    """One row about a session: id, title, dates, counts.
+
+    From the session's status fold (:func:`logkit.reasoning.status.session_fold`: a read cache,
+    extended from appended lines), not from a typed read of every event.
+    """
+    from .reasoning.status import session_fold
+
+    fold = session_fold(handle.store.root, handle.id, cache)
     return {
         "id": handle.id,
-        "title": meta.title if meta else "(no session line)",
-        "started": meta.ts.isoformat() if meta else None,
-        "attempts": len(attempts),
-        "events": len(result.events),
-        "problems": len(result.problems),
+        "title": fold.title if fold.has_meta else "(no session line)",
+        "started": fold.started,
+        "attempts": fold.count,
+        "events": fold.events,
+        "problems": len(fold.problems) + fold.more_problems,
     }
 
 

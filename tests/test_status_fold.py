@@ -91,3 +91,15 @@ def test_status_command_reads_no_session_in_full_when_warm(store: Store, logkit,
     assert again.stdout == first.stdout
     assert json.loads(again.stdout) == _typed(store, sid)[0]
     assert files.events_path(store.root, sid).exists()
+
+
+def test_session_list_counts_as_a_typed_read(store: Store, logkit) -> None:
+    _damage(store.handle(store.session_ids()[1]).events_path)
+    done = logkit("session", "list", "--json", env={"LOGKIT_SESSIONS": str(store.root)})
+    assert done.returncode == 0, done.stderr
+    for row in json.loads(done.stdout):
+        result = store.handle(row["id"]).read()
+        meta = next(e for e in result.events if e.kind == "session")
+        assert (row["title"], row["started"], row["attempts"], row["events"], row["problems"]) == (
+            meta.title, meta.ts.isoformat(), sum(1 for e in result.events if e.kind == "attempt"),
+            len(result.events), len(result.problems))

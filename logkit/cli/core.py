@@ -56,8 +56,12 @@ def cmd_session_start(args: argparse.Namespace) -> int:
 def cmd_session_list(args: argparse.Namespace) -> int:
     from ..session_view import summarize
 
+    from ..reasoning.status import status_cache
+
     st = store(args)
-    rows = [summarize(st.handle(sid)) for sid in st.session_ids()]
+    cache = status_cache(st.root)
+    rows = [summarize(st.handle(sid), cache) for sid in st.session_ids()]
+    cache.save()
     current = st.current()
     if args.json:
         print_json([{**row, "current": row["id"] == current} for row in rows])

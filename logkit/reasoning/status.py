@@ -31,13 +31,13 @@ from typing import Any
 from .. import files, procs, statuses
 from ..events import Attempt, BaseEvent, Decision, Hypothesis, Outcome, Session, Verdict
 
-__all__ = ["KEPT", "Fold", "render", "session_status", "status"]
+__all__ = ["KEPT", "Fold", "render", "session_fold", "session_status", "status", "status_cache"]
 
 #: attempts whose rows the fold keeps (``--last`` up to this is served from it)
 KEPT = 100
 #: problems the fold keeps word for word (the others are counted)
 PROBLEMS_KEPT = 200
-_VERSION = 1
+_VERSION = 2
 
 
 def _changed(attempt: Attempt) -> dict[str, Any]:
@@ -64,6 +64,10 @@ class Fold:
         d = data or {}
         self.title: str | None = d.get("title")
         self.has_meta: bool = d.get("has_meta", False)
+        #: when the session line says the session started (ISO)
+        self.started: str | None = d.get("started")
+        #: valid events folded
+        self.events: int = d.get("events", 0)
         #: H3 -> {text, priority, tags, verdict: [verdict, evidence, because, ts] | None}
         self.hyps: dict[str, dict[str, Any]] = d.get("hyps", {})
         #: attempts that test a hypothesis: A7 -> [tests, outcome status | None, outcome label | None]
@@ -95,9 +99,10 @@ class Fold:
 
     def add(self, event: BaseEvent) -> None:
         """Fold one valid event (checked against the events before it)."""
+        self.events += 1
         if isinstance(event, Session):
             if not self.has_meta:
-                self.has_meta, self.title = True, event.title
+                self.has_meta, self.title, self.started = True, event.title, event.ts.isoformat()
         elif isinstance(event, Hypothesis):
             self.hyps[event.short_id] = {"text": event.text, "priority": event.priority, "tags": list(event.tags),
                                          "verdict": None}
@@ -267,7 +272,7 @@ def _valid(value: Any) -> bool:
     """A cached fold as written: every field of its type (a damaged one is made again)."""
     if type(value) is not dict:
         return False
-    types = {"title": (str, type(None)), "has_meta": bool, "hyps": dict, "tested": dict, "rows": list, "open": dict,
+    types = {"title": (str, type(None)), "has_meta": bool, "started": (str, type(None)), "events": int, "hyps": dict, "tested": dict, "rows": list, "open": dict,
              "count": int, "decisions": list, "problems": list, "more_problems": int, "seen": dict, "lines": int}
     if set(value) != set(types) or not all(isinstance(value[k], t) for k, t in types.items()):
         return False
@@ -286,10 +291,23 @@ def _valid(value: Any) -> bool:
 
 def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
     """``(status dict, problems)`` of one session file, through the ``status`` read cache."""
+    path = files.events_path(root, session_id)
+    fold = session_fold(root, session_id)
+    problems = list(fold.problems)
+    if fold.more_problems:
+        problems.append(f"{path}: {fold.more_problems} more line(s) skipped (see 'logkit session show')")
+    data = fold.status(session_id, min(last, KEPT))
+    return data, problems
+
+
+def session_fold(root: Path, session_id: str, cache: Any = None) -> Fold:
+    """The fold of one session file, through the ``status`` read cache (``cache``: one already open,
+    saved by the caller; else opened and saved here)."""
     from ..readcache import SessionCache
 
     path = files.events_path(root, session_id)
-    cache = SessionCache(root, "status", f"{_VERSION}-{KEPT}")
+    own = cache is None
+    cache = cache or SessionCache(root, "status", f"{_VERSION}-{KEPT}")
 
     def derive(raw: bytes) -> tuple[dict[str, Any], None]:
         fold = Fold()
@@ -302,12 +320,16 @@ def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[
         return fold.dump(), None
 
     fold = Fold(cache.get(session_id, path, derive, valid=_valid, extend=extend))
-    cache.save()
-    problems = list(fold.problems)
-    if fold.more_problems:
-        problems.append(f"{path}: {fold.more_problems} more line(s) skipped (see 'logkit session show')")
-    data = fold.status(session_id, min(last, KEPT))
-    return data, problems
+    if own:
+        cache.save()
+    return fold
+
+
+def status_cache(root: Path) -> Any:
+    """The ``status`` read cache of a store, for :func:`session_fold` over many sessions."""
+    from ..readcache import SessionCache
+
+    return SessionCache(root, "status", f"{_VERSION}-{KEPT}")
 
 
 def _all_rows(events: list[BaseEvent]) -> list[dict[str, Any]]:
