@@ -14,7 +14,10 @@ cells get a negative-result page.
 
 from __future__ import annotations
 
+import bisect
+
 import json
+from typing import Any
 from collections import defaultdict
 
 from .. import statuses
@@ -382,17 +385,24 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
     for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
         if f.outcome is not None and f.outcome.signature and f.category not in ("works",):
             by_sig[f.outcome.signature].append(f)
-    launches_by_session: dict[str, list[AttemptFacts]] = defaultdict(list)
+    # per session, its working launches in order and the running maximum of their start times: the
+    # first working launch that started after a hit is found by bisection (a scan per hit was
+    # quadratic in the launches of one big session)
+    works_by_session: dict[str, tuple[list[AttemptFacts], list[Any]]] = {}
     for f in _launches(index):
-        launches_by_session[f.session].append(f)
+        if f.category == "works":
+            works, peaks = works_by_session.setdefault(f.session, ([], []))
+            works.append(f)
+            peaks.append(max(peaks[-1], f.started) if peaks else f.started)
     pages = []
     for sig in sorted(by_sig):
         hits = by_sig[sig]
         cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]] = []
         for h in hits:
-            later = [g for g in launches_by_session.get(h.session, []) if g.started > h.started and g.category == "works"]
-            if later:
-                fix = later[0]
+            works, peaks = works_by_session.get(h.session, ([], []))
+            at = bisect.bisect_right(peaks, h.started)
+            if at < len(works):
+                fix = works[at]
                 old = {**h.fingerprint}
                 cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
         first = next((h for h in hits if h.outcome and h.outcome.evidence), hits[0])
