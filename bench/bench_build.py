@@ -7,7 +7,8 @@ then, each as a real process and alternating:
 1. ``logkit build`` from scratch (no docs, no site, no read cache): wall time and peak memory
    (its process tree's PSS summed, sampled every 0.2 s: the page generator, the chart renderer
    and MkDocs are separate processes; also the largest single process's RSS);
-2. a bare ``mkdocs build`` of the Markdown it generated (same configuration, fresh site dir);
+2. a bare ``mkdocs build`` of the Markdown it generated (same configuration, fresh site dir, in a
+   fresh process, without the memory-saving plugin logkit's build adds to MkDocs);
 3. one new attempt (attempt + outcome lines, through the store API) in one session, then
    ``logkit build`` again over the existing docs and site.
 
@@ -38,8 +39,9 @@ import kb_factory  # noqa: E402
 from logkit.events import Attempt, Outcome  # noqa: E402
 from logkit.store import Store  # noqa: E402
 
+# MkDocs as configured, without the plugin logkit's own build adds (``lean``: same site, less memory)
 BARE = ("import sys; from pathlib import Path; from logkit.builder.site import run_mkdocs; "
-        "run_mkdocs(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))")
+        "run_mkdocs(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), lean=False)")
 
 
 def size_mb(path: Path) -> float:

@@ -209,24 +209,22 @@ def _slower(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[Atte
     mine = best.get(f.ref, 0.0)
     if not mine:
         return None
-    rest = {k: v for k, v in f.fingerprint.items() if k != axis}
-    found = None
-    for g in peers.get(_rest_key(f, axis), []):
-        theirs = best.get(g.ref, 0.0)
-        if (g is f or g.backends.get(axis) in (None, value) or not theirs
-                or {k: v for k, v in g.fingerprint.items() if k != axis} != rest):
+    for g in peers.get(_rest_key(f, axis), []):  # fastest first: the first other value is the best one
+        if g is f or g.backends.get(axis) in (None, value):
             continue
-        if mine < ratio * theirs and (found is None or theirs > found[1]):
-            found = (mine, theirs, g)
-    return found
+        theirs = best[g.ref]
+        return (mine, theirs, g) if mine < ratio * theirs else None
+    return None
 
 
 def _peers(works: list[AttemptFacts], axis: str, best: dict[str, float]) -> dict[tuple, list[AttemptFacts]]:
-    """The measured launches of ``works`` by :func:`_rest_key` (in their order)."""
+    """The measured launches of ``works`` by :func:`_rest_key`, fastest first (ties in their order)."""
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
         if best.get(g.ref):
             out[_rest_key(g, axis)].append(g)
+    for peers in out.values():
+        peers.sort(key=lambda g: -best[g.ref])
     return out
 
 

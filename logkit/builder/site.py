@@ -101,6 +101,31 @@ def site_url(config: Path | None = None) -> str | None:
     return None
 
 
+def _lean_plugin() -> Any:
+    """A MkDocs plugin that lets go of what no later step reads, so the peak is not every page at once.
+
+    MkDocs converts every page before it writes any and keeps each page's Markdown source beside
+    its HTML to the end, then its written HTML too. Once converted, the source is read by nothing
+    (the search index and the templates read the HTML), and once a page is written its HTML is
+    read by nothing either (the search plugin indexed it before the template ran). Runs last, so
+    every other plugin sees the page as MkDocs made it; the written site is the same byte for byte.
+    """
+    from mkdocs.plugins import BasePlugin, event_priority
+
+    class Lean(BasePlugin):  # type: ignore[type-arg]
+        @event_priority(-100)
+        def on_page_content(self, html: str, page: Any, **_kw: Any) -> str:
+            page.markdown = ""  # not None: MkDocs reads None as "not read yet" (no title)
+            return html
+
+        @event_priority(-100)
+        def on_post_page(self, output: str, page: Any, **_kw: Any) -> str:
+            page.content = None
+            return output
+
+    return Lean()
+
+
 class _Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -110,13 +135,18 @@ class _Collect(logging.Handler):
         self.messages.append(f"mkdocs: {record.levelname.lower()}: {record.getMessage()}")
 
 
-def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> list[str]:
-    """``mkdocs build --clean`` of ``docs`` into ``out``; returns MkDocs' warnings (also logged)."""
+def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True, lean: bool = True) -> list[str]:
+    """``mkdocs build --clean`` of ``docs`` into ``out``; returns MkDocs' warnings (also logged).
+
+    ``lean`` adds :func:`_lean_plugin` (same site, less memory); without it MkDocs runs as configured.
+    """
     from mkdocs.commands.build import build
     from mkdocs.exceptions import MkDocsException
 
     check_dirs(docs, out)
     cfg = load_site_config(config, docs, out)
+    if lean:
+        cfg.plugins["logkit-lean"] = _lean_plugin()
     log = logging.getLogger("mkdocs")
     level = log.level
     collect = _Collect()
