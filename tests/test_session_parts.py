@@ -97,3 +97,7 @@ def test_mkdocs_resolves_every_link_into_the_parts(store: Store, tmp_path: Path)
     problems = [w for w in result.warnings + warnings if "sessions/" in w]
     assert problems == []
     assert (tmp_path / "out" / "sessions" / SID / "part-3" / "index.html").exists()
+    # an old link to #A450 on the session page (made while it was one page) is sent on to part 3
+    html = (tmp_path / "out" / "sessions" / SID / "index.html").read_text(encoding="utf-8")
+    assert 'window.location.replace("part-" + part + "/index.html" + window.location.hash)' in html
+    assert f"/ {PART_ATTEMPTS}) + 1" in html

@@ -499,6 +499,8 @@ class SessionPage:
     parts: list[SessionPart] = field(default_factory=list)
     #: on part 1 of a split story: (anchor, title, text) of every hypothesis
     hypotheses: list[tuple[str, str, str]] = field(default_factory=list)
+    #: attempts per part (``paths.PART_ATTEMPTS``): part 1 sends an old ``#A777`` link to its part
+    part_attempts: int = 0
 
 
 @dataclass

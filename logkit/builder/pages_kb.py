@@ -20,7 +20,7 @@ from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
 from .paths import (
-    attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href,
+    PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href,
 )
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
@@ -349,6 +349,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries=[replace(e, anchor=None) if e.kind == "hypothesis" and parts and number == 1 else e for e in own],
             problems=[str(p) for p in session.problems],
             part=number, parts=parts, hypotheses=hyps if parts and number == 1 else [],
+            part_attempts=PART_ATTEMPTS if parts else 0,
         )
 
     numbers = sorted(set(part_of)) or [1]
