@@ -3,6 +3,7 @@ third signal, --hang-timeout and a child that ends on its own (logkit/capture/su
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -143,3 +144,44 @@ def test_hang_timeout_stops_a_silent_child(tmp_path: Path) -> None:
 def test_a_stubborn_silent_child_is_sigkilled_after_the_grace(tmp_path: Path) -> None:
     sup, rc, _log = _supervise(STUBBORN, tmp_path, hang_timeout=1.0, grace=1.0)
     assert rc == -signal.SIGKILL and sup.stopper.state.phase is StopPhase.KILLED and sup.stopper.state.hang
+
+
+def test_a_fast_stream_keeps_its_read_buffers_and_records_every_byte(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first big read asks the allocator to keep 1 MiB buffers (once; a fresh mmap per read
+    faulted in every page), and the log is still every byte, in order, with its digest."""
+    import hashlib
+
+    from logkit.capture import supervisor
+
+    calls: list[int] = []
+    real = supervisor._keep_buffers
+    monkeypatch.setattr(supervisor, "_keep_buffers", lambda: (calls.append(1), real())[-1])
+    block = b"".join(b"line %06d of a fast stream\n" % i for i in range(40000))
+    script = ('import os\nblock = b"".join(b"line %06d of a fast stream\\n" % i for i in range(40000))\n'
+              "for _ in range(40): os.write(1, block)\n")
+    child = spawn([sys.executable, "-c", script], cwd=str(tmp_path), env=dict(os.environ), use_pty=False)
+    log = tmp_path / "x.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    rec = Recorder(fd, Redactor(), None)
+    rec.echo_ok = {1: False, 2: False}  # keep the test's output quiet
+    with Supervisor(child, rec, 5.0) as sup:
+        assert sup.pump() == 0
+    os.close(fd)
+    data = log.read_bytes()
+    assert data == block * 40 and rec.lines == 40 * 40000
+    assert rec.sha.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert calls == [1]
+
+
+def test_a_slow_trickle_never_tunes_the_allocator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from logkit.capture import supervisor
+
+    calls: list[int] = []
+    monkeypatch.setattr(supervisor, "_keep_buffers", lambda: calls.append(1))
+    child = spawn([sys.executable, "-c", "print('hello')"], cwd=str(tmp_path), env=dict(os.environ), use_pty=False)
+    rec = Recorder(None, Redactor(), None)
+    rec.echo_ok = {1: False, 2: False}
+    with Supervisor(child, rec, 5.0) as sup:
+        assert sup.pump() == 0
+    assert calls == [] and rec.lines == 1
