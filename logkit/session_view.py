@@ -1,16 +1,23 @@
 """Plain-text and dict views of one session, for ``logkit session list|show``.
 
 Pure functions of events; no heavy imports (the build uses pandas, the terminal does not).
+:func:`scan` reads a session file line by line, validated and checked as
+:func:`logkit.store.read_events` does, handing each event to a callback instead of keeping them
+all (``session show`` of 100,000 events held 725 MB of events to print one line of each).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from .events import Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
 from .store import SessionHandle
 
-__all__ = ["render_text", "summarize"]
+__all__ = ["render_rows", "render_text", "scan", "summarize", "to_json"]
 
 
 def summarize(handle: SessionHandle, cache: Any = None) -> dict[str, Any]:
@@ -67,3 +74,50 @@ def render_text(session_id: str, events: list[BaseEvent]) -> str:
     lines = [f"session {session_id}"]
     lines += [_line(e) for e in sorted(events, key=lambda e: e.ts)]
     return "\n".join(lines)
+
+
+def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
+    """:func:`render_text` from ``(ts, line)`` pairs in file order (:func:`_line` of each event)."""
+    return "\n".join([f"session {session_id}", *(text for _ts, text in sorted(rows, key=lambda r: r[0]))])
+
+
+def scan(path: Path, take: Callable[[BaseEvent], None]) -> list[str]:
+    """Validate every line of ``path`` (as :func:`logkit.store.read_events`: same checks, same words)
+    and call ``take`` with each event, in order; returns the problems. No event is kept here."""
+    from .reasoning.status import _validate
+    from .store import Problem, _clash, _unknown_refs
+
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; the lines are read one at a time
+    except FileNotFoundError:
+        return [str(Problem(path, 0, "file is missing"))]
+    except OSError as exc:
+        return [str(Problem(path, 0, f"cannot read: {exc.strerror}"))]
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            torn = not raw.endswith(b"\n")
+            line = raw[:-1] if not torn else raw
+            if not line.strip():
+                continue
+            event = _validate(path, line, number, torn, problems.append)
+            if event is None:
+                continue
+            clash = _clash(event, number, seen)
+            if clash:
+                problems.append(str(Problem(path, number, clash + "; skipped (fix or delete that line)")))
+                continue
+            take(event)
+            if event.kind in ("decision", "verdict"):
+                for ref in _unknown_refs(event, seen):
+                    problems.append(str(Problem(
+                        path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
+                        "the event is kept (fix or remove that reference)", field="evidence")))
+    return problems
+
+
+def to_json(event: BaseEvent) -> str:
+    """One event as an element of ``session show --json``'s list (``json.dumps(list, indent=2)``'s form)."""
+    text = json.dumps(event.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False, default=str)
+    return "  " + text.replace("\n", "\n  ")

@@ -103,3 +103,19 @@ def test_session_list_counts_as_a_typed_read(store: Store, logkit) -> None:
         assert (row["title"], row["started"], row["attempts"], row["events"], row["problems"]) == (
             meta.title, meta.ts.isoformat(), sum(1 for e in result.events if e.kind == "attempt"),
             len(result.events), len(result.problems))
+
+
+def test_session_show_streams_what_a_typed_read_shows(store: Store, logkit) -> None:
+    from logkit.session_view import render_text
+    from logkit.store import dump_event
+
+    sid = store.session_ids()[0]
+    _damage(store.handle(sid).events_path)
+    result = store.handle(sid).read()
+    env = {"LOGKIT_SESSIONS": str(store.root)}
+    text = logkit("session", "show", sid, env=env)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == render_text(sid, result.events) + "\n"
+    assert text.stderr.splitlines() == [f"logkit: warning: {p}" for p in result.problems]
+    data = logkit("session", "show", sid, "--json", env=env)
+    assert data.stdout == json.dumps([dump_event(e) for e in result.events], indent=2, ensure_ascii=False) + "\n"

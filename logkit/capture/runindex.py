@@ -221,8 +221,11 @@ class RunIndex:
                              _LAUNCH.search(line) is not None, offset, len(line))
             return
         ref = _ATTEMPT.search(line)
-        if ref is not None:
-            self._record(kind, None, ref.group(1).decode(), False, offset, len(line))
+        if ref is None:
+            return
+        if kind == b"outcome" and (files.decode(line) or {}).get("attempt") != ref.group(1).decode():
+            return  # a torn or damaged outcome closes nothing (the typed reader skips it too)
+        self._record(kind, None, ref.group(1).decode(), False, offset, len(line))
 
     def _take_decoded(self, line: bytes, offset: int) -> None:
         """A line at an older schema (or spaced otherwise): decoded, then indexed like the others."""
@@ -292,10 +295,23 @@ class RunIndex:
         return found
 
     def open_attempts(self) -> Iterator[dict[str, Any]]:
-        """The attempt dicts without an outcome (those the index could verify)."""
+        """The attempt dicts without an outcome (those the index could verify).
+
+        A line that names the attempt but does not decode (torn, damaged) is dropped: the typed
+        reader skips it too. A line that is not that attempt at all means the index is wrong: it is
+        forgotten (rebuilt on the next :meth:`update`).
+        """
         for sid, ref in list(self.open.items()):
             found = self.line(ref, "attempt", short_id=sid)
             if found is None:
+                try:
+                    raw = self._read(int(ref[0]), int(ref[1]))
+                except (OSError, ValueError):
+                    raw = b""
+                short = _SHORT.search(raw)
+                if short is not None and short.group(1) + short.group(2) == sid.encode():
+                    del self.open[sid]
+                    continue
                 self.stale()
                 return
             yield found

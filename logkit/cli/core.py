@@ -76,20 +76,23 @@ def cmd_session_list(args: argparse.Namespace) -> int:
 
 
 def cmd_session_show(args: argparse.Namespace) -> int:
-    from ..session_view import render_text
-    from ..store import dump_event
+    from ..capture.journal import Journal
+    from ..session_view import _line, render_rows, scan, to_json
+    from ._common import _JSON_RAW
 
     st = store(args)
-    handle = st.open(args.session_id) if args.session_id is None else st.handle(args.session_id)
-    if args.session_id is not None:
-        handle.reconcile()
-    result = handle.read()
-    for problem in result.problems:
+    handle = st.handle(args.session_id or st.current_or_fail())
+    Journal(st.root, handle.id).reconcile(complete=True)  # through the run index: no typed read
+    # one line (or JSON element) per event is kept, never the events: bounded by the output itself
+    shown: list[Any] = []
+    take = (lambda e: shown.append(to_json(e))) if args.json else (lambda e: shown.append((e.ts, _line(e))))
+    for problem in scan(handle.events_path, take):
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     if args.json:
-        print_json([dump_event(e) for e in result.events])
+        text = "[\n" + ",\n".join(shown) + "\n]" if shown else "[]"
+        sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n")
     else:
-        print_text(render_text(handle.id, result.events))
+        print_text(render_rows(handle.id, shown))
     return 0
 
 
