@@ -368,7 +368,7 @@ class Redactor:
             by_trigger[len(self.rules.prefilter) + n] = {-1}
         self._by_trigger = {n: frozenset(v) for n, v in by_trigger.items()}
         self._everything = frozenset(i for i, _part in parts)
-        self._subset_re: dict[frozenset[int], re.Pattern[bytes]] = {}
+        self._subset_re: dict[frozenset[int], tuple[re.Pattern[bytes], bool]] = {}
         self._detectors: dict[int, tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes], ...]] = {}
         self._prefixes: tuple[dict[bytes, int], Any] | None = None  # Hyperscan: which prefixes occur
         self._harmless = re.compile(f"^(?:{self.rules.harmless}|)$", re.IGNORECASE)
@@ -530,11 +530,33 @@ class Redactor:
             key = frozenset(patterns)
             if not checked and not self._changes(data, key):
                 return data
-            regex = self._subset_re.get(key)  # type: ignore[assignment]
-            if regex is None:
-                joined = "|".join(part for i, part in self._parts if i in key)
-                regex = self._subset_re[key] = re.compile(joined.encode("utf-8"))
+            regex, lowered = self._subset(key)
+            if lowered:
+                # the same matches as the (?i) regex on `data`; the text replaced is `data`'s
+                out: list[bytes] = []
+                done = 0
+                for m in regex.finditer(data.lower()):
+                    out.append(data[done:m.start()])
+                    out.append(self._replace(m, self._ph, (b"'", b'"'), data))
+                    done = m.end()
+                out.append(data[done:])
+                return b"".join(out)
         return regex.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
+
+    def _subset(self, key: frozenset[int]) -> tuple[re.Pattern[bytes], bool]:
+        """The patterns of ``key`` joined in one regex, and whether it runs on the lowered text:
+        when every one is ``(?i)`` and :func:`lowerable` (3x faster: no `(?i)` per byte)."""
+        found = self._subset_re.get(key)
+        if found is None:
+            sources = [(i, self.rules.patterns[i][1]) for i in sorted(key) if i >= 0]
+            if len(sources) == len(key) and all(s.startswith("(?i)") and lowerable(s[4:]) for _i, s in sources):
+                joined = "|".join(f"(?P<p{i}>{s[4:].replace('(?P<secret>', f'(?P<s{i}>')})" for i, s in sources)
+                found = (re.compile(joined.encode("utf-8")), True)
+            else:
+                joined = "|".join(part for i, part in self._parts if i in key)
+                found = (re.compile(joined.encode("utf-8")), False)
+            self._subset_re[key] = found
+        return found
 
     @classmethod
     def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:
@@ -568,15 +590,16 @@ class Redactor:
 
     # -- redaction -----------------------------------------------------------------------------
 
-    def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any) -> Any:
+    def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, text: Any = None) -> Any:
+        """What replaces one match; ``text``: the original of the lowered text it was found in."""
         group = self._secret_group.get(match.lastgroup or "")
-        whole = match.group(0)
+        whole = match.group(0) if text is None else text[match.start():match.end()]
         if group is None:
             return placeholder
         start, end = match.span(group)
         if start < 0:
             return placeholder
-        value = match.group(group)
+        value = match.group(group) if text is None else text[start:end]
         if value[:1] in quotes and len(value) >= 2 and value[-1:] == value[:1]:
             if len(value) == 2:
                 return whole  # an empty quoted value: nothing to hide
