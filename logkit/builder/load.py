@@ -254,7 +254,10 @@ def _read_cached(root: Path, how: dict[str, str]) -> tuple[dict[str, ReadResult]
 
 
 def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any]:
-    """What the cache keeps of one session file (JSON): see the module contract."""
+    """What the cache keeps of one session file (JSON): see the module contract.
+
+    Sets ``data.fact_rows`` as a cache hit would (the frames stage derives nothing twice).
+    """
     from .frames import fact_row
 
     kept = set(result.lines)
@@ -262,32 +265,62 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
     shared: dict[str, list[int]] = {}
     for event, number in zip(result.events, result.lines, strict=True):
         env = event.__dict__.get("environment") if isinstance(event, Attempt) else None
-        if env is None:
-            continue
-        try:
-            text = json.dumps(json.loads(lines[number])["environment"], ensure_ascii=False, separators=(",", ":"))
-        except (KeyError, ValueError, TypeError, RecursionError):
-            continue
-        shared.setdefault(text, []).append(number)
+        if env is not None:
+            # the environment as the store writes it (model_dump, None left out): where the line holds
+            # exactly these bytes, the reader can share one validated copy; elsewhere it is not shared
+            shared.setdefault(env.model_dump_json(exclude_none=True), []).append(number)
     patches = []
-    envs = {n: e.__dict__.get("environment") for e, n in zip(result.events, result.lines, strict=True)}
     for text, numbers in shared.items():
         if len(numbers) < 2:
             continue  # nothing saved by sharing it
+        needle = b'"environment":' + text.encode()
+        good = [n for n in numbers if lines[n].count(needle) == 1]
+        if len(good) < 2 or raw.count(needle) != len(good):  # what the reader replaces: exactly these
+            continue
         try:
-            value = Environment.model_validate_json(text)
+            if Environment.model_validate_json(text) != data_env(result, good[0]):
+                continue
         except ValueError:
             continue
-        needle = b'"environment":' + text.encode()
-        good = [n for n in numbers if envs.get(n) == value and lines[n].count(needle) == 1]
-        if len(good) >= 2 and raw.count(needle) == len(good):  # what the reader replaces: exactly these
-            patches.append(["environment", text, good])
+        patches.append(["environment", text, good])
+    rows: dict[str, list[Any]] = {}
+    dicts: dict[str, int] = {}  # the versions and backends of a session's attempts repeat: kept once
+    for short, attempt in data.attempts.items():
+        row = fact_row(data, attempt)
+        for i in (4, 6):
+            key = json.dumps(row[i], sort_keys=True, default=str)
+            row[i] = dicts.setdefault(key, len(dicts))
+        rows[short] = row
+    data.fact_rows = _resolve(rows, [json.loads(k) for k in dicts]) or {}
     return {
         "problems": [[p.line, p.message, p.field, p.torn] for p in result.problems],
         "skip": sorted(n for n in lines if n not in kept),
         "shared": patches,
-        "facts": {short: fact_row(data, attempt) for short, attempt in data.attempts.items()},
+        "facts": rows,
+        "dicts": list(dicts),
     }
+
+
+def data_env(result: ReadResult, number: int) -> Any:
+    """The environment of the event on line ``number``."""
+    return result.events[result.lines.index(number)].__dict__.get("environment")
+
+
+def _resolve(rows: Any, dicts: list[Any]) -> dict[str, list[Any]] | None:
+    """Fact rows with their versions and backends indexes replaced by (copies of) the dicts."""
+    if type(rows) is not dict:
+        return None
+    out = {}
+    try:
+        for short, row in rows.items():
+            if type(row) is not list or len(row) != 10 or not all(type(row[i]) is int and row[i] >= 0 for i in (4, 6)):
+                return None
+            row = list(row)
+            row[4], row[6] = dict(dicts[row[4]]), dict(dicts[row[6]])
+            out[short] = row
+    except (TypeError, IndexError, ValueError):
+        return None
+    return out
 
 
 def _lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
@@ -332,5 +365,12 @@ def _from_summary(sid: str, path: Path, raw: bytes, value: dict[str, Any]) -> tu
     result = ReadResult(path, events, [Problem(path, line, message, field, torn)
                                        for line, message, field, torn in value["problems"]], numbers)
     data = _group(sid, path, events, result.problems)
-    data.fact_rows = value["facts"]
+    try:
+        dicts = [json.loads(k) for k in value.get("dicts") or []]
+    except (TypeError, ValueError, RecursionError):
+        return None
+    rows = _resolve(value["facts"], dicts)
+    if rows is None:
+        return None
+    data.fact_rows = rows
     return result, data
