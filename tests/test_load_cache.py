@@ -53,6 +53,8 @@ def snapshot(loaded: Loaded) -> dict[str, Any]:
             for sid, s in loaded.sessions.items()
         },
         "facts": {ref: vars(f) for ref, f in frames.facts.items()},
+        # the order of a fact's dicts is what a page lists (versions): == on dicts would not see it
+        "facts order": {ref: json.dumps(vars(f), default=repr) for ref, f in frames.facts.items()},
         "attempts": frames.attempts,
         "metrics": frames.metrics,
     }

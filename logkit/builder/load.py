@@ -288,7 +288,7 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
     for short, attempt in data.attempts.items():
         row = fact_row(data, attempt)
         for i in (4, 6):
-            key = json.dumps(row[i], sort_keys=True, default=str)
+            key = json.dumps(row[i], default=str)  # in its order: the pages list versions as derived
             row[i] = dicts.setdefault(key, len(dicts))
         rows[short] = row
     data.fact_rows = _resolve(rows, [json.loads(k) for k in dicts]) or {}
