@@ -8,7 +8,9 @@ benchmarks, a hypothesis every 50 attempts; ``tests/kb_factory.Writer``) in one 
 
 * ``logkit status``: cold (no read cache), warm, and after a ``logkit run`` appended to the session;
 * ``logkit run -- sh -c 'date +%s%N > FILE'``: the time from starting logkit to the child's first
-  instruction, and the peak RSS of the whole ``logkit run``: cold (no run index) and warm;
+  instruction, and the peak RSS of the whole ``logkit run``: cold (no run index) and warm; and the
+  same for an SGLang launch (tests/fake_sglang), which adds the planner and the refuted check;
+* ``logkit session list`` and ``logkit session show`` (which prints one line per event);
 * ``logkit build`` from scratch (``--no-build`` skips it: minutes at the full size on 2 cores).
 
 Each figure is printed with its ratio to the same command on the baseline (same run, alternating,
@@ -65,8 +67,8 @@ WRAPPER = ("import os, sys\npid = os.fork()\nif pid == 0:\n    os.execvpe(sys.ar
            "sys.exit(os.waitstatus_to_exitcode(status))\n")
 
 
-def measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run ``cmd``: (wall seconds, peak RSS of exactly that process in MB, stderr)."""
+def measured(cmd: list[str], env: dict[str, str], check: bool = True) -> tuple[float, float, str]:
+    """Run ``cmd``: (wall seconds, peak RSS of exactly that process in MB, stderr); ``check``: exit 0."""
     work = Path(env["LOGKIT_SESSIONS"]).parent
     rss_path = work / "maxrss.txt"
     start = time.perf_counter()
@@ -74,7 +76,7 @@ def measured(cmd: list[str], env: dict[str, str]) -> tuple[float, float, str]:
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     wall = time.perf_counter() - start
     err = proc.stderr.decode(errors="replace")
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{err[-3000:]}")
     return wall, int(rss_path.read_text()) / 1024, err
 
@@ -90,12 +92,27 @@ def env_for(root: Path) -> dict[str, str]:
     return env
 
 
-def run_to_child(root: Path, work: Path) -> tuple[float, float]:
-    """``logkit run -- true``-like: (seconds from starting logkit to the child's start, peak RSS MB)."""
+LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "zai-org/GLM-5-NVFP4", "--tp", "8",
+          "--moe-runner-backend", "flashinfer_trtllm", "--attention-backend", "flashinfer", "--port", "30000"]
+
+
+def run_to_child(root: Path, work: Path, launch: bool = False) -> tuple[float, float]:
+    """``logkit run -- true``-like: (seconds from starting logkit to the child's start, peak RSS MB).
+
+    With ``launch`` the command is an SGLang launch (the stand-in server of tests/fake_sglang, which
+    exits at once with an OOM): the planner, the config diff against the last launch and the
+    refuted-configuration check (``$LOGKIT_GPU_ARCH=SM120``, no terminal: it warns and launches) run.
+    """
     stamp = work / "child-started"
     stamp.unlink(missing_ok=True)
+    env = env_for(root)
+    script = f"date +%s%N > {stamp}"
+    if launch:
+        env.update(LOGKIT_GPU_ARCH="SM120", FAKE_SGLANG_MODE="oom",
+                   PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "fake_sglang"), env["PYTHONPATH"]]))
+        script += "; exec " + " ".join([sys.executable, *LAUNCH[1:]])
     start = time.time()
-    _wall, rss, _err = measured(logkit(root, "run", "--", "sh", "-c", f"date +%s%N > {stamp}"), env_for(root))
+    _wall, rss, _err = measured(logkit(root, "run", "--", "sh", "-c", script), env, check=not launch)  # it OOMs
     return int(stamp.read_text()) / 1e9 - start, rss
 
 
@@ -139,8 +156,12 @@ def main() -> int:
             note("status, warm", which, measured(logkit(root, "status"), env)[:2])
             note("run -- true, cold (no index): to child start", which, run_to_child(root, work))
             note("run -- true, warm: to child start", which, run_to_child(root, work))
+            drop_caches(root, "refuted.json")
+            note("launch, cold refuted cache: to child start*", which, run_to_child(root, work, launch=True))
+            note("launch, warm: to child start*", which, run_to_child(root, work, launch=True))
             note("status after that run", which, measured(logkit(root, "status"), env)[:2])
             note("session list, warm", which, measured(logkit(root, "session", "list"), env)[:2])
+            note("session show", which, measured(logkit(root, "session", "show"), env)[:2])
             loads.append(os.getloadavg()[0])
         print(f"round {round_ + 1} done (load {loads[-1]:.1f})", flush=True)
     if not args.no_build:
@@ -163,6 +184,8 @@ def main() -> int:
         base = min(by["base"])
         print(f"{name:48} {big[0]:9.2f}s {base[0]:9.2f}s {big[0] / base[0]:6.1f}x   "
               f"{big[1]:6.0f}MB {base[1]:6.0f}MB")
+    print("* an SGLang launch (tests/fake_sglang's server, which OOMs at once); its RSS is the server's "
+          "(logkit waits for it)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
