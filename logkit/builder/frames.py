@@ -13,7 +13,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -216,6 +216,15 @@ def make_frames(loaded: Loaded) -> Frames:
         return _make_frames(loaded)
 
 
+def _utc(when: datetime) -> datetime:
+    """``when`` with the standard library's UTC when it is a UTC instant (pandas converts a column of
+    pydantic's own UTC ``TzInfo`` element by element: 20x slower); otherwise as it is."""
+    tz = when.tzinfo
+    if tz is UTC or tz is None or when.utcoffset():
+        return when
+    return when.replace(tzinfo=UTC)
+
+
 _ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
                     "category", "signature"]
 _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
@@ -230,7 +239,7 @@ def _make_frames(loaded: Loaded) -> Frames:
             facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves
     rows = [
-        (f.ref, f.session, f.attempt.short_id, f.role, f.started, f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
+        (f.ref, f.session, f.attempt.short_id, f.role, _utc(f.started), f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
          f.fp_hash, f.status, f.category, f.outcome.signature if f.outcome else None)
         for f in facts.values()
     ]
