@@ -15,7 +15,7 @@ import re
 import pytest
 
 from logkit.capture.redact import ENGINE_ENV, Redactor, available_engines, load_rules
-from logkit.capture.regexshape import alternatives, first_bytes, literal_prefix, lowerable
+from logkit.capture.regexshape import alternatives, first_bytes, literal_prefix, lowerable, unharmless
 
 #: the key-value pattern as secrets.toml wrote it before it was shaped for speed
 OLD_KEY_VALUE = r"""(?i)(?:(?:api[_-]?key|apikey|secret|passw(?:or)?d|credentials?|access[_-]?key|private[_-]?key|encryption[_-]?key)[a-z0-9_-]*|[_-]token)['"]?\s*[:=]\s*(?P<secret>'[^'\n]*'|"[^"\n]*"|[^\s,;)}'"]+)"""
@@ -127,3 +127,31 @@ def test_a_harmless_value_on_every_line_is_decided_without_the_joined_regex(monk
     monkeypatch.setattr(r, "_replace", lambda *a: calls.append(1))
     chunk = b"".join(b"[%d] server_args: api_key=None, tp_size=8, port=30000\n" % i for i in range(5000))
     assert r.chunk(chunk) == chunk and calls == []
+
+
+@pytest.mark.skipif("hyperscan" not in available_engines(), reason="Hyperscan is not installed")
+def test_the_spelled_out_harmless_values_agree_with_the_look_ahead() -> None:
+    """unharmless() (what Hyperscan runs) matches exactly where the look-ahead refuses nothing."""
+    import hyperscan
+
+    rules = load_rules()
+    chars = dict(zip((n for n, _s in rules.patterns), rules.value_chars, strict=True))["key-value"]
+    assert chars is not None
+    spelled = unharmless(rules.harmless, chars)
+    assert spelled is not None
+    look = re.compile(f"k=(?!(?:{rules.harmless})(?!{chars}))(?:['\"]|{chars})".encode(), re.IGNORECASE)
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[b"k=(?:['\"]|" + spelled.encode() + b")"], ids=[0],
+               flags=[hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_SINGLEMATCH])
+
+    def hs(data: bytes) -> bool:
+        found: list[int] = []
+        db.scan(data, match_event_handler=lambda *_a: found.append(1))
+        return bool(found)
+
+    rng = random.Random(3)
+    alphabet = [*"noeultrfasixNEULTRFASI05.-_%,;) }'\"\n\t:/=x", "none", "null", "true", "false", "nil", "1.5", "-3"]
+    for _ in range(60000):
+        data = b"k=" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6))).encode()
+        assert hs(data) == (look.search(data) is not None), data
+    assert unharmless("none|null", chars) is None  # a shape it does not know: the caller keeps re

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ._slotted import Slotted
-from .regexshape import alternatives, first_bytes, literal_prefix, lowerable
+from .regexshape import _group_end, alternatives, first_bytes, literal_prefix, lowerable, unharmless
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -150,7 +150,6 @@ class _HyperscanFilter:
     """Every trigger and literal in one Hyperscan database: about 4x faster than RE2's DFA here."""
 
     name = "hyperscan"
-    cheap_present = True
 
     def __init__(self, hyperscan: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         import threading
@@ -207,6 +206,34 @@ class _HyperscanFilter:
             self._once.scan(data, match_event_handler=on_match)
         return found
 
+    def matcher(self, expressions: list[tuple[bytes, bool]]) -> tuple[Any, list[int]]:
+        """One database of regexes (each with whether it is caseless), each reported once: a
+        function telling which of them match somewhere in a text, and the indices it took
+        (a regex Hyperscan cannot compile is left out, for the caller to run itself)."""
+        import threading
+
+        hs = self._hs
+        kept: list[int] = []
+        for n, (source, caseless) in enumerate(expressions):
+            try:
+                probe = hs.Database(mode=hs.HS_MODE_BLOCK)
+                probe.compile(expressions=[source], ids=[0], flags=[hs.HS_FLAG_CASELESS if caseless else 0])
+                kept.append(n)
+            except Exception:  # noqa: BLE001 - a construct Hyperscan does not take
+                continue
+        db = hs.Database(mode=hs.HS_MODE_BLOCK)
+        db.compile(expressions=[expressions[n][0] for n in kept], ids=kept,
+                   flags=[(hs.HS_FLAG_CASELESS if expressions[n][1] else 0) | hs.HS_FLAG_SINGLEMATCH for n in kept])
+        lock = threading.Lock()
+
+        def match(data: bytes) -> set[int]:
+            found: set[int] = set()
+            with lock:
+                db.scan(data, match_event_handler=lambda index, *_a: found.add(index))
+            return found
+
+        return match, kept
+
     def finder(self, needles: tuple[bytes, ...]) -> Any:
         """A function telling which of ``needles`` (any case) occur in a text: one scan."""
         import threading
@@ -229,8 +256,8 @@ class _Re2Filter:
     """Every trigger and literal as one RE2 alternation (one DFA pass; releases the GIL)."""
 
     name = "re2"
-    cheap_present = False
     finder = None
+    matcher = None
 
     def __init__(self, re2: Any, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         alternatives = [b"(?i:" + b"|".join(b"(" + re.escape(t) + b")" for t in triggers) + b")"]
@@ -259,8 +286,8 @@ class _StdlibFilter:
     """One substring search per trigger on the lowered chunk (``bytes.find`` is a C loop)."""
 
     name = "stdlib"
-    cheap_present = False
     finder = None
+    matcher = None
 
     def __init__(self, triggers: tuple[bytes, ...], literals: tuple[bytes, ...]) -> None:
         self._triggers = triggers
@@ -329,6 +356,23 @@ def available_engines() -> list[str]:
     return [*found, "stdlib"]
 
 
+def _hyperscan_shape(part: str, unharmless_value: str | None) -> bytes | None:
+    """A detector part as Hyperscan takes it (named groups unnamed), or None: look-arounds and
+    back-references it does not take. A ``secret`` group that ends the part becomes "a quote or a
+    value that is not harmless" when ``unharmless_value`` spells that out (a quote alone is looser
+    than a quoted value: only a needless slow pass)."""
+    if unharmless_value is not None and "(?P<secret>" in part:
+        head, _sep, _value = part.partition("(?P<secret>")
+        close, _bars = _group_end(part, len(head))
+        if close != len(part) - 1:
+            return None
+        part = head + "(?:['\"]|" + unharmless_value + ")"
+    part = re.sub(r"\(\?P<\w+>", "(?:", part)
+    if re.search(r"\(\?(?:[=!]|<[=!])|\(\?P=|\\[1-9]", part):
+        return None
+    return part.encode("utf-8")
+
+
 def _scoped(source: str) -> str:
     """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
     if source.startswith("(?i)"):
@@ -369,8 +413,9 @@ class Redactor:
         self._by_trigger = {n: frozenset(v) for n, v in by_trigger.items()}
         self._everything = frozenset(i for i, _part in parts)
         self._subset_re: dict[frozenset[int], tuple[re.Pattern[bytes], bool]] = {}
-        self._detectors: dict[int, tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes], ...]] = {}
-        self._prefixes: tuple[dict[bytes, int], Any] | None = None  # Hyperscan: which prefixes occur
+        self._detectors: dict[int, tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes, bytes | None], ...]] = {}
+        #: Hyperscan: one scan saying which detectors match and which literal starts occur
+        self._hs: tuple[Any, dict[int, tuple[int, int]], dict[int, bytes]] | None = None
         self._harmless = re.compile(f"^(?:{self.rules.harmless}|)$", re.IGNORECASE)
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
@@ -422,11 +467,8 @@ class Redactor:
         if hits is None:
             # triggers on most lines: one pass of the patterns they start over the whole chunk is
             # cheaper than a region per hit (a URL on every line runs only the `://` pattern).
-            # Most such chunks change nothing (`api_key=None` on every line): the detectors say so.
-            # Which triggers occur costs Hyperscan next to nothing; the stdlib and RE2 engines take
-            # longer to tell than every pattern's detector takes to run.
-            if engine.cheap_present:
-                return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))))
+            # Most such chunks change nothing (`api_key=None` on every line): the detectors say so,
+            # faster than any engine tells which triggers occur (Hyperscan: one scan for them all).
             if not self._changes(data, self._everything):
                 return data
             return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))), checked=True)
@@ -459,60 +501,92 @@ class Redactor:
         out.append(data[done:])
         return b"".join(out)
 
-    def _detector(self, i: int) -> tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes], ...]:
+    def _detector(self, i: int) -> tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes, bytes | None], ...]:
         """Regexes (whether each runs on the lowered text, the bytes one of which starts each of its
-        matches, the literal that starts each of them or ``b""``) that find every place pattern ``i`` (``-1``: the learned literals) would change:
+        matches, the literal that starts each of them or ``b""``, the same without look-arounds for
+        Hyperscan or None) that find every place pattern ``i`` (``-1``: the learned literals) would change:
         its top-level alternatives one by one, lowered where :func:`lowerable` allows, a harmless
         unquoted value refused inside the regex."""
         found = self._detectors.get(i)
         if found is not None:
             return found
         if i < 0:
-            found = ((re.compile(self._parts[0][1].encode("utf-8")), False, (), b""),)
+            found = ((re.compile(self._parts[0][1].encode("utf-8")), False, (), b"", None),)
         else:
             source = self.rules.patterns[i][1]
             lowered = source.startswith("(?i)") and lowerable(source[4:])
             if lowered:
                 source = source[4:]
-            chars = self.rules.value_chars[i]
-            if chars and "(?P<secret>" in source:
-                # refuse what _replace would leave alone: a whole unquoted value that is harmless
-                source = source.replace("(?P<secret>", f"(?!(?:{self.rules.harmless})(?!{chars}))(?P<secret>", 1)
             flags = 0 if lowered else re.IGNORECASE if source.startswith("(?i)") else 0
             if flags:
                 source = source[4:]
-            found = tuple((re.compile(part.encode("utf-8"), flags), lowered, first_bytes(part, flags),
-                           literal_prefix(part)) for part in alternatives(source))
+            chars = self.rules.value_chars[i]
+            harmless = f"(?!(?:{self.rules.harmless})(?!{chars}))"
+            parts = []
+            for part in alternatives(source):
+                hs = _hyperscan_shape(part, unharmless(self.rules.harmless, chars) if chars else None)
+                if chars and "(?P<secret>" in part:
+                    # refuse what _replace would leave alone: a whole unquoted value that is harmless
+                    part = part.replace("(?P<secret>", harmless + "(?P<secret>", 1)
+                regex = re.compile(part.encode("utf-8"), flags)
+                # first bytes in either case: checked on the original text, before any lowering
+                parts.append((regex, lowered, first_bytes(part, flags | (re.IGNORECASE if lowered else 0)),
+                              literal_prefix(part), hs))
+            found = tuple(parts)
         self._detectors[i] = found
         return found
 
-    def _occurring(self, data: bytes, patterns: frozenset[int]) -> set[bytes] | None:
-        """Which detectors' literal starts occur in ``data`` (any case), where Hyperscan can tell in
-        one scan what re would take one scan per literal for; None elsewhere."""
-        if self._prefixes is None:
-            finder = self._filter().finder
-            prefixes = sorted({p for i in self._everything for *_x, p in self._detector(i) if p})
-            self._prefixes = ({p: n for n, p in enumerate(prefixes)}, finder(tuple(prefixes)) if finder else None)
-        index, find = self._prefixes
-        if find is None or len(data) < 4096:  # a line or two: re's own scans are as quick
+    def _scan(self, data: bytes) -> tuple[set[tuple[int, int]], set[bytes], set[tuple[int, int]]] | None:
+        """With Hyperscan, one scan of ``data``: the detectors (pattern, part) that match in it, the
+        literal starts that occur, and the detectors it answers for (those without look-arounds,
+        the key-value one with its harmless values spelled out); None elsewhere."""
+        if self._hs is None:
+            matcher = self._filter().matcher
+            if matcher is None:
+                self._hs = (None, {}, {})
+            else:
+                exprs: list[tuple[bytes, bool]] = []
+                owners: dict[int, tuple[int, int]] = {}
+                literals: dict[int, bytes] = {}
+                for i in sorted(self._everything):
+                    for k, (regex, _low, _f, prefix, hs) in enumerate(self._detector(i)):
+                        if hs is not None and prefix:  # one that starts with a class is slow there too
+                            owners[len(exprs)] = (i, k)
+                            exprs.append((hs, bool(regex.flags & re.IGNORECASE) or _low))
+                        if prefix and prefix not in literals.values():
+                            literals[len(exprs)] = prefix
+                            exprs.append((re.escape(prefix), True))
+                match, kept = matcher(exprs)
+                self._hs = (match, {n: owners[n] for n in kept if n in owners},
+                            {n: literals[n] for n in kept if n in literals})
+        match, owners, literals = self._hs
+        if match is None or len(data) < 4096:  # a line or two: re's own scans are as quick
             return None
-        found = find(data)
-        return {p for p, n in index.items() if n in found}
+        found = match(data)
+        return ({owners[n] for n in found if n in owners}, {literals[n] for n in found if n in literals},
+                set(owners.values()))
 
     def _changes(self, data: bytes, patterns: frozenset[int]) -> bool:
         """Whether running ``patterns`` over ``data`` can change it (no false "no")."""
         low = None
-        occurring = self._occurring(data, patterns)
+        scanned = self._scan(data)
+        if scanned is not None:
+            matched, occurring, answered = scanned
+            if any(i in patterns for i, _k in matched):
+                return True
         for i in sorted(patterns):
-            for regex, lowered, firsts, prefix in self._detector(i):
-                if occurring is not None and prefix and prefix not in occurring:
-                    continue  # its literal start is nowhere in the text
+            for k, (regex, lowered, firsts, prefix, _hs) in enumerate(self._detector(i)):
+                if scanned is not None:
+                    if (i, k) in answered:
+                        continue  # Hyperscan said it matches nowhere
+                    if prefix and prefix not in occurring:
+                        continue  # its literal start is nowhere in the text
+                # a memchr per first byte is ~100x cheaper than re's scan for a class (`[?&;]`)
+                if firsts and not any(b in data for b in firsts):
+                    continue
                 if lowered and low is None:
                     low = data.lower()
                 hay = low if lowered else data
-                # a memchr per first byte is ~100x cheaper than re's scan for a class (`[?&;]`)
-                if firsts and not any(b in hay for b in firsts):
-                    continue
                 if regex.search(hay) is not None:
                     return True
         return False

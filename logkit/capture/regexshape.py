@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["alternatives", "first_bytes", "literal_prefix", "lowerable"]
+__all__ = ["alternatives", "first_bytes", "literal_prefix", "lowerable", "unharmless"]
 
 
 def lowerable(source: str) -> bool:
@@ -178,3 +178,53 @@ def literal_prefix(source: str) -> bytes:
             break
         out.append(av)
     return bytes(out) if len(out) >= 3 else b""
+
+
+#: the ``harmless`` values and the unquoted-value class :func:`unharmless` knows how to complement
+_NUMBER = r"-?[0-9][0-9.,_]*%?"
+_VALUE_CHARS = r"""[^\s,;)}'"]"""
+
+
+def unharmless(harmless: str, value_chars: str) -> str | None:
+    """A regex without look-arounds (Hyperscan takes it) matching at a value's start exactly when
+    the unquoted value there, a maximal run of ``value_chars``, is *not* ``harmless``; or None
+    when ``harmless`` is not a number pattern and plain words, or the class is another.
+
+    ``harmless`` is ``-?[0-9][0-9.,_]*%?|word|word...`` (as secrets.toml has it); a comma ends a
+    value, so a harmless run is a number ``-?D[D._]*%?`` or one of the words (any case). A run is
+    not harmless when it holds a byte outside ``[0-9a-z._%-]``; or has a letter and is no word
+    (it leaves the words' trie, stops inside it, or goes on past a word); or has no letter and is
+    no number (starts with ``.``, ``_`` or ``%``; ``-`` not followed by a digit; a ``-`` later on;
+    a ``%`` with more after it). Used case-insensitively.
+    """
+    alts = harmless.split("|")
+    if value_chars != _VALUE_CHARS or not alts or alts[0] != _NUMBER:
+        return None
+    words = alts[1:]
+    if not all(re.fullmatch(r"[a-z]+", w) for w in words):
+        return None
+    allowed = "0-9a-z._%-"
+    term = r"""(?:[\s,;)}'"]|$)"""
+    run = _VALUE_CHARS
+    firsts = sorted({w[0] for w in words})
+    others = "".join(c for c in "abcdefghijklmnopqrstuvwxyz" if c not in firsts)
+    out = [
+        rf"""[{allowed}]*[^\s,;)}}'"{allowed}]""",  # a byte no harmless value holds
+        f"[{others}]" if others else "(?!)",  # a first letter no word starts with
+        r"[0-9._%-]+[a-z]",  # a letter after a start that is no letter: neither word nor number
+        r"[._%]",  # a number starts with a digit or a minus
+        r"-(?:[^0-9]|$)",  # a minus not followed by a digit
+        rf"{run}+-",  # a minus after the first byte
+        rf"{run}*%{run}",  # a percent sign with more after it
+    ]
+    prefixes = sorted({w[:k] for w in words for k in range(1, len(w) + 1)})
+    for p in prefixes:
+        children = sorted({w[len(p)] for w in words if w.startswith(p) and len(w) > len(p)})
+        if p in words:
+            out.append(rf"{p}[{allowed}]")  # goes on past a word
+        if p not in words:
+            out.append(rf"{p}{term}")  # stops inside a word
+        rest = "".join(c for c in "0123456789abcdefghijklmnopqrstuvwxyz._%-" if c not in children)
+        if children:
+            out.append(f"{p}[{re.escape(rest)}]")  # leaves the words' trie
+    return "(?:" + "|".join(out) + ")"
