@@ -138,9 +138,14 @@ class SessionCache:
             self._drop(session_id)
             return whole(b"")
         if after != stat or len(raw) != stat[0]:
-            # a writer appended while we read: use what we read, key nothing on it
-            self.last[session_id] = "derived"
-            return whole(raw)
+            if not (extend is not None and after[3] == stat[3] and after[0] >= stat[0] and len(raw) >= stat[0]
+                    and raw[stat[0] - 1:stat[0]] == b"\n"):
+                # a writer appended while we read: use what we read, key nothing on it
+                self.last[session_id] = "derived"
+                return whole(raw)
+            # an append-only file grew while we read (the run being checked wrote its attempt): the
+            # bytes the stat saw are keyed on that stat, and the next read extends them
+            raw = raw[:stat[0]]
         digest = hashlib.sha256(raw).hexdigest()
         # Same bytes under another stat (a checkout, a copy) are derived again all the same: a value
         # is only ever reused under the stat this machine saw, so a cache planted through git (its

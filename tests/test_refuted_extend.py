@@ -88,3 +88,63 @@ def test_an_outcome_of_an_attempt_recorded_before_the_new_lines_reads_it_all(tmp
         fh.write(json.dumps({**json.loads(outcome), "status": "arch_mismatch"}).encode() + b"\n")
     got = [(r.attempt, r.status) for r in refuted.refuted_runs(_Sessions(root))]  # type: ignore[arg-type]
     assert got == [(r.attempt, r.status) for r in refuted._session_runs(SID, path.read_bytes())]
+
+
+def test_before_a_launch_a_big_session_without_a_cache_is_not_read_but_warmed(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    from types import SimpleNamespace
+
+    rng = random.Random(3)
+    root = tmp_path / "sessions"
+    path = Store(root).create("c", session_id=SID, make_current=False).events_path
+    lines = [json.loads(line) for line in _launch(rng, 1, probed=False).splitlines()]
+    lines[0]["role"] = "launch"
+    lines[0]["launch"] = {"fingerprint": {"moe_runner_backend": "only_here", "tp_size": 8}}
+    lines[-1]["status"] = "arch_mismatch"
+    with open(path, "ab") as fh:
+        fh.write(b"".join(_line(e) for e in lines))
+        for n in range(2, 200):
+            fh.write(_launch(rng, n, probed=False))
+    expected = refuted._session_runs(SID, path.read_bytes())
+    assert expected
+    warmed: list[Path] = []
+    monkeypatch.setattr(refuted, "COLD_LIMIT", path.stat().st_size // 2)
+    monkeypatch.setattr(refuted, "_warm_in_background", warmed.append)
+    monkeypatch.setenv(refuted.ENV_ARCH, "SM120")
+    derived: list[int] = []
+    real = refuted._derive
+    monkeypatch.setattr(refuted, "_derive", lambda sid, raw: derived.append(len(raw)) or real(sid, raw))
+    run = expected[0]
+    plan = SimpleNamespace(launch={"fingerprint": {**run.suspects, "tp_size": 8}})
+    err = io.StringIO()
+    assert refuted.check_launch(plan, None, str(root), stderr=err) is True
+    assert derived == [] and warmed == [root]
+    assert f"did not read {SID}" in err.getvalue()
+    # what the background process does; the next check reads the cache and warns
+    refuted.refuted_runs(_Sessions(root))  # type: ignore[arg-type]
+    err = io.StringIO()
+    assert refuted.check_launch(plan, None, str(root), stderr=err) is True
+    assert "did not read" not in err.getvalue() and f"in {SID} " in err.getvalue()
+
+
+def test_the_background_warmer_fills_the_cache(tmp_path: Path) -> None:
+    rng = random.Random(4)
+    root = tmp_path / "sessions"
+    path = Store(root).create("c", session_id=SID, make_current=False).events_path
+    with open(path, "ab") as fh:
+        for n in range(1, 20):
+            fh.write(_launch(rng, n, probed=False))
+    import subprocess
+    import sys
+    import time
+
+    # the warmer waits for the logkit that started it: here a stand-in that ends at once
+    stand_in = subprocess.Popen([sys.executable, "-c", f"from logkit.reasoning import refuted; "
+                                 f"refuted._warm_in_background(__import__('pathlib').Path({str(root)!r}))"])
+    stand_in.wait()
+    cache = root / CACHE_DIR / "refuted.json"
+    deadline = time.time() + 60
+    while not cache.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert SID in json.loads(cache.read_text())["sessions"]

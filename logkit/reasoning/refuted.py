@@ -382,8 +382,23 @@ def refuted_runs(store: Store) -> list[RefutedRun]:
     return [_run(session, row) for session, row in _rows(store)]
 
 
-def _rows(store: Store) -> list[tuple[str, dict[str, Any]]]:
-    """:func:`refuted_runs` as ``(session, row)``: :func:`check` makes runs of the matches only."""
+#: before a launch, a session bigger than this that the read cache cannot answer (no entry, or one it
+#: cannot extend) is not read: the child must start in a bounded time (3 s for 100,000 events);
+#: :func:`check_launch` says so and has a background process read it for the next launch
+COLD_LIMIT = 16 << 20
+
+
+class _TooBig(Exception):
+    """A session :func:`_rows` was asked not to derive in full."""
+
+
+def _rows(store: Store, cold_limit: int | None = None,
+          skipped: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """:func:`refuted_runs` as ``(session, row)``: :func:`check` makes runs of the matches only.
+
+    With ``cold_limit``, a session that would have to be derived from more bytes than that is left
+    out and named in ``skipped``.
+    """
     # what is derived depends on the tables too (refuting and working statuses, ignored values)
     rules = [table(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
     digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -391,8 +406,18 @@ def _rows(store: Store) -> list[tuple[str, dict[str, Any]]]:
     found_rows: list[tuple[str, dict[str, Any]]] = []
     found = sessions_with_stat(store.root)
     for session, path, st in found:
-        rows = cache.get(session, path, lambda raw, sid=session: _derive(sid, raw), valid=_valid_rows, st=st,
-                         extend=lambda rows, good, new, sid=session: _extend(sid, rows, good, new))
+        def derive(raw: bytes, sid: str = session) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+            if cold_limit is not None and len(raw) > cold_limit:
+                raise _TooBig(sid)
+            return _derive(sid, raw)
+
+        try:
+            rows = cache.get(session, path, derive, valid=_valid_rows, st=st,
+                             extend=lambda rows, good, new, sid=session: _extend(sid, rows, good, new))
+        except _TooBig:
+            if skipped is not None:
+                skipped.append(session)
+            continue
         found_rows.extend((session, row) for row in rows)
     cache.prune({f[0] for f in found})
     cache.save()
@@ -433,14 +458,16 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 
-def check(fingerprint: dict[str, Any], arch: str | None, store: Store) -> list[RefutedRun]:
-    """The refuted runs this launch repeats on the same architecture (none when ``arch`` is unknown)."""
+def check(fingerprint: dict[str, Any], arch: str | None, store: Store, *, cold_limit: int | None = None,
+          skipped: list[str] | None = None) -> list[RefutedRun]:
+    """The refuted runs this launch repeats on the same architecture (none when ``arch`` is unknown);
+    ``cold_limit`` and ``skipped`` as :func:`_rows` takes them."""
     if not arch:
         return []
     arch = arch_name(arch) or arch
     given = {k: str(v).strip().lower() for k, v in fingerprint.items()}  # _same, each side once
     return [
-        _run(session, row) for session, row in _rows(store)
+        _run(session, row) for session, row in _rows(store, cold_limit, skipped)
         if row.get("arch") == arch and all(k in given and given[k] == str(v).strip().lower()
                                            for k, v in (row.get("suspects") or {}).items())
     ]
@@ -522,9 +549,45 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     if not fingerprint:
         return True
     err = stderr or sys.stderr
+    skipped: list[str] = []
     try:
-        runs = check(fingerprint, _arch_for_launch(environment), _Sessions(sessions))  # type: ignore[arg-type]
+        store = _Sessions(sessions)
+        runs = check(fingerprint, _arch_for_launch(environment), store,  # type: ignore[arg-type]
+                     cold_limit=COLD_LIMIT, skipped=skipped)
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
         return True
+    if skipped:
+        err.write(f"logkit: warning: the refuted-configuration check did not read {', '.join(skipped)} (big, and "
+                  "not in its read cache yet); a background process reads it for the next launch\n")
+        _warm_in_background(store.root)
     return ask(runs, stdin=stdin, stderr=err)
+
+
+_WARM = """
+import os, sys, time
+from logkit.reasoning.refuted import _Sessions, refuted_runs
+pid = int(sys.argv[2])
+while True:  # the launch appends to its session until it ends: read the session after that
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    except PermissionError:
+        pass
+    time.sleep(1.0)
+refuted_runs(_Sessions(sys.argv[1]))
+"""
+
+
+def _warm_in_background(root: Path) -> None:
+    """Fill the ``refuted`` read cache of ``root`` in a detached, niced process, once this logkit has
+    ended (the run it checks appends to its session until then); never raises."""
+    nice = shutil.which("nice")
+    try:
+        subprocess.Popen([*([nice, "-n", "10"] if nice else []), sys.executable, "-c", _WARM, str(root),
+                          str(os.getpid())],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)  # its own group: never one of the launch's survivors
+    except OSError:
+        pass
