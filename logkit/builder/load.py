@@ -50,6 +50,7 @@ from ..events import (
     Verdict,
 )
 from ..files import EVENTS_FILE
+from ..files import lines as file_lines
 from ..readcache import SessionCache, sessions_with_stat, stat_key
 from ..store import Problem, ReadResult, Store, cross_check, read_events, read_known
 
@@ -261,7 +262,7 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
     from .frames import fact_row
 
     kept = set(result.lines)
-    lines = {n: chunk for n, chunk, _torn in _lines(raw)}
+    lines = {n: chunk for n, chunk, _torn in file_lines(raw)}
     shared: dict[str, list[int]] = {}
     for event, number in zip(result.events, result.lines, strict=True):
         env = event.__dict__.get("environment") if isinstance(event, Attempt) else None
@@ -278,7 +279,7 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
         if len(good) < 2 or raw.count(needle) != len(good):  # what the reader replaces: exactly these
             continue
         try:
-            if Environment.model_validate_json(text) != data_env(result, good[0]):
+            if Environment.model_validate_json(text) != _env_at(result, good[0]):
                 continue
         except ValueError:
             continue
@@ -301,7 +302,7 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
     }
 
 
-def data_env(result: ReadResult, number: int) -> Any:
+def _env_at(result: ReadResult, number: int) -> Any:
     """The environment of the event on line ``number``."""
     return result.events[result.lines.index(number)].__dict__.get("environment")
 
@@ -321,12 +322,6 @@ def _resolve(rows: Any, dicts: list[Any]) -> dict[str, list[Any]] | None:
     except (TypeError, IndexError, ValueError):
         return None
     return out
-
-
-def _lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    from ..files import lines
-
-    return lines(raw)
 
 
 def _valid_summary(value: Any) -> bool:
