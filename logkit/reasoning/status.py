@@ -31,7 +31,7 @@ from typing import Any
 from .. import files, procs, statuses
 from ..events import Attempt, BaseEvent, Decision, Hypothesis, Outcome, Session, Verdict
 
-__all__ = ["KEPT", "Fold", "render", "session_fold", "session_status", "status", "status_cache"]
+__all__ = ["Fold", "KEPT", "render", "session_fold", "session_status", "status", "status_cache"]
 
 #: attempts whose rows the fold keeps (``--last`` up to this is served from it)
 KEPT = 100
