@@ -15,6 +15,12 @@ Contract:
   ``LOGKIT_REDACT_ENGINE=stdlib|re2|hyperscan`` starts the search at that engine. All three give
   the same result. Callers give it complete lines (a secret is never split across two calls; the
   recorder redacts a line flushed in parts with its earlier parts as context).
+* Before the joined regex runs over triggered text, *detectors* (each pattern alone, shaped for
+  speed by :mod:`.regexshape`: split into literal-first parts, lowered where equivalent, harmless
+  values refused inside the regex; on Hyperscan where it takes them) say whether anything would
+  change; most triggered text changes nothing and is returned as is. A detector may say yes
+  where nothing changes, never no where something would: what is replaced is always the joined
+  regex's decision, as before.
 * :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
   and everything under a secret-looking key (``api_key``), also inside lists, is replaced.
 
