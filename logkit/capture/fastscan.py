@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .redact import ENGINE_ENV
+from .prefilter import ENGINE_ENV
 
 __all__ = ["finder"]
 
