@@ -246,3 +246,28 @@ def test_damaged_lines_stop_no_command_and_never_the_launch(logkit, sessions: Pa
     assert "nested too deeply" in messages[2] and "timestamp out of range" in messages[4], messages
     outcomes = [e for e in result.events if e.kind == "outcome"]
     assert [(o.attempt, o.status) for o in outcomes][-1][1] == "exit_ok"
+
+
+def test_the_attempt_line_never_names_a_log_that_does_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recorder killed right after its attempt line (before it opened the log) leaves an empty log
+    file, so the abandoned outcome gives the log's size and digest (0 bytes) instead of none."""
+    sessions = tmp_path / "sessions"
+    Store(sessions).create("s", session_id="s", make_current=False)
+    journal = Journal(sessions, "s")
+    seen: list[bool] = []
+    real = files.write_line
+
+    def spy(fd: int, line: bytes, **kw: Any) -> None:
+        if b'"kind":"attempt"' in line.replace(b" ", b""):
+            seen.append((journal.dir / "logs" / "A1.log").is_file())
+        real(fd, line, **kw)
+
+    monkeypatch.setattr(files, "write_line", spy)
+    attempt = journal.append_attempt(files.event("attempt", "s", argv=["true"], cwd=str(tmp_path), role="command",
+                                                 started="2026-12-03T00:00:00+00:00", pid=1, pgid=1))
+    assert seen == [True] and attempt["log"]["path"] == "logs/A1.log"
+    from logkit.abandon import abandoned_outcome
+
+    typed = next(e for e in Store(sessions).handle("s").read().events if isinstance(e, Attempt))
+    out = abandoned_outcome("s", journal.dir, typed)
+    assert out.log is not None and out.log.size == 0 and out.log.sha256 is not None

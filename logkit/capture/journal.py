@@ -175,11 +175,18 @@ class Journal:
             number = index.max_a + 1
             event["short_id"] = f"A{number}"
             event["log"] = {"path": f"{files.LOGS_DIR}/A{number}.log"}
+            self._create_log(event["log"]["path"])  # before the line: a recorder killed after it leaves a log
             files.write_line(fd, self._line(event), path=self.events_path)
             index.update()
             index.save()
         self._reserve(event["short_id"])
         return event
+
+    def _create_log(self, rel: str) -> None:
+        """Create the attempt's (empty) log file; a full disk is the recorder's problem to report."""
+        with contextlib.suppress(OSError):
+            self.logs_dir.mkdir(exist_ok=True)
+            os.close(os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
 
     def _reserve(self, short_id: str) -> None:
         path = files.reserve_path(self.dir, short_id)
