@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -63,7 +64,8 @@ def test_a_resized_terminal_resizes_the_child(sessions: Path, logkit) -> None:
     if pid == 0:
         os.execv(sys.executable, [sys.executable, "-m", "logkit", "run", "--", sys.executable, "-c", RESIZE_CHILD])
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    seen = _read(master, lambda seen: b"ready" in seen)
+    # the whole line: resizing while it is still on its way made the two lines interleave
+    seen = _read(master, lambda seen: re.search(rb"ready \d+ \d+\r?\n", seen) is not None)
     # the user drags the window: logkit's terminal gets a new size (and logkit a SIGWINCH)
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
     seen += _read(master, lambda more: b"size 132 50" in seen + more)
