@@ -131,3 +131,19 @@ def test_reconcile_marks_dead_recorder_abandoned(sessions: Path) -> None:
     assert outcome.log is not None and outcome.log.size == 18
     assert [t.text for t in outcome.tail] == ["line one", "line two"]
     assert handle.reconcile() == []  # idempotent
+
+
+@pytest.mark.parametrize("text", ["2026-11-14T09:30:00Z", "2026-11-14T09:30:00+00:00", "2026-11-14T09:30:00",
+                                  "2026-11-14T14:30:00+05:00", "2026-11-14T04:30:00-05:00"])
+def test_ts_is_the_utc_instant_however_written(text: str) -> None:
+    """A zero-offset ``ts`` keeps pydantic's own UTC tzinfo (no copy per event); every form is the
+    same UTC instant, shown and written the same."""
+    from datetime import UTC, datetime
+
+    line = json.dumps({"v": SCHEMA_VERSION, "kind": "note", "session": "s", "ts": text, "text": "t"}).encode()
+    for event in (parse_event(json.loads(line)), Note.model_validate_json(line)):
+        assert event.ts == datetime(2026, 11, 14, 9, 30, tzinfo=UTC)
+        assert event.ts.utcoffset().total_seconds() == 0
+        assert event.ts.isoformat() == "2026-11-14T09:30:00+00:00"
+        assert event.ts.strftime("%Z %z") == "UTC +0000"
+        assert event.model_dump(mode="json")["ts"] == "2026-11-14T09:30:00Z"

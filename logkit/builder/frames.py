@@ -191,8 +191,8 @@ def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
     )
 
 
-def _concurrency(labels: dict[str, Any]) -> float | None:
-    for key in tables()["metrics"]["concurrency_labels"]:
+def _concurrency(labels: dict[str, Any], keys: list[str]) -> float | None:
+    for key in keys:
         value = labels.get(key)
         if value is not None:
             try:
@@ -202,8 +202,8 @@ def _concurrency(labels: dict[str, Any]) -> float | None:
     return None
 
 
-def _item(labels: dict[str, Any]) -> str | None:
-    for key in tables()["metrics"].get("item_labels", []):
+def _item(labels: dict[str, Any], keys: list[str]) -> str | None:
+    for key in keys:
         value = labels.get(key)
         if value is not None and str(value).strip():
             return str(value)
@@ -247,6 +247,9 @@ def _make_frames(loaded: Loaded) -> Frames:
                             columns=_ATTEMPT_COLUMNS)
     mrows = []
     none = (None, None, None, None)
+    # the label keys once, not per metric
+    concurrency_keys = tables()["metrics"]["concurrency_labels"]
+    item_keys = tables()["metrics"].get("item_labels", [])
     for session in loaded.sessions.values():
         sid = session.id
         launches: dict[str, tuple[str | None, ...]] = {}
@@ -258,7 +261,7 @@ def _make_frames(loaded: Loaded) -> Frames:
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          _concurrency(m.labels), _item(m.labels), m.ts))
+                          _concurrency(m.labels, concurrency_keys), _item(m.labels, item_keys), _utc(m.ts)))
     metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
                            columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)
