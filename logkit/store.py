@@ -195,17 +195,21 @@ def read_known(raw: bytes, skip: frozenset[int] | set[int],
     replacement does not apply as described: the caller reads the file with :func:`read_events`.
     """
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
-    kept: list[bytes] = []
-    numbers: list[int] = []
-    for number, chunk in enumerate(raw.split(b"\n"), start=1):
-        if number in skip or not chunk.strip():
-            continue
-        if not chunk.startswith(current_prefix):
-            return None  # a line to upgrade first: the caller takes the general path
-        kept.append(chunk)
-        numbers.append(number)
-    body = b"[" + b",".join(kept) + b"]"
-    del kept
+    body = _joined(raw, current_prefix) if not skip else None
+    if body is not None:
+        numbers = list(range(1, raw.count(b"\n") + 1))
+    else:
+        kept: list[bytes] = []
+        numbers = []
+        for number, chunk in enumerate(raw.split(b"\n"), start=1):
+            if number in skip or not chunk.strip():
+                continue
+            if not chunk.startswith(current_prefix):
+                return None  # a line to upgrade first: the caller takes the general path
+            kept.append(chunk)
+            numbers.append(number)
+        body = b"[" + b",".join(kept) + b"]"
+        del kept
     patches: list[tuple[str, list[int], Any]] = []
     if shared:
         where = set(numbers)
@@ -228,6 +232,16 @@ def read_known(raw: bytes, skip: frozenset[int] | set[int],
                     return None  # the replaced bytes were not that field of the event
                 fields[name] = value
     return events, numbers
+
+
+def _joined(raw: bytes, prefix: bytes) -> bytes | None:
+    """``raw``'s lines as one JSON list, when every line starts with ``prefix`` (so none is blank) and
+    the file ends with its newline; None otherwise (the caller goes line by line)."""
+    if not raw.endswith(b"\n") or not raw.startswith(prefix):
+        return None
+    if raw.count(b"\n" + prefix) != raw.count(b"\n") - 1:  # every line after the first starts so
+        return None
+    return b"[" + raw[:-1].replace(b"\n", b",") + b"]"
 
 
 _LIST_ADAPTER: TypeAdapter[list[Any]] | None = None
@@ -580,30 +594,38 @@ class Store:
 
 def cross_check(results: dict[str, ReadResult]) -> dict[str, ReadResult]:
     """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it."""
-    # __dict__, not getattr: pydantic's __getattr__ is slow for a field a kind does not have
-    known = {e.__dict__.get("decision_id") for r in results.values() for e in r.events}
-    shorts = {sid: {e.short_id for e in r.events if e.kind in ("attempt", "hypothesis")}  # type: ignore[attr-defined]
-              for sid, r in results.items()}
+    # one pass over the events: what every session records, and the events that cite across sessions
+    known: set[str] = set()
+    shorts: dict[str, set[str]] = {}
+    citing: list[tuple[ReadResult, int, BaseEvent]] = []
+    for sid, result in results.items():
+        own = shorts[sid] = set()
+        for index, event in enumerate(result.events):
+            kind = event.kind
+            if kind == "attempt" or kind == "hypothesis":
+                own.add(event.short_id)  # type: ignore[attr-defined]
+            elif kind == "decision":
+                known.add(event.decision_id)  # type: ignore[attr-defined]
+                citing.append((result, index, event))
+            elif kind == "verdict":
+                citing.append((result, index, event))
 
     def line_of(result: ReadResult, index: int) -> int:
         return result.lines[index] if index < len(result.lines) else 0
 
-    for result in results.values():
-        for index, event in enumerate(result.events):
-            if event.kind not in ("decision", "verdict"):
-                continue
-            target = getattr(event, "supersedes", None)
-            if target and target not in known:
+    for result, index, event in citing:
+        target = getattr(event, "supersedes", None)
+        if target and target not in known:
+            result.problems.append(Problem(
+                result.path, line_of(result, index), f"{event.decision_id} supersedes {target}, which no "  # type: ignore[attr-defined]
+                "session records; the decision is kept without that link (fix its 'supersedes', or restore "
+                f"the session that recorded {target})", field="supersedes"))
+        for ref in event.evidence:  # type: ignore[attr-defined]
+            sid, _, short = ref.rpartition("/")
+            if sid in shorts and short not in shorts[sid]:
                 result.problems.append(Problem(
-                    result.path, line_of(result, index), f"{event.decision_id} supersedes {target}, which no "  # type: ignore[attr-defined]
-                    "session records; the decision is kept without that link (fix its 'supersedes', or restore "
-                    f"the session that recorded {target})", field="supersedes"))
-            for ref in event.evidence:  # type: ignore[attr-defined]
-                sid, _, short = ref.rpartition("/")
-                if sid in shorts and short not in shorts[sid]:
-                    result.problems.append(Problem(
-                        result.path, line_of(result, index), f"{event.kind} cites {ref}, which session {sid} "
-                        "does not record; the event is kept (fix that reference)", field="evidence"))
+                    result.path, line_of(result, index), f"{event.kind} cites {ref}, which session {sid} "
+                    "does not record; the event is kept (fix that reference)", field="evidence"))
     return results
 
 

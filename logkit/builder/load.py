@@ -25,6 +25,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import operator
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -124,18 +125,24 @@ class Loaded:
     cached: dict[str, str] = field(default_factory=dict)
 
 
+_BY_TS = operator.attrgetter("ts")
+
+
 def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem]) -> SessionData:
     data = SessionData(id=sid, path=path, problems=problems)
-    data.events = sorted(events, key=lambda e: e.ts)
+    data.events = sorted(events, key=_BY_TS)
     for event in data.events:
-        if isinstance(event, Session):
-            data.meta = data.meta or event
+        # the kinds are siblings, so the order of the tests is free: the most frequent first
+        if isinstance(event, Metric):
+            data.metrics.append(event)
         elif isinstance(event, Attempt):
             data.attempts[event.short_id] = event
         elif isinstance(event, Outcome):
             data.outcomes[event.attempt] = event
-        elif isinstance(event, Metric):
-            data.metrics.append(event)
+        elif isinstance(event, Smoke):
+            data.smokes.setdefault(event.attempt, []).append(event)
+        elif isinstance(event, Session):
+            data.meta = data.meta or event
         elif isinstance(event, Decision):
             data.decisions.append(event)
         elif isinstance(event, Hypothesis):
@@ -146,8 +153,6 @@ def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem
             data.todos.append(event)
         elif isinstance(event, Note):
             data.notes.append(event)
-        elif isinstance(event, Smoke):
-            data.smokes.setdefault(event.attempt, []).append(event)
         elif isinstance(event, ServerInfo):
             data.server_info[event.attempt] = event
         elif getattr(event, "kind", None) == "environment" and getattr(event, "environment", None) is not None:
