@@ -147,3 +147,20 @@ def test_chart_specs_are_kept_by_their_data_and_a_damaged_spec_file_is_made_agai
     _build(kb, docs, tmp_path)
     assert sorted(p.name for p in (docs / "assets" / "charts").glob("*.svg")) != charts
     _same_as_fresh(kb, docs, tmp_path, "specs-new-metric")
+
+
+def test_a_rebuild_with_every_chart_kept_never_imports_altair(kb: Store, tmp_path: Path) -> None:
+    """Altair costs seconds of import: a rebuild whose chart specs are all kept does without it."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pathlib import Path; from logkit.builder import generate; "
+              "generate(Path(sys.argv[1]), Path(sys.argv[2]), chart_cache=Path(sys.argv[3]), warn=lambda _m: None); "
+              "print('altair' in sys.modules)")
+    args = [sys.executable, "-c", script, str(kb.root), str(tmp_path / "docs"), str(tmp_path / "charts")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent.parent),
+                                                                      os.environ.get("PYTHONPATH")]))}
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
+    again = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
+    assert first.stdout.strip() == "True"  # the first build draws the charts
+    assert again.stdout.strip() == "False", again.stderr

@@ -15,7 +15,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import altair as alt
 import pandas as pd
 
 from ..events import Decision, Sweep, SweepCellResult
@@ -97,6 +96,8 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     frame = pd.DataFrame([{"cell": k, "point": lab, "per_user": x, "throughput": y,
                            "front": "Pareto front" if i in front else "dominated"}
                           for i, (k, lab, x, y) in enumerate(rows)])
+    import altair as alt  # only when a sweep has a chart to draw (seconds of import otherwise spent on every build)
+
     x = alt.X("per_user:Q", title="output tok/s per user")
     y = alt.Y("throughput:Q", title="output tok/s (all users)")
     points = alt.Chart(frame).mark_point(filled=True, size=90).encode(
