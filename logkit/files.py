@@ -62,7 +62,6 @@ __all__ = [
     "check_session_id",
     "current",
     "current_bytes",
-    "decision_numbers",
     "decode",
     "dicts",
     "event",
@@ -105,7 +104,6 @@ _SHORT_NUMBER_RE = {
     "A": re.compile(rb'"short_id":\s*"A([0-9]{1,18})"'),
     "H": re.compile(rb'"short_id":\s*"H([0-9]{1,18})"'),
 }
-_DECISION_NUMBER_RE = re.compile(rb'"decision_id":\s*"DR-([0-9]{1,18})"')
 
 
 #: ``UPGRADES[n]`` turns an event dict of version ``n`` into version ``n + 1``.
@@ -328,11 +326,6 @@ def current_bytes(raw: bytes) -> bytes:
 def short_numbers(raw: bytes, prefix: str) -> list[int]:
     """The numbers of the ``A<n>`` (or ``H<n>``) short ids in a session file's bytes."""
     return [int(m) for m in _SHORT_NUMBER_RE[prefix].findall(raw)]
-
-
-def decision_numbers(raw: bytes) -> list[int]:
-    """The numbers of the ``DR-<n>`` decision ids in a session file's bytes."""
-    return [int(m) for m in _DECISION_NUMBER_RE.findall(raw)]
 
 
 # -- writing -------------------------------------------------------------------------------------

@@ -568,19 +568,6 @@ class Store:
         with files.store_lock(self.root):
             yield
 
-    def decision_numbers(self) -> list[int]:
-        """Every ``DR-<n>`` number used anywhere in the store."""
-        numbers: list[int] = []
-        for sid in self.session_ids():
-            raw = files.read_bytes(self.root / sid / EVENTS_FILE)
-            if raw is not None:
-                numbers.extend(files.decision_numbers(files.current_bytes(raw)))
-        return numbers
-
-    def next_decision_id(self) -> str:
-        """The next free decision id; call it inside :meth:`locked`."""
-        return f"DR-{max(self.decision_numbers(), default=0) + 1:04d}"
-
     def read_all(self) -> dict[str, ReadResult]:
         """Every session's events and problems, by session id.
 

@@ -206,3 +206,20 @@ def test_newlines_are_counted_the_same_by_numpy_and_by_bytes_count(monkeypatch: 
     monkeypatch.setattr(recorder, "_numpy", False)  # as where numpy does not import
     for chunk in chunks:
         assert recorder.newlines(chunk) == chunk.count(b"\n")
+
+
+def test_a_failed_log_write_closes_the_log_and_keeps_counting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log descriptor that cannot be written (here: opened read-only) is dropped and closed, with
+    a warning and a problem for the outcome; the lines are still counted for the tail."""
+    log = tmp_path / "x.log"
+    log.write_bytes(b"")
+    fd = os.open(log, os.O_RDONLY)
+    rec = Recorder(fd, Redactor(), None)
+    rec.consume(1, b"one\ntwo\n")
+    assert rec.log_fd is None and rec.lines == 2
+    assert rec.problems and rec.problems[0].startswith("log write failed after 0 bytes")
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed: nothing else opened a descriptor meanwhile
+    assert "the log stopped at 0 bytes" in capsys.readouterr().err
+    rec.consume(1, b"three\n")
+    assert rec.lines == 3 and len(rec.problems) == 1

@@ -194,6 +194,16 @@ class Recorder:
             self._worker.join()
             self._queue = None
 
+    def _drop_log(self) -> None:
+        """Stop writing the log after a failure; its descriptor is closed here (the owner closes
+        :attr:`log_fd` only while it is set)."""
+        fd, self.log_fd = self.log_fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def echo(self, dest: int, data: bytes) -> None:
         if not self.echo_ok.get(dest, True):
             return
@@ -217,7 +227,7 @@ class Recorder:
                     written += os.write(self.log_fd, memoryview(data)[written:])
             except OSError as exc:
                 self.problems.append(f"log write failed after {self.size + written} bytes: {exc.strerror}")
-                self.log_fd = None
+                self._drop_log()
                 sys.stderr.write(f"logkit: warning: the log stopped at {self.size + written} bytes ({exc.strerror}); "
                                  "the command runs on and its output still reaches this terminal\n")
             self.size += written
@@ -261,7 +271,7 @@ class Recorder:
                 self.partial_since.pop(fd, None)
         except Exception as exc:  # never let recording stop the stream
             self.problems.append(f"recording failed: {type(exc).__name__}: {exc}")
-            self.log_fd = None
+            self._drop_log()
 
     def _store_continued(self, fd: int, raw: bytes) -> None:
         """Store the next part of a line whose earlier part (the context) is already in the log.
