@@ -16,7 +16,8 @@ that fold line by line (bounded memory: no list of events) and keeps it in the `
 cache (:mod:`logkit.readcache`): a session appended to since (``logkit run``) is brought up to date
 from its new lines only. Lines are validated and checked as :func:`logkit.store.read_events`
 does, except that an event id repeated from a line before the new ones goes unnoticed until the
-fold is next made in full (a merge or edit rewrites the file, which makes it in full).
+fold is next made in full (a merge or edit rewrites the file, which makes it in full): event ids are
+checked within one pass, not kept in the fold.
 
 :func:`render` turns that dict into text.
 """
@@ -84,10 +85,12 @@ class Fold:
         self.seen: dict[str, int] = d.get("seen", {})
         #: lines folded so far (the next line's number is lines + 1)
         self.lines: int = d.get("lines", 0)
+        #: event ids -> their lines, for one :meth:`take` only (not kept: one id per line)
+        self._ids: dict[str, int] = {}
 
     def dump(self) -> dict[str, Any]:
         """The fold as plain JSON."""
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "_ids"}
 
     # -- folding ---------------------------------------------------------------------------------
 
@@ -149,8 +152,10 @@ class Fold:
         event = _validate(path, line, number, torn, self.problem)
         if event is None:
             return
-        clash = _clash(event, number, self.seen)
-        self.seen.pop(event.id, None)  # not kept: the fold would grow by one id per line
+        first = self._ids.get(event.id)
+        clash = f"event id {event.id} repeats line {first}" if first is not None else _clash(event, number, self.seen)
+        if (line := self.seen.pop(event.id, None)) is not None:  # kept for this pass only
+            self._ids[event.id] = line
         if clash:
             self.problem(f"{path}:{number}: {clash}; skipped (fix or delete that line)")
             return
@@ -163,6 +168,7 @@ class Fold:
     def take(self, path: Path, raw: bytes, first: int = 1) -> None:
         """Fold the lines of ``raw`` (the file's bytes from line ``first`` on), one at a time."""
         number, pos, size = first - 1, 0, len(raw)
+        self._ids = {}
         while pos < size:
             end = raw.find(b"\n", pos)
             torn = end < 0
