@@ -310,3 +310,16 @@ def test_a_cold_parser_read_is_announced_once(lab: dict, tmp_path: Path, monkeyp
     assert len(heard) == 1 and "reading SGLang's flag parser" in heard[0] and PY in heard[0]
     build(spec, lab["env"], say=heard.append)
     assert len(heard) == 1  # warm: nothing to say
+
+
+def test_a_port_that_names_no_port_is_refused_by_preflight_not_a_crash(lab: dict) -> None:
+    """`--port ²` (a digit to str.isdigit, not to int) made the grid raise ValueError; the cell now
+    keeps the default port and carries SGLang's refusal, so it is refuted without a launch."""
+    from logkit.sweep.grid import build
+
+    for bad in ("²", "1e309", "99999999999"):
+        spec = specmod.from_cli(["attention-backend=triton"], [PY, "-m", "sglang.launch_server", "--model-path", "m",
+                                                             "--port", bad])
+        (cell,) = build(spec, lab["env"]).cells
+        # SGLang's int() takes 99999999999 (the server then fails to bind); the others it refuses
+        assert cell.port == 30000 and (cell.preflight is None) == (bad == "99999999999"), bad

@@ -26,7 +26,8 @@ from typing import Any
 from . import flags as fl
 from . import sglang as sg
 
-__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background"]
+__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background",
+           "valid_port"]
 
 #: Fed to SGLang's parser when a record gives no model path (the parser requires one) and dropped again.
 NO_MODEL = "<model path not given>"
@@ -50,12 +51,17 @@ class Parsed:
         self.quick = False
 
 
-def _host_port(args: dict[str, Any]) -> tuple[str | None, int | None]:
-    host, port = args.get("host"), args.get("port")
+def valid_port(value: Any) -> int | None:
+    """A port number from a parsed flag value, or None when it names no port ("abc", "²", nan, 1e309, -1)."""
     try:
-        port = int(port) if port is not None and not isinstance(port, bool) else None
-    except (TypeError, ValueError):
-        port = None
+        port = int(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return port if port is not None and 0 <= port <= 65535 else None
+
+
+def _host_port(args: dict[str, Any]) -> tuple[str | None, int | None]:
+    host, port = args.get("host"), valid_port(args.get("port"))
     return (str(host) if host is not None else None), port
 
 

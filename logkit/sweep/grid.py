@@ -92,7 +92,7 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str
 
     ``say`` hears one line before a cold read of SGLang's parser (seconds, once per interpreter).
     """
-    from ..launch.config import spec_for
+    from ..launch.config import spec_for, valid_port
     from ..launch.flags import fingerprint, plain_parse
     from ..launch.sglang import cached_spec, quick_parse
     from ..capture.sglang.detect import detect
@@ -147,7 +147,7 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str
         cells.append(Cell(id=f"c{n}", key=key, values=values, argv=head + words,
                           fingerprint=fingerprint({k: v for k, v in args.items() if k in chosen}),
                           preflight=error, host=str(args.get("host") or "127.0.0.1"),
-                          port=int(port) if isinstance(port, int) or str(port).isdigit() else 30000))
+                          port=30000 if (p := valid_port(port)) is None else p))
     dest_axes = {d: axes[f] for f, d in zip(axes, cells[0].values, strict=True)} if cells else {}
     return Grid(cells=cells, axes=dest_axes, parser="sglang" if parser_spec else "plain",
                 sglang_version=version, python=python)
