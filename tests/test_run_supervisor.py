@@ -208,9 +208,11 @@ def test_newlines_are_counted_the_same_by_numpy_and_by_bytes_count(monkeypatch: 
         assert recorder.newlines(chunk) == chunk.count(b"\n")
 
 
-def test_a_failed_log_write_closes_the_log_and_keeps_counting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A log descriptor that cannot be written (here: opened read-only) is dropped and closed, with
-    a warning and a problem for the outcome; the lines are still counted for the tail."""
+def test_a_failed_log_write_drops_the_log_keeps_counting_and_closes_it_at_the_end(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log descriptor that cannot be written (here: opened read-only) is dropped, with a warning
+    and a problem for the outcome; the lines are still counted for the tail, and ``close_log`` (what
+    the runner calls at the end) closes the dropped descriptor too instead of leaking it."""
     log = tmp_path / "x.log"
     log.write_bytes(b"")
     fd = os.open(log, os.O_RDONLY)
@@ -218,8 +220,11 @@ def test_a_failed_log_write_closes_the_log_and_keeps_counting(tmp_path: Path, ca
     rec.consume(1, b"one\ntwo\n")
     assert rec.log_fd is None and rec.lines == 2
     assert rec.problems and rec.problems[0].startswith("log write failed after 0 bytes")
-    with pytest.raises(OSError):
-        os.fstat(fd)  # closed: nothing else opened a descriptor meanwhile
     assert "the log stopped at 0 bytes" in capsys.readouterr().err
     rec.consume(1, b"three\n")
     assert rec.lines == 3 and len(rec.problems) == 1
+    os.fstat(fd)  # still open: its owner closes it
+    rec.close_log(sync=True)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed: nothing else opened a descriptor meanwhile
+    rec.close_log()  # twice is harmless

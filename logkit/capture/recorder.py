@@ -113,6 +113,7 @@ class Recorder:
         self.problems: list[str] = []
         self.echo_ok = {1: True, 2: True}
         self._queue: Any = None
+        self._dropped_fd: int | None = None
         self._scan_tail: dict[int, bytes] = {}
         self._partial_suspicious: dict[int, bool] = {}
         self._context: dict[int, bytes] = {}  # per fd: the line already written in part (raw)
@@ -195,14 +196,27 @@ class Recorder:
             self._queue = None
 
     def _drop_log(self) -> None:
-        """Stop writing the log after a failure; its descriptor is closed here (the owner closes
-        :attr:`log_fd` only while it is set)."""
-        fd, self.log_fd = self.log_fd, None
-        if fd is not None:
+        """Stop writing the log after a failure; the descriptor stays open for its owner to close
+        (:meth:`close_log`)."""
+        if self.log_fd is not None:
+            self._dropped_fd = self.log_fd
+        self.log_fd = None
+
+    def close_log(self, sync: bool = False) -> None:
+        """Close the log's descriptor (``fsync`` first with ``sync``), also one dropped after a failure."""
+        fd, self.log_fd = (self.log_fd if self.log_fd is not None else self._dropped_fd), None
+        self._dropped_fd = None
+        if fd is None:
+            return
+        if sync:
             try:
-                os.close(fd)
+                os.fsync(fd)
             except OSError:
                 pass
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
     def echo(self, dest: int, data: bytes) -> None:
         if not self.echo_ok.get(dest, True):

@@ -291,12 +291,7 @@ class _Recording(Slotted):
                   + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
         if not self.recorded:
             return RunResult(exit_status=status_code, session=journal.id)
-        if rec.log_fd is not None:
-            try:
-                os.fsync(rec.log_fd)
-            except OSError:
-                pass
-            os.close(rec.log_fd)
+        rec.close_log(sync=True)
         info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
                         forwarded_signal=stop.signal, duration_s=duration, lines=rec.lines,
                         stop_reason=stop.reason, escalated=stop.escalated)
