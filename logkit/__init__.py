@@ -15,7 +15,8 @@ from .errors import LogkitError
 
 if TYPE_CHECKING:
     from . import events
-    from .store import ReadResult, SessionHandle, Store
+    from .reader import ReadResult
+    from .store import SessionHandle, Store
 
 # `events` and `store` import pydantic; load them on first use so `logkit run -- true` starts fast.
 _LAZY = {"events": ".events", "ReadResult": ".store", "SessionHandle": ".store", "Store": ".store"}

@@ -2,7 +2,7 @@
 
 Pure functions of events; no heavy imports (the build uses pandas, the terminal does not).
 :func:`scan` reads a session file line by line, validated and checked as
-:func:`logkit.store.read_events` does, handing each event to a callback instead of keeping them
+:func:`logkit.reader.read_events` does, handing each event to a callback instead of keeping them
 all (``session show`` of 100,000 events held 725 MB of events to print one line of each).
 """
 
@@ -82,10 +82,10 @@ def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
 
 
 def scan(path: Path, take: Callable[[BaseEvent], None]) -> list[str]:
-    """Validate every line of ``path`` (as :func:`logkit.store.read_events`: same checks, same words)
+    """Validate every line of ``path`` (as :func:`logkit.reader.read_events`: same checks, same words)
     and call ``take`` with each event, in order; returns the problems. No event is kept here."""
     from .reasoning.status import _validate
-    from .store import Problem, _clash, _unknown_refs
+    from .reader import Problem, clash, unknown_refs
 
     problems: list[str] = []
     seen: dict[str, int] = {}
@@ -104,13 +104,13 @@ def scan(path: Path, take: Callable[[BaseEvent], None]) -> list[str]:
             event = _validate(path, line, number, torn, problems.append)
             if event is None:
                 continue
-            clash = _clash(event, number, seen)
-            if clash:
-                problems.append(str(Problem(path, number, clash + "; skipped (fix or delete that line)")))
+            why = clash(event, number, seen)
+            if why:
+                problems.append(str(Problem(path, number, why + "; skipped (fix or delete that line)")))
                 continue
             take(event)
             if event.kind in ("decision", "verdict"):
-                for ref in _unknown_refs(event, seen):
+                for ref in unknown_refs(event, seen):
                     problems.append(str(Problem(
                         path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
                         "the event is kept (fix or remove that reference)", field="evidence")))

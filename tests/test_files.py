@@ -20,7 +20,8 @@ from logkit.capture.journal import Journal
 from logkit.errors import StoreError
 from logkit.events import EVENT_TYPES, Attempt, AttemptEnvironment, Outcome, parse_event
 from logkit.reasoning import decisions, refuted
-from logkit.store import Store, read_events
+from logkit.reader import read_events
+from logkit.store import Store
 
 # -- the run path's constructor, checked against the models --------------------------------------
 

@@ -53,7 +53,8 @@ from ..events import (
 from ..files import EVENTS_FILE
 from ..files import lines as file_lines
 from ..readcache import SessionCache, sessions_with_stat, stat_key
-from ..store import Problem, ReadResult, Store, cross_check, read_events, read_known
+from ..reader import Problem, ReadResult, cross_check, read_events, read_known
+from ..store import Store
 
 __all__ = ["Loaded", "SessionData", "gc_paused", "load", "tables"]
 
@@ -201,7 +202,7 @@ def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] 
 #: bump when what the ``load`` cache keeps changes shape (the code's digest covers the rest)
 CACHE_FORMAT = 1
 #: what a cached derivation depends on besides the session file: these modules and the tables
-_DERIVED_FROM = ("events.py", "files.py", "store.py", "statuses.py", "builder/load.py", "builder/frames.py",
+_DERIVED_FROM = ("events.py", "files.py", "store.py", "reader.py", "statuses.py", "builder/load.py", "builder/frames.py",
                  "launch/flags.py")
 
 

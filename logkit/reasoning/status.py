@@ -14,7 +14,7 @@ attempts that test one, the last :data:`KEPT` attempts, the open launches, the d
 problems), never from the events themselves. :func:`session_status` reads a session file into
 that fold line by line (bounded memory: no list of events) and keeps it in the ``status`` read
 cache (:mod:`logkit.readcache`): a session appended to since (``logkit run``) is brought up to date
-from its new lines only. Lines are validated and checked as :func:`logkit.store.read_events`
+from its new lines only. Lines are validated and checked as :func:`logkit.reader.read_events`
 does, except that an event id repeated from a line before the new ones goes unnoticed until the
 fold is next made in full (a merge or edit rewrites the file, which makes it in full): event ids are
 checked within one pass, not kept in the fold.
@@ -81,7 +81,7 @@ class Fold:
         self.decisions: list[list[str]] = d.get("decisions", [])
         self.problems: list[str] = d.get("problems", [])
         self.more_problems: int = d.get("more_problems", 0)
-        #: short ids and "outcome:A7" markers -> the line that recorded them (store._clash's checks)
+        #: short ids and "outcome:A7" markers -> the line that recorded them (reader.clash's checks)
         self.seen: dict[str, int] = d.get("seen", {})
         #: lines folded so far (the next line's number is lines + 1)
         self.lines: int = d.get("lines", 0)
@@ -146,21 +146,21 @@ class Fold:
 
     def take_line(self, path: Path, line: bytes, number: int, torn: bool) -> None:
         """Validate line ``number`` of ``path`` and fold it, with the checks and the words of
-        :func:`logkit.store.read_events` (event ids excepted: they are not kept)."""
-        from ..store import _clash, _unknown_refs
+        :func:`logkit.reader.read_events` (event ids excepted: they are not kept)."""
+        from ..reader import clash, unknown_refs
 
         event = _validate(path, line, number, torn, self.problem)
         if event is None:
             return
         first = self._ids.get(event.id)
-        clash = f"event id {event.id} repeats line {first}" if first is not None else _clash(event, number, self.seen)
+        why = f"event id {event.id} repeats line {first}" if first is not None else clash(event, number, self.seen)
         if (line := self.seen.pop(event.id, None)) is not None:  # kept for this pass only
             self._ids[event.id] = line
-        if clash:
-            self.problem(f"{path}:{number}: {clash}; skipped (fix or delete that line)")
+        if why:
+            self.problem(f"{path}:{number}: {why}; skipped (fix or delete that line)")
             return
         if event.kind in ("decision", "verdict"):
-            for ref in _unknown_refs(event, self.seen):
+            for ref in unknown_refs(event, self.seen):
                 self.problem(f"{path}:{number}: field 'evidence': {event.kind} cites {ref}, which no earlier line "
                              "of this session records; the event is kept (fix or remove that reference)")
         self.add(event)
@@ -239,12 +239,12 @@ def status(session_id: str, events: list[BaseEvent], *, last: int = 5) -> dict[s
 
 
 def _validate(path: Path, chunk: bytes, number: int, torn: bool, problem: Any) -> BaseEvent | None:
-    """One line as :func:`logkit.store.read_events` validates it; its problem reported otherwise."""
+    """One line as :func:`logkit.reader.read_events` validates it; its problem reported otherwise."""
     from pydantic import ValidationError
 
     from ..errors import SchemaTooNew
     from ..events import fast_validate, parse_event
-    from ..store import Problem, _problem_from_validation
+    from ..reader import Problem, problem_from_validation
 
     if chunk.startswith(b'{"v":%d,' % files.SCHEMA_VERSION):
         try:
@@ -268,7 +268,7 @@ def _validate(path: Path, chunk: bytes, number: int, torn: bool, problem: Any) -
     except SchemaTooNew as exc:
         problem(str(Problem(path, number, f"{exc.message}; {exc.fix}", field="v")))
     except ValidationError as exc:
-        problem(str(_problem_from_validation(path, number, exc)))
+        problem(str(problem_from_validation(path, number, exc)))
     except (ValueError, RecursionError, OverflowError) as exc:
         problem(str(Problem(path, number, f"{exc}; fix or delete that line")))
     return None

@@ -1,0 +1,308 @@
+"""Reading session files: every line validated, every problem named ``file:line``, nothing raised.
+
+Contract:
+
+* :func:`read_events` validates each line of one ``events.jsonl`` (upgrading an older schema's
+  line first) and returns a :class:`ReadResult`: the events that validated, in file order, with
+  their line numbers, and a :class:`Problem` for each line that did not, naming ``file:line``, the
+  field and the fix. A torn last line is a problem too, and never loses the lines before it.
+* :func:`clash` and :func:`unknown_refs` are the checks a line must pass against the lines before
+  it (a repeated event or short id, an outcome of an attempt no earlier line records, a second
+  outcome; a decision or verdict citing what the session does not record); every reader that folds
+  a session line by line (``status``, ``session show``) calls them, so all say the same.
+* :func:`read_known` validates again a file whose bytes the read cache vouches for, without the
+  checks; :func:`cross_check` adds the problems found across sessions.
+* Writing is :mod:`logkit.store`'s; the bytes of lines, ids and paths are :mod:`logkit.files`'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from . import files
+from .errors import SchemaTooNew
+from .events import BaseEvent, fast_validate, parse_event
+
+__all__ = [
+    "Problem",
+    "ReadResult",
+    "clash",
+    "cross_check",
+    "problem_from_validation",
+    "read_events",
+    "read_known",
+    "unknown_refs",
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line of a session file that could not be used."""
+
+    path: Path
+    line: int
+    message: str
+    field: str | None = None
+    torn: bool = False
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        what = f" field '{self.field}':" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+
+@dataclass
+class ReadResult:
+    """The events of one session that validated, and the problems of those that did not."""
+
+    path: Path
+    events: list[BaseEvent] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    #: the 1-based line of each event in ``events`` (same order)
+    lines: list[int] = field(default_factory=list)
+
+
+def problem_from_validation(path: Path, line: int, err: ValidationError) -> Problem:
+    first = err.errors()[0]
+    loc = ".".join(str(part) for part in first.get("loc", ()))
+    # The discriminated union puts the kind name first in the location: keep it, it helps.
+    message = first.get("msg", "invalid")
+    if first.get("type") == "union_tag_invalid":
+        message += " (known kinds: see 'logkit schema --list')"
+    elif first.get("type") == "extra_forbidden":
+        message = "unknown field (written by a newer logkit, or a typo in a hand edit)"
+    return Problem(path, line, message + "; fix or delete that line", field=loc or None)
+
+
+def read_events(path: Path, raw: bytes | None = None) -> ReadResult:
+    """Read and validate every line of one ``events.jsonl`` (or of ``raw``, its bytes already read);
+    never raises for bad content."""
+    result = ReadResult(path)
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            result.problems.append(Problem(path, 0, "file is missing"))
+            return result
+        except OSError as exc:
+            result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
+            return result
+    seen: dict[str, int] = {}
+    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
+    for number, chunk, torn in files.lines(raw):
+        if chunk.startswith(current_prefix):
+            # The common case, a line this logkit wrote: pydantic parses the JSON itself (twice as
+            # fast). Anything it refuses takes the slow path below, which names the problem.
+            try:
+                event = fast_validate(chunk)
+            except (ValueError, RecursionError, OverflowError):
+                pass
+            else:
+                _take(result, event, number, seen)
+                continue
+        try:
+            data = files.load(chunk)
+        except SchemaTooNew as exc:
+            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+            continue
+        except ValueError as exc:
+            if torn:
+                result.problems.append(
+                    Problem(path, number, "torn last line (logkit was killed while writing it); skipped", torn=True)
+                )
+            else:
+                field_name = "v" if str(exc).startswith("'v'") else None
+                result.problems.append(Problem(path, number, f"{exc}; fix or delete that line", field=field_name))
+            continue
+        try:
+            _take(result, parse_event(data), number, seen)
+        except SchemaTooNew as exc:
+            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+        except ValidationError as exc:
+            result.problems.append(problem_from_validation(path, number, exc))
+        except (ValueError, RecursionError, OverflowError) as exc:
+            result.problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
+    return result
+
+
+def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int]) -> None:
+    """Add a validated event to ``result``, or the problem that keeps it out; name what it cites in vain."""
+    why = clash(event, number, seen)
+    if why:
+        result.problems.append(Problem(result.path, number, why + "; skipped (fix or delete that line)"))
+        return
+    result.events.append(event)
+    result.lines.append(number)
+    if event.kind in ("decision", "verdict"):
+        for ref in unknown_refs(event, seen):
+            result.problems.append(Problem(
+                result.path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
+                "the event is kept (fix or remove that reference)", field="evidence"))
+
+
+def read_known(raw: bytes, skip: frozenset[int] | set[int],
+               shared: list[tuple[str, bytes, Any, list[int]]] | None = None) -> tuple[list[BaseEvent], list[int]] | None:
+    """The events of a file :func:`read_events` has already judged, validated again without its checks.
+
+    For a file whose bytes are unchanged since :func:`read_events` read them (the read cache,
+    :mod:`logkit.readcache`, vouches for that): every line but those in ``skip`` (the problems
+    found then) is validated as an event, in file order, and nothing else is checked (the clash and
+    reference checks are functions of the same bytes). The lines are validated as one JSON list
+    (one call into pydantic). ``shared`` holds ``(field, bytes, value, lines)``: on those lines
+    ``field`` is written as exactly ``bytes``, which is replaced by ``null`` before validating and
+    the already-validated ``value`` put in its place, so a nested record repeated on many lines (an
+    attempt's environment) is validated once. Returns None when a line does not validate or a
+    replacement does not apply as described: the caller reads the file with :func:`read_events`.
+    """
+    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
+    body = _joined(raw, current_prefix) if not skip else None
+    if body is not None:
+        numbers = list(range(1, raw.count(b"\n") + 1))
+    else:
+        kept: list[bytes] = []
+        numbers = []
+        for number, chunk in enumerate(raw.split(b"\n"), start=1):
+            if number in skip or not chunk.strip():
+                continue
+            if not chunk.startswith(current_prefix):
+                return None  # a line to upgrade first: the caller takes the general path
+            kept.append(chunk)
+            numbers.append(number)
+        body = b"[" + b",".join(kept) + b"]"
+        del kept
+    patches: list[tuple[str, list[int], Any]] = []
+    if shared:
+        where = set(numbers)
+        for name, value_json, value, lines in shared:
+            needle = b'"%s":%s' % (name.encode(), value_json)
+            if not set(lines) <= where or body.count(needle) != len(lines):
+                return None
+            body = body.replace(needle, b'"%s":null' % name.encode())
+            patches.append((name, lines, value))
+    try:
+        events: list[BaseEvent] = _list_adapter().validate_json(body)
+    except (ValueError, RecursionError, OverflowError):
+        return None
+    if patches:
+        index = {n: i for i, n in enumerate(numbers)}
+        for name, lines, value in patches:
+            for n in lines:
+                fields = events[index[n]].__dict__
+                if fields.get(name, 0) is not None:
+                    return None  # the replaced bytes were not that field of the event
+                fields[name] = value
+    return events, numbers
+
+
+def _joined(raw: bytes, prefix: bytes) -> bytes | None:
+    """``raw``'s lines as one JSON list, when every line starts with ``prefix`` (so none is blank) and
+    the file ends with its newline; None otherwise (the caller goes line by line)."""
+    if not raw.endswith(b"\n") or not raw.startswith(prefix):
+        return None
+    if raw.count(b"\n" + prefix) != raw.count(b"\n") - 1:  # every line after the first starts so
+        return None
+    return b"[" + raw[:-1].replace(b"\n", b",") + b"]"
+
+
+_LIST_ADAPTER: TypeAdapter[list[Any]] | None = None
+
+
+def _list_adapter() -> TypeAdapter[list[Any]]:
+    global _LIST_ADAPTER
+    if _LIST_ADAPTER is None:
+        from .events import Event
+
+        _LIST_ADAPTER = TypeAdapter(list[Event])  # type: ignore[valid-type]
+    return _LIST_ADAPTER
+
+
+def unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
+    """The ``A7``/``H3`` references of a decision or verdict that name nothing (``other-session/A4``
+    references are checked across the store by :meth:`Store.read_all`; a malformed one is named here)."""
+    refs = list(event.evidence)  # type: ignore[attr-defined]
+    for option in getattr(event, "options", ()):
+        refs += option.attempts + option.hypotheses
+    bad = []
+    for ref in refs:
+        sid, _, short = ref.rpartition("/")
+        if sid and not files.valid_session_id(sid):
+            bad.append(ref)
+        elif not sid and short not in seen:
+            bad.append(ref)
+    return bad
+
+
+def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
+    """Why ``event`` (on line ``number``) cannot join the events before it (a hand edit, a bad merge).
+
+    ``seen`` maps the event ids and ``A7``/``H3`` short ids read so far to their lines; an event
+    that joins is added to it.
+    """
+    fields = event.__dict__  # not getattr: pydantic's __getattr__ is slow for absent fields
+    short = fields.get("short_id")
+    kind = event.kind
+    if event.id in seen:
+        return f"event id {event.id} repeats line {seen[event.id]}"
+    if short is not None and short in seen:
+        return f"{short} is already taken by line {seen[short]}"
+    ref = fields.get("attempt") if kind != "verdict" else fields.get("hypothesis")
+    if kind in _NEEDS_EARLIER and isinstance(ref, str) and ref not in seen:
+        return f"{kind} of {ref}, which no earlier line records"
+    if kind == "metric":
+        server = fields.get("server_attempt")
+        if isinstance(server, str) and server not in seen:
+            return f"metric of server {server}, which no earlier line records"
+    if kind == "outcome":
+        first = seen.get("outcome:" + ref)
+        if first is not None:
+            return f"a second outcome of {ref} (line {first} has its outcome)"
+        seen["outcome:" + ref] = number
+    seen[event.id] = number
+    if short is not None:
+        seen[short] = number
+    return None
+
+
+#: Kinds whose ``attempt`` (a verdict: ``hypothesis``) must be recorded on an earlier line.
+_NEEDS_EARLIER = frozenset({"outcome", "environment", "launch_config", "verdict", "metric", "server_info", "smoke"})
+
+
+def cross_check(results: dict[str, ReadResult]) -> dict[str, ReadResult]:
+    """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it."""
+    # one pass over the events: what every session records, and the events that cite across sessions
+    known: set[str] = set()
+    shorts: dict[str, set[str]] = {}
+    citing: list[tuple[ReadResult, int, BaseEvent]] = []
+    for sid, result in results.items():
+        own = shorts[sid] = set()
+        for index, event in enumerate(result.events):
+            kind = event.kind
+            if kind == "attempt" or kind == "hypothesis":
+                own.add(event.short_id)  # type: ignore[attr-defined]
+            elif kind == "decision":
+                known.add(event.decision_id)  # type: ignore[attr-defined]
+                citing.append((result, index, event))
+            elif kind == "verdict":
+                citing.append((result, index, event))
+
+    def line_of(result: ReadResult, index: int) -> int:
+        return result.lines[index] if index < len(result.lines) else 0
+
+    for result, index, event in citing:
+        target = getattr(event, "supersedes", None)
+        if target and target not in known:
+            result.problems.append(Problem(
+                result.path, line_of(result, index), f"{event.decision_id} supersedes {target}, which no "  # type: ignore[attr-defined]
+                "session records; the decision is kept without that link (fix its 'supersedes', or restore "
+                f"the session that recorded {target})", field="supersedes"))
+        for ref in event.evidence:  # type: ignore[attr-defined]
+            sid, _, short = ref.rpartition("/")
+            if sid in shorts and short not in shorts[sid]:
+                result.problems.append(Problem(
+                    result.path, line_of(result, index), f"{event.kind} cites {ref}, which session {sid} "
+                    "does not record; the event is kept (fix that reference)", field="evidence"))
+    return results
