@@ -14,7 +14,7 @@ survives at >= 100 MB/s with a byte-exact log). Every row: tries / survived / lo
 The scenarios are the tests' own (``tests/scenarios.py``, ``tests/leak_probes.py``); only the
 sizes differ.
 
-    .venv/bin/python bench/report.py            # full size (about 12 minutes on 2 cores)
+    .venv/bin/python bench/report.py            # full size (about 6 minutes on a quiet 2-core machine, 12 on a busy one)
     .venv/bin/python bench/report.py --quick    # the tests' sizes (about 1 minute)
 
 Exit status 0 when every row held.
