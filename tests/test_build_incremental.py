@@ -164,3 +164,53 @@ def test_a_rebuild_with_every_chart_kept_never_imports_altair(kb: Store, tmp_pat
     again = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
     assert first.stdout.strip() == "True"  # the first build draws the charts
     assert again.stdout.strip() == "False", again.stderr
+
+
+def _decisions_kept(store: Store, docs: Path, tmp_path: Path, **kw) -> int:
+    return generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, **kw).decisions_kept
+
+
+def test_decision_pages_are_kept_until_a_session_they_read_or_the_decision_table_changes(
+        kb: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DR-0001 (glm5) cites its own attempts; DR-0002 (qwen35) its own and glm5's A4. A rebuild keeps
+    a record page while every session it read and what it shows of other decisions are unchanged."""
+    from logkit.reasoning import decisions
+
+    docs = tmp_path / "docs"
+    glm5, qwen, dsv = kb.session_ids()
+    assert _decisions_kept(kb, docs, tmp_path) == 0
+    pages = sorted((docs / "decisions").glob("DR-*/index.md"))
+    assert len(pages) == 2
+    before = {p: p.stat().st_mtime_ns for p in pages}
+    assert _decisions_kept(kb, docs, tmp_path) == 2
+    assert {p: p.stat().st_mtime_ns for p in pages} == before
+    _add_attempt(kb, dsv)  # read by neither record
+    assert _decisions_kept(kb, docs, tmp_path) == 2
+    _add_attempt(kb, qwen)  # DR-0002's own session
+    assert _decisions_kept(kb, docs, tmp_path) == 1
+    _same_as_fresh(kb, docs, tmp_path, "decision-own")
+    _add_attempt(kb, glm5)  # DR-0001's session, and the one DR-0002's evidence names
+    assert _decisions_kept(kb, docs, tmp_path) == 0
+    _same_as_fresh(kb, docs, tmp_path, "decision-cited")
+    assert _decisions_kept(kb, docs, tmp_path) == 2
+    # a new record in a third session superseding DR-0002: DR-0002's page now says so
+    new = decisions.record(kb.handle(dsv), "use the reconstructed settings", supersedes="DR-0002")
+    assert _decisions_kept(kb, docs, tmp_path) == 0
+    assert new.decision_id in (docs / "decisions" / "DR-0002" / "index.md").read_text(encoding="utf-8")
+    _same_as_fresh(kb, docs, tmp_path, "decision-superseded")
+    # a hand-edited record page is rendered again; --strict keeps none (it checks every reference)
+    (docs / "decisions" / "DR-0001" / "index.md").write_text("edited by hand\n", encoding="utf-8")
+    assert _decisions_kept(kb, docs, tmp_path) == 2
+    assert "edited by hand" not in (docs / "decisions" / "DR-0001" / "index.md").read_text(encoding="utf-8")
+    assert _decisions_kept(kb, docs, tmp_path) == 3
+    _same_as_fresh(kb, docs, tmp_path, "decision-edited")
+    from logkit.builder import incremental
+    from logkit.errors import BadInput
+
+    asked: list[str] = []
+    real = incremental.Manifest.decision_unchanged
+    monkeypatch.setattr(incremental.Manifest, "decision_unchanged",
+                        lambda self, path, table: asked.append(path) or real(self, path, table))
+    with pytest.raises(BadInput, match="2026-01-01-nowhere/A9"):  # DR-0001 cites a session not here
+        generate(kb.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, strict=True)
+    assert asked == []

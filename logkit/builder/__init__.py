@@ -37,6 +37,8 @@ class BuildResult:
     charts_rendered: int = 0
     #: session pages kept from the previous build (their inputs did not change)
     pages_kept: int = 0
+    #: decision record pages kept from the previous build (the same rule)
+    decisions_kept: int = 0
     warnings: list[str] = field(default_factory=list)
     #: stage name -> seconds
     timings: dict[str, float] = field(default_factory=dict)
@@ -120,8 +122,13 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
         sig_pages = signature_pages(index)
         home = home_page(index)
         pages: list[tuple[Any, Any]] = [(home.page, home)]
+        manifest = Manifest(docs, key, digests)
+        table = index.decisions_digest()
+        # --strict checks every record page's references: it keeps none
+        made_decisions, kept_decisions = decision_pages(
+            index, keep=lambda path: not strict and manifest.decision_unchanged(path, table))
         for ctx in [
-            decisions_index(index), *decision_pages(index),
+            decisions_index(index), *(ctx for ctx, _deps in made_decisions),
             configs_index(index, cfg_pages), *cfg_pages,
             matrix, *negatives,
             signatures_index(sig_pages, index), *sig_pages,
@@ -130,7 +137,6 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
             sweeps_index, *sweep_pages_,
         ]:
             pages.append((ctx.page, ctx))
-        manifest = Manifest(docs, key, digests)
         kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
         fresh = session_pages(index, keep=lambda sid: sid in manifest.pages)
         pages += [(ctx.page, ctx) for ctx, _deps in fresh]
@@ -143,12 +149,16 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
     texts: dict[str, str] = {}
     renderer.write(pages, texts)
-    for path in kept:
+    for path in [*kept, *kept_decisions]:
         renderer.keep(path)
     for ctx, deps in fresh:
         manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
+    for ctx, deps in made_decisions:
+        if deps is not None:
+            manifest.record_decision(ctx.page.path, deps, table, texts[ctx.page.path])
     manifest.save()
     result.pages_kept = len(kept)
+    result.decisions_kept = len(kept_decisions)
     renderer.prune()
     copy_assets(docs)
     lap("render")
@@ -162,7 +172,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     for old in (docs / "assets" / "charts").glob("*.svg"):
         if old not in wanted:
             old.unlink()  # a chart no page shows any more
-    result.pages = len(pages) + len(kept)
+    result.pages = len(pages) + len(kept) + len(kept_decisions)
     return result
 
 

@@ -1,4 +1,4 @@
-"""What a rebuild may keep: session pages whose inputs have not changed since the last build.
+"""What a rebuild may keep: session and decision pages whose inputs have not changed since the last build.
 
 Contract:
 
@@ -7,11 +7,15 @@ Contract:
   counts too, so the page is redone once it does). :class:`Manifest` records, per session page, the
   sha256 of each of those ``events.jsonl`` files (from the read cache, :mod:`logkit.readcache`: no
   file is read again while its stat is unchanged) and the sha256 of the Markdown written.
+* A decision record's page is a function of its session, of the sessions its evidence and options
+  name (the same rule), and of what it shows of other decisions (titles, statuses, supersedes
+  links, shared and moved ids: :meth:`~logkit.builder.index.KBIndex.decisions_digest`); the
+  manifest records those too.
 * A page is kept when the build key (logkit's version, the builder's code, its templates, a user's
   template overrides, the knowledge tables) is the same, every dependency has the same content, and
   the Markdown file on disk is still the one written. Anything else renders it again; an
   unreadable or foreign manifest keeps nothing. Index, configuration, matrix, signature, metrics
-  and decision pages aggregate the whole store and are always rendered; MkDocs always runs in full.
+  and alias pages aggregate the whole store and are always rendered; MkDocs always runs in full.
 * The manifest lives next to the Markdown it describes: ``<docs>/.logkit-pages.json``.
 """
 
@@ -29,7 +33,7 @@ from ..readcache import SessionCache, sessions_with_stat
 __all__ = ["MANIFEST", "Manifest", "build_key", "content_digests"]
 
 MANIFEST = ".logkit-pages.json"
-_FORMAT = 1
+_FORMAT = 2
 
 
 def build_key(templates: Path | None) -> str:
@@ -75,6 +79,9 @@ class Manifest:
         self.digests = digests
         self.pages: dict[str, dict[str, Any]] = {}
         self._old: dict[str, dict[str, Any]] = {}
+        #: decision page path -> {"deps": {session: sha256}, "table": decisions digest, "sha256": of the Markdown}
+        self.decisions: dict[str, dict[str, Any]] = {}
+        self._old_decisions: dict[str, dict[str, Any]] = {}
         self._recorded: set[str] = set()  # sessions recorded in this build (their later parts join them)
         try:
             data = json.loads(self.path.read_bytes())
@@ -83,6 +90,10 @@ class Manifest:
         if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("key") == key \
                 and isinstance(data.get("pages"), dict):
             self._old = {k: v for k, v in data["pages"].items() if _well_formed(v)}
+            old = data.get("decisions")
+            if isinstance(old, dict):
+                self._old_decisions = {k: v for k, v in old.items() if _safe(k) and _well_formed({**v, "path": k})
+                                       and isinstance(v.get("table"), str)}
 
     def unchanged(self, session_id: str) -> str | None:
         """The page path of ``session_id`` if it can be kept as it is, else None."""
@@ -126,11 +137,32 @@ class Manifest:
             "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         }
 
+    def decision_unchanged(self, path: str, table: str) -> bool:
+        """Whether the decision page at ``path`` can be kept: the same decision table, the same
+        content of every session it read, and the Markdown on disk the one written."""
+        old = self._old_decisions.get(path)
+        if old is None or old["table"] != table:
+            return False
+        if any(self.digests.get(dep) != digest for dep, digest in old["deps"].items()):
+            return False
+        try:
+            if hashlib.sha256((self.docs / path).read_bytes()).hexdigest() != old["sha256"]:
+                return False
+        except OSError:
+            return False
+        self.decisions[path] = old
+        return True
+
+    def record_decision(self, path: str, deps: set[str], table: str, text: str) -> None:
+        """Note a decision page just rendered, the sessions it read and the decision table it showed."""
+        self.decisions[path] = {"deps": {d: self.digests.get(d) for d in sorted(deps)}, "table": table,
+                                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
     def save(self) -> None:
         """Write the manifest (best effort: without it the next build renders everything)."""
         tmp = self.path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, "pages": self.pages},
+            tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, "pages": self.pages, "decisions": self.decisions},
                                       separators=(",", ":")), encoding="utf-8")
             os.replace(tmp, self.path)
         except OSError:

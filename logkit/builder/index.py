@@ -102,6 +102,8 @@ class KBIndex:
         if not match or not match["id"].startswith("H"):
             return None
         sid = match["session"] or session
+        if self.touched is not None:
+            self.touched.add(sid)
         data = self.loaded.sessions.get(sid)
         if data is None or match["id"] not in data.hypotheses:
             return None
@@ -122,6 +124,19 @@ class KBIndex:
             because=last.because if last else None,
             evidence=evidence,
         )
+
+    def decisions_digest(self) -> str:
+        """A digest of what a decision page shows of other decisions (ids, titles, statuses, dates,
+        sessions, supersedes links, shared and moved ids): a kept decision page needs it unchanged."""
+        import hashlib
+        import json
+
+        rows = [[did, d.id, d.title, d.status, d.ts.isoformat(), d.supersedes, sid]
+                for did, (d, sid) in sorted(self.decisions.items())]
+        shared = [[did, [[o.id, o.title, o.status, o.ts.isoformat(), o.supersedes, osid] for o, osid in others]]
+                  for did, others in sorted(self.shared.items())]
+        moved = sorted([old, sorted(map(list, moves))] for old, moves in self.moved.items())
+        return hashlib.sha256(json.dumps([rows, shared, moved], default=str).encode()).hexdigest()
 
     def superseded_by(self, decision_id: str) -> list[str]:
         """The decisions whose ``supersedes`` names ``decision_id``."""

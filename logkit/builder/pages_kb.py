@@ -160,33 +160,52 @@ def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[Ali
     )
 
 
-def decision_pages(index: KBIndex) -> list[DecisionPage | AliasPage]:
+def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: False,
+                   ) -> tuple[list[tuple[DecisionPage | AliasPage, set[str] | None]], list[str]]:
     """One page per decision id, and one per id that moved or that several sessions recorded.
 
     A record that shares its (older, sequential) id with an earlier session's gets its page at a
     longer form of its own id (what ``logkit decision renumber`` would give it); the shared id's
     page names it. An id that moved gets a page leading to where it went (a redirect when it went
     to one record), so every id ever cited keeps resolving.
+
+    Returns the pages made, each record page with the sessions it read (its own and those its
+    references name; an alias page with None), and the paths of the record pages ``keep`` kept
+    (not made: the last build's Markdown stands).
     """
-    pages: list[DecisionPage | AliasPage] = []
+    pages: list[tuple[DecisionPage | AliasPage, set[str] | None]] = []
+    kept: list[str] = []
+
+    def record(did: str, d: Decision, sid: str, also: list[AliasTarget]) -> None:
+        path = decision_href(did)
+        if keep(path):
+            kept.append(path)
+            return
+        index.touched = {sid}
+        try:
+            ctx = _record_page(index, did, d, sid, also)
+        finally:
+            deps, index.touched = index.touched, None
+        pages.append((ctx, deps))
+
     for did in sorted(index.decisions):
         d, sid = index.decisions[did]
         also = [AliasTarget(index.page_id(o), o.title, osid, decision_href(index.page_id(o)))
                 for o, osid in index.shared.get(did, [])]
         also += [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
                  for msid, new in index.moved.get(did, []) if new in index.decisions and new != did]
-        pages.append(_record_page(index, did, d, sid, also))
+        record(did, d, sid, also)
         for other, osid in index.shared.get(did, []):
             own = index.page_id(other)
-            pages.append(_record_page(index, own, other, osid, [AliasTarget(did, d.title, sid, decision_href(did))]))
+            record(own, other, osid, [AliasTarget(did, d.title, sid, decision_href(did))])
     for old, moves in sorted(index.moved.items()):
         if old in index.decisions:
             continue  # the earliest record kept it; its page names where the others went
         targets = [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
                    for msid, new in moves if new in index.decisions]
         if targets:
-            pages.append(AliasPage(Page(decision_href(old), f"{old} moved", "decision_alias.md.j2"), old, targets))
-    return pages
+            pages.append((AliasPage(Page(decision_href(old), f"{old} moved", "decision_alias.md.j2"), old, targets), None))
+    return pages, kept
 
 
 def decisions_index(index: KBIndex) -> DecisionsIndex:
