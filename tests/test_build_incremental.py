@@ -204,6 +204,14 @@ def test_decision_pages_are_kept_until_a_session_they_read_or_the_decision_table
     assert "edited by hand" not in (docs / "decisions" / "DR-0001" / "index.md").read_text(encoding="utf-8")
     assert _decisions_kept(kb, docs, tmp_path) == 3
     _same_as_fresh(kb, docs, tmp_path, "decision-edited")
+    # damaged decision entries are never believed (and never crash the build)
+    manifest = json.loads((docs / MANIFEST).read_text())
+    paths = sorted(manifest["decisions"])
+    manifest["decisions"] = {paths[0]: 5, paths[1]: {"deps": [], "sha256": "x", "table": None},
+                             "../../outside.md": manifest["decisions"][paths[2]]}
+    (docs / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    assert _decisions_kept(kb, docs, tmp_path) == 0
+    assert _decisions_kept(kb, docs, tmp_path) == 3
     from logkit.builder import incremental
     from logkit.errors import BadInput
 

@@ -92,28 +92,17 @@ class Manifest:
             self._old = {k: v for k, v in data["pages"].items() if _well_formed(v)}
             old = data.get("decisions")
             if isinstance(old, dict):
-                self._old_decisions = {k: v for k, v in old.items() if _safe(k) and _well_formed({**v, "path": k})
-                                       and isinstance(v.get("table"), str)}
+                self._old_decisions = {k: v for k, v in old.items() if _safe(k) and _well_formed_decision(v)}
 
     def unchanged(self, session_id: str) -> str | None:
         """The page path of ``session_id`` if it can be kept as it is, else None."""
         old = self._old.get(session_id)
-        if old is None or session_id not in self.digests:
+        if old is None or session_id not in self.digests or not self._same_deps(old["deps"]):
             return None
-        if any(self.digests.get(dep) != digest for dep, digest in old["deps"].items()):
+        # the session page, then the other pages of a split session
+        if not all(self._same_file(path, digest) for path, digest in [(old["path"], old["sha256"]),
+                                                                      *old.get("parts", {}).items()]):
             return None
-        try:
-            text = (self.docs / old["path"]).read_bytes()
-        except OSError:
-            return None
-        if hashlib.sha256(text).hexdigest() != old["sha256"]:
-            return None
-        for path, digest in old.get("parts", {}).items():  # the other pages of a split session
-            try:
-                if hashlib.sha256((self.docs / path).read_bytes()).hexdigest() != digest:
-                    return None
-            except OSError:
-                return None
         self.pages[session_id] = old
         return str(old["path"])
 
@@ -141,17 +130,22 @@ class Manifest:
         """Whether the decision page at ``path`` can be kept: the same decision table, the same
         content of every session it read, and the Markdown on disk the one written."""
         old = self._old_decisions.get(path)
-        if old is None or old["table"] != table:
-            return False
-        if any(self.digests.get(dep) != digest for dep, digest in old["deps"].items()):
-            return False
-        try:
-            if hashlib.sha256((self.docs / path).read_bytes()).hexdigest() != old["sha256"]:
-                return False
-        except OSError:
+        if old is None or old["table"] != table or not self._same_deps(old["deps"]) \
+                or not self._same_file(path, old["sha256"]):
             return False
         self.decisions[path] = old
         return True
+
+    def _same_deps(self, deps: dict[str, Any]) -> bool:
+        """Every session a page read still has the content it had then."""
+        return all(self.digests.get(dep) == digest for dep, digest in deps.items())
+
+    def _same_file(self, path: str, digest: str) -> bool:
+        """The Markdown at ``path`` is still the one written (not edited by hand, not gone)."""
+        try:
+            return hashlib.sha256((self.docs / path).read_bytes()).hexdigest() == digest
+        except OSError:
+            return False
 
     def record_decision(self, path: str, deps: set[str], table: str, text: str) -> None:
         """Note a decision page just rendered, the sessions it read and the decision table it showed."""
@@ -176,6 +170,11 @@ def _well_formed(entry: object) -> bool:
     return (isinstance(entry.get("path"), str) and isinstance(entry.get("sha256"), str)
             and isinstance(entry.get("deps"), dict) and _safe(entry["path"]) and isinstance(parts, dict)
             and all(_safe(p) and isinstance(d, str) for p, d in parts.items()))
+
+
+def _well_formed_decision(entry: object) -> bool:
+    return (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("table"), str)
+            and isinstance(entry.get("deps"), dict))
 
 
 def _safe(path: str) -> bool:
