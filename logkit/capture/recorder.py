@@ -204,8 +204,8 @@ class Recorder:
 
     def close_log(self, sync: bool = False) -> None:
         """Close the log's descriptor (``fsync`` first with ``sync``), also one dropped after a failure."""
-        fd, self.log_fd = (self.log_fd if self.log_fd is not None else self._dropped_fd), None
-        self._dropped_fd = None
+        fd = self.log_fd if self.log_fd is not None else self._dropped_fd
+        self.log_fd = self._dropped_fd = None
         if fd is None:
             return
         if sync:
