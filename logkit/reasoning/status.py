@@ -85,8 +85,8 @@ class Fold:
         self.seen: dict[str, int] = d.get("seen", {})
         #: lines folded so far (the next line's number is lines + 1)
         self.lines: int = d.get("lines", 0)
-        #: event ids -> their lines, for one :meth:`take` only (not kept: one id per line)
-        self._ids: dict[str, int] = {}
+        #: the event ids :meth:`take` put in ``seen`` meanwhile (dropped when it ends: one id per line)
+        self._ids: set[str] = set()
 
     def dump(self) -> dict[str, Any]:
         """The fold as plain JSON."""
@@ -152,10 +152,9 @@ class Fold:
         event = _validate(path, line, number, torn, self.problem)
         if event is None:
             return
-        first = self._ids.get(event.id)
-        why = f"event id {event.id} repeats line {first}" if first is not None else clash(event, number, self.seen)
-        if (line := self.seen.pop(event.id, None)) is not None:  # kept for this pass only
-            self._ids[event.id] = line
+        why = clash(event, number, self.seen)
+        if event.id in self.seen:
+            self._ids.add(event.id)  # in ``seen`` for this pass only (see :meth:`take`)
         if why:
             self.problem(f"{path}:{number}: {why}; skipped (fix or delete that line)")
             return
@@ -168,15 +167,20 @@ class Fold:
     def take(self, path: Path, raw: bytes, first: int = 1) -> None:
         """Fold the lines of ``raw`` (the file's bytes from line ``first`` on), one at a time."""
         number, pos, size = first - 1, 0, len(raw)
-        self._ids = {}
-        while pos < size:
-            end = raw.find(b"\n", pos)
-            torn = end < 0
-            end = size if torn else end
-            number += 1
-            if raw[pos:end].strip():
-                self.take_line(path, raw[pos:end], number, torn)
-            pos = end + 1
+        self._ids = set()
+        try:
+            while pos < size:
+                end = raw.find(b"\n", pos)
+                torn = end < 0
+                end = size if torn else end
+                number += 1
+                if raw[pos:end].strip():
+                    self.take_line(path, raw[pos:end], number, torn)
+                pos = end + 1
+        finally:
+            for event_id in self._ids:  # not kept: the fold would grow by one id per line
+                self.seen.pop(event_id, None)
+            self._ids = set()
         self.lines = first - 1 + raw.count(b"\n")
 
     # -- the status ------------------------------------------------------------------------------
