@@ -145,7 +145,8 @@ def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int
 
 
 def read_known(raw: bytes, skip: frozenset[int] | set[int],
-               shared: list[tuple[str, bytes, Any, list[int]]] | None = None) -> tuple[list[BaseEvent], list[int]] | None:
+               shared: list[tuple[str, bytes, Any, list[int]]] | None = None,
+               only: frozenset[int] | set[int] | None = None) -> tuple[list[BaseEvent], list[int]] | None:
     """The events of a file :func:`read_events` has already judged, validated again without its checks.
 
     For a file whose bytes are unchanged since :func:`read_events` read them (the read cache,
@@ -157,21 +158,25 @@ def read_known(raw: bytes, skip: frozenset[int] | set[int],
     the already-validated ``value`` put in its place, so a nested record repeated on many lines (an
     attempt's environment) is validated once. Returns None when a line does not validate or a
     replacement does not apply as described: the caller reads the file with :func:`read_events`.
+    ``only``: validate just these lines (the builder reads a session's few decisions, hypotheses
+    and notes first and its many attempts when a page shows them); a line it names must be there.
     """
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
-    body = _joined(raw, current_prefix) if not skip else None
+    body = _joined(raw, current_prefix) if not skip and only is None else None
     if body is not None:
         numbers = list(range(1, raw.count(b"\n") + 1))
     else:
         kept: list[bytes] = []
         numbers = []
         for number, chunk in enumerate(raw.split(b"\n"), start=1):
-            if number in skip or not chunk.strip():
+            if number in skip or (only is not None and number not in only) or not chunk.strip():
                 continue
             if not chunk.startswith(current_prefix):
                 return None  # a line to upgrade first: the caller takes the general path
             kept.append(chunk)
             numbers.append(number)
+        if only is not None and len(numbers) != len(only):
+            return None  # a line it names is not there (or blank)
         body = b"[" + b",".join(kept) + b"]"
         del kept
     patches: list[tuple[str, list[int], Any]] = []
@@ -271,14 +276,17 @@ def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
 _NEEDS_EARLIER = frozenset({"outcome", "environment", "launch_config", "verdict", "metric", "server_info", "smoke"})
 
 
-def cross_check(results: dict[str, ReadResult]) -> dict[str, ReadResult]:
-    """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it."""
+def cross_check(results: dict[str, ReadResult], attempts: dict[str, list[str]] | None = None) -> dict[str, ReadResult]:
+    """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it.
+
+    ``attempts``: per session, short ids of attempts its result leaves out (a reader that did not
+    validate them this time, the read cache vouching for them)."""
     # one pass over the events: what every session records, and the events that cite across sessions
     known: set[str] = set()
     shorts: dict[str, set[str]] = {}
     citing: list[tuple[ReadResult, int, BaseEvent]] = []
     for sid, result in results.items():
-        own = shorts[sid] = set()
+        own = shorts[sid] = set(attempts.get(sid, ())) if attempts else set()
         for index, event in enumerate(result.events):
             kind = event.kind
             if kind == "attempt" or kind == "hypothesis":

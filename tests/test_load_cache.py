@@ -52,9 +52,9 @@ def snapshot(loaded: Loaded) -> dict[str, Any]:
                   s.todos, s.notes, s.smokes, s.server_info, s.environments, [str(p) for p in s.problems])
             for sid, s in loaded.sessions.items()
         },
-        "facts": {ref: vars(f) for ref, f in frames.facts.items()},
+        "facts": {ref: f.fields() for ref, f in frames.facts.items()},
         # the order of a fact's dicts is what a page lists (versions): == on dicts would not see it
-        "facts order": {ref: json.dumps(vars(f), default=repr) for ref, f in frames.facts.items()},
+        "facts order": {ref: json.dumps(f.fields(), default=repr) for ref, f in frames.facts.items()},
         "attempts": frames.attempts,
         "metrics": frames.metrics,
     }

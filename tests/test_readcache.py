@@ -154,7 +154,7 @@ def test_the_builder_reads_and_makes_frames_without_cyclic_gc(store: Store, monk
 
     seen: list[bool] = []
     real_read = load_mod._read_cached
-    monkeypatch.setattr(load_mod, "_read_cached", lambda root, how: seen.append(gc.isenabled()) or real_read(root, how))
+    monkeypatch.setattr(load_mod, "_read_cached", lambda *a: seen.append(gc.isenabled()) or real_read(*a))
     real_make = frames_mod._make_frames
     monkeypatch.setattr(frames_mod, "_make_frames", lambda loaded: seen.append(gc.isenabled()) or real_make(loaded))
     assert gc.isenabled()

@@ -185,7 +185,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
         return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
     servers = m["server"].unique()  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
-    label_of = {r: frames.facts[r].attempt.label for r in servers}
+    label_of = {r: frames.facts[r].name for r in servers}
     # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
     # different build, a patch): their --label names them.
     m = m.assign(full=[f"{config_of[r]} ({label_of[r]})" if label_of[r] and pd.isna(c) and pd.notna(i) else config_of[r]

@@ -21,9 +21,9 @@ import pandas as pd
 from .. import statuses
 from ..events import Attempt, Outcome
 from ..launch.flags import backend_axes, model_of
-from .load import Loaded, SessionData, gc_paused, tables
+from .load import Loaded, SessionData, gc_paused, norm_time, tables
 
-__all__ = ["AttemptFacts", "Frames", "arch_of", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "Frames", "arch_of", "fact_row", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -41,14 +41,14 @@ def arch_of(compute_cap: str | None) -> str | None:
     return f"SM{int(major)}{minor[:1] if minor[:1].isdigit() else '0'}"
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
 class AttemptFacts:
-    """What the site says about one attempt, derived once."""
+    """What the site says about one attempt, derived once (and kept in the read cache): the aggregate
+    pages read these; :attr:`attempt` and :attr:`outcome` read the session's events on first use."""
 
     ref: str
     session: str
-    attempt: Attempt
-    outcome: Outcome | None
+    short_id: str
     role: str
     started: datetime
     command: str
@@ -60,10 +60,31 @@ class AttemptFacts:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     fp_hash: str | None = None
     backends: dict[str, str] = field(default_factory=dict)
+    #: the outcome's status; None while the attempt has no outcome
     status: str | None = None
     category: str | None = None
     smoke_failed: bool = False
     source: str = "captured"
+    #: the attempt's own label (``--label``)
+    name: str | None = None
+    #: the outcome's label, signature and end
+    label: str | None = None
+    signature: str | None = None
+    ended: datetime | None = None
+    data: SessionData | None = field(default=None, repr=False)
+
+    @property
+    def attempt(self) -> Attempt:
+        """The attempt event (reads the session's events if they are not in memory)."""
+        assert self.data is not None
+        return self.data.attempts[self.short_id]
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The outcome event, if any (reads the session's events if they are not in memory)."""
+        if self.status is None or self.data is None:
+            return None
+        return self.data.outcomes.get(self.short_id)
 
     @property
     def gpu_label(self) -> str | None:
@@ -71,6 +92,10 @@ class AttemptFacts:
         if not self.gpu_name:
             return None
         return f"{self.gpu_count}x {self.gpu_name}" if self.gpu_count > 1 else self.gpu_name
+
+    def fields(self) -> dict[str, Any]:
+        """Every field but the session it reads from (tests compare these)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "data"}  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -107,44 +132,42 @@ def _category(status: str | None) -> str | None:
 
 
 def fact_row(session: SessionData, attempt: Attempt) -> list[Any]:
-    """What :func:`facts_of` derives about one attempt beyond its own events, as a JSON list for the
-    read cache (:mod:`logkit.builder.load`)."""
+    """What :class:`AttemptFacts` holds of one attempt beyond its reference, as a JSON list for the
+    read cache (:mod:`logkit.builder.load`): dict fields at 4, 6 and 17, times as ISO strings."""
     f = _derive_facts(session, attempt)
     return [f.model, f.gpu_name, f.gpu_count, f.arch, f.versions, f.fp_hash, f.backends, f.category,
-            f.smoke_failed, f.command]
+            f.smoke_failed, f.command, f.role, f.started.isoformat(), f.status, f.signature, f.label, f.name,
+            f.source, f.fingerprint, f.ended.isoformat() if f.ended else None]
 
 
-def _from_row(session: SessionData, attempt: Attempt, row: Any) -> AttemptFacts | None:
-    """:func:`facts_of` from a cached :func:`fact_row`; None when the row is not shaped as written."""
-    if type(row) is not list or len(row) != 10:
+_S = (str, type(None))
+
+
+def _from_row(session: SessionData, short: str, row: Any) -> AttemptFacts | None:
+    """:class:`AttemptFacts` from a cached :func:`fact_row`; None when the row is not shaped as written."""
+    if type(row) is not list or len(row) != 19:
         return None
-    model, gpu_name, gpu_count, arch, versions, fp_hash, backends, category, smoke_failed, command = row
-    if (not isinstance(model, (str, type(None))) or not isinstance(gpu_name, (str, type(None)))
-            or type(gpu_count) is not int or not isinstance(arch, (str, type(None))) or type(versions) is not dict
-            or not isinstance(fp_hash, (str, type(None))) or type(backends) is not dict
-            or not isinstance(category, (str, type(None))) or type(smoke_failed) is not bool or type(command) is not str):
+    (model, gpu_name, gpu_count, arch, versions, fp_hash, backends, category, smoke_failed, command, role, started,
+     status, signature, label, name, source, fingerprint, ended) = row
+    if (not isinstance(model, _S) or not isinstance(gpu_name, _S) or type(gpu_count) is not int
+            or not isinstance(arch, _S) or type(versions) is not dict or not isinstance(fp_hash, _S)
+            or type(backends) is not dict or not isinstance(category, _S) or type(smoke_failed) is not bool
+            or type(command) is not str or type(role) is not str or type(started) is not str
+            or not isinstance(status, _S) or not isinstance(signature, _S) or not isinstance(label, _S)
+            or not isinstance(name, _S) or type(source) is not str or type(fingerprint) is not dict
+            or not isinstance(ended, _S)):
         return None
-    outcome = session.outcomes.get(attempt.short_id)
-    launch = attempt.launch
-    provenance = attempt.provenance
+    try:
+        when = norm_time(datetime.fromisoformat(started))
+        end = norm_time(datetime.fromisoformat(ended)) if ended is not None else None
+    except ValueError:
+        return None
     return AttemptFacts(
-        ref=ref_of(session.id, attempt.short_id), session=session.id, attempt=attempt, outcome=outcome,
-        role=attempt.role, started=attempt.started, command=command, model=model, gpu_name=gpu_name,
-        gpu_count=gpu_count, arch=arch, versions=versions,
-        fingerprint=dict(launch.fingerprint) if launch is not None else {}, fp_hash=fp_hash, backends=backends,
-        status=outcome.status if outcome else None, category=category, smoke_failed=smoke_failed,
-        source=provenance.source if provenance else "captured",
+        ref=ref_of(session.id, short), session=session.id, short_id=short, role=role, started=when, command=command,
+        model=model, gpu_name=gpu_name, gpu_count=gpu_count, arch=arch, versions=versions, fingerprint=fingerprint,
+        fp_hash=fp_hash, backends=backends, status=status, category=category, smoke_failed=smoke_failed, source=source,
+        name=name, label=label, signature=signature, ended=end, data=session,
     )
-
-
-def facts_of(session: SessionData, attempt: Attempt) -> AttemptFacts:
-    """The derived facts of one attempt (from the read cache's row when the session has one)."""
-    row = session.fact_rows.get(attempt.short_id)
-    if row is not None:
-        facts = _from_row(session, attempt, row)
-        if facts is not None:
-            return facts
-    return _derive_facts(session, attempt)
 
 
 def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
@@ -169,10 +192,9 @@ def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
     return AttemptFacts(
         ref=ref_of(session.id, attempt.short_id),
         session=session.id,
-        attempt=attempt,
-        outcome=outcome,
+        short_id=attempt.short_id,
         role=attempt.role,
-        started=attempt.started,
+        started=norm_time(attempt.started),
         command=shlex.join(attempt.argv),
         model=str(model) if model else None,
         gpu_name=gpus[0].name if gpus else None,
@@ -188,26 +210,12 @@ def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
         category=category,
         smoke_failed=smoke_failed,
         source=provenance.source if provenance else "captured",
+        name=attempt.label,
+        label=outcome.label if outcome else None,
+        signature=outcome.signature if outcome else None,
+        ended=norm_time(outcome.ended) if outcome is not None and outcome.ended is not None else None,
+        data=session,
     )
-
-
-def _concurrency(labels: dict[str, Any], keys: list[str]) -> float | None:
-    for key in keys:
-        value = labels.get(key)
-        if value is not None:
-            try:
-                return float(value)
-            except (TypeError, ValueError):
-                return None
-    return None
-
-
-def _item(labels: dict[str, Any], keys: list[str]) -> str | None:
-    for key in keys:
-        value = labels.get(key)
-        if value is not None and str(value).strip():
-            return str(value)
-    return None
 
 
 def make_frames(loaded: Loaded) -> Frames:
@@ -234,26 +242,29 @@ _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "mod
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     for session in loaded.sessions.values():
-        for attempt in session.attempts.values():
-            f = facts_of(session, attempt)
+        rows = session.fact_rows
+        made = [_from_row(session, short, row) for short, row in rows.items()] if rows else []
+        if rows and None not in made:
+            for f in made:
+                facts[f.ref] = f  # type: ignore[union-attr]
+            continue
+        for attempt in session.attempts.values():  # no facts kept, or damaged: from the events
+            f = _derive_facts(session, attempt)
             facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves
-    rows = [
-        (f.ref, f.session, f.attempt.short_id, f.role, _utc(f.started), f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
-         f.fp_hash, f.status, f.category, f.outcome.signature if f.outcome else None)
+    rows_ = [
+        (f.ref, f.session, f.short_id, f.role, _utc(f.started), f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
+         f.fp_hash, f.status, f.category, f.signature)
         for f in facts.values()
     ]
-    attempts = pd.DataFrame(dict(zip(_ATTEMPT_COLUMNS, map(list, zip(*rows)) if rows else [[]] * 13, strict=True)),
+    attempts = pd.DataFrame(dict(zip(_ATTEMPT_COLUMNS, map(list, zip(*rows_)) if rows_ else [[]] * 13, strict=True)),
                             columns=_ATTEMPT_COLUMNS)
     mrows = []
     none = (None, None, None, None)
-    # the label keys once, not per metric
-    concurrency_keys = tables()["metrics"]["concurrency_labels"]
-    item_keys = tables()["metrics"].get("item_labels", [])
     for session in loaded.sessions.values():
         sid = session.id
         launches: dict[str, tuple[str | None, ...]] = {}
-        for m in session.metrics:
+        for m in session.metric_rows:
             server = m.server_attempt or m.attempt
             shown = launches.get(server) if server else none
             if shown is None:
@@ -261,7 +272,7 @@ def _make_frames(loaded: Loaded) -> Frames:
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          _concurrency(m.labels, concurrency_keys), _item(m.labels, item_keys), _utc(m.ts)))
+                          m.concurrency, m.item, _utc(m.ts)))
     metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
                            columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)

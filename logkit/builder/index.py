@@ -68,18 +68,12 @@ class KBIndex:
             self.facts_by_session.setdefault(f.session, []).append(f)
         #: launch reference -> its metric rows (name, value, unit, concurrency), in time order
         self.metrics_by_server: dict[str, list[tuple[str, float, str | None, float | None]]] = {}
-        keys = tables()["metrics"]["concurrency_labels"]
         for session in loaded.sessions.values():
-            for m in session.metrics:  # events are in time order
+            for m in session.metric_rows:  # in time order
                 server = m.server_attempt or m.attempt
-                if server is None:
-                    continue
-                conc = next((m.labels[k] for k in keys if m.labels.get(k) is not None), None)
-                try:
-                    conc = float(conc) if conc is not None else None
-                except (TypeError, ValueError):
-                    conc = None
-                self.metrics_by_server.setdefault(ref_of(session.id, server), []).append((m.name, m.value, m.unit, conc))
+                if server is not None:
+                    self.metrics_by_server.setdefault(ref_of(session.id, server), []).append(
+                        (m.name, m.value, m.unit, m.concurrency))
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
         self._superseded_by: dict[str, list[str]] = {}

@@ -118,7 +118,7 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
                 full=[(k, _s(v)) for k, v in sorted(full.items()) if k not in last.fingerprint and v is not None],
                 anchor=f"cfg-{fp}", backends=sorted(last.backends.items()), command=last.command, holds_for=holds,
                 metric_names=names, metric_rows=rows,
-                last_verified=(last.outcome.ended if last.outcome else last.started),
+                last_verified=(last.ended if last.status is not None else last.started),
                 attempts=[attempt_ref(f) for f in items],
                 stale_by=attempt_ref(later_fail[-1]) if later_fail else None,
             ))
@@ -279,7 +279,7 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                         compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}), every other chosen value equal")
                 detail = "; ".join(x for x in (
-                    compared, (last.outcome.label if last.outcome else None), _versions_text(last),
+                    compared, last.label, _versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)
                 if category == "works":
                     href = config_href(last)
@@ -318,7 +318,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
     retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
-    signatures = sorted({(h.outcome.signature or h.outcome.status, h.outcome.label or "") for h in failed if h.outcome})
+    signatures = sorted({(h.signature or h.status, h.label or "") for h in failed if h.status is not None})
     worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), fs in index_cells(index).items()
                      if m == model and a == axis and v == value for f in fs
                      if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
@@ -381,8 +381,8 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
     """One page per failure signature."""
     by_sig: dict[str, list[AttemptFacts]] = defaultdict(list)
     for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.outcome is not None and f.outcome.signature and f.category not in ("works",):
-            by_sig[f.outcome.signature].append(f)
+        if f.signature and f.category not in ("works",):
+            by_sig[f.signature].append(f)
     # per session, its working launches in order and the running maximum of their start times: the
     # first working launch that started after a hit is found by bisection (a scan per hit was
     # quadratic in the launches of one big session)
@@ -408,7 +408,7 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
         pages.append(SignaturePage(
             page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
             signature=sig,
-            label=hits[-1].outcome.label if hits[-1].outcome else None,
+            label=hits[-1].label,
             hits=[(attempt_ref(h), ", ".join(f"{k}={v}" for k, v in sorted(h.backends.items())),
                    h.gpu_label or "", h.arch or "", _versions_text(h)) for h in shown],
             total=len(hits),
@@ -425,8 +425,9 @@ def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
     """``other_crash`` outcomes (nothing explains them) grouped by their normalised error line."""
     groups: dict[str, list[AttemptFacts]] = defaultdict(list)
     for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.outcome is not None and f.outcome.status == "other_crash":
-            text = f.outcome.label or next((e.text for e in f.outcome.evidence if e.text.strip()), "")
+        if f.status == "other_crash":
+            outcome = f.outcome
+            text = f.label or next((e.text for e in (outcome.evidence if outcome else []) if e.text.strip()), "")
             if text:
                 groups[error_template(text)].append(f)
     rows = [UnexplainedRow(t, len(fs), [attempt_ref(f) for f in fs[-SIGNATURE_HITS:]]) for t, fs in groups.items()]

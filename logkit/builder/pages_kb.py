@@ -30,20 +30,10 @@ _SKIP_KINDS = {"session", "outcome", "metric", "smoke", "server_info", "environm
 
 def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
     return [
-        MetricRow(m.name, m.value, m.unit, _conc(m))
-        for m in session.metrics
+        MetricRow(m.name, m.value, m.unit, m.concurrency)
+        for m in session.metric_rows
         if short_id in (m.attempt, m.server_attempt)
     ]
-
-
-def _conc(m: Metric) -> float | None:
-    for key in tables()["metrics"]["concurrency_labels"]:
-        if m.labels.get(key) is not None:
-            try:
-                return float(m.labels[key])
-            except (TypeError, ValueError):
-                return None
-    return None
 
 
 def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -69,7 +59,7 @@ def home_page(index: KBIndex) -> HomePage:
     loaded, frames = index.loaded, index.frames
     facts = list(frames.facts.values())
     launches = [f for f in facts if f.role == "launch"]
-    dates = [e.ts for s in loaded.sessions.values() for e in s.events]
+    dates = [d for s in loaded.sessions.values() for d in (s.first, s.last) if d is not None]
     rows = [r for r in (index.decision_row(d) for d in index.decisions) if r is not None]
     rows.sort(key=lambda r: (r.date, r.id), reverse=True)
     best: list[BestRow] = []
@@ -90,7 +80,7 @@ def home_page(index: KBIndex) -> HomePage:
             break
     sources: dict[str, int] = {}
     for s in loaded.sessions.values():
-        for src in sorted({(e.provenance.source if e.provenance else "captured") for e in s.events}):
+        for src in sorted({*s.declared, *(["captured"] if s.undeclared else [])}):
             sources[src] = sources.get(src, 0) + 1
     gpus = sorted({(f.gpu_label, f.arch or "unknown") for f in launches if f.gpu_label})
     return HomePage(
@@ -117,12 +107,13 @@ def home_page(index: KBIndex) -> HomePage:
 def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
     session = index.loaded.sessions[facts.session]
     outcome = facts.outcome
+    attempt = facts.attempt
     return EvidenceCtx(
         attempt=attempt_ref(facts),
-        signature=outcome.signature if outcome else None,
-        metrics=_metric_rows(session, facts.attempt.short_id),
+        signature=facts.signature,
+        metrics=_metric_rows(session, facts.short_id),
         lines=_lines(outcome),
-        log=(outcome.log.path if outcome and outcome.log else facts.attempt.log.path if facts.attempt.log else None),
+        log=(outcome.log.path if outcome and outcome.log else attempt.log.path if attempt.log else None),
     )
 
 
@@ -277,11 +268,11 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     prev_todo: Todo | None = None
     measured_by: dict[str, set[str]] = {}
     own_metrics: dict[str, list[MetricRow]] = {}
-    for m in session.metrics:
+    for m in session.metric_rows:
         owner = m.attempt or m.server_attempt
         if owner:
-            own_metrics.setdefault(owner, []).append(MetricRow(m.name, m.value, m.unit, _conc(m)))
-    for m in session.metrics:
+            own_metrics.setdefault(owner, []).append(MetricRow(m.name, m.value, m.unit, m.concurrency))
+    for m in session.metric_rows:
         if m.server_attempt and m.attempt and m.attempt != m.server_attempt:
             measured_by.setdefault(m.server_attempt, set()).add(m.attempt)
     for event in session.events:
@@ -327,7 +318,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,
                                  title=f"{event.short_id} [{event.priority}]", text=event.text, provenance=prov))
         elif isinstance(event, Verdict):
-            links = [(r, attempt_href(f.session, f.attempt.short_id))
+            links = [(r, attempt_href(f.session, f.short_id))
                      for r in event.evidence if (f := index.attempt(r, session.id))]
             entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}",
                                  text=event.because, provenance=prov, links=links))
@@ -340,7 +331,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="decision", ts=event.ts, anchor=event.decision_id,
                                  title=f"{event.decision_id} [{event.status}]", text=event.title, provenance=prov))
         elif isinstance(event, Note):
-            links = [(r, attempt_href(f.session, f.attempt.short_id))
+            links = [(r, attempt_href(f.session, f.short_id))
                      for r in event.refs if (f := index.attempt(r, session.id))]
             entries.append(Entry(kind="note", ts=event.ts, title="note", text=event.text, provenance=prov, links=links))
         elif isinstance(event, Session) or kind in _SKIP_KINDS:
@@ -362,7 +353,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             started=meta.ts if meta else None, host=meta.host if meta else None, provenance=sources,
             counts={
                 "attempts": len(facts), "hypotheses": len(session.hypotheses), "decisions": len(session.decisions),
-                "metrics": len(session.metrics),
+                "metrics": len(session.metric_rows),
             },
             # part 1 of a split story lists the hypotheses with their #H3 anchors: one anchor per page
             entries=[replace(e, anchor=None) if e.kind == "hypothesis" and parts and number == 1 else e for e in own],
@@ -410,7 +401,7 @@ def sessions_index(index: KBIndex) -> SessionsIndex:
     by_session = index.facts_by_session
     for s in index.loaded.sessions.values():
         facts = by_session.get(s.id, [])
-        srcs = sorted({e.provenance.source for e in s.events if e.provenance} or {"captured"})
+        srcs = s.declared or ["captured"]
         rows.append(SessionRow(
             id=s.id, title=s.title, started=s.meta.ts if s.meta else None, attempts=len(facts),
             ready=sum(1 for f in facts if f.category == "works"), decisions=len(s.decisions),

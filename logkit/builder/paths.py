@@ -69,18 +69,17 @@ def decision_href(decision_id: str) -> str:
 
 
 def attempt_ref(facts: AttemptFacts) -> AttemptRef:
-    """The link-and-gist of one attempt."""
-    outcome = facts.outcome
-    status = outcome.status if outcome else "running"
+    """The link-and-gist of one attempt (from its facts alone: no event is read)."""
+    status = facts.status if facts.status is not None else "running"
     if facts.smoke_failed and status == "ready":
         status = "ready, smoke failed"
     return AttemptRef(
         ref=facts.ref,
-        href=attempt_href(facts.session, facts.attempt.short_id),
+        href=attempt_href(facts.session, facts.short_id),
         status=status,
-        label=outcome.label if outcome else None,
+        label=facts.label,
         started=facts.started,
-        name=facts.attempt.label,
+        name=facts.name,
     )
 
 
