@@ -137,9 +137,6 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
             sweeps_index, *sweep_pages_,
         ]:
             pages.append((ctx.page, ctx))
-        kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
-        fresh = session_pages(index, keep=lambda sid: sid in manifest.pages)
-        pages += [(ctx.page, ctx) for ctx, _deps in fresh]
     lap("contexts")
     if strict:
         from .strict import knowledge_problems, refuse
@@ -149,19 +146,33 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
     texts: dict[str, str] = {}
     renderer.write(pages, texts)
-    for path in [*kept, *kept_decisions]:
+    for path in kept_decisions:
         renderer.keep(path)
-    for ctx, deps in fresh:
-        manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
     for ctx, deps in made_decisions:
         if deps is not None:
             manifest.record_decision(ctx.page.path, deps, table, texts[ctx.page.path])
+    written = len(pages)
+    del pages, texts, made_decisions, cfg_pages, sig_pages, negatives, metric_pages, sweep_pages_
+    loaded.resident.release_all()
+    lap("render")
+    # Session pages last, one session at a time: its many events are read, its pages made, written
+    # and recorded, and the events let go (at most a few sessions' at once, whatever the store's size).
+    kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
+    for path in kept:
+        renderer.keep(path)
+    for fresh in session_pages(index, keep=lambda sid: sid in manifest.pages):
+        texts = {}
+        renderer.write([(ctx.page, ctx) for ctx, _deps in fresh], texts)
+        for ctx, deps in fresh:
+            manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
+        written += len(fresh)
+    loaded.resident.release_all()
     manifest.save()
     result.pages_kept = len(kept)
     result.decisions_kept = len(kept_decisions)
     renderer.prune()
     copy_assets(docs)
-    lap("render")
+    lap("sessions")
     if charts is not None:
         result.charts_rendered = charts.finish(None)
         lap("charts wait")
@@ -172,7 +183,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     for old in (docs / "assets" / "charts").glob("*.svg"):
         if old not in wanted:
             old.unlink()  # a chart no page shows any more
-    result.pages = len(pages) + len(kept) + len(kept_decisions)
+    result.pages = written + len(kept) + len(kept_decisions)
     return result
 
 

@@ -7,7 +7,7 @@ nothing in the knowledge base are kept as text (``unresolved``), never dropped o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -179,7 +179,9 @@ def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: F
             deps, index.touched = index.touched, None
         pages.append((ctx, deps))
 
-    for did in sorted(index.decisions):
+    # by session: a record reads its own session's attempts (its evidence), which stay in memory
+    # for the next record of that session (:class:`~logkit.builder.load.Resident`)
+    for did in sorted(index.decisions, key=lambda did: (index.decisions[did][1], did)):
         d, sid = index.decisions[did]
         also = [AliasTarget(index.page_id(o), o.title, osid, decision_href(index.page_id(o)))
                 for o, osid in index.shared.get(did, [])]
@@ -381,18 +383,19 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
 
 
 def session_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _sid: False,
-                  ) -> list[tuple[SessionPage, set[str]]]:
-    """The pages of every session not kept from the last build, each with the sessions it references."""
-    pages = []
+                  ) -> Iterator[list[tuple[SessionPage, set[str]]]]:
+    """The pages of every session not kept from the last build, each with the sessions it references:
+    one list per session, made when asked for (a caller that writes each list before asking for the
+    next holds one session's pages at a time, and its events are let go after)."""
     for s in index.loaded.sessions.values():
         if keep(s.id):
             continue
         index.touched = set()
         try:
-            pages += [(ctx, index.touched) for ctx in _session_page(index, s)]
+            pages = [(ctx, index.touched) for ctx in _session_page(index, s)]
         finally:
             index.touched = None
-    return pages
+        yield pages
 
 
 def sessions_index(index: KBIndex) -> SessionsIndex:
