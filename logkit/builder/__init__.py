@@ -79,6 +79,8 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         loaded = load(sessions, strict=strict, warn=warned)
         lap("load")
         frames = make_frames(loaded)
+        for session in loaded.sessions.values():
+            session.fact_rows = {}  # in the frames' facts now: one copy, not two
         lap("frames")
     # The events and frames live until the end: out of the collector's sight, every collection the
     # later stages trigger (Altair, templates) would rescan them (at 500 sessions, 2 s of render).
@@ -95,7 +97,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
            background: bool, lap: Callable[[str], None]) -> BuildResult:
     """Stages 3-5 of :func:`generate` over the loaded store and its frames."""
     from .charts import BackgroundCharts, SpecCache, metrics_pages, render_svgs
-    from .contexts import Page
+    from .contexts import DecisionPage, Page
     from .incremental import Manifest, build_key
     from .index import KBIndex
     from .load import gc_paused
@@ -117,56 +119,68 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     lap("charts")
     with gc_paused():
         index = KBIndex(loaded, frames)
-        cfg_pages = config_pages(index)
-        matrix, negatives = matrix_page(index)
-        sig_pages = signature_pages(index)
-        home = home_page(index)
-        pages: list[tuple[Any, Any]] = [(home.page, home)]
-        manifest = Manifest(docs, key, digests)
-        table = index.decisions_digest()
-        # --strict checks every record page's references: it keeps none
-        made_decisions, kept_decisions = decision_pages(
-            index, keep=lambda path: not strict and manifest.decision_unchanged(path, table))
-        for ctx in [
-            decisions_index(index), *(ctx for ctx, _deps in made_decisions),
-            configs_index(index, cfg_pages), *cfg_pages,
-            matrix, *negatives,
-            signatures_index(sig_pages, index), *sig_pages,
-            metric_index, *metric_pages,
-            sessions_index(index),
-            sweeps_index, *sweep_pages_,
-        ]:
-            pages.append((ctx.page, ctx))
-    lap("contexts")
-    if strict:
-        from .strict import knowledge_problems, refuse
-
-        refuse(knowledge_problems(sessions, pages), "the knowledge base has duplicate or dangling ids or stale schemas")
+    manifest = Manifest(docs, key, digests)
     renderer = Renderer(docs, templates)
-    pages.append((Page("tags.md", "Tags", "tags.md.j2"), None))
-    texts: dict[str, str] = {}
-    renderer.write(pages, texts)
-    for path in kept_decisions:
-        renderer.keep(path)
-    for ctx, deps in made_decisions:
+    written = 0
+
+    def put(*contexts: Any) -> dict[str, str]:
+        """Render and write pages now (nothing holds a page's context after); their Markdown by path."""
+        nonlocal written
+        texts: dict[str, str] = {}
+        renderer.write([(ctx.page, ctx) for ctx in contexts], texts)
+        written += len(contexts)
+        return texts
+
+    # Each kind of page is made, written and let go before the next (the memory is one kind's
+    # contexts at a time); --strict collects what it refuses and refuses before MkDocs runs.
+    put(home_page(index))
+    cfg_pages = config_pages(index)
+    put(configs_index(index, cfg_pages), *cfg_pages)
+    del cfg_pages
+    matrix, negatives = matrix_page(index)
+    put(matrix, *negatives)
+    del matrix, negatives
+    sig_pages = signature_pages(index)
+    put(signatures_index(sig_pages, index), *sig_pages)
+    del sig_pages
+    put(metric_index, *metric_pages)
+    del metric_pages
+    put(sweeps_index, *sweep_pages_)
+    del sweep_pages_
+    put(sessions_index(index), decisions_index(index))
+    renderer.write([(Page("tags.md", "Tags", "tags.md.j2"), None)])
+    written += 1
+    table = index.decisions_digest()
+    unresolved: list[tuple[str, str, list[str]]] = []
+    kept_decisions = []
+    # --strict checks every record page's references: it keeps none
+    for ctx, deps, path in decision_pages(index, keep=lambda path: not strict and manifest.decision_unchanged(path, table)):
+        if ctx is None:
+            kept_decisions.append(path)
+            renderer.keep(path)
+            continue
+        texts = put(ctx)
         if deps is not None:
-            manifest.record_decision(ctx.page.path, deps, table, texts[ctx.page.path])
-    written = len(pages)
-    del pages, texts, made_decisions, cfg_pages, sig_pages, negatives, metric_pages, sweep_pages_
+            manifest.record_decision(path, deps, table, texts[path])
+        if isinstance(ctx, DecisionPage) and ctx.unresolved:
+            unresolved.append((ctx.row.id, ctx.session_title, list(ctx.unresolved)))
     loaded.resident.release_all()
-    lap("render")
+    lap("pages")
     # Session pages last, one session at a time: its many events are read, its pages made, written
     # and recorded, and the events let go (at most a few sessions' at once, whatever the store's size).
     kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
     for path in kept:
         renderer.keep(path)
     for fresh in session_pages(index, keep=lambda sid: sid in manifest.pages):
-        texts = {}
-        renderer.write([(ctx.page, ctx) for ctx, _deps in fresh], texts)
+        texts = put(*(ctx for ctx, _deps in fresh))
         for ctx, deps in fresh:
             manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
-        written += len(fresh)
     loaded.resident.release_all()
+    if strict:
+        from .strict import knowledge_problems, refuse
+
+        refuse(knowledge_problems(sessions, unresolved),
+               "the knowledge base has duplicate or dangling ids or stale schemas")
     manifest.save()
     result.pages_kept = len(kept)
     result.decisions_kept = len(kept_decisions)

@@ -14,7 +14,7 @@ from ..events import Decision
 from ..files import REF_RE
 from .contexts import DecisionRow, HypRef
 from .frames import AttemptFacts, Frames, ref_of
-from .load import Loaded, tables
+from .load import Loaded
 from .paths import attempt_ref, decision_href, session_href
 
 __all__ = ["KBIndex", "provenance_text"]

@@ -412,6 +412,9 @@ def _read_cached(root: Path, how: dict[str, str], resident: Resident,
     """Every session's read result (its few events on a hit) and grouped data, through the ``load``
     read cache; ``how`` gets what the cache did per session."""
     cache = SessionCache(root, "load", cache_version())
+    # one object per distinct string and dict the entries repeat (models, GPUs, statuses, versions):
+    # a big store's facts take a fraction of the memory of one copy per attempt
+    memo: dict[Any, Any] = {}
     results: dict[str, ReadResult] = {}
     sessions: dict[str, SessionData] = {}
     attempts: dict[str, list[str]] = {}
@@ -431,7 +434,7 @@ def _read_cached(root: Path, how: dict[str, str], resident: Resident,
         raw, value, hit = cache.read(sid, path_str, derive, valid=_valid_summary, st=st)
         if hit:
             assert raw is not None
-            got = _from_summary(sid, path, raw, value)
+            got = _from_summary(sid, path, raw, value, memo)
             if got is None:  # the lines do not validate as the entry says: derive the session again
                 cache.last[sid] = "derived"
                 value = derive(raw)
@@ -441,15 +444,19 @@ def _read_cached(root: Path, how: dict[str, str], resident: Resident,
                 derived["result"], derived["data"] = got
                 attempts[sid] = list(got[1].fact_rows)
         del raw
-        data = derived["data"]
+        data, result = derived["data"], derived["result"]
         value = value if type(value) is dict else None
         if value is not None and data.heavy_part is not None:
-            # derived now: the many events can be read again as a hit would (and let go meanwhile)
+            # derived now: the many events can be read again as a hit would (and let go meanwhile);
+            # what is kept of the read is what a hit keeps (its few events; its problems, the same list)
             data.reader = _heavy_reader(path, value)
+            attempts[sid] = list(data.attempts)
+            few = [(e, n) for e, n in zip(result.events, result.lines, strict=True) if e.kind not in HEAVY]
+            result = ReadResult(path, [e for e, _n in few], result.problems, [n for _e, n in few])
         data.resident = resident
         if data.heavy_part is not None:
             resident.touch(data)
-        results[sid] = derived["result"]
+        results[sid] = result
         sessions[sid] = data
     cross_check(results, attempts)
     how.update(cache.last)
@@ -546,9 +553,10 @@ def _env_at(result: ReadResult, number: int) -> Any:
     return result.events[result.lines.index(number)].__dict__.get("environment")
 
 
-def _resolve(rows: Any, dicts: list[Any]) -> dict[str, list[Any]] | None:
+def _resolve(rows: Any, dicts: list[Any], memo: dict[Any, Any] | None = None) -> dict[str, list[Any]] | None:
     """Fact rows with their dict fields' indexes replaced by the dicts (one object per distinct dict,
-    shared by the rows: the pages read them and never change them)."""
+    shared by the rows: the pages read them and never change them), and with ``memo`` their
+    strings too (one object per distinct string)."""
     if type(rows) is not dict or not all(type(d) is dict for d in dicts):
         return None
     out = {}
@@ -556,7 +564,7 @@ def _resolve(rows: Any, dicts: list[Any]) -> dict[str, list[Any]] | None:
         for short, row in rows.items():
             if type(row) is not list or len(row) != _ROW_LEN:
                 return None
-            row = list(row)
+            row = list(row) if memo is None else [memo.setdefault(x, x) if type(x) is str else x for x in row]
             for i in _DICT_FIELDS:
                 k = row[i]
                 if type(k) is not int or k < 0:
@@ -595,9 +603,11 @@ def _valid_summary(value: Any) -> bool:
 _STR_OR_NONE = (str, type(None))
 
 
-def _metric_facts(rows: list[Any]) -> list[MetricFact] | None:
-    """The cached metric rows as :class:`MetricFact`; None when one is not shaped as written."""
+def _metric_facts(rows: list[Any], memo: dict[Any, Any]) -> list[MetricFact] | None:
+    """The cached metric rows as :class:`MetricFact` (one object per distinct string, ``memo``); None
+    when one is not shaped as written."""
     out = []
+    m = memo.setdefault
     num = (int, float)
     for r in rows:
         if (type(r) is not list or len(r) != 8 or type(r[0]) is not str or not isinstance(r[1], num)
@@ -609,11 +619,13 @@ def _metric_facts(rows: list[Any]) -> list[MetricFact] | None:
             ts = norm_time(datetime.fromisoformat(r[7]))
         except ValueError:
             return None
-        out.append(MetricFact(r[0], float(r[1]), r[2], r[3], r[4], None if r[5] is None else float(r[5]), r[6], ts))
+        out.append(MetricFact(m(r[0], r[0]), float(r[1]), r[2] and m(r[2], r[2]), r[3] and m(r[3], r[3]),
+                              r[4] and m(r[4], r[4]), None if r[5] is None else float(r[5]), r[6], ts))
     return out
 
 
-def _from_summary(sid: str, path: Path, raw: bytes, value: dict[str, Any]) -> tuple[ReadResult, SessionData] | None:
+def _from_summary(sid: str, path: Path, raw: bytes, value: dict[str, Any],
+                  memo: dict[Any, Any]) -> tuple[ReadResult, SessionData] | None:
     """The session from its unchanged bytes and the cache's summary: its few events validated again
     (never taken from the cache), its facts from the entry, its many events read when first used;
     None if the bytes and the entry disagree."""
@@ -628,11 +640,12 @@ def _from_summary(sid: str, path: Path, raw: bytes, value: dict[str, Any]) -> tu
         return None
     _light(data, sorted(events, key=_BY_TS))
     try:
-        dicts = [json.loads(k) for k in value.get("dicts") or []]
+        dicts = [memo[("dict", k)] if ("dict", k) in memo else memo.setdefault(("dict", k), json.loads(k))
+                 for k in value.get("dicts") or []]
     except (TypeError, ValueError, RecursionError):
         return None
-    rows = _resolve(value["facts"], dicts)
-    metrics = _metric_facts(value["metrics"])
+    rows = _resolve(value["facts"], dicts, memo)
+    metrics = _metric_facts(value["metrics"], memo)
     if rows is None or metrics is None:
         return None
     span = value["span"]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
+from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Note, Outcome, Session, Todo, Verdict
 from .contexts import (
     AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
@@ -152,7 +152,7 @@ def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[Ali
 
 
 def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: False,
-                   ) -> tuple[list[tuple[DecisionPage | AliasPage, set[str] | None]], list[str]]:
+                   ) -> Iterator[tuple[DecisionPage | AliasPage | None, set[str] | None, str]]:
     """One page per decision id, and one per id that moved or that several sessions recorded.
 
     A record that shares its (older, sequential) id with an earlier session's gets its page at a
@@ -160,24 +160,22 @@ def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: F
     page names it. An id that moved gets a page leading to where it went (a redirect when it went
     to one record), so every id ever cited keeps resolving.
 
-    Returns the pages made, each record page with the sessions it read (its own and those its
-    references name; an alias page with None), and the paths of the record pages ``keep`` kept
-    (not made: the last build's Markdown stands).
+    Yields ``(page, deps, path)`` one page at a time, made when asked for: a record page with the
+    sessions it read (its own and those its references name), an alias page with None, and for a
+    record page ``keep`` kept (not made: the last build's Markdown stands) ``(None, None, path)``.
     """
-    pages: list[tuple[DecisionPage | AliasPage, set[str] | None]] = []
-    kept: list[str] = []
 
-    def record(did: str, d: Decision, sid: str, also: list[AliasTarget]) -> None:
+    def record(did: str, d: Decision, sid: str, also: list[AliasTarget],
+               ) -> tuple[DecisionPage | None, set[str] | None, str]:
         path = decision_href(did)
         if keep(path):
-            kept.append(path)
-            return
+            return None, None, path
         index.touched = {sid}
         try:
             ctx = _record_page(index, did, d, sid, also)
         finally:
             deps, index.touched = index.touched, None
-        pages.append((ctx, deps))
+        return ctx, deps, path
 
     # by session: a record reads its own session's attempts (its evidence), which stay in memory
     # for the next record of that session (:class:`~logkit.builder.load.Resident`)
@@ -187,18 +185,18 @@ def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: F
                 for o, osid in index.shared.get(did, [])]
         also += [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
                  for msid, new in index.moved.get(did, []) if new in index.decisions and new != did]
-        record(did, d, sid, also)
+        yield record(did, d, sid, also)
         for other, osid in index.shared.get(did, []):
             own = index.page_id(other)
-            record(own, other, osid, [AliasTarget(did, d.title, sid, decision_href(did))])
+            yield record(own, other, osid, [AliasTarget(did, d.title, sid, decision_href(did))])
     for old, moves in sorted(index.moved.items()):
         if old in index.decisions:
             continue  # the earliest record kept it; its page names where the others went
         targets = [AliasTarget(new, index.decisions[new][0].title, msid, decision_href(new))
                    for msid, new in moves if new in index.decisions]
         if targets:
-            pages.append((AliasPage(Page(decision_href(old), f"{old} moved", "decision_alias.md.j2"), old, targets), None))
-    return pages, kept
+            path = decision_href(old)
+            yield AliasPage(Page(path, f"{old} moved", "decision_alias.md.j2"), old, targets), None, path
 
 
 def decisions_index(index: KBIndex) -> DecisionsIndex:

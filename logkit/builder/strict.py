@@ -12,24 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from ..errors import BadInput
 
 __all__ = ["knowledge_problems", "refuse"]
 
 
-def knowledge_problems(sessions: Path, pages: Iterable[tuple[Any, Any]], schemas: Path = Path("schemas")) -> list[str]:
-    """Duplicate or dangling ids and stale schemas, one line each."""
+def knowledge_problems(sessions: Path, unresolved: Iterable[tuple[str, str, list[str]]],
+                       schemas: Path = Path("schemas")) -> list[str]:
+    """Duplicate or dangling ids and stale schemas, one line each; ``unresolved`` holds, per record
+    page that cites what no session records, its id, its session's title and those references."""
     from ..reasoning.decisions import check
     from ..store import Store
-    from .contexts import DecisionPage
 
     found = [f"{p.where}: {p.message} (fix: {p.fix})" for p in check(Store(sessions))]
-    for _page, ctx in pages:
-        if isinstance(ctx, DecisionPage) and ctx.unresolved:
-            found.append(f"{ctx.row.id} ({ctx.session_title}): cites {', '.join(ctx.unresolved)}, which no session "
-                         "records (fix: correct the reference, or copy the cited session in)")
+    for did, title, refs in unresolved:
+        found.append(f"{did} ({title}): cites {', '.join(refs)}, which no session "
+                     "records (fix: correct the reference, or copy the cited session in)")
     if schemas.is_dir() and any(schemas.glob("*.schema.json")):
         from ..schema import stale
 
