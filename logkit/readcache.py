@@ -248,7 +248,7 @@ class SessionCache:
             ignore = folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# logkit's read caches: derived from events.jsonl, never committed\n*\n")
-            tmp.write_text(json.dumps(data, separators=(",", ":"), default=str), encoding="utf-8")
+            _dump(data, tmp)
             os.replace(tmp, self.path)
         except OSError:
             with contextlib.suppress(OSError):
@@ -256,6 +256,18 @@ class SessionCache:
             return False
         self._dirty = False
         return True
+
+
+def _dump(data: dict[str, Any], path: Path) -> None:
+    """``json.dumps(data)`` into ``path`` (compact), one session's entry at a time: a big store's cache
+    is never one string in memory (the same bytes: ``sessions`` is the last key)."""
+    encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+    head = {k: v for k, v in data.items() if k != "sessions"}
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(encode(head)[:-1] + ("," if head else "") + '"sessions":{')
+        for i, (sid, entry) in enumerate(data["sessions"].items()):
+            out.write(("," if i else "") + encode(sid) + ":" + encode(entry))
+        out.write("}}")
 
 
 def _well_shaped(entry: object) -> bool:

@@ -116,6 +116,25 @@ def test_charts_are_svg_files(site: Path) -> None:
         assert text.startswith("<svg") and "chart unavailable" not in text and len(text) > 2000
 
 
+def test_a_chart_left_as_a_placeholder_is_rendered_by_the_next_build(tmp_path: Path) -> None:
+    """Charts render beside MkDocs; a renderer killed meanwhile leaves a placeholder file, never a stale site."""
+    from logkit.builder.charts import PLACEHOLDER
+
+    kb_factory.realistic(tmp_path / "sessions")
+    args = (tmp_path / "sessions", tmp_path / "docs", tmp_path / "out")
+    first = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
+    assert first.charts_rendered >= 3
+    svgs = sorted((tmp_path / "docs" / "assets" / "charts").glob("*.svg"))
+    rendered = svgs[0].read_text()
+    assert "logkit: rendering" not in rendered and len(rendered) > 2000
+    svgs[0].write_text(PLACEHOLDER)
+    (tmp_path / "out" / "assets" / "charts" / svgs[0].name).write_text(PLACEHOLDER)
+    again = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
+    assert again.charts_rendered == 1
+    assert svgs[0].read_text() == rendered
+    assert (tmp_path / "out" / "assets" / "charts" / svgs[0].name).read_text() == rendered
+
+
 def test_planted_injections_render_as_text(site: Path) -> None:
     for path in (site / "out").rglob("*.html"):
         text = path.read_text(encoding="utf-8")

@@ -42,6 +42,8 @@ class BuildResult:
     warnings: list[str] = field(default_factory=list)
     #: stage name -> seconds
     timings: dict[str, float] = field(default_factory=dict)
+    #: the charts :func:`generate` left to its caller (``charts_later``): (path under docs, spec)
+    chart_jobs: list[Any] = field(default_factory=list, repr=False)
 
 
 def _stderr(message: str) -> None:
@@ -50,11 +52,13 @@ def _stderr(message: str) -> None:
 
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
              templates: Path | None = None, chart_cache: Path | None = None,
-             background: bool = True) -> BuildResult:
+             background: bool = True, charts_later: bool = False) -> BuildResult:
     """Stages 1-5: write the Markdown knowledge base of ``sessions`` into ``docs``.
 
     With ``background`` (the default) the charts render in a second process while the pages are
-    made; either way they are all written when this returns.
+    made; either way they are all written when this returns. With ``charts_later`` none is
+    rendered: their jobs are in :attr:`BuildResult.chart_jobs` for the caller (:func:`build` renders
+    them while MkDocs runs).
     """
     from .frames import make_frames
     from .incremental import content_digests
@@ -87,14 +91,15 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     gc.freeze()
     try:
         return _pages(result, sessions, docs, loaded, frames, digests, strict=strict, warned=warned,
-                      templates=templates, chart_cache=chart_cache, background=background, lap=lap)
+                      templates=templates, chart_cache=chart_cache, background=background and not charts_later,
+                      charts_later=charts_later, lap=lap)
     finally:
         gc.unfreeze()
 
 
 def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames: Any, digests: dict[str, str], *,
            strict: bool, warned: Callable[[str], None], templates: Path | None, chart_cache: Path | None,
-           background: bool, lap: Callable[[str], None]) -> BuildResult:
+           background: bool, charts_later: bool, lap: Callable[[str], None]) -> BuildResult:
     """Stages 3-5 of :func:`generate` over the loaded store and its frames."""
     from .charts import BackgroundCharts, SpecCache, metrics_pages, render_svgs
     from .contexts import DecisionPage, Page
@@ -187,7 +192,9 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     renderer.prune()
     copy_assets(docs)
     lap("sessions")
-    if charts is not None:
+    if charts_later:
+        result.chart_jobs = jobs
+    elif charts is not None:
         result.charts_rendered = charts.finish(None)
         lap("charts wait")
     else:
@@ -215,7 +222,7 @@ def _generate_apart(sessions: Path, docs: Path, *, strict: bool, warn: Callable[
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:
-        return generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+        return generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache, charts_later=True)
     recv, send = ctx.Pipe(duplex=False)
     # not a daemon: the child starts the chart renderer, a process of its own
     child = ctx.Process(target=_generate_child, args=(send, sessions, docs, strict, chart_cache), name="logkit-pages")
@@ -242,7 +249,7 @@ def _generate_apart(sessions: Path, docs: Path, *, strict: bool, warn: Callable[
 def _generate_child(send: Any, sessions: Path, docs: Path, strict: bool, chart_cache: Path | None) -> None:
     messages: list[str] = []
     try:
-        result = generate(sessions, docs, strict=strict, warn=messages.append, chart_cache=chart_cache)
+        result = generate(sessions, docs, strict=strict, warn=messages.append, chart_cache=chart_cache, charts_later=True)
         send.send(("ok", result, messages))
     except BaseException as exc:  # every failure goes to the parent, which raises it
         from ..errors import LogkitError
@@ -261,20 +268,31 @@ def _generate_child(send: Any, sessions: Path, docs: Path, strict: bool, chart_c
 
 def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config: Path | None = None,
           warn: Callable[[str], None] = _stderr, chart_cache: Path | None = None) -> BuildResult:
-    """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``)."""
+    """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``).
+
+    The charts render in a second process while MkDocs runs (not beside the page generator, whose
+    heap is the biggest): a chart not rendered yet stands as a placeholder file, so MkDocs lists it
+    and links to it, and is copied into the site when rendered.
+    """
+    from .charts import BackgroundCharts
     from .site import check_dirs, run_mkdocs
 
     check_dirs(docs, out)
     result = _generate_apart(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
     start = time.perf_counter()
+    charts = BackgroundCharts(result.chart_jobs, docs, chart_cache, placeholders=True)
+    result.chart_jobs = []
     # What the earlier stages left alive (caches, interned strings) would be rescanned by every
     # full garbage collection MkDocs triggers: collect once and freeze the survivors.
     gc.collect()
     gc.freeze()
+    done = False
     try:
         mkdocs_warnings = run_mkdocs(config, docs, out)
+        done = True
     finally:
         gc.unfreeze()
+        result.charts_rendered = charts.finish(out if done else None)
     result.warnings += mkdocs_warnings
     if strict:
         from .strict import refuse

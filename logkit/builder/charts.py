@@ -254,11 +254,25 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
 
 
+#: what stands in a chart's file while it renders beside MkDocs (:class:`BackgroundCharts`); a file
+#: that still holds it is rendered again by the next build
+PLACEHOLDER = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40"><!-- logkit: rendering -->'
+               '<text x="5" y="25">chart still rendering: build again</text></svg>')
+
+
+def _rendered(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return b"<!-- logkit: rendering -->" not in fh.read(200)
+    except OSError:
+        return False
+
+
 def _pending(jobs: list[ChartJob], docs: Path) -> list[ChartJob]:
     seen: set[str] = set()
     todo = []
     for src, spec in jobs:
-        if src in seen or (docs / src).exists():
+        if src in seen or _rendered(docs / src):
             continue  # the name is the spec's hash: an existing file is this chart
         seen.add(src)
         todo.append((src, spec))
@@ -273,18 +287,29 @@ def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Call
 
 
 class BackgroundCharts:
-    """Charts rendered by a second process while MkDocs builds the pages (they need no page).
+    """Charts rendered by a second process (they need no page) while this one makes the pages or
+    runs MkDocs.
 
-    :meth:`finish` waits for it and copies into the site the charts MkDocs did not pick up.
+    With ``placeholders`` each chart to render first gets :data:`PLACEHOLDER` in its file (MkDocs,
+    running meanwhile, lists it and checks the links to it). :meth:`finish` waits for the renderer
+    and copies into the site every chart MkDocs did not pick up as rendered.
     """
 
-    def __init__(self, jobs: list[ChartJob], docs: Path, cache: Path | None) -> None:
+    def __init__(self, jobs: list[ChartJob], docs: Path, cache: Path | None, *, placeholders: bool = False) -> None:
         import multiprocessing
 
         self.docs = docs
-        self.jobs = jobs
+        self.jobs = [(src, None) for src, _spec in jobs]  # finish needs the paths only
         self.todo = _pending(jobs, docs)
         self.process = None
+        if self.todo and placeholders:
+            for src, _spec in self.todo:
+                target = docs / src
+                if not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = target.with_name(f".{target.name}.tmp")
+                    tmp.write_text(PLACEHOLDER, encoding="utf-8")
+                    tmp.replace(target)
         if self.todo:
             # spawn, not fork: after a fork every refcount update of the big parent heap copies a
             # page, which slowed the page stages (and MkDocs after them) by half
@@ -297,12 +322,13 @@ class BackgroundCharts:
         if self.process is not None:
             self.process.join()
             if self.process.exitcode != 0:  # it died: render what is missing here
-                render_all(_pending(self.jobs, self.docs), self.docs, None, _stderr)
+                render_all(_pending(self.todo, self.docs), self.docs, None, _stderr)
         if out is not None:
             for src, _spec in self.jobs:
-                if not (out / src).exists() and (self.docs / src).exists():
-                    (out / src).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(self.docs / src, out / src)
+                have, made = out / src, self.docs / src
+                if made.exists() and (not have.exists() or have.read_bytes() != made.read_bytes()):
+                    have.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(made, have)
         return len(self.todo)
 
 

@@ -8,9 +8,9 @@ Events are grouped per session, in time order, by kind; unknown kinds (added to 
 this module was written) are kept in ``events`` and shown generically.
 
 Two weights of event. A session holds few events of most kinds (its session line, decisions,
-hypotheses, verdicts, todos, notes, sweeps, kinds added later) and many of the kinds in
-:data:`HEAVY` (attempts, outcomes, metrics, smokes, server info, environments, launch configs:
-per attempt). The few are read and validated with the session. The many are read on first use
+hypotheses, verdicts, sweeps, kinds added later) and many of the kinds in :data:`HEAVY`
+(attempts, outcomes, metrics, smokes, server info, environments, launch configs: per attempt;
+todo snapshots and notes, which only the session's own page shows). The few are read and validated with the session. The many are read on first use
 (:attr:`SessionData.events`, ``.attempts``, ...) and let go again when more than a few sessions
 hold theirs (:class:`Resident`): the aggregate pages read the facts kept per attempt and per
 metric (:attr:`SessionData.fact_rows`, :attr:`SessionData.metric_rows`), and only a page that
@@ -98,7 +98,8 @@ def tables() -> dict[str, Any]:
 
 
 #: the kinds a session holds many of (per attempt): read when a page shows them, see the contract
-HEAVY = frozenset({"attempt", "outcome", "metric", "smoke", "server_info", "environment", "launch_config"})
+HEAVY = frozenset({"attempt", "outcome", "metric", "smoke", "server_info", "environment", "launch_config", "todo",
+                   "note"})
 
 
 class MetricFact(NamedTuple):
@@ -126,6 +127,8 @@ class Heavy:
     server_info: dict[str, ServerInfo] = field(default_factory=dict)
     #: attempt short id -> the full environment from a later ``environment`` event, if any
     environments: dict[str, Any] = field(default_factory=dict)
+    todos: list[Todo] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 class Resident:
@@ -154,7 +157,7 @@ class Resident:
 
 @dataclass(eq=False)
 class SessionData:
-    """One session: its few events (session, decisions, hypotheses, verdicts, todos, notes, sweeps, ...)
+    """One session: its few events (session, decisions, hypotheses, verdicts, sweeps, ...)
     validated and grouped, the facts the aggregate pages read, and its many events (:data:`HEAVY`)
     read on first use (:attr:`events`, :attr:`attempts`, ...) and let go when :class:`Resident` says."""
 
@@ -166,8 +169,6 @@ class SessionData:
     decisions: list[Decision] = field(default_factory=list)
     hypotheses: dict[str, Hypothesis] = field(default_factory=dict)
     verdicts: dict[str, list[Verdict]] = field(default_factory=dict)
-    todos: list[Todo] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     #: attempt short id -> its facts (:func:`logkit.builder.frames.fact_row`), in the attempts' order;
     #: empty when they are derived from the attempts themselves
@@ -237,6 +238,14 @@ class SessionData:
     def environments(self) -> dict[str, Any]:
         return self.heavy.environments
 
+    @property
+    def todos(self) -> list[Todo]:
+        return self.heavy.todos
+
+    @property
+    def notes(self) -> list[Note]:
+        return self.heavy.notes
+
 
 @dataclass
 class Loaded:
@@ -300,6 +309,10 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
             smokes.setdefault(event.attempt, []).append(event)
         elif isinstance(event, ServerInfo):
             part.server_info[event.attempt] = event
+        elif isinstance(event, Todo):
+            part.todos.append(event)
+        elif isinstance(event, Note):
+            part.notes.append(event)
         elif getattr(event, "kind", None) == "environment" and getattr(event, "environment", None) is not None:
             # the background probes' result supersedes the attempt line's instant environment
             part.environments[str(getattr(event, "attempt", ""))] = event.environment  # type: ignore[attr-defined]
@@ -323,21 +336,21 @@ def _light(data: SessionData, light: list[BaseEvent]) -> None:
             data.hypotheses[event.short_id] = event
         elif isinstance(event, Verdict):
             data.verdicts.setdefault(event.hypothesis, []).append(event)
-        elif isinstance(event, Todo):
-            data.todos.append(event)
-        elif isinstance(event, Note):
-            data.notes.append(event)
 
 
-def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem]) -> SessionData:
-    """A session from all its validated events, its heavy part in memory (and the facts read from it)."""
+def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem],
+           memo: dict[Any, Any] | None = None) -> SessionData:
+    """A session from all its validated events, its heavy part in memory (and the facts read from it;
+    with ``memo``, one object per distinct string they repeat)."""
     data = SessionData(id=sid, path=path, problems=problems)
     part = data.heavy_part = _heavy_of(events)
     _light(data, [e for e in part.events if e.kind not in HEAVY])
     metric_tables = tables()["metrics"]
     conc_keys, item_keys = metric_tables["concurrency_labels"], metric_tables.get("item_labels", [])
+    one = (memo if memo is not None else {}).setdefault
     data.metric_rows = [
-        MetricFact(m.name, m.value, m.unit, m.attempt, m.server_attempt, _conc(m.labels, conc_keys),
+        MetricFact(one(m.name, m.name), m.value, m.unit and one(m.unit, m.unit), m.attempt and one(m.attempt, m.attempt),
+                   m.server_attempt and one(m.server_attempt, m.server_attempt), _conc(m.labels, conc_keys),
                    _item(m.labels, item_keys), norm_time(m.ts))
         for m in part.metrics
     ]
@@ -427,9 +440,9 @@ def _read_cached(root: Path, how: dict[str, str], resident: Resident,
 
         def derive(raw: bytes, sid: str = sid, path: Path = path, derived: dict[str, Any] = derived) -> Any:
             result = read_events(path, raw if raw else None)
-            data = _group(sid, path, result.events, result.problems)
+            data = _group(sid, path, result.events, result.problems, memo)
             derived["result"], derived["data"] = result, data
-            return _summary(data, result, raw)
+            return _summary(data, result, raw, memo)
 
         raw, value, hit = cache.read(sid, path_str, derive, valid=_valid_summary, st=st)
         if hit:
@@ -491,7 +504,7 @@ def _heavy_reader(path: Path, value: dict[str, Any]) -> Callable[[], Heavy]:
     return read
 
 
-def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any]:
+def _summary(data: SessionData, result: ReadResult, raw: bytes, memo: dict[Any, Any] | None = None) -> dict[str, Any]:
     """What the cache keeps of one session file (JSON): see the module contract.
 
     Sets ``data.fact_rows`` as a cache hit would (the frames stage derives nothing twice).
@@ -532,7 +545,9 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes) -> dict[str, Any
             key = json.dumps(row[i], default=str)  # in its order: the pages list versions as derived
             row[i] = dicts.setdefault(key, len(dicts))
         rows[short] = row
-    data.fact_rows = _resolve(rows, [json.loads(k) for k in dicts]) or {}
+    memo = {} if memo is None else memo
+    data.fact_rows = _resolve(rows, [memo.setdefault(("dict", k), json.loads(k)) if ("dict", k) not in memo
+                                     else memo[("dict", k)] for k in dicts], memo) or {}
     return {
         "problems": [[p.line, p.message, p.field, p.torn] for p in result.problems],
         "skip": sorted(n for n in lines if n not in kept),
