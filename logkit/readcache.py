@@ -4,7 +4,10 @@ Contract:
 
 * One cache file per *reader* (``name``) for the whole store: ``<root>/.cache/<name>.json``,
   holding, per session, the key of the ``events.jsonl`` it was derived from and the derived value
-  (plain JSON). ``<root>/.cache/.gitignore`` keeps it out of git: a cache is never shipped.
+  (plain JSON). ``<root>/.cache/.gitignore`` keeps it out of git: a cache is never shipped. The
+  file is a header line and one line per session (its id and its entry as JSON, a tab between):
+  an entry is parsed when its session is asked for, and written back as it was read unless it
+  changed, so a big store's cache is never all in memory as objects at once.
 * **Key**: the file's size, ``mtime_ns``, ``ctime_ns`` and inode, and the sha256 of its bytes.
   When the stat fields all match, the value is used without reading the file (``ctime`` cannot be
   set back by ``touch``, and a checkout or copy gets a new inode). When they do not, the file is
@@ -36,10 +39,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_DIR", "EXTEND_LIMIT", "SessionCache", "sessions_with_stat", "stat_key"]
+__all__ = ["CACHE_DIR", "EXTEND_LIMIT", "SessionCache", "read_file", "sessions_with_stat", "stat_key", "write_file"]
 
 CACHE_DIR = ".cache"
-_FORMAT = 2
+_FORMAT = 3
 #: an entry: [size, mtime_ns, ctime_ns, inode, sha256, tail sha256, state, value]
 _KEY_LEN = 4
 _ENTRY_LEN = _KEY_LEN + 4
@@ -87,22 +90,52 @@ class SessionCache:
         self.name = name
         self.version = version
         self.path = self.root / CACHE_DIR / f"{name}.json"
-        self._entries: dict[str, list[Any]] = self._read()
+        #: the cache file's bytes; an entry not parsed yet is its (start, end) in them
+        self._raw = b""
+        self._entries: dict[str, list[Any] | tuple[int, int]] = self._read()
         self._dirty = False
         #: what the last :meth:`get` calls did: session id -> "hit" | "derived"
         self.last: dict[str, str] = {}
 
-    def _read(self) -> dict[str, list[Any]]:
+    def _read(self) -> dict[str, list[Any] | tuple[int, int]]:
         try:
-            data = json.loads(self.path.read_bytes())
+            raw = self.path.read_bytes()
+            end = raw.index(b"\n")
+            head = json.loads(raw[:end])
         except (OSError, ValueError, RecursionError):
             return {}
-        if (not isinstance(data, dict) or data.get("format") != _FORMAT or data.get("reader") != self.name
-                or data.get("version") != self.version or not isinstance(data.get("sessions"), dict)):
+        if (not isinstance(head, dict) or head.get("format") != _FORMAT or head.get("reader") != self.name
+                or head.get("version") != self.version):
             return {}
-        # each entry's shape is checked where it is used (get, read, digest): 2,000 entries checked
-        # up front cost the pre-launch check more than the stats of their files
-        return data["sessions"]
+        # each entry is parsed, and its shape checked, where it is used (get, read, digest): 2,000
+        # entries parsed up front cost the pre-launch check more than the stats of their files
+        entries: dict[str, list[Any] | tuple[int, int]] = {}
+        pos = end + 1
+        while pos < len(raw):
+            end = raw.find(b"\n", pos)
+            tab = raw.find(b"\t", pos, end)
+            if end < 0 or tab < 0:
+                return {}  # cut or damaged: derived again
+            try:
+                sid = json.loads(raw[pos:tab])
+            except (ValueError, RecursionError):
+                return {}
+            if type(sid) is not str:
+                return {}
+            entries[sid] = (tab + 1, end)
+            pos = end + 1
+        self._raw = raw
+        return entries
+
+    def _entry(self, session_id: str) -> Any:
+        """The entry of ``session_id`` as JSON values (parsed now if it was not), None if none parses."""
+        entry = self._entries.get(session_id)
+        if type(entry) is tuple:
+            try:
+                return json.loads(self._raw[entry[0]:entry[1]])
+            except (ValueError, RecursionError):
+                return None
+        return entry
 
     def get(self, session_id: str, events_file: str | os.PathLike[str], derive: Callable[[bytes], Any],
             valid: Callable[[Any], bool] = lambda _v: True, st: os.stat_result | None = None,
@@ -120,7 +153,7 @@ class SessionCache:
         except OSError:
             self._drop(session_id)
             return whole(b"")
-        entry = self._entries.get(session_id)
+        entry = self._entry(session_id)
         if (_well_shaped(entry) and entry[0] == st.st_size and entry[1] == st.st_mtime_ns and entry[2] == st.st_ctime_ns
                 and entry[3] == st.st_ino and valid(entry[-1])):
             self.last[session_id] = "hit"  # (compared field by field: this runs per session before every launch)
@@ -178,7 +211,7 @@ class SessionCache:
         if after != stat or len(raw) != stat[0]:
             self.last[session_id] = "derived"  # a writer appended while we read: key nothing on it
             return raw, derive(raw), False
-        entry = self._entries.get(session_id)
+        entry = self._entry(session_id)
         if _well_formed(entry) and entry[:_KEY_LEN] == stat and valid(entry[-1]):
             self.last[session_id] = "hit"
             return raw, entry[-1], True
@@ -222,9 +255,21 @@ class SessionCache:
         self._dirty = True
         return (value,)
 
+    def _dump(self, path: Path) -> None:
+        """The cache file (see the module contract), one entry at a time; an entry not parsed is
+        written back as it was read."""
+        encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+        head = {"format": _FORMAT, "reader": self.name, "version": self.version}
+        with open(path, "wb") as out:
+            out.write(encode(head).encode() + b"\n")
+            for sid, entry in self._entries.items():
+                out.write(encode(sid).encode() + b"\t")
+                out.write(self._raw[entry[0]:entry[1]] if type(entry) is tuple else encode(entry).encode())
+                out.write(b"\n")
+
     def digest(self, session_id: str) -> str | None:
         """The sha256 of the session file as last read through :meth:`get`, if known."""
-        entry = self._entries.get(session_id)
+        entry = self._entry(session_id)
         return entry[_KEY_LEN] or None if _well_formed(entry) else None
 
     def _drop(self, session_id: str) -> None:
@@ -240,7 +285,6 @@ class SessionCache:
         """Write the cache if anything changed; False when it could not be written (never raises)."""
         if not self._dirty:
             return True
-        data = {"format": _FORMAT, "reader": self.name, "version": self.version, "sessions": self._entries}
         folder = self.path.parent
         tmp = folder / f".{self.name}.{os.getpid()}.tmp"
         try:
@@ -248,7 +292,7 @@ class SessionCache:
             ignore = folder / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# logkit's read caches: derived from events.jsonl, never committed\n*\n")
-            _dump(data, tmp)
+            self._dump(tmp)
             os.replace(tmp, self.path)
         except OSError:
             with contextlib.suppress(OSError):
@@ -258,16 +302,23 @@ class SessionCache:
         return True
 
 
-def _dump(data: dict[str, Any], path: Path) -> None:
-    """``json.dumps(data)`` into ``path`` (compact), one session's entry at a time: a big store's cache
-    is never one string in memory (the same bytes: ``sessions`` is the last key)."""
-    encode = json.JSONEncoder(separators=(",", ":"), default=str).encode
+def read_file(path: Path) -> dict[str, Any]:
+    """A cache file as one JSON object: its header's fields and ``sessions`` (id -> entry). For
+    tests and for looking at a cache by hand; the readers parse it lazily."""
+    head, _, body = Path(path).read_bytes().partition(b"\n")
+    data = json.loads(head)
+    data["sessions"] = {}
+    for line in body.splitlines():
+        sid, _, entry = line.partition(b"\t")
+        data["sessions"][json.loads(sid)] = json.loads(entry)
+    return data
+
+
+def write_file(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` (shaped as :func:`read_file` returns it) as a cache file."""
     head = {k: v for k, v in data.items() if k != "sessions"}
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(encode(head)[:-1] + ("," if head else "") + '"sessions":{')
-        for i, (sid, entry) in enumerate(data["sessions"].items()):
-            out.write(("," if i else "") + encode(sid) + ":" + encode(entry))
-        out.write("}}")
+    lines = [json.dumps(head)] + [json.dumps(sid) + "\t" + json.dumps(entry) for sid, entry in data["sessions"].items()]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _well_shaped(entry: object) -> bool:

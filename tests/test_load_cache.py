@@ -19,7 +19,7 @@ import pytest
 
 from logkit.builder.frames import make_frames
 from logkit.builder.load import Loaded, load
-from logkit.readcache import CACHE_DIR
+from logkit.readcache import CACHE_DIR, read_file, write_file
 from logkit.store import Store
 
 S1 = "2026-11-14-glm5-sm120"
@@ -78,7 +78,7 @@ def test_cold_and_warm_cache_give_what_reading_every_line_gives(root: Path) -> N
     # the environments repeated across attempts were validated once and are shared, equal to the file's
     attempts = [a for a in warm.sessions[S1].attempts.values() if a.environment is not None]
     assert len({id(a.environment) for a in attempts}) < len(attempts)
-    data = json.loads(_cache(root).read_bytes())
+    data = read_file(_cache(root))
     assert data["sessions"][S1][-1]["shared"]
 
 
@@ -111,13 +111,13 @@ def test_a_damaged_cache_file_is_rebuilt(root: Path, damage: bytes) -> None:
     loaded = load(root)
     assert set(loaded.cached.values()) == {"derived"}
     same(snapshot(loaded), plain)
-    assert json.loads(_cache(root).read_bytes())["reader"] == "load"
+    assert read_file(_cache(root))["reader"] == "load"
 
 
 def _edit_entry(root: Path, sid: str, edit: Any) -> None:
-    data = json.loads(_cache(root).read_bytes())
+    data = read_file(_cache(root))
     edit(data["sessions"][sid][-1])
-    _cache(root).write_text(json.dumps(data))
+    write_file(_cache(root), data)
 
 
 @pytest.mark.parametrize("edit", [
@@ -133,12 +133,37 @@ def _edit_entry(root: Path, sid: str, edit: Any) -> None:
     # a fact row of the wrong shape is derived again from the events
     lambda v: v["facts"].__setitem__("A1", ["x"]),
     lambda v: v["facts"].__setitem__("A1", [1, None, "8", None, {}, None, {}, None, "no", ""]),
+    # a row of the right length whose start time is no time: that session's facts come from its events
+    lambda v: v["facts"].__setitem__("A1", v["facts"]["A1"][:11] + [5] + v["facts"]["A1"][12:]),
+    lambda v: v["facts"].__setitem__("A1", v["facts"]["A1"][:11] + ["yesterday"] + v["facts"]["A1"][12:]),
+    # metric facts, the time span and the few events' lines: each checked, never believed
+    lambda v: v["metrics"].append(["x"]),
+    lambda v: v["metrics"].append(["n", "1", None, None, None, None, None, "2026-01-01T00:00:00+00:00"]),
+    lambda v: v.__setitem__("span", ["not a time", "x"]),
+    lambda v: v.__setitem__("declared", [1]),
+    lambda v: v["light"].append(max(v["light"]) + 1),
+    lambda v: v["light"].pop(),
 ])
 def test_a_damaged_entry_with_a_matching_key_is_not_trusted(root: Path, edit: Any) -> None:
     plain = snapshot(load(root, cache=False))
     load(root)
     _edit_entry(root, S1, edit)
     same(snapshot(load(root)), plain)
+
+
+def test_one_damaged_line_of_the_cache_costs_only_its_session(root: Path) -> None:
+    plain = snapshot(load(root, cache=False))
+    load(root)
+    lines = _cache(root).read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(json.dumps(S1).encode()))
+    lines[at] = lines[at][:len(lines[at]) // 2]  # cut inside its entry
+    _cache(root).write_bytes(b"\n".join(lines))
+    loaded = load(root)
+    assert loaded.cached[S1] == "derived" and list(loaded.cached.values()).count("hit") == len(loaded.cached) - 1
+    same(snapshot(loaded), plain)
+    again = load(root)  # rewritten whole: every session a hit
+    assert set(again.cached.values()) == {"hit"}
+    same(snapshot(again), snapshot(load(root, cache=False)))
 
 
 def test_a_cache_copied_with_the_store_is_not_trusted(root: Path, tmp_path: Path) -> None:

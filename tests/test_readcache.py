@@ -7,7 +7,6 @@ caches, a copied store (a planted cache from git), a read-only store, and the ch
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from logkit.events import Attempt, Environment, Gpu, LaunchConfig, Outcome
-from logkit.readcache import CACHE_DIR, SessionCache
+from logkit.readcache import CACHE_DIR, SessionCache, read_file, write_file
 from logkit.reasoning import refuted
 from logkit.store import Store
 
@@ -55,7 +54,7 @@ def _hits(store: Store) -> list[tuple[str, str]]:
 
 def test_the_check_writes_the_cache_then_reads_only_it(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _hits(store) == [("s-one", "A1")]
-    data = json.loads(_cache(store).read_text())
+    data = read_file(_cache(store))
     assert sorted(data["sessions"]) == ["s-one", "s-three", "s-two"]
     assert (store.root / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
     # unchanged files: not one session file is read again
@@ -98,28 +97,28 @@ def test_a_damaged_cache_file_is_rebuilt(store: Store, damage: bytes) -> None:
     assert _hits(store) == [("s-one", "A1")]
     _cache(store).write_bytes(damage)
     assert _hits(store) == [("s-one", "A1")]
-    assert sorted(json.loads(_cache(store).read_text())["sessions"]) == ["s-one", "s-three", "s-two"]
+    assert sorted(read_file(_cache(store))["sessions"]) == ["s-one", "s-three", "s-two"]
 
 
 def test_a_damaged_entry_with_a_matching_key_is_not_trusted(store: Store) -> None:
     assert _hits(store) == [("s-one", "A1")]
-    data = json.loads(_cache(store).read_text())
+    data = read_file(_cache(store))
     data["sessions"]["s-one"][-1] = [{"attempt": 7}]  # the shape the reader refuses
     data["sessions"]["s-two"][-1] = "garbage"
     data["sessions"]["s-three"] = {"not": "a list"}
-    _cache(store).write_text(json.dumps(data))
+    write_file(_cache(store), data)
     assert _hits(store) == [("s-one", "A1")]
-    assert json.loads(_cache(store).read_text())["sessions"]["s-one"][-1][0]["attempt"] == "A1"
+    assert read_file(_cache(store))["sessions"]["s-one"][-1][0]["attempt"] == "A1"
 
 
 def test_a_planted_cache_in_a_copied_store_is_not_trusted(store: Store, tmp_path: Path) -> None:
     """A cache committed to git (or copied along) has another inode and ctime: it is re-derived."""
     assert _hits(store) == [("s-one", "A1")]
-    data = json.loads(_cache(store).read_text())
+    data = read_file(_cache(store))
     forged = {"attempt": "A9", "status": "arch_mismatch", "arch": "SM120", "label": None,
               "suspects": {"attention_backend": "flashinfer"}}
     data["sessions"]["s-two"][-1] = [forged]
-    _cache(store).write_text(json.dumps(data))
+    write_file(_cache(store), data)
     copy = Store(tmp_path / "copy")
     shutil.copytree(store.root, copy.root)
     assert _hits(copy) == [("s-one", "A1")]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from logkit import files
-from logkit.readcache import CACHE_DIR
+from logkit.readcache import CACHE_DIR, read_file
 from logkit.reasoning import refuted
 from logkit.store import Store
 
@@ -72,7 +72,7 @@ def test_appends_are_read_alone_and_agree_with_a_full_read(tmp_path: Path, seed:
         counts.add(len(got))
     assert len(counts) > 1  # rows came (and went): the comparison is not vacuous
     assert len(full_reads) == 1  # the first check read the session; every later one its new lines only
-    assert json.loads((root / CACHE_DIR / "refuted.json").read_text())["sessions"][SID][4] == ""
+    assert read_file(root / CACHE_DIR / "refuted.json")["sessions"][SID][4] == ""
 
 
 def test_an_outcome_of_an_attempt_recorded_before_the_new_lines_reads_it_all(tmp_path: Path) -> None:
@@ -147,4 +147,4 @@ def test_the_background_warmer_fills_the_cache(tmp_path: Path) -> None:
     deadline = time.time() + 60
     while not cache.exists() and time.time() < deadline:
         time.sleep(0.1)
-    assert SID in json.loads(cache.read_text())["sessions"]
+    assert SID in read_file(cache)["sessions"]

@@ -62,7 +62,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     """
     from .frames import make_frames
     from .incremental import content_digests
-    from .load import gc_paused, load
+    from .load import gc_paused, load, trim_heap
 
     result = BuildResult(docs=docs, out=None)
 
@@ -81,10 +81,12 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     digests = content_digests(sessions)  # before reading: a file written meanwhile is redone next time
     with gc_paused():
         loaded = load(sessions, strict=strict, warn=warned)
+        trim_heap()  # the read cache's entries and the files' bytes are gone
         lap("load")
         frames = make_frames(loaded)
         for session in loaded.sessions.values():
             session.fact_rows = {}  # in the frames' facts now: one copy, not two
+        trim_heap()
         lap("frames")
     # The events and frames live until the end: out of the collector's sight, every collection the
     # later stages trigger (Altair, templates) would rescan them (at 500 sessions, 2 s of render).
@@ -105,7 +107,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     from .contexts import DecisionPage, Page
     from .incremental import Manifest, build_key
     from .index import KBIndex
-    from .load import gc_paused
+    from .load import gc_paused, trim_heap
     from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
     from .pages_sweeps import sweep_pages
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
@@ -170,6 +172,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
         if isinstance(ctx, DecisionPage) and ctx.unresolved:
             unresolved.append((ctx.row.id, ctx.session_title, list(ctx.unresolved)))
     loaded.resident.release_all()
+    trim_heap()
     lap("pages")
     # Session pages last, one session at a time: its many events are read, its pages made, written
     # and recorded, and the events let go (at most a few sessions' at once, whatever the store's size).

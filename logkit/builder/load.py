@@ -70,7 +70,8 @@ from ..readcache import SessionCache, sessions_with_stat, stat_key
 from ..reader import Problem, ReadResult, cross_check, read_events, read_known
 from ..store import Store
 
-__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time", "tables"]
+__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time", "tables",
+           "trim_heap"]
 
 
 @contextlib.contextmanager
@@ -88,6 +89,21 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def trim_heap() -> None:
+    """Give the pages the C allocator holds free back to the system (glibc's ``malloc_trim``).
+
+    CPython frees a stage's objects into the allocator, which keeps their pages: without this the
+    build's memory is the sum of every stage's peak instead of the largest. Does nothing where the
+    C library has no such call.
+    """
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 @cache
@@ -553,6 +569,9 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes, memo: dict[Any, 
         "skip": sorted(n for n in lines if n not in kept),
         "shared": patches,
         "light": light,
+        # what makes the lines add up: every usable line is a problem, one of the few or one of the many
+        "heavy": len(kept) - len(light),
+        "usable": len(lines),
         "facts": rows,
         "dicts": list(dicts),
         "metrics": [[m.name, m.value, m.unit, m.attempt, m.server_attempt, m.concurrency, m.item, m.ts.isoformat()]
@@ -608,6 +627,10 @@ def _valid_summary(value: Any) -> bool:
         return False
     if not all(type(n) is int for n in light) or not all(type(x) is str for x in value["declared"]):
         return False
+    heavy, usable = value.get("heavy"), value.get("usable")
+    if (type(heavy) is not int or type(usable) is not int or heavy < 0
+            or len(set(light)) + len(set(skip)) + heavy != usable or set(light) & set(skip)):
+        return False  # a cache cannot hide a line: not one of the few, not a problem, not counted
     for s in shared:
         if (type(s) is not list or len(s) != 3 or s[0] != "environment" or type(s[1]) is not str
                 or type(s[2]) is not list or not all(type(n) is int for n in s[2])):
