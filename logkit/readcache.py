@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ _ENTRY_LEN = _KEY_LEN + 4
 #: appended bytes an ``extend`` reader reads instead of the whole file
 EXTEND_LIMIT = 8 << 20
 _TAIL = 4096
+_KEY_RE = re.compile(rb"\[(\d+),(\d+),(\d+),(\d+),")
 
 
 def _tail_hash(raw: bytes) -> str:
@@ -254,6 +256,21 @@ class SessionCache:
         self._entries[session_id] = [*stat, "", _tail_hash(raw), state, value]
         self._dirty = True
         return (value,)
+
+    def unmatched(self, sessions: list[tuple[str, str, os.stat_result]]) -> int:
+        """The bytes of the session files (:func:`sessions_with_stat`) with no entry keyed on their
+        stat: what reading through this cache would derive. Parses no entry."""
+        total = 0
+        for sid, _path, st in sessions:
+            entry = self._entries.get(sid)
+            if type(entry) is tuple:
+                match = _KEY_RE.match(self._raw, entry[0], entry[1])
+                key = [int(x) for x in match.groups()] if match else None
+            else:
+                key = entry[:_KEY_LEN] if _well_formed(entry) else None
+            if key != _stat_key(st):
+                total += st.st_size
+        return total
 
     def _dump(self, path: Path) -> None:
         """The cache file (see the module contract), one entry at a time; an entry not parsed is

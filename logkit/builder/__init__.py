@@ -62,7 +62,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     """
     from .frames import make_frames
     from .incremental import content_digests
-    from .load import gc_paused, load, trim_heap
+    from .load import derive_apart, gc_paused, load, trim_heap
 
     result = BuildResult(docs=docs, out=None)
 
@@ -79,6 +79,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
         clock = now
 
     digests = content_digests(sessions)  # before reading: a file written meanwhile is redone next time
+    derive_apart(sessions)
     with gc_paused():
         loaded = load(sessions, strict=strict, warn=warned)
         trim_heap()  # the read cache's entries and the files' bytes are gone
@@ -116,16 +117,7 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
 
     key = build_key(templates)
     specs = SpecCache(docs, key)
-    metric_pages, metric_index, jobs = metrics_pages(frames, specs)
-    sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
-    jobs = [*jobs, *sweep_jobs]
     docs.mkdir(parents=True, exist_ok=True)
-    specs.save()
-    # the SVGs render on the second core while this one makes and renders the pages
-    charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
-    lap("charts")
-    with gc_paused():
-        index = KBIndex(loaded, frames)
     manifest = Manifest(docs, key, digests)
     renderer = Renderer(docs, templates)
     written = 0
@@ -137,6 +129,24 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
         renderer.write([(ctx.page, ctx) for ctx in contexts], texts)
         written += len(contexts)
         return texts
+
+    sweeps_index, sweep_pages_, jobs = sweep_pages(loaded)
+    charts = None
+
+    def metrics() -> None:
+        nonlocal jobs
+        metric_pages, metric_index, metric_jobs = metrics_pages(frames, specs)
+        specs.save()
+        put(metric_index, *metric_pages)
+        jobs = [*metric_jobs, *jobs]
+
+    if not charts_later:
+        metrics()
+        # the SVGs render on the second core while this one makes and renders the pages
+        charts = BackgroundCharts(jobs, docs, chart_cache) if background else None
+    lap("charts")
+    with gc_paused():
+        index = KBIndex(loaded, frames)
 
     # Each kind of page is made, written and let go before the next (the memory is one kind's
     # contexts at a time); --strict collects what it refuses and refuses before MkDocs runs.
@@ -150,8 +160,6 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
     sig_pages = signature_pages(index)
     put(signatures_index(sig_pages, index), *sig_pages)
     del sig_pages
-    put(metric_index, *metric_pages)
-    del metric_pages
     put(sweeps_index, *sweep_pages_)
     del sweep_pages_
     put(sessions_index(index), decisions_index(index))
@@ -184,6 +192,11 @@ def _pages(result: BuildResult, sessions: Path, docs: Path, loaded: Any, frames:
         for ctx, deps in fresh:
             manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
     loaded.resident.release_all()
+    if charts_later:
+        # last: the charts' data frames and Altair come on top of the smallest heap of the run
+        trim_heap()
+        metrics()
+        lap("metrics")
     if strict:
         from .strict import knowledge_problems, refuse
 
