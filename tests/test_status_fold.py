@@ -12,7 +12,7 @@ import pytest
 from kb_factory import realistic
 from logkit import files
 from logkit.events import Attempt, Hypothesis, Outcome
-from logkit.readcache import CACHE_DIR
+from logkit.readcache import CACHE_DIR, read_file, write_file
 from logkit.reasoning import status as status_mod
 from logkit.store import Store
 
@@ -94,9 +94,9 @@ def test_a_damaged_cache_is_made_again(store: Store) -> None:
     sid = store.session_ids()[0]
     expected = status_mod.session_status(store.root, sid)
     path = store.root / CACHE_DIR / "status.json"
-    data = json.loads(path.read_text())
+    data = read_file(path)
     data["sessions"][sid][-1]["hyps"] = {"H1": {"text": 5}}
-    path.write_text(json.dumps(data))
+    write_file(path, data)
     assert status_mod.session_status(store.root, sid) == expected
     path.write_text("{")
     assert status_mod.session_status(store.root, sid) == expected
