@@ -19,6 +19,7 @@ import pytest
 
 from logkit.builder.frames import make_frames
 from logkit.builder.load import Loaded, load
+from logkit import readcache
 from logkit.readcache import CACHE_DIR, read_file, write_file
 from logkit.store import Store
 
@@ -66,7 +67,11 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> None:
     assert a == b
 
 
-def test_cold_and_warm_cache_give_what_reading_every_line_gives(root: Path) -> None:
+@pytest.mark.parametrize("whole", [True, False], ids=["parsed-whole", "parsed-by-entry"])
+def test_cold_and_warm_cache_give_what_reading_every_line_gives(root: Path, whole: bool,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    if not whole:
+        monkeypatch.setattr(readcache, "_EAGER_BYTES", 0)  # as a big store's cache is read
     plain = snapshot(load(root, cache=False))
     assert any("torn" in p for p in plain["problems"]) and len(plain["problems"]) >= 3
     cold = load(root)
@@ -151,7 +156,11 @@ def test_a_damaged_entry_with_a_matching_key_is_not_trusted(root: Path, edit: An
     same(snapshot(load(root)), plain)
 
 
-def test_one_damaged_line_of_the_cache_costs_only_its_session(root: Path) -> None:
+@pytest.mark.parametrize("whole", [True, False], ids=["parsed-whole", "parsed-by-entry"])
+def test_one_damaged_line_of_the_cache_costs_only_its_session(root: Path, whole: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    if not whole:
+        monkeypatch.setattr(readcache, "_EAGER_BYTES", 0)  # as a big store's cache is read
     plain = snapshot(load(root, cache=False))
     load(root)
     lines = _cache(root).read_bytes().split(b"\n")
