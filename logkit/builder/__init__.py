@@ -3,15 +3,20 @@
 Contract: :func:`build` is one linear pipeline of named stages; every stage but the last two is a
 pure function of the previous one's output:
 
-1. ``load``     validate every session (:mod:`.load`); bad lines warned about and skipped
+1. ``load``     validate every session's few events and read the facts the aggregate pages need
+                (:mod:`.load`; a session's many events are validated when a page first reads them);
+                bad lines warned about and skipped
 2. ``frames``   pandas DataFrames of attempts, outcomes, metrics (:mod:`.frames`)
 3. ``charts``   Altair specs per model x GPU (:mod:`.charts`)
 4. ``contexts`` one typed dataclass per page (:mod:`.pages_kb`, :mod:`.pages_configs`)
 5. ``render``   Jinja2 templates to Markdown in ``docs``, charts to SVG (:mod:`.render`)
 6. ``mkdocs``   ``mkdocs build`` with Material into ``out`` (:mod:`.site`)
 
-:func:`generate` runs stages 1-5 only (``logkit serve`` and the bench use it). :func:`build` runs
-them in a forked child process and MkDocs in this one, so the two heaps never add up.
+Stages 4 and 5 run page kind by page kind (session pages one session at a time), so what is held
+is one kind's contexts, never every page's. :func:`generate` runs stages 1-5 only (``logkit
+serve`` and the bench use it). :func:`build` runs them in a forked child process and MkDocs in
+this one, so the two heaps never add up, and renders the charts in a third process while MkDocs
+runs.
 """
 
 from __future__ import annotations
