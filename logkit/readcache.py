@@ -112,8 +112,18 @@ class SessionCache:
         if (not isinstance(head, dict) or head.get("format") != _FORMAT or head.get("reader") != self.name
                 or head.get("version") != self.version):
             return {}
-        # each entry is parsed, and its shape checked, where it is used (get, read, digest): 2,000
-        # entries parsed up front cost the pre-launch check more than the stats of their files
+        if len(raw) <= _EAGER_BYTES and raw.endswith(b"\n"):
+            # a small cache (the pre-launch check's) is parsed in one call, as [[id, entry], ...]:
+            # 2,000 calls cost more than the stats of the files (a raw tab is never inside JSON)
+            lines = raw[end + 1:-1].split(b"\n") if len(raw) > end + 1 else []
+            try:
+                pairs = json.loads(b"[" + b",".join([b"[" + line.replace(b"\t", b",", 1) + b"]" for line in lines]) + b"]")
+            except (ValueError, RecursionError):
+                pairs = None  # a damaged line: read entry by entry below, where it fails alone
+            if pairs is not None and all(type(p) is list and len(p) == 2 and type(p[0]) is str for p in pairs):
+                return dict(pairs)
+        # each entry is parsed, and its shape checked, where it is used (get, read, digest): a big
+        # store's cache is never all objects at once
         entries: dict[str, list[Any] | tuple[int, int]] = {}
         pos = end + 1
         while pos < len(raw):
@@ -130,13 +140,6 @@ class SessionCache:
             entries[sid] = (tab + 1, end)
             pos = end + 1
         self._raw = raw
-        if len(raw) <= _EAGER_BYTES and entries:
-            # a small cache (the pre-launch check's) is parsed in one call: 2,000 calls cost more
-            try:
-                values = json.loads(b"[" + b",".join(raw[a:b] for a, b in entries.values()) + b"]")  # type: ignore[misc]
-            except (ValueError, RecursionError):
-                return entries  # a damaged line: each entry parsed on its own, that one fails alone
-            entries = dict(zip(entries, values, strict=True))
         return entries
 
     def _entry(self, session_id: str) -> Any:
