@@ -450,7 +450,7 @@ def _derive(root: Path) -> None:
 
 
 #: bump when what the ``load`` cache keeps changes shape (the code's digest covers the rest)
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 #: what a cached derivation depends on besides the session file: these modules and the tables
 _DERIVED_FROM = ("events.py", "files.py", "store.py", "reader.py", "statuses.py", "builder/load.py", "builder/frames.py",
                  "launch/flags.py")
