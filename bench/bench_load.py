@@ -10,7 +10,8 @@ about 4.6 events per attempt), then times, in this process and alternating:
 * no cache: ``load(root, cache=False)`` + ``make_frames`` (every line validated and checked);
 * cold: the same through the read cache with no cache file (derives and writes
   ``sessions/.cache/load.json``);
-* warm: through the cache again, every file unchanged (lines still validated into events).
+* warm: through the cache again, every file unchanged (each session's few events validated again;
+  its many, per attempt, are read when a page shows them, which this bench does not time).
 
 Prints absolute seconds, each as a ratio to the baseline of the same round (the machine is shared
 and noisy), and the load average. Goal (issue 12): 1,000,000 events in <= 10 s, load + frames.
