@@ -242,11 +242,11 @@ def test_stdin_is_passed_through_and_help_documents_grace(sessions: Path, logkit
 
 def test_signal_still_forwarded_after_the_child_closed_its_output(sessions: Path, logkit) -> None:
     _start_session(logkit)
-    # `exec sleep`, not `sleep`: a SIGINT that reaches bash's forked child before it has become sleep
-    # can be lost to bash's own handler, and bash then waits on a sleep that never got it (once in CI
-    # the run ended at the grace's SIGKILL, exit 137)
-    proc = subprocess.Popen([*LOGKIT, "run", "--grace", "5", "--", "bash", "-c", "echo up; exec >/dev/null 2>&1; exec sleep 30"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal leaves it: a suite started in the background by a script (no job control)
+    # inherits it ignored, and so would the child, which then outlives the SIGINT (exit 137 at the grace)
+    proc = subprocess.Popen([*LOGKIT, "run", "--grace", "5", "--", "bash", "-c", "echo up; exec >/dev/null 2>&1; sleep 30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline() == "up\n"
         time.sleep(0.3)
