@@ -13,7 +13,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -224,15 +224,6 @@ def make_frames(loaded: Loaded) -> Frames:
         return _make_frames(loaded)
 
 
-def _utc(when: datetime) -> datetime:
-    """``when`` with the standard library's UTC when it is a UTC instant (pandas converts a column of
-    pydantic's own UTC ``TzInfo`` element by element: 20x slower); otherwise as it is."""
-    tz = when.tzinfo
-    if tz is UTC or tz is None or when.utcoffset():
-        return when
-    return when.replace(tzinfo=UTC)
-
-
 _ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
                     "category", "signature"]
 _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
@@ -253,7 +244,7 @@ def _make_frames(loaded: Loaded) -> Frames:
             facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves
     rows_ = [
-        (f.ref, f.session, f.short_id, f.role, _utc(f.started), f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
+        (f.ref, f.session, f.short_id, f.role, f.started, f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
          f.fp_hash, f.status, f.category, f.signature)
         for f in facts.values()
     ]
@@ -272,7 +263,7 @@ def _make_frames(loaded: Loaded) -> Frames:
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          m.concurrency, m.item, _utc(m.ts)))
+                          m.concurrency, m.item, m.ts))
     metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
                            columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)
