@@ -38,6 +38,14 @@ def root(tmp_path: Path) -> Path:
     return store.root
 
 
+@pytest.fixture(params=["whole", "by-entry"])
+def parse(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The cache file read as a small one is (parsed whole) and as a big store's is (entry by entry)."""
+    if request.param == "by-entry":
+        monkeypatch.setattr(readcache, "_EAGER_BYTES", 0)
+    return str(request.param)
+
+
 def _cache(root: Path) -> Path:
     return root / CACHE_DIR / "load.json"
 
@@ -67,11 +75,8 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> None:
     assert a == b
 
 
-@pytest.mark.parametrize("whole", [True, False], ids=["parsed-whole", "parsed-by-entry"])
-def test_cold_and_warm_cache_give_what_reading_every_line_gives(root: Path, whole: bool,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    if not whole:
-        monkeypatch.setattr(readcache, "_EAGER_BYTES", 0)  # as a big store's cache is read
+@pytest.mark.usefixtures("parse")
+def test_cold_and_warm_cache_give_what_reading_every_line_gives(root: Path) -> None:
     plain = snapshot(load(root, cache=False))
     assert any("torn" in p for p in plain["problems"]) and len(plain["problems"]) >= 3
     cold = load(root)
@@ -156,11 +161,8 @@ def test_a_damaged_entry_with_a_matching_key_is_not_trusted(root: Path, edit: An
     same(snapshot(load(root)), plain)
 
 
-@pytest.mark.parametrize("whole", [True, False], ids=["parsed-whole", "parsed-by-entry"])
-def test_one_damaged_line_of_the_cache_costs_only_its_session(root: Path, whole: bool,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    if not whole:
-        monkeypatch.setattr(readcache, "_EAGER_BYTES", 0)  # as a big store's cache is read
+@pytest.mark.usefixtures("parse")
+def test_one_damaged_line_of_the_cache_costs_only_its_session(root: Path) -> None:
     plain = snapshot(load(root, cache=False))
     load(root)
     lines = _cache(root).read_bytes().split(b"\n")
