@@ -256,14 +256,15 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
 
 #: what stands in a chart's file while it renders beside MkDocs (:class:`BackgroundCharts`); a file
 #: that still holds it is rendered again by the next build
-PLACEHOLDER = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40"><!-- logkit: rendering -->'
+_MARK = "<!-- logkit: rendering -->"
+PLACEHOLDER = (f'<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">{_MARK}'
                '<text x="5" y="25">chart still rendering: build again</text></svg>')
 
 
 def _rendered(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            return b"<!-- logkit: rendering -->" not in fh.read(200)
+            return _MARK.encode() not in fh.read(200)
     except OSError:
         return False
 
