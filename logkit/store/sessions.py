@@ -31,19 +31,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import files, procs
-from .abandon import abandoned_outcome
-from .errors import BadInput, NotFound, StoreError
-from .events import (
+from .. import files, procs
+from ..abandon import abandoned_outcome
+from ..errors import BadInput, NotFound, StoreError
+from ..events import (
     Attempt,
     BaseEvent,
     Outcome,
     Provenance,
     Session,
 )
-from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
-from .lockfile import appending
-from .reader import ReadResult, cross_check, read_events
+from ..files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
+from ..lockfile import appending
+from ..reader import ReadResult, cross_check, read_events
 
 __all__ = [
     "ENV_SESSIONS",
@@ -286,7 +286,7 @@ class Store:
     @staticmethod
     def _session_event(candidate: str, title: str, goal: str | None, tags: list[str] | None, when: datetime,
                        provenance: Provenance | None) -> Session:
-        from . import __version__
+        from .. import __version__
 
         return Session(
             session=candidate,
