@@ -78,9 +78,14 @@ def problem_from_validation(path: Path, line: int, err: ValidationError) -> Prob
     return Problem(path, line, message + "; fix or delete that line", field=loc or None)
 
 
-def read_events(path: Path, raw: bytes | None = None) -> ReadResult:
+def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | None = None,
+                after: int = 0) -> ReadResult:
     """Read and validate every line of one ``events.jsonl`` (or of ``raw``, its bytes already read);
-    never raises for bad content."""
+    never raises for bad content.
+
+    ``raw`` may be the part of a file after its first ``after`` lines (the index ingests what was
+    appended): lines are then numbered from ``after + 1`` and checked against ``seen``, the
+    :func:`clash` state of the lines before (updated in place)."""
     result = ReadResult(path)
     if raw is None:
         try:
@@ -91,9 +96,10 @@ def read_events(path: Path, raw: bytes | None = None) -> ReadResult:
         except OSError as exc:
             result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
             return result
-    seen: dict[str, int] = {}
+    seen = {} if seen is None else seen
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
     for number, chunk, torn in files.lines(raw):
+        number += after
         if chunk.startswith(current_prefix):
             # The common case, a line this logkit wrote: pydantic parses the JSON itself (twice as
             # fast). Anything it refuses takes the slow path below, which names the problem.

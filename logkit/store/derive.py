@@ -1,0 +1,150 @@
+"""The derived rows of the index: one function per table row, each fact from its owner.
+
+Contract:
+
+* :func:`attempt_row` is the one place an attempt's derived facts are computed (its role, command,
+  model, GPU and architecture, package versions, configuration and fingerprint, backend axes, the
+  hypotheses it tested, its sweep cell, its outcome's status, category and signature, the
+  ``--hang-timeout`` that stopped it). It reads the attempt's events as stored (plain dicts at the
+  current schema), and asks each fact's owner (``docs/knowledge-model.md``): the launch
+  configuration, fingerprint, backend axes and model :mod:`logkit.launch.flags`; the architecture
+  :mod:`logkit.reasoning.refuted` (moving to ``logkit.gpu``: switch the import here); the category
+  :mod:`logkit.statuses`. Change what it derives and bump :data:`DERIVATION`: every index is rebuilt.
+* :func:`metric_row` is a metric's row: the figure and the workload it was measured at.
+* :data:`ATTEMPT_KINDS` are the kinds whose events feed an attempt's row (a new one of them re-derives it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+from .. import statuses
+from ..launch import flags
+
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "metric_row"]
+
+#: Bump when a derived column changes meaning: indexes built before are rebuilt.
+DERIVATION = 1
+
+ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
+
+#: The columns of ``attempts``, in order (documented in :mod:`logkit.store.index`).
+ATTEMPT_COLUMNS = (
+    "session", "short_id", "line", "role", "label", "started", "ended", "command", "model", "gpu", "gpu_count",
+    "arch", "sglang", "flashinfer", "torch", "fingerprint", "config", "backends", "tests", "sweep", "cell",
+    "status", "category", "signature", "hang_timeout", "smoke_ok", "recorder_pid", "recorder_host",
+)
+
+METRIC_COLUMNS = (
+    "session", "line", "name", "value", "unit", "attempt", "server_attempt", "ts",
+    "concurrency", "dataset", "input_len", "output_len", "labels",
+)
+
+_HANG = re.compile(r"no output for ([0-9.]+)s \(--hang-timeout\)")
+#: The packages whose versions are columns: column -> names it goes by in ``environment.packages``.
+_PACKAGES = {"sglang": ("sglang",), "flashinfer": ("flashinfer-python", "flashinfer"), "torch": ("torch",)}
+#: Workload columns -> the benchmark labels that carry them (``capture/sglang/bench``'s names).
+_WORKLOAD = {
+    "concurrency": ("max_concurrency", "concurrency"),
+    "dataset": ("dataset_name", "dataset"),
+    "input_len": ("random_input_len", "input_len"),
+    "output_len": ("random_output_len", "output_len"),
+}
+
+
+def _arch(environment: dict[str, Any] | None) -> str | None:
+    from ..reasoning.refuted import _arch_of_dict  # the one parser (moving to logkit.gpu.arch_of)
+
+    return _arch_of_dict(environment)
+
+
+def _dumps(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else None
+
+
+def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The ``attempts`` row of ``session``/``short_id`` from its events ``(line, dict)`` in file order;
+    None when its ``attempt`` line is not among them (an orphan the reader already named)."""
+    attempt: dict[str, Any] | None = None
+    line = 0
+    environment = launch = resolved = outcome = cell = None
+    smokes: list[bool] = []
+    for number, event in events:
+        kind = event.get("kind")
+        if kind == "attempt":
+            attempt, line = event, number
+            environment = environment or event.get("environment")
+            launch = launch or event.get("launch")
+        elif kind == "environment":
+            environment = event.get("environment") or environment  # probed after the start: better
+        elif kind == "launch_config":
+            launch = event.get("launch") or launch
+        elif kind == "server_info":
+            resolved = event.get("resolved") or resolved
+        elif kind == "smoke":
+            smokes.append(bool(event.get("ok")))
+        elif kind == "outcome":
+            outcome = event
+        elif kind == "sweep_cell":
+            cell = event
+    if attempt is None:
+        return None
+    environment = environment or {}
+    gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
+    packages = environment.get("packages") or {}
+    versions = {col: next((packages[n] for n in names if packages.get(n)), None) for col, names in _PACKAGES.items()}
+    if not versions["sglang"]:
+        versions["sglang"] = (launch or {}).get("sglang_version")
+    status = (outcome or {}).get("status")
+    hang = _HANG.search((outcome or {}).get("label") or "") if status == "hang" else None
+    argv = attempt.get("argv") or []
+    return {
+        "session": session,
+        "short_id": short_id,
+        "line": line,
+        "role": attempt.get("role"),
+        "label": attempt.get("label"),
+        "started": attempt.get("started"),
+        "ended": (outcome or {}).get("ended"),
+        "command": shlex.join(str(a) for a in argv),
+        "model": attempt.get("model") or flags.model_of(launch),
+        "gpu": gpus[0].get("name") if gpus else None,
+        "gpu_count": len(gpus),
+        "arch": _arch(environment),
+        **versions,
+        "fingerprint": _dumps((launch or {}).get("fingerprint")),
+        "config": _dumps(flags.chosen(launch)),
+        "backends": _dumps(flags.backend_axes(launch, resolved)),
+        "tests": _dumps(attempt.get("tests")),
+        "sweep": (cell or {}).get("sweep"),
+        "cell": (cell or {}).get("cell"),
+        "status": status,
+        "category": statuses.category(status) if status else None,
+        "signature": (outcome or {}).get("signature"),
+        "hang_timeout": float(hang.group(1)) if hang else None,
+        "smoke_ok": None if not smokes else all(smokes),
+        "recorder_pid": attempt.get("recorder_pid"),
+        "recorder_host": attempt.get("recorder_host"),
+    }
+
+
+def metric_row(session: str, line: int, metric: Any) -> dict[str, Any]:
+    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``."""
+    labels = metric.labels or {}
+    workload = {col: next((labels[n] for n in names if labels.get(n) is not None), None)
+                for col, names in _WORKLOAD.items()}
+    return {
+        "session": session,
+        "line": line,
+        "name": metric.name,
+        "value": metric.value,
+        "unit": metric.unit,
+        "attempt": metric.attempt,
+        "server_attempt": metric.server_attempt,
+        "ts": metric.ts.isoformat(),
+        **{k: (v if v is None or isinstance(v, (int, float, str)) else json.dumps(v)) for k, v in workload.items()},
+        "labels": _dumps(labels),
+    }

@@ -1,0 +1,424 @@
+"""The one derived index of a sessions root: what every reader queries instead of re-reading JSONL.
+
+Contract:
+
+* **Where**: one SQLite file (standard-library :mod:`sqlite3`, WAL), ``<root>/.cache/index.sqlite``
+  (``<root>/.cache/.gitignore`` keeps it out of git). When the root is on a network filesystem
+  (:func:`on_network_fs`: NFS, Lustre, CIFS, sshfs, GPFS, BeeGFS, Ceph, 9p...; ``$LOGKIT_NETWORK_FS``
+  ``1``/``0`` overrides), where SQLite's locks are unreliable, it lives on local disk instead:
+  ``$XDG_CACHE_HOME/logkit/index/<sha256 of the resolved root>.sqlite`` (default ``~/.cache``).
+  When SQLite cannot open, lock or write that file (a read-only store, a lock that fails, a full
+  disk) the index is an in-memory database ingested afresh: always correct, only slower
+  (:attr:`Index.path` is then None).
+* **Never trusted**: the schema is made by numbered :data:`MIGRATIONS` (``PRAGMA user_version``),
+  the file carries :data:`APPLICATION_ID`, and a ``meta`` row holds the derivation key (the
+  derivation version, the event schema version and the bytes of the data tables the rows are
+  derived with). A file that is not a database, another application's, a newer schema's or another
+  derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
+* **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
+  inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
+  of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
+  line waits until it ends; :meth:`Snapshot.problems` names it meanwhile). Anything else: the
+  session's rows are deleted and it is ingested whole; a vanished session's rows go. Every line is
+  validated once, here, by :func:`logkit.reader.read_events` (with the clash state of the lines
+  before); its problems become ``problems`` rows, and a bad line never stops the rest. The rows of
+  an attempt are derived by :func:`logkit.store.derive.attempt_row` whenever one of its events arrives.
+* **Concurrency**: writers of ``events.jsonl`` never touch the index. Refreshing readers take
+  SQLite's write lock (``BEGIN IMMEDIATE``) and, holding it, look at each file again, so two
+  refreshes never ingest a line twice; a reader waits for another's refresh (it would have had to
+  do the same work) up to :data:`BUSY_SECONDS`, then ingests into memory instead. Readers query
+  inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
+  refresh does not change.
+* **Reads** return plain dicts, one per row, keyed by column name:
+  ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
+  ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
+  ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet);
+  ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
+  line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
+  (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
+  (the event dict); ``events``: session, line, kind, id, short_id, attempt, ts, event (the dict).
+  Times are ISO 8601 text as written.
+
+Only :meth:`Index.refresh` imports pydantic (when a line is to be validated); opening the index
+and reading it need the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import files
+from .derive import ATTEMPT_COLUMNS, DERIVATION, METRIC_COLUMNS
+from .schema import MIGRATIONS
+
+__all__ = [
+    "APPLICATION_ID",
+    "BUSY_SECONDS",
+    "ENV_NETWORK_FS",
+    "INDEX_FILE",
+    "MIGRATIONS",
+    "NETWORK_FS",
+    "Index",
+    "Snapshot",
+    "filesystem_type",
+    "index_path",
+    "on_network_fs",
+]
+
+INDEX_FILE = "index.sqlite"
+APPLICATION_ID = 0x4C4B4958  # "LKIX"
+ENV_NETWORK_FS = "LOGKIT_NETWORK_FS"
+BUSY_SECONDS = 30.0
+NETWORK_FS = frozenset({
+    "nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "sshfs", "gpfs", "beegfs", "ceph",
+    "fuse.ceph", "fuse.cephfs", "9p", "afs", "glusterfs", "fuse.glusterfs", "panfs", "fuse.s3fs", "fuse.gcsfuse",
+})
+_TAIL = 4096
+_DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+class _Untrusted(Exception):
+    """The index file is not one this logkit built: delete and rebuild it."""
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem holding ``path`` (``/proc/self/mountinfo``, else ``/proc/mounts``)."""
+    target = str(path)
+    best, kind = -1, None
+    for source in ("/proc/self/mountinfo", "/proc/mounts"):
+        try:
+            text = Path(source).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if source.endswith("mountinfo"):
+                head, _, tail = line.partition(" - ")
+                fields, rest = head.split(), tail.split()
+                if len(fields) < 5 or not rest:
+                    continue
+                point, fstype = fields[4], rest[0]
+            else:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point, fstype = fields[1], fields[2]
+            point = point.encode().decode("unicode_escape") if "\\" in point else point  # \040 is a space
+            inside = target == point or target.startswith(point.rstrip("/") + "/")
+            if inside and len(point) > best:
+                best, kind = len(point), fstype
+        if kind is not None:
+            return kind
+    return None
+
+
+def on_network_fs(path: Path) -> bool:
+    """Whether ``path`` is on a network filesystem (``$LOGKIT_NETWORK_FS`` = 1/0 decides first)."""
+    forced = os.environ.get(ENV_NETWORK_FS)
+    if forced in ("0", "1"):
+        return forced == "1"
+    return (filesystem_type(path) or "") in NETWORK_FS
+
+
+def index_path(root: Path) -> Path:
+    """Where the index of ``root`` lives (see the module's contract)."""
+    resolved = Path(root).resolve()
+    if not on_network_fs(resolved):
+        return resolved / ".cache" / INDEX_FILE
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "logkit" / "index" / (hashlib.sha256(str(resolved).encode()).hexdigest()[:32] + ".sqlite")
+
+
+def _derivation() -> str:
+    """The derivation key: what the rows depend on besides the files themselves."""
+    digest = hashlib.sha256(f"{DERIVATION}:{files.SCHEMA_VERSION}".encode())
+    for name in ("statuses.toml", "launch.toml"):
+        with contextlib.suppress(OSError):
+            digest.update((_DATA / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class Index:
+    """The index of one sessions root; use as a context manager (or :meth:`close`)."""
+
+    def __init__(self, root: Path | str, *, path: Path | None | bool = True) -> None:
+        """``path``: True for :func:`index_path`, None for an in-memory index, or a file."""
+        self.root = Path(root)
+        wanted = index_path(self.root) if path is True else (path or None)
+        self.path: Path | None = None
+        self.conn = self._open(wanted) if wanted is not None and self.root.is_dir() else None
+        if self.conn is None:
+            self.conn = self._connect(None)
+        else:
+            self.path = wanted
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _open(self, path: Path) -> sqlite3.Connection | None:
+        """The file's connection, migrated; a damaged or foreign file is deleted and made again once;
+        None when SQLite cannot use a file there."""
+        for _try in range(2):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.parent.name == ".cache" and not (path.parent / ".gitignore").exists():
+                    (path.parent / ".gitignore").write_text("# logkit's index: derived from events.jsonl, never committed\n*\n")
+                return self._connect(path)
+            except _Untrusted:
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{path}{suffix}")
+            except (sqlite3.Error, OSError):
+                return None
+        return None
+
+    def _connect(self, path: Path | None) -> sqlite3.Connection:
+        conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_SECONDS, isolation_level=None,
+                               check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            if path is not None:
+                try:
+                    mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                except sqlite3.DatabaseError as exc:
+                    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                        raise
+                    raise _Untrusted(str(exc)) from exc
+                if str(mode).lower() != "wal":
+                    raise sqlite3.OperationalError(f"journal mode {mode}")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Apply the missing :data:`MIGRATIONS`; :class:`_Untrusted` for a file that is not ours."""
+        def state() -> tuple[int, int, int]:
+            try:
+                tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                return (conn.execute("PRAGMA application_id").fetchone()[0],
+                        conn.execute("PRAGMA user_version").fetchone()[0], tables)
+            except sqlite3.DatabaseError as exc:
+                raise _Untrusted(str(exc)) from exc
+
+        def check(app: int, version: int, tables: int) -> None:
+            if (app, version, tables) != (0, 0, 0) and (app != APPLICATION_ID or version > len(MIGRATIONS)):
+                raise _Untrusted(f"application id {app}, schema {version}")
+
+        app, version, tables = state()
+        check(app, version, tables)
+        if version < len(MIGRATIONS):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                app, version, tables = state()  # under the lock: another process may have done it
+                check(app, version, tables)
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in MIGRATIONS[number].split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('derivation', ?)", (_derivation(),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        row = conn.execute("SELECT value FROM meta WHERE key = 'derivation'").fetchone()
+        if row is None or row[0] != _derivation():
+            raise _Untrusted("derived by another logkit")
+
+    # -- refreshing ----------------------------------------------------------------------------
+
+    def refresh(self) -> int:
+        """Bring the index up to date with the files; returns the number of sessions (re)ingested."""
+        try:
+            return self._refresh()
+        except sqlite3.Error:
+            if self.path is None:
+                raise
+            # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
+            self.conn.close()
+            self.conn, self.path = self._connect(None), None
+            return self._refresh()
+
+    def _refresh(self) -> int:
+        from .ingest import Ingest  # pydantic from here on, and only when something changed
+
+        found = _scan(self.root)
+        known = {r["session"]: (r["ino"], r["seen"], r["mtime"]) for r in
+                 self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
+        todo = [s for s in found if known.get(s[0]) != _stat_key(s[2])]
+        gone = set(known) - {s[0] for s in found}
+        if not todo and not gone:
+            return 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            ingest = Ingest(self.conn, self.root)
+            for sid in gone:
+                ingest.forget(sid)
+            count = sum(ingest.session(sid, path) for sid, path, _st in todo)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        return count
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """One read transaction: every query inside sees the same state of the index."""
+        self.conn.execute("BEGIN")
+        try:
+            self.conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+            yield Snapshot(self.conn, self.root)
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("COMMIT")
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _scan(root: Path) -> list[tuple[str, Path, os.stat_result]]:
+    """Every session file with its stat (the session ids of :func:`logkit.files.session_ids`)."""
+    found = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name.startswith(".") or not files.valid_session_id(entry.name):
+            continue
+        path = Path(entry.path) / files.EVENTS_FILE
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((entry.name, path, st))
+    found.sort(key=lambda s: s[0])
+    return found
+
+
+class Snapshot:
+    """The queries of one read transaction (see the module's contract for the columns)."""
+
+    def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
+        self.conn = conn
+        self.root = root
+
+    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute(sql, args)]
+
+    @staticmethod
+    def _where(**filters: Any) -> tuple[str, list[Any]]:
+        terms, args = [], []
+        for column, value in filters.items():
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple, set, frozenset)):
+                terms.append(f"{column} IN ({','.join('?' * len(value))})")
+                args += list(value)
+            else:
+                terms.append(f"{column} = ?")
+                args.append(value)
+        return (" WHERE " + " AND ".join(terms)) if terms else "", args
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """One row per session, sorted by id, with its counts of events, attempts and problems."""
+        rows = self._rows(
+            "SELECT s.session, s.title, s.goal, s.started, s.host, s.tags, s.events, s.torn,"
+            " (SELECT count(*) FROM attempts a WHERE a.session = s.session) AS attempts,"
+            " (SELECT count(*) FROM problems p WHERE p.session = s.session) AS problems"
+            " FROM sessions s ORDER BY s.session")
+        for row in rows:
+            row["problems"] += 1 if row.pop("torn") else 0
+            row["path"] = str(files.events_path(self.root, row["session"]))
+        return rows
+
+    def attempts(self, *, session: str | None = None, short_id: str | list[str] | None = None,
+                 role: str | None = None, status: str | list[str] | None = None, category: str | None = None,
+                 arch: str | None = None, model: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+        """Attempt rows in (session, line) order, filtered by the given columns (a list: any of them);
+        ``open_only``: those without an outcome."""
+        where, args = self._where(session=session, short_id=short_id, role=role, status=status,
+                                  category=category, arch=arch, model=model)
+        if open_only:
+            where += (" AND " if where else " WHERE ") + "status IS NULL"
+        return self._rows(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line", args)
+
+    def metrics(self, *, session: str | None = None, attempt: str | None = None,
+                name: str | list[str] | None = None) -> list[dict[str, Any]]:
+        """Metric rows in (session, line) order."""
+        where, args = self._where(session=session, attempt=attempt, name=name)
+        return self._rows(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line", args)
+
+    def hypotheses(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """Hypothesis rows in (session, line) order."""
+        where, args = self._where(session=session)
+        return self._rows(f"SELECT session, short_id, line, ts, text, priority, tags FROM hypotheses{where}"
+                          " ORDER BY session, line", args)
+
+    def verdicts(self, *, session: str | None = None, hypothesis: str | None = None) -> list[dict[str, Any]]:
+        """Verdict rows in (session, line) order (the last of a hypothesis is its verdict)."""
+        where, args = self._where(session=session, hypothesis=hypothesis)
+        return self._rows(f"SELECT session, line, ts, hypothesis, verdict, evidence, because FROM verdicts{where}"
+                          " ORDER BY session, line", args)
+
+    def decisions(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """Decision rows in (session, line) order, each with its whole event as ``event``."""
+        where, args = self._where(session=session)
+        rows = self._rows(f"SELECT d.session, d.line, d.ts, d.decision_id, d.title, d.status, d.supersedes, e.json"
+                          f" FROM decisions d JOIN events e USING (session, line){where}"
+                          " ORDER BY d.session, d.line", args)
+        for row in rows:
+            row["event"] = json.loads(row.pop("json"))
+        return rows
+
+    def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """The validated events of ``session`` in file order, each row with the event dict as ``event``."""
+        where, args = self._where(session=session, kind=list(kinds) if kinds else None)
+        rows = self._rows(f"SELECT session, line, kind, id, short_id, attempt, ts, json FROM events{where}"
+                          " ORDER BY line", args)
+        for row in rows:
+            row["event"] = json.loads(row.pop("json"))
+        return rows
+
+    def problems(self, *, session: str | None = None) -> list[Any]:
+        """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)
+        order; a torn last line (still being written, or left by a killed writer) is named too."""
+        from ..reader import Problem
+
+        where, args = self._where(session=session)
+        out = [Problem(files.events_path(self.root, r["session"]), r["line"], r["message"], field=r["field"])
+               for r in self._rows(f"SELECT session, line, message, field FROM problems{where}"
+                                   " ORDER BY session, line", args)]
+        for r in self._rows(f"SELECT session, torn FROM sessions{where} ORDER BY session", args):
+            if r["torn"]:
+                out.append(Problem(files.events_path(self.root, r["session"]), r["torn"],
+                                   "torn last line (logkit was killed while writing it); skipped", torn=True))
+        return out
+
+    def ids(self, session: str, prefix: str) -> list[str]:
+        """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT short_id FROM events WHERE session = ? AND short_id LIKE ? ORDER BY line", (session, prefix + "%"))]

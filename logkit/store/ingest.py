@@ -1,0 +1,164 @@
+"""Ingesting one session file into the index (under the index's write lock; see :mod:`logkit.store.index`).
+
+Contract: :meth:`Ingest.session` looks at the file again (another refresh may have ingested it
+meanwhile), ingests what it must (the appended complete lines, or the whole file), and records the
+file's inode, size, mtime, the ingested prefix's length, line count and the sha256 of its last 4 KiB.
+Each line is validated by :func:`logkit.reader.read_events`, which also carries the clash state of
+the lines before (rebuilt from the ``events`` rows for an append); each event becomes an ``events``
+row (its line's own bytes when at the current schema, else the upgraded event) and, by kind, a row
+of ``hypotheses``, ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its
+row again from :func:`logkit.store.derive.attempt_row`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from .. import files
+from ..reader import read_events
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, metric_row
+
+__all__ = ["TABLES", "Ingest"]
+
+#: The tables holding a session's rows.
+TABLES = ("events", "problems", "attempts", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
+_TAIL = 4096
+_PREFIX = b'{"v":%d,' % files.SCHEMA_VERSION
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class Ingest:
+    """The rows of the sessions one refresh ingests."""
+
+    def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
+        self.conn = conn
+        self.root = root
+
+    def forget(self, sid: str) -> None:
+        """Delete every row of ``sid``."""
+        for table in TABLES:
+            self.conn.execute(f"DELETE FROM {table} WHERE session = ?", (sid,))
+
+    def session(self, sid: str, path: Path) -> int:
+        """Bring ``sid`` up to date; 1 if lines were looked at, 0 if it was up to date already."""
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            self.forget(sid)
+            return 1
+        with fh:
+            st = os.fstat(fh.fileno())
+            row = self.conn.execute("SELECT ino, seen, mtime, size, lines, tail, title FROM sessions WHERE session = ?",
+                                    (sid,)).fetchone()
+            if row is not None and (row["ino"], row["seen"], row["mtime"]) == (st.st_ino, st.st_size, st.st_mtime_ns):
+                return 0
+            start, after, seen, prev = 0, 0, None, b""
+            if row is not None and row["ino"] == st.st_ino and 0 < row["size"] <= st.st_size:
+                fh.seek(max(0, row["size"] - _TAIL))
+                prev = fh.read(row["size"] - max(0, row["size"] - _TAIL))
+                if _sha(prev) == row["tail"]:
+                    start, after, seen = row["size"], row["lines"], self._seen(sid)
+            if seen is None:
+                self.forget(sid)
+                prev, row = b"", None
+                fh.seek(0)
+            data = fh.read(max(0, st.st_size - start))
+        cut = data.rfind(b"\n") + 1
+        body = data[:cut]
+        lines = after + body.count(b"\n")
+        torn = lines + 1 if data[cut:].strip() else None
+        added, meta = self._lines(sid, path, body, after, seen or {}) if body else (0, {})
+        if row is None:
+            self.conn.execute("INSERT INTO sessions (session, events) VALUES (?, 0)", (sid,))
+        self.conn.execute(
+            "UPDATE sessions SET ino = ?, seen = ?, mtime = ?, size = ?, lines = ?, tail = ?, torn = ?,"
+            " events = events + ? WHERE session = ?",
+            (st.st_ino, st.st_size, st.st_mtime_ns, start + cut, lines, _sha((prev + body)[-_TAIL:]), torn, added, sid))
+        if meta:
+            self.conn.execute("UPDATE sessions SET title = ?, goal = ?, started = ?, host = ?, tags = ?"
+                              " WHERE session = ? AND title IS NULL", (*meta.values(), sid))
+        return 1
+
+    def _seen(self, sid: str) -> dict[str, int]:
+        """The :func:`logkit.reader.clash` state of the lines ingested so far."""
+        seen: dict[str, int] = {}
+        for line, kind, event_id, short, attempt in self.conn.execute(
+                "SELECT line, kind, id, short_id, attempt FROM events WHERE session = ?", (sid,)):
+            seen[event_id] = line
+            if short is not None:
+                seen[short] = line
+            if kind == "outcome":
+                seen["outcome:" + attempt] = line
+        return seen
+
+    def _lines(self, sid: str, path: Path, body: bytes, after: int,
+               seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
+        """Validate and insert the complete lines ``body`` (after line ``after``); (events added, session meta)."""
+        result = read_events(path, body, seen=seen, after=after)
+        chunks = {number + after: chunk for number, chunk, _torn in files.lines(body)}
+        events, hyps, verdicts, decisions, metrics = [], [], [], [], []
+        groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        meta: dict[str, Any] = {}
+        for event, number in zip(result.events, result.lines, strict=True):
+            fields = event.__dict__
+            kind = event.kind
+            chunk = chunks[number]
+            text = chunk.decode() if chunk.startswith(_PREFIX) else event.model_dump_json(exclude_none=True)
+            ref = fields.get("attempt")
+            if kind == "sweep_cell":
+                ref = fields["attempts"][0] if fields["attempts"] else None
+            ts = event.ts.isoformat()
+            events.append((sid, number, kind, event.id, fields.get("short_id"), ref, ts, text))
+            if kind in ATTEMPT_KINDS:
+                data = json.loads(text)
+                owners = fields["attempts"] if kind == "sweep_cell" else [fields.get("short_id") if kind == "attempt" else ref]
+                for short in owners:
+                    groups.setdefault(short, []).append((number, data))
+            elif kind == "metric":
+                metrics.append(tuple(metric_row(sid, number, event).values()))
+            elif kind == "hypothesis":
+                hyps.append((sid, event.short_id, number, ts, event.text, event.priority, json.dumps(event.tags)))
+            elif kind == "verdict":
+                verdicts.append((sid, number, ts, event.hypothesis, event.verdict, json.dumps(event.evidence),
+                                 event.because))
+            elif kind == "decision":
+                decisions.append((sid, number, ts, event.decision_id, event.title, event.status, event.supersedes))
+            elif kind == "session" and not meta:
+                meta = {"title": event.title, "goal": event.goal, "started": ts, "host": event.host,
+                        "tags": json.dumps(event.tags)}
+        run = self.conn.executemany
+        run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+        run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in result.problems])
+        run("INSERT OR REPLACE INTO hypotheses VALUES (?, ?, ?, ?, ?, ?, ?)", hyps)
+        run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)
+        run("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decisions)
+        run(f"INSERT INTO metrics VALUES ({', '.join('?' * len(METRIC_COLUMNS))})", metrics)
+        rows = []
+        for short, group in groups.items():
+            if after:  # an append: the attempt's earlier events are rows already
+                group = self._attempt_events(sid, short)
+            row = attempt_row(sid, short, group)
+            if row is not None:
+                rows.append(tuple(row.values()))
+        run(f"INSERT OR REPLACE INTO attempts VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
+        return len(events), meta
+
+    def _attempt_events(self, sid: str, short: str) -> list[tuple[int, dict[str, Any]]]:
+        """Every ingested event of attempt ``short`` (its sweep cells included), in file order."""
+        found = [(line, json.loads(text)) for line, text in self.conn.execute(
+            "SELECT line, json FROM events WHERE session = ? AND (short_id = ? AND kind = 'attempt' OR attempt = ?)",
+            (sid, short, short))]
+        for line, text in self.conn.execute("SELECT line, json FROM events WHERE kind = 'sweep_cell' AND session = ?",
+                                            (sid,)):
+            data = json.loads(text)
+            if short in (data.get("attempts") or [])[1:]:
+                found.append((line, data))
+        return sorted(found, key=lambda pair: pair[0])
