@@ -1,0 +1,192 @@
+"""The one derived index (logkit.store.index): where it lives, what it trusts, what it ingests, how it
+stays consistent with files being appended by real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import kb_factory
+from logkit import files
+from logkit.events import Note
+from logkit.store import Store
+from logkit.store.index import Index, index_path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rows(root: Path) -> dict[str, list[dict]]:
+    with Index(root) as ix:
+        ix.refresh()
+        with ix.snapshot() as snap:
+            return {"attempts": snap.attempts(), "metrics": snap.metrics(), "sessions": snap.sessions(),
+                    "problems": [str(p) for p in snap.problems()], "hypotheses": snap.hypotheses(),
+                    "verdicts": snap.verdicts(), "decisions": [d["decision_id"] for d in snap.decisions()]}
+
+
+def from_scratch(root: Path) -> dict[str, list[dict]]:
+    with Index(root, path=None) as ix:
+        assert ix.path is None
+        ix.refresh()
+        with ix.snapshot() as snap:
+            return {"attempts": snap.attempts(), "metrics": snap.metrics(), "sessions": snap.sessions(),
+                    "problems": [str(p) for p in snap.problems()], "hypotheses": snap.hypotheses(),
+                    "verdicts": snap.verdicts(), "decisions": [d["decision_id"] for d in snap.decisions()]}
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    kb_factory.synthetic(root, 3, 30)
+    return root
+
+
+def test_rows_and_file_location(kb: Path) -> None:
+    got = rows(kb)
+    assert (kb / ".cache" / "index.sqlite").is_file()
+    assert (kb / ".cache" / ".gitignore").read_text().strip().endswith("*")
+    assert len(got["sessions"]) == 3 and got["problems"] == []
+    attempts = sum(1 for p in kb.glob("*/events.jsonl") for line in p.read_text().splitlines()
+                   if json.loads(line)["kind"] == "attempt")
+    assert len(got["attempts"]) == attempts == sum(s["attempts"] for s in got["sessions"])
+    launch = next(a for a in got["attempts"] if a["role"] == "launch")
+    assert launch["arch"] and launch["model"] and launch["status"] and launch["category"]
+    assert json.loads(launch["backends"])
+    assert got == from_scratch(kb)  # the file and a fresh in-memory ingest agree
+
+
+def test_appended_lines_are_ingested_alone_and_a_rewrite_whole(kb: Path) -> None:
+    rows(kb)
+    sid = sorted(p.name for p in kb.iterdir() if not p.name.startswith("."))[0]
+    path = kb / sid / "events.jsonl"
+    store = Store(kb)
+    store.handle(sid).append(Note(session=sid, text="appended"))
+    with path.open("ab") as fh:
+        fh.write(b'{"v":1,"kind":"note","sess')  # a torn line: waits until it ends
+    got = rows(kb)
+    assert any(p.endswith("torn last line (logkit was killed while writing it); skipped") for p in got["problems"])
+    with Index(kb) as ix, ix.snapshot() as snap:
+        notes = [e["event"]["text"] for e in snap.events(sid, ["note"])]
+    assert notes[-1] == "appended"
+    with path.open("ab") as fh:
+        fh.write(b'ion":"x"}\nnot json\n')
+    got = rows(kb)
+    assert got == from_scratch(kb)
+    assert sum(":" in p and "not valid JSON" in p for p in got["problems"]) == 1
+    # a rewrite in place (same inode, a changed prefix): ingested whole, nothing kept from before
+    raw = path.read_bytes()
+    with path.open("r+b") as fh:
+        fh.write(raw.replace(b"appended", b"rewrote!", 1))
+    got = rows(kb)
+    assert got == from_scratch(kb)
+    with Index(kb) as ix, ix.snapshot() as snap:
+        assert [e["event"]["text"] for e in snap.events(sid, ["note"])][-1] == "rewrote!"
+    # a shortened file (another inode: git checkout) and a vanished session
+    path.write_bytes(b"\n".join(raw.split(b"\n")[:3]) + b"\n")
+    (kb / sorted(p.name for p in kb.iterdir() if not p.name.startswith("."))[1] / "events.jsonl").unlink()
+    assert rows(kb) == from_scratch(kb)
+
+
+def test_network_fs_puts_it_in_the_local_cache(kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOGKIT_NETWORK_FS", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    where = index_path(kb)
+    assert where.parent == tmp_path / "xdg" / "logkit" / "index"
+    with Index(kb) as ix:
+        assert ix.path == where
+        ix.refresh()
+    assert where.is_file() and not (kb / ".cache").exists()
+
+
+def test_a_read_only_store_still_answers(kb: Path) -> None:
+    expected = from_scratch(kb)
+    if os.geteuid() == 0:  # root writes anywhere: a .cache that cannot be a directory does as well
+        (kb / ".cache").write_text("in the way")
+    kb.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with Index(kb) as ix:
+            assert ix.path is None  # no .cache/ possible: in memory
+            ix.refresh()
+            with ix.snapshot() as snap:
+                assert snap.attempts() == expected["attempts"]
+    finally:
+        kb.chmod(0o755)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "foreign", "newer", "derivation"])
+def test_a_damaged_or_foreign_index_is_rebuilt(kb: Path, damage: str) -> None:
+    expected = rows(kb)
+    path = kb / ".cache" / "index.sqlite"
+    if damage == "garbage":
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        path.write_bytes(b"not a database at all " * 100)
+    else:
+        conn = sqlite3.connect(path)
+        if damage == "foreign":
+            conn.execute("PRAGMA application_id = 7")
+        elif damage == "newer":
+            conn.execute("PRAGMA user_version = 99")
+        else:
+            conn.execute("UPDATE meta SET value = 'old' WHERE key = 'derivation'")
+        conn.execute("DELETE FROM attempts")  # what it holds must not be believed
+        conn.commit()
+        conn.close()
+    with Index(kb) as ix:
+        assert ix.path == path
+    assert rows(kb) == expected
+
+
+def test_deleting_the_cache_loses_nothing(kb: Path) -> None:
+    expected = rows(kb)
+    import shutil
+
+    shutil.rmtree(kb / ".cache")
+    assert rows(kb) == expected
+
+
+def test_sixteen_runs_and_refresh_loops_lose_and_duplicate_nothing(sessions: Path) -> None:
+    store = Store(sessions)
+    sid = store.create("concurrency").id
+    env = {**os.environ, "PYTHONPATH": f"{REPO}:{os.environ.get('PYTHONPATH', '')}"}
+    loop = ("import sys, time; sys.path.insert(0, %r); from logkit.store.index import Index\n"
+            "end = time.time() + 120\n"
+            "while time.time() < end and open(sys.argv[2]).read() != 'stop':\n"
+            "    with Index(sys.argv[1]) as ix:\n"
+            "        ix.refresh()\n"
+            "        with ix.snapshot() as s: s.attempts()\n"
+            ) % str(REPO)
+    stop = sessions.parent / "stop"
+    stop.write_text("go")
+    readers = [subprocess.Popen([sys.executable, "-c", loop, str(sessions), str(stop)], env=env) for _ in range(2)]
+    runs = [subprocess.Popen([sys.executable, "-m", "logkit", "run", "--", "true"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for _ in range(16)]
+    try:
+        for proc in runs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+    finally:
+        stop.write_text("stop")
+        for proc in readers:
+            proc.wait(timeout=60)
+    assert all(r.returncode == 0 for r in readers)
+    raw = (sessions / sid / "events.jsonl").read_bytes()
+    in_file = [json.loads(line) for line in raw.splitlines()]
+    with Index(sessions) as ix:
+        ix.refresh()
+        with ix.snapshot() as snap:
+            attempts = snap.attempts(session=sid)
+            events = snap.events(sid)
+            assert snap.problems() == []
+    assert [a["short_id"] for a in attempts] == [e["short_id"] for e in in_file if e["kind"] == "attempt"]
+    assert len(attempts) == 16 and all(a["status"] for a in attempts)
+    assert [e["id"] for e in events] == [e["id"] for e in in_file]
+    assert files.session_ids(sessions) == [sid]
