@@ -1,8 +1,8 @@
 """Plain-text and dict views of one session, for ``logkit session list|show``.
 
-Pure functions of events; no heavy imports (the build uses pandas, the terminal does not).
-:func:`scan` reads a session file line by line, validated and checked as
-:func:`logkit.reader.read_events` does, handing each event to a callback instead of keeping them
+Pure functions of events; no heavy imports (the build uses pandas, the terminal does not). The
+sessions and their events come from the index (:mod:`logkit.store.index`): :func:`summaries` one
+row per session, :func:`shown_events` hands a callback one event at a time instead of keeping them
 all (``session show`` of 100,000 events held 725 MB of events to print one line of each).
 """
 
@@ -15,28 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from .events import Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
-from .store import SessionHandle
 
-__all__ = ["render_rows", "render_text", "scan", "summarize", "to_json"]
+__all__ = ["render_rows", "render_text", "shown_events", "summaries", "to_json"]
 
 
-def summarize(handle: SessionHandle, cache: Any = None) -> dict[str, Any]:
-    """One row about a session: id, title, dates, counts.
+def summaries(root: Path) -> list[dict[str, Any]]:
+    """One row per session of ``root`` (id, title, started, attempts, events, problems), from the index."""
+    from .store.index import Index
 
-    From the session's status fold (:func:`logkit.reasoning.status.session_fold`: a read cache,
-    extended from appended lines), not from a typed read of every event.
-    """
-    from .reasoning.status import session_fold
-
-    fold = session_fold(handle.store.root, handle.id, cache)
-    return {
-        "id": handle.id,
-        "title": fold.title if fold.has_meta else "(no session line)",
-        "started": fold.started,
-        "attempts": fold.count,
-        "events": fold.events,
-        "problems": len(fold.problems) + fold.more_problems,
-    }
+    with Index(root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            rows = snap.sessions()
+    return [{"id": r["session"], "title": r["title"] if r["title"] is not None else "(no session line)",
+             "started": r["started"], "attempts": r["attempts"], "events": r["events"], "problems": r["problems"]}
+            for r in rows]
 
 
 def _line(event: BaseEvent) -> str:
@@ -81,40 +74,19 @@ def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
     return "\n".join([f"session {session_id}", *(text for _ts, text in sorted(rows, key=lambda r: r[0]))])
 
 
-def scan(path: Path, take: Callable[[BaseEvent], None]) -> list[str]:
-    """Validate every line of ``path`` (as :func:`logkit.reader.read_events`: same checks, same words)
-    and call ``take`` with each event, in order; returns the problems. No event is kept here."""
-    from .reasoning.status import _validate
-    from .reader import Problem, clash, unknown_refs
+def shown_events(root: Path, session_id: str, take: Callable[[BaseEvent], None]) -> list[str]:
+    """Hand ``take`` each event of the session, in file order, from the index (validated when it was
+    ingested; the stored rows are turned back into events here); returns the session's problems."""
+    from .events import event_adapter
+    from .store.index import Index
 
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below; the lines are read one at a time
-    except FileNotFoundError:
-        return [str(Problem(path, 0, "file is missing"))]
-    except OSError as exc:
-        return [str(Problem(path, 0, f"cannot read: {exc.strerror}"))]
-    with fh:
-        for number, raw in enumerate(fh, start=1):
-            torn = not raw.endswith(b"\n")
-            line = raw[:-1] if not torn else raw
-            if not line.strip():
-                continue
-            event = _validate(path, line, number, torn, problems.append)
-            if event is None:
-                continue
-            why = clash(event, number, seen)
-            if why:
-                problems.append(str(Problem(path, number, why + "; skipped (fix or delete that line)")))
-                continue
-            take(event)
-            if event.kind in ("decision", "verdict"):
-                for ref in unknown_refs(event, seen):
-                    problems.append(str(Problem(
-                        path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
-                        "the event is kept (fix or remove that reference)", field="evidence")))
-    return problems
+    adapter = event_adapter()
+    with Index(root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            for row in snap.events(session_id):
+                take(adapter.validate_python(row["event"]))
+            return [str(p) for p in snap.problems(session=session_id)]
 
 
 def to_json(event: BaseEvent) -> str:

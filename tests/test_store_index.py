@@ -184,7 +184,7 @@ def test_sixteen_runs_and_refresh_loops_lose_and_duplicate_nothing(sessions: Pat
         ix.refresh()
         with ix.snapshot() as snap:
             attempts = snap.attempts(session=sid)
-            events = snap.events(sid)
+            events = list(snap.events(sid))
             assert snap.problems() == []
     assert [a["short_id"] for a in attempts] == [e["short_id"] for e in in_file if e["kind"] == "attempt"]
     assert len(attempts) == 16 and all(a["status"] for a in attempts)

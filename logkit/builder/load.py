@@ -453,7 +453,7 @@ def _derive(root: Path) -> None:
 #: bump when what the ``load`` cache keeps changes shape (the code's digest covers the rest)
 CACHE_FORMAT = 3
 #: what a cached derivation depends on besides the session file: these modules and the tables
-_DERIVED_FROM = ("events.py", "files.py", "store.py", "reader.py", "statuses.py", "builder/load.py", "builder/frames.py",
+_DERIVED_FROM = ("events.py", "files.py", "store/sessions.py", "reader.py", "statuses.py", "builder/load.py", "builder/frames.py",
                  "launch/flags.py")
 #: the fact row's fields that hold a dict (kept once per session in the entry's ``dicts``)
 _DICT_FIELDS = (4, 6, 17)

@@ -54,14 +54,10 @@ def cmd_session_start(args: argparse.Namespace) -> int:
 
 
 def cmd_session_list(args: argparse.Namespace) -> int:
-    from ..session_view import summarize
-
-    from ..reasoning.status import status_cache
+    from ..session_view import summaries
 
     st = store(args)
-    cache = status_cache(st.root)
-    rows = [summarize(st.handle(sid), cache) for sid in st.session_ids()]
-    cache.save()
+    rows = summaries(st.root)
     current = st.current()
     if args.json:
         print_json([{**row, "current": row["id"] == current} for row in rows])
@@ -77,7 +73,7 @@ def cmd_session_list(args: argparse.Namespace) -> int:
 
 def cmd_session_show(args: argparse.Namespace) -> int:
     from ..capture.journal import Journal
-    from ..session_view import _line, render_rows, scan, to_json
+    from ..session_view import _line, render_rows, shown_events, to_json
     from ._common import _JSON_RAW
 
     st = store(args)
@@ -86,7 +82,7 @@ def cmd_session_show(args: argparse.Namespace) -> int:
     # one line (or JSON element) per event is kept, never the events: bounded by the output itself
     shown: list[Any] = []
     take = (lambda e: shown.append(to_json(e))) if args.json else (lambda e: shown.append((e.ts, _line(e))))
-    for problem in scan(handle.events_path, take):
+    for problem in shown_events(st.root, handle.id, take):
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     if args.json:
         text = "[\n" + ",\n".join(shown) + "\n]" if shown else "[]"

@@ -63,9 +63,9 @@ __all__ = [
     "BUSY_SECONDS",
     "ENV_NETWORK_FS",
     "INDEX_FILE",
+    "Index",
     "MIGRATIONS",
     "NETWORK_FS",
-    "Index",
     "Snapshot",
     "filesystem_type",
     "index_path",
@@ -394,14 +394,16 @@ class Snapshot:
             row["event"] = json.loads(row.pop("json"))
         return rows
 
-    def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-        """The validated events of ``session`` in file order, each row with the event dict as ``event``."""
+    def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+        """The validated events of ``session`` in file order, one row at a time (a big session is never
+        all in memory), each with the event dict as ``event``."""
         where, args = self._where(session=session, kind=list(kinds) if kinds else None)
-        rows = self._rows(f"SELECT session, line, kind, id, short_id, attempt, ts, json FROM events{where}"
-                          " ORDER BY line", args)
-        for row in rows:
+        cursor = self.conn.execute(f"SELECT session, line, kind, id, short_id, attempt, ts, json FROM events{where}"
+                                   " ORDER BY line", args)
+        for found in cursor:
+            row = dict(found)
             row["event"] = json.loads(row.pop("json"))
-        return rows
+            yield row
 
     def problems(self, *, session: str | None = None) -> list[Any]:
         """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)

@@ -23,7 +23,7 @@ from .. import files
 from ..reader import read_events
 from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, metric_row
 
-__all__ = ["TABLES", "Ingest"]
+__all__ = ["Ingest", "TABLES"]
 
 #: The tables holding a session's rows.
 TABLES = ("events", "problems", "attempts", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
