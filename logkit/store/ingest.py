@@ -67,7 +67,8 @@ class Ingest:
                 if _sha(prev) == row["tail"]:
                     start, after, seen = row["size"], row["lines"], self._seen(sid)
             if seen is None:
-                self.forget(sid)
+                if row is not None:
+                    self.forget(sid)
                 prev, row = b"", None
                 fh.seek(0)
             data = fh.read(max(0, st.st_size - start))

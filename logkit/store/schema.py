@@ -15,7 +15,8 @@ MIGRATIONS: tuple[str, ...] = (
         title TEXT, goal TEXT, started TEXT, host TEXT, tags TEXT);
     CREATE TABLE events (
         session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
-        attempt TEXT, ts TEXT, json TEXT NOT NULL, PRIMARY KEY (session, line)) WITHOUT ROWID;
+        attempt TEXT, ts TEXT, json TEXT NOT NULL);
+    CREATE UNIQUE INDEX events_line ON events (session, line);
     CREATE INDEX events_kind ON events (kind, session);
     CREATE INDEX events_attempt ON events (session, attempt) WHERE attempt IS NOT NULL;
     CREATE TABLE problems (
@@ -26,14 +27,14 @@ MIGRATIONS: tuple[str, ...] = (
         ended TEXT, command TEXT, model TEXT, gpu TEXT, gpu_count INTEGER, arch TEXT, sglang TEXT,
         flashinfer TEXT, torch TEXT, fingerprint TEXT, config TEXT, backends TEXT, tests TEXT, sweep TEXT,
         cell TEXT, status TEXT, category TEXT, signature TEXT, hang_timeout REAL, smoke_ok INTEGER,
-        recorder_pid INTEGER, recorder_host TEXT,
-        PRIMARY KEY (session, short_id)) WITHOUT ROWID;
+        recorder_pid INTEGER, recorder_host TEXT);
+    CREATE UNIQUE INDEX attempts_id ON attempts (session, short_id);
     CREATE INDEX attempts_status ON attempts (status);
     CREATE INDEX attempts_cell ON attempts (arch, model);
     CREATE TABLE metrics (
         session TEXT NOT NULL, line INTEGER NOT NULL, name TEXT NOT NULL, value REAL, unit TEXT, attempt TEXT,
-        server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT,
-        PRIMARY KEY (session, line)) WITHOUT ROWID;
+        server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT);
+    CREATE UNIQUE INDEX metrics_line ON metrics (session, line);
     CREATE INDEX metrics_name ON metrics (name);
     CREATE TABLE hypotheses (
         session TEXT NOT NULL, short_id TEXT NOT NULL, line INTEGER, ts TEXT, text TEXT, priority TEXT, tags TEXT,

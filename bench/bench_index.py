@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""How fast the one derived index (``logkit.store.index``) is kept up to date and read, on a big store.
+
+Generates the store as ``bench/bench_load.py`` does (``tests/kb_factory.synthetic``; default 2,000
+sessions, ~1,000,000 events, ~216,000 attempts at its 4.6 events per attempt; ``--attempts`` sets
+the attempts instead), then times in this process:
+
+* baseline: ``json.loads`` of every line of every ``events.jsonl`` (no validation);
+* from nothing: ``Index(root).refresh()`` with no ``.cache/`` (every line validated, every row made);
+* nothing changed: opening the index and ``refresh()`` again;
+* one new attempt: a launch and its outcome appended to one session, then ``refresh()``;
+* read: one snapshot reading every attempt and metric row.
+
+Each is printed in seconds and as a ratio to the baseline of the same run. Goals (issue 19) at
+2,000 sessions / 100,000 attempts / 1,000,000 events: 0.1 s, 0.2 s, 20 s, 2 s.
+
+    .venv/bin/python bench/bench_index.py [--events 1000000] [--sessions 2000] [--work DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_load import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
+
+from logkit import files  # noqa: E402
+from logkit.store.index import Index  # noqa: E402
+
+GOALS = {"from nothing": 20.0, "nothing changed": 0.1, "one new attempt": 0.2, "read attempts + metrics": 2.0}
+
+
+def refresh(root: Path) -> int:
+    with Index(root) as index:
+        return index.refresh()
+
+
+def append_attempt(root: Path) -> None:
+    """A finished launch appended to the last session, as ``logkit run`` writes it."""
+    sid = files.session_ids(root)[-1]
+    path = files.events_path(root, sid)
+    number = max(files.short_numbers(path.read_bytes(), "A"), default=0) + 1
+    attempt = files.event("attempt", sid, short_id=f"A{number}", argv=["python", "-m", "sglang.launch_server"],
+                          role="launch", started=files.utc())
+    outcome = files.event("outcome", sid, attempt=f"A{number}", status="ready", ended=files.utc())
+    for event in (attempt, outcome):
+        files.append(path, (json.dumps(event) + "\n").encode())
+
+
+def read_rows(root: Path) -> tuple[int, int]:
+    with Index(root) as index, index.snapshot() as snap:
+        return len(snap.attempts()), len(snap.metrics())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--work", type=Path, default=REPO / "bench" / "out-index")
+    parser.add_argument("--keep", action="store_true", help="keep the generated store for the next run")
+    args = parser.parse_args()
+    root = args.work.resolve() / "sessions"
+    generate(root, args.events, args.sessions)
+    shutil.rmtree(root / ".cache", ignore_errors=True)
+    size = sum(p.stat().st_size for p in root.glob("*/events.jsonl")) / 1e6
+    (base, _cpu), lines = timed(lambda: baseline(root))
+    print(f"store: {lines} events in {args.sessions} sessions, {size:.0f} MB of events.jsonl", flush=True)
+    results = {}
+    results["from nothing"] = timed(lambda: refresh(root))[0][0]
+    results["nothing changed"] = min(timed(lambda: refresh(root))[0][0] for _ in range(3))
+    append_attempt(root)
+    (results["one new attempt"], _), ingested = timed(lambda: refresh(root))
+    assert ingested == 1, ingested
+    (results["read attempts + metrics"], _), (attempts, metrics) = timed(lambda: read_rows(root))
+    db = root / ".cache" / "index.sqlite"
+    print(f"index: {attempts} attempts, {metrics} metrics, {db.stat().st_size / 1e6:.0f} MB")
+    print(f"{'':28} {'seconds':>8} {'/ baseline':>10}   goal at 1M events")
+    print(f"{'baseline, json.loads':28} {base:8.3f} {1:10.3f}")
+    ok = True
+    for name, seconds in results.items():
+        print(f"{name:28} {seconds:8.3f} {seconds / base:10.3f}   <= {GOALS[name]:g} s")
+        ok = ok and seconds <= GOALS[name] * max(1.0, lines / 1e6)
+    if not args.keep:
+        shutil.rmtree(args.work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
