@@ -190,3 +190,13 @@ def test_sixteen_runs_and_refresh_loops_lose_and_duplicate_nothing(sessions: Pat
     assert len(attempts) == 16 and all(a["status"] for a in attempts)
     assert [e["id"] for e in events] == [e["id"] for e in in_file]
     assert files.session_ids(sessions) == [sid]
+
+
+def test_the_store_package_and_opening_the_index_need_no_pydantic(kb: Path) -> None:
+    rows(kb)  # up to date: a refresh finds nothing to validate
+    code = ("import sys; import logkit.store; from logkit.store.index import Index; "
+            f"ix = Index({str(kb)!r}); ix.refresh(); s = ix.snapshot().__enter__(); s.attempts(); "
+            "assert 'pydantic' not in sys.modules, 'pydantic imported'; from logkit.store import Store")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr

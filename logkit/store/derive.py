@@ -21,9 +21,6 @@ import re
 import shlex
 from typing import Any
 
-from .. import statuses
-from ..launch import flags
-
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
@@ -92,6 +89,9 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
             cell = event
     if attempt is None:
         return None
+    from .. import statuses  # the tables: read when a row is derived, not when the index opens
+    from ..launch import flags
+
     environment = environment or {}
     gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
     packages = environment.get("packages") or {}

@@ -259,8 +259,6 @@ class Index:
             return self._refresh()
 
     def _refresh(self) -> int:
-        from .ingest import Ingest  # pydantic from here on, and only when something changed
-
         found = _scan(self.root)
         known = {r["session"]: (r["ino"], r["seen"], r["mtime"]) for r in
                  self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
@@ -268,6 +266,8 @@ class Index:
         gone = set(known) - {s[0] for s in found}
         if not todo and not gone:
             return 0
+        from .ingest import Ingest  # pydantic from here on, and only when something changed
+
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             ingest = Ingest(self.conn, self.root)
