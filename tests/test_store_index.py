@@ -200,3 +200,16 @@ def test_the_store_package_and_opening_the_index_need_no_pydantic(kb: Path) -> N
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
+
+
+def test_an_attempt_row_is_the_same_from_the_models_and_from_the_stored_events(kb: Path) -> None:
+    from logkit.store.derive import attempt_row
+    from logkit.store.ingest import Ingest
+
+    got = rows(kb)["attempts"]
+    assert got
+    with Index(kb) as ix:
+        ingest = Ingest(ix.conn, kb)
+        again = [attempt_row(a["session"], a["short_id"], ingest._attempt_events(a["session"], a["short_id"]))
+                 for a in got]
+    assert again == got

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 1
@@ -109,7 +108,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": (outcome or {}).get("ended"),
-        "command": shlex.join(str(a) for a in argv),
+        "command": " ".join(str(a) for a in argv),
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
@@ -129,6 +128,36 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
     }
+
+
+def _env(env: Any) -> dict[str, Any] | None:
+    if env is None:
+        return None
+    return {"gpus": [{"name": g.name, "compute_cap": g.compute_cap} for g in env.gpus],
+            "device_capability": env.device_capability, "packages": env.packages}
+
+
+def _launch(launch: Any) -> dict[str, Any] | None:
+    if launch is None:
+        return None
+    return {"fingerprint": launch.fingerprint, "non_default": launch.non_default, "args": launch.args,
+            "sglang_version": launch.sglang_version}
+
+
+def light(event: Any) -> dict[str, Any]:
+    """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
+    (no JSON parsed again: the index builds rows of a whole file from the models)."""
+    fields = event.__dict__
+    out = {k: v for k, v in fields.items() if k not in ("environment", "launch", "evidence", "tail", "timeline")}
+    out["kind"] = event.kind
+    for key in ("started", "ended"):
+        if fields.get(key) is not None:
+            out[key] = fields[key].isoformat().replace("+00:00", "Z")
+    if "environment" in fields:
+        out["environment"] = _env(fields["environment"])
+    if "launch" in fields:
+        out["launch"] = _launch(fields["launch"])
+    return out
 
 
 def metric_row(session: str, line: int, metric: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import files
 from ..reader import read_events
-from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, metric_row
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, light, metric_row
 
 __all__ = ["Ingest", "TABLES"]
 
@@ -119,7 +119,7 @@ class Ingest:
             ts = event.ts.isoformat()
             events.append((sid, number, kind, event.id, fields.get("short_id"), ref, ts, text))
             if kind in ATTEMPT_KINDS:
-                data = json.loads(text)
+                data = light(event)
                 owners = fields["attempts"] if kind == "sweep_cell" else [fields.get("short_id") if kind == "attempt" else ref]
                 for short in owners:
                     groups.setdefault(short, []).append((number, data))
