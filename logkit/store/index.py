@@ -189,7 +189,6 @@ class Index:
     def _connect(self, path: Path | None) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_SECONDS, isolation_level=None,
                                check_same_thread=False)
-        conn.row_factory = sqlite3.Row
         try:
             if path is not None:
                 try:
@@ -260,8 +259,7 @@ class Index:
 
     def _refresh(self) -> int:
         found = _scan(self.root)
-        known = {r["session"]: (r["ino"], r["seen"], r["mtime"]) for r in
-                 self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
+        known = {r[0]: tuple(r[1:]) for r in self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
         todo = [s for s in found if known.get(s[0]) != _stat_key(s[2])]
         gone = set(known) - {s[0] for s in found}
         if not todo and not gone:
@@ -327,7 +325,9 @@ class Snapshot:
         self.root = root
 
     def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute(sql, args)]
+        cursor = self.conn.execute(sql, args)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor]
 
     @staticmethod
     def _where(**filters: Any) -> tuple[str, list[Any]]:
@@ -398,12 +398,9 @@ class Snapshot:
         """The validated events of ``session`` in file order, one row at a time (a big session is never
         all in memory), each with the event dict as ``event``."""
         where, args = self._where(session=session, kind=list(kinds) if kinds else None)
-        cursor = self.conn.execute(f"SELECT session, line, kind, id, short_id, attempt, ts, json FROM events{where}"
-                                   " ORDER BY line", args)
-        for found in cursor:
-            row = dict(found)
-            row["event"] = json.loads(row.pop("json"))
-            yield row
+        names = ("session", "line", "kind", "id", "short_id", "attempt", "ts")
+        for *found, text in self.conn.execute(f"SELECT {', '.join(names)}, json FROM events{where} ORDER BY line", args):
+            yield {**dict(zip(names, found, strict=True)), "event": json.loads(text)}
 
     def problems(self, *, session: str | None = None) -> list[Any]:
         """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)

@@ -56,16 +56,17 @@ class Ingest:
             return 1
         with fh:
             st = os.fstat(fh.fileno())
-            row = self.conn.execute("SELECT ino, seen, mtime, size, lines, tail, title FROM sessions WHERE session = ?",
+            row = self.conn.execute("SELECT ino, seen, mtime, size, lines, tail FROM sessions WHERE session = ?",
                                     (sid,)).fetchone()
-            if row is not None and (row["ino"], row["seen"], row["mtime"]) == (st.st_ino, st.st_size, st.st_mtime_ns):
+            if row is not None and row[:3] == (st.st_ino, st.st_size, st.st_mtime_ns):
                 return 0
             start, after, seen, prev = 0, 0, None, b""
-            if row is not None and row["ino"] == st.st_ino and 0 < row["size"] <= st.st_size:
-                fh.seek(max(0, row["size"] - _TAIL))
-                prev = fh.read(row["size"] - max(0, row["size"] - _TAIL))
-                if _sha(prev) == row["tail"]:
-                    start, after, seen = row["size"], row["lines"], self._seen(sid)
+            if row is not None and row[0] == st.st_ino and 0 < row[3] <= st.st_size:
+                size, lines, tail = row[3:]
+                fh.seek(max(0, size - _TAIL))
+                prev = fh.read(size - max(0, size - _TAIL))
+                if _sha(prev) == tail:
+                    start, after, seen = size, lines, self._seen(sid)
             if seen is None:
                 if row is not None:
                     self.forget(sid)
