@@ -213,3 +213,27 @@ def test_an_attempt_row_is_the_same_from_the_models_and_from_the_stored_events(k
         again = [attempt_row(a["session"], a["short_id"], ingest._attempt_events(a["session"], a["short_id"]))
                  for a in got]
     assert again == got
+
+
+def test_what_the_run_path_asks(sessions: Path) -> None:
+    """Next ids (never one a damaged or newer line claims), open attempts, the last launch with its
+    probed environment: the questions logkit run asks before it spawns."""
+    sid = Store(sessions).create("run path").id
+    path = sessions / sid / "events.jsonl"
+    attempt = files.event("attempt", sid, short_id="A1", argv=["python", "-m", "sglang.launch_server"], role="launch",
+                          started=files.utc(), recorder_pid=1, recorder_host="elsewhere")
+    env = files.event("environment", sid, attempt="A1", environment={"gpus": [{"index": 0, "name": "X", "compute_cap": "9.0"}]})
+    lines = [attempt, env, {"v": 99, "kind": "attempt", "short_id": "A7"}]
+    files.append(path, b"".join((json.dumps(e) + "\n").encode() for e in lines))
+    files.append(path, b'{"v":1,"kind":"hypothesis","short_id":"H4","text":\n')  # damaged, names H4
+    with Index(sessions) as ix:
+        ix.refresh()
+        with ix.snapshot() as snap:
+            assert snap.next_short_id(sid, "A") == "A8"
+            assert snap.next_short_id(sid, "H") == "H5"
+            assert [a["short_id"] for a in snap.attempts(session=sid, open_only=True)] == ["A1"]
+            launch = snap.last_launch(sid)
+            assert launch is not None and launch["short_id"] == "A1"
+            assert launch["environment"]["gpus"][0]["compute_cap"] == "9.0"
+            assert snap.attempts(session=sid)[0]["arch"] == "SM90"
+            assert len(snap.problems(session=sid)) == 2

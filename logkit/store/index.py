@@ -417,6 +417,29 @@ class Snapshot:
                                    "torn last line (logkit was killed while writing it); skipped", torn=True))
         return out
 
+    def next_short_id(self, session: str, prefix: str) -> str:
+        """The next ``A<n>``/``H<n>`` no line of ``session`` claims (as of the last refresh), counting
+        lines that did not validate (a newer schema's, a damaged one that still names its id)."""
+        row = self.conn.execute(f"SELECT max_{prefix.lower()} FROM sessions WHERE session = ?", (session,)).fetchone()
+        return f"{prefix}{(row[0] if row else 0) + 1}"
+
+    def last_launch(self, session: str) -> dict[str, Any] | None:
+        """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
+        after its start (an ``environment`` event) in place of the one it started with; or None."""
+        row = self.conn.execute("SELECT short_id FROM attempts WHERE session = ? AND role = 'launch'"
+                                " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
+        if row is None:
+            return None
+        found: dict[str, Any] | None = None
+        for kind, text in self.conn.execute(
+                "SELECT kind, json FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
+                " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])):
+            if kind == "attempt":
+                found = json.loads(text)
+            elif found is not None:
+                found["environment"] = json.loads(text).get("environment")
+        return found
+
     def ids(self, session: str, prefix: str) -> list[str]:
         """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
         return [r[0] for r in self.conn.execute(

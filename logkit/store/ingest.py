@@ -80,10 +80,13 @@ class Ingest:
         added, meta = self._lines(sid, path, body, after, seen or {}) if body else (0, {})
         if row is None:
             self.conn.execute("INSERT INTO sessions (session, events) VALUES (?, 0)", (sid,))
+        # the ids any line claims, a damaged or newer one too (never handed out again), the torn one included
+        claims = [max(files.short_numbers(data, prefix), default=0) for prefix in "AH"]
         self.conn.execute(
             "UPDATE sessions SET ino = ?, seen = ?, mtime = ?, size = ?, lines = ?, tail = ?, torn = ?,"
-            " events = events + ? WHERE session = ?",
-            (st.st_ino, st.st_size, st.st_mtime_ns, start + cut, lines, _sha((prev + body)[-_TAIL:]), torn, added, sid))
+            " events = events + ?, max_a = max(max_a, ?), max_h = max(max_h, ?) WHERE session = ?",
+            (st.st_ino, st.st_size, st.st_mtime_ns, start + cut, lines, _sha((prev + body)[-_TAIL:]), torn, added,
+             *claims, sid))
         if meta:
             self.conn.execute("UPDATE sessions SET title = ?, goal = ?, started = ?, host = ?, tags = ?"
                               " WHERE session = ? AND title IS NULL", (*meta.values(), sid))

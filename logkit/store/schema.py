@@ -11,7 +11,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
     CREATE TABLE sessions (
         session TEXT PRIMARY KEY, ino INTEGER, seen INTEGER, mtime INTEGER, size INTEGER, lines INTEGER,
-        tail TEXT, torn INTEGER, events INTEGER DEFAULT 0,
+        tail TEXT, torn INTEGER, events INTEGER DEFAULT 0, max_a INTEGER DEFAULT 0, max_h INTEGER DEFAULT 0,
         title TEXT, goal TEXT, started TEXT, host TEXT, tags TEXT);
     CREATE TABLE events (
         session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
