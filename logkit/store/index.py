@@ -26,7 +26,8 @@ Contract:
 * **Concurrency**: writers of ``events.jsonl`` never touch the index. Refreshing readers take
   SQLite's write lock (``BEGIN IMMEDIATE``) and, holding it, look at each file again, so two
   refreshes never ingest a line twice; a reader waits for another's refresh (it would have had to
-  do the same work) up to :data:`BUSY_SECONDS`, then ingests into memory instead. Readers query
+  do the same work) up to :data:`BUSY_SECONDS`, then ingests into memory instead. A long refresh
+  commits every :data:`BATCH_SECONDS` (whole sessions), so a waiting one soon shares the work. Readers query
   inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
   refresh does not change.
 * **Reads** return plain dicts, one per row, keyed by column name:
@@ -50,6 +51,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,7 @@ from .schema import MIGRATIONS
 
 __all__ = [
     "APPLICATION_ID",
+    "BATCH_SECONDS",
     "BUSY_SECONDS",
     "ENV_NETWORK_FS",
     "INDEX_FILE",
@@ -76,6 +79,8 @@ INDEX_FILE = "index.sqlite"
 APPLICATION_ID = 0x4C4B4958  # "LKIX"
 ENV_NETWORK_FS = "LOGKIT_NETWORK_FS"
 BUSY_SECONDS = 30.0
+#: A long refresh (a cold index) commits at least this often, so another refresh waits at most this long.
+BATCH_SECONDS = 1.0
 NETWORK_FS = frozenset({
     "nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "sshfs", "gpfs", "beegfs", "ceph",
     "fuse.ceph", "fuse.cephfs", "9p", "afs", "glusterfs", "fuse.glusterfs", "panfs", "fuse.s3fs", "fuse.gcsfuse",
@@ -271,7 +276,13 @@ class Index:
             ingest = Ingest(self.conn, self.root)
             for sid in gone:
                 ingest.forget(sid)
-            count = sum(ingest.session(sid, path) for sid, path, _st in todo)
+            count, since = 0, time.monotonic()
+            for sid, path, _st in todo:
+                count += ingest.session(sid, path)
+                if time.monotonic() - since > BATCH_SECONDS:  # let a waiting refresh in: it goes on from here
+                    self.conn.execute("COMMIT")
+                    self.conn.execute("BEGIN IMMEDIATE")
+                    since = time.monotonic()
             self.conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
