@@ -82,7 +82,7 @@ def shown_events(root: Path, session_id: str, take: Callable[[BaseEvent], None])
 
     adapter = event_adapter()
     with Index(root) as index:
-        index.refresh()
+        index.refresh([session_id])
         with index.snapshot() as snap:
             for row in snap.events(session_id):
                 take(adapter.validate_python(row["event"]))

@@ -237,3 +237,16 @@ def test_what_the_run_path_asks(sessions: Path) -> None:
             assert launch["environment"]["gpus"][0]["compute_cap"] == "9.0"
             assert snap.attempts(session=sid)[0]["arch"] == "SM90"
             assert len(snap.problems(session=sid)) == 2
+
+
+def test_refreshing_one_session_leaves_the_others_as_they_were(kb: Path) -> None:
+    rows(kb)
+    first, second = sorted(p.name for p in kb.iterdir() if not p.name.startswith("."))[:2]
+    for sid in (first, second):
+        Store(kb).handle(sid).append(Note(session=sid, text=f"new in {sid}"))
+    with Index(kb) as ix:
+        assert ix.refresh([first]) == 1
+        with ix.snapshot() as snap:
+            assert [e["event"]["text"] for e in snap.events(first, ["note"])][-1] == f"new in {first}"
+            assert f"new in {second}" not in [e["event"]["text"] for e in snap.events(second, ["note"])]
+        assert ix.refresh() == 1

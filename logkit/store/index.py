@@ -250,23 +250,24 @@ class Index:
 
     # -- refreshing ----------------------------------------------------------------------------
 
-    def refresh(self) -> int:
-        """Bring the index up to date with the files; returns the number of sessions (re)ingested."""
+    def refresh(self, only: list[str] | None = None) -> int:
+        """Bring the index up to date with the files (``only``: with these sessions' files alone);
+        returns the number of sessions (re)ingested."""
         try:
-            return self._refresh()
+            return self._refresh(only)
         except sqlite3.Error:
             if self.path is None:
                 raise
             # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
             self.conn.close()
             self.conn, self.path = self._connect(None), None
-            return self._refresh()
+            return self._refresh(only)
 
-    def _refresh(self) -> int:
-        found = _scan(self.root)
+    def _refresh(self, only: list[str] | None) -> int:
+        found = _scan(self.root, only)
         known = {r[0]: tuple(r[1:]) for r in self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
         todo = [s for s in found if known.get(s[0]) != _stat_key(s[2])]
-        gone = set(known) - {s[0] for s in found}
+        gone = (set(known) if only is None else set(only) & set(known)) - {s[0] for s in found}
         if not todo and not gone:
             return 0
         from .ingest import Ingest  # pydantic from here on, and only when something changed
@@ -308,22 +309,22 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _scan(root: Path) -> list[tuple[str, Path, os.stat_result]]:
-    """Every session file with its stat (the session ids of :func:`logkit.files.session_ids`)."""
+def _scan(root: Path, only: list[str] | None = None) -> list[tuple[str, Path, os.stat_result]]:
+    """Every session file with its stat (the session ids of :func:`logkit.files.session_ids`), or those of ``only``."""
     found = []
     try:
-        entries = list(os.scandir(root))
+        names = [e.name for e in os.scandir(root)] if only is None else list(only)
     except OSError:
         return []
-    for entry in entries:
-        if entry.name.startswith(".") or not files.valid_session_id(entry.name):
+    for name in names:
+        if name.startswith(".") or not files.valid_session_id(name):
             continue
-        path = Path(entry.path) / files.EVENTS_FILE
+        path = root / name / files.EVENTS_FILE
         try:
             st = path.stat()
         except OSError:
             continue
-        found.append((entry.name, path, st))
+        found.append((name, path, st))
     found.sort(key=lambda s: s[0])
     return found
 
