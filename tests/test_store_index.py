@@ -250,3 +250,16 @@ def test_refreshing_one_session_leaves_the_others_as_they_were(kb: Path) -> None
             assert [e["event"]["text"] for e in snap.events(first, ["note"])][-1] == f"new in {first}"
             assert f"new in {second}" not in [e["event"]["text"] for e in snap.events(second, ["note"])]
         assert ix.refresh() == 1
+
+
+def test_the_filesystem_type_is_the_deepest_mount_above_the_path() -> None:
+    from logkit.store.index import filesystem_type, on_network_fs
+
+    mountinfo = ("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                 "40 22 0:50 / /scratch rw - lustre 10.0.0.1@tcp:/fs rw\n"
+                 "41 22 0:51 / /home/my\\040docs rw - nfs4 srv:/docs rw\n")
+    assert filesystem_type(Path("/scratch/me/sessions"), mountinfo) == "lustre"
+    assert filesystem_type(Path("/home/my docs/s"), mountinfo) == "nfs4"
+    assert filesystem_type(Path("/scratchy"), mountinfo) == "ext4"
+    assert filesystem_type(Path("/x"), "rootfs / rootfs rw 0 0\nsrv:/a /x nfs rw 0 0\n") == "nfs"
+    assert on_network_fs(Path("/")) in (True, False)

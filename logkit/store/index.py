@@ -50,6 +50,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -85,7 +86,7 @@ NETWORK_FS = frozenset({
     "nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "sshfs", "gpfs", "beegfs", "ceph",
     "fuse.ceph", "fuse.cephfs", "9p", "afs", "glusterfs", "fuse.glusterfs", "panfs", "fuse.s3fs", "fuse.gcsfuse",
 })
-_TAIL = 4096
+_OCTAL = re.compile(r"\\([0-7]{3})")
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 
@@ -93,34 +94,31 @@ class _Untrusted(Exception):
     """The index file is not one this logkit built: delete and rebuild it."""
 
 
-def filesystem_type(path: Path) -> str | None:
-    """The type of the filesystem holding ``path`` (``/proc/self/mountinfo``, else ``/proc/mounts``)."""
+def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
+    """The type of the filesystem holding ``path``: the longest mount point above it in ``mounts``
+    (the text of ``/proc/self/mountinfo``; read when not given, else ``/proc/mounts``)."""
+    tables = [mounts] if mounts is not None else []
+    for source in () if mounts is not None else ("/proc/self/mountinfo", "/proc/mounts"):
+        with contextlib.suppress(OSError):
+            tables.append(Path(source).read_text(encoding="utf-8", errors="replace"))
+            break
     target = str(path)
     best, kind = -1, None
-    for source in ("/proc/self/mountinfo", "/proc/mounts"):
-        try:
-            text = Path(source).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
+    for text in tables:
         for line in text.splitlines():
-            if source.endswith("mountinfo"):
-                head, _, tail = line.partition(" - ")
-                fields, rest = head.split(), tail.split()
-                if len(fields) < 5 or not rest:
-                    continue
-                point, fstype = fields[4], rest[0]
-            else:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
+            head, dash, tail = line.partition(" - ")
+            fields = head.split()
+            if dash and len(fields) >= 5 and tail.split():  # mountinfo: point is field 5, type after " - "
+                point, fstype = fields[4], tail.split()[0]
+            elif not dash and len(fields) >= 3:  # /proc/mounts: device, point, type
                 point, fstype = fields[1], fields[2]
-            point = point.encode().decode("unicode_escape") if "\\" in point else point  # \040 is a space
+            else:
+                continue
+            point = _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), point)  # "\040" is a space
             inside = target == point or target.startswith(point.rstrip("/") + "/")
             if inside and len(point) > best:
                 best, kind = len(point), fstype
-        if kind is not None:
-            return kind
-    return None
+    return kind
 
 
 def on_network_fs(path: Path) -> bool:
