@@ -7,7 +7,7 @@ Contract:
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
   over the whole store (:func:`store_lock`).
-* **Ids**: one pattern each for session ids, ``A<n>``, ``H<n>`` and ``DR-<n>``; they match whole
+* **Ids**: one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
@@ -47,7 +47,6 @@ from .lockfile import appending
 __all__ = [
     "ATTEMPT_ID_RE",
     "CURRENT_FILE",
-    "DECISION_ID_RE",
     "ENV_SESSIONS",
     "EVENTS_FILE",
     "FIELDS",
@@ -97,7 +96,6 @@ STORE_LOCK = ".store.lock"
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 ATTEMPT_ID_RE = re.compile(r"A[0-9]+\Z")
 HYPOTHESIS_ID_RE = re.compile(r"H[0-9]+\Z")
-DECISION_ID_RE = re.compile(r"DR-[0-9]{4,}\Z")
 #: ``A7``/``H3``, or ``other-session/A4``: what decisions, verdicts and notes cite.
 REF_RE = re.compile(r"(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]{0,99})/)?(?P<id>[AH][0-9]+)\Z")
 _SHORT_NUMBER_RE = {
