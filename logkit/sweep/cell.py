@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import procs
+from .. import procs, statuses
 from .grid import Cell
 
 __all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "run_cell", "wait_port"]
@@ -339,6 +339,6 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["wrapped"] = time.monotonic() - t_launch
     run.survivors = survivors
     status = (outcome or {}).get("status")
-    if not alive or status not in ("ready", "interrupted", "exit_ok", None):
+    if not alive or statuses.is_failure(status):
         run.status, run.outcome, run.reason = "failed", status or "other_crash", (outcome or {}).get("label")
     return run
