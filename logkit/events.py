@@ -18,6 +18,7 @@ This module imports nothing heavier than pydantic, so ``logkit run`` starts fast
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Union, get_args
@@ -34,6 +35,9 @@ __all__ = [
     "AttemptLaunch",
     "BaseEvent",
     "BenchConfig",
+    "DECISION_ID",
+    "DECISION_ID_BODY",
+    "DECISION_ID_RE",
     "DECISION_STATUSES",
     "Decision",
     "DecisionOption",
@@ -117,7 +121,11 @@ Priority = Literal["low", "medium", "high"]
 ATTEMPT_ID = r"^A[0-9]+$"
 HYPOTHESIS_ID = r"^H[0-9]+$"
 #: ``DR-`` and Crockford base32 digits: ``DR-7K3FQ`` (drawn from the event id), ``DR-0003`` (older, sequential).
-DECISION_ID = r"^DR-[0-9A-HJKMNP-TV-Z]{4,}$"
+#: The one decision-id pattern: the models, the ledger, the store scan and the CLI all use it.
+DECISION_ID_BODY = r"DR-[0-9A-HJKMNP-TV-Z]{4,}"
+DECISION_ID = rf"^{DECISION_ID_BODY}$"
+#: A whole string that is a decision id (``\Z``: ``"DR-0001\n"`` is none).
+DECISION_ID_RE = re.compile(rf"{DECISION_ID_BODY}\Z")
 SWEEP_ID = r"^SW-[0-9a-f]{8}(-[0-9]+)?$"
 
 
@@ -208,6 +216,9 @@ class Verdict(BaseEvent):
     verdict: HypothesisVerdict
     evidence: list[str] = Field(default_factory=list)
     because: str | None = None
+    #: The event id of the earlier verdict on the same hypothesis this one replaces (absent on the
+    #: first verdict, and on verdicts written before logkit recorded replacements).
+    replaces: str | None = None
 
 
 class TodoItem(Record):

@@ -7,7 +7,7 @@ Contract:
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
   over the whole store (:func:`store_lock`).
-* **Ids**: one pattern each for session ids, ``A<n>``, ``H<n>`` and ``DR-<n>``; they match whole
+* **Ids**: one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
@@ -35,10 +35,11 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import procs
 from .errors import BadInput, SchemaTooNew, StoreError
@@ -47,7 +48,6 @@ from .lockfile import appending
 __all__ = [
     "ATTEMPT_ID_RE",
     "CURRENT_FILE",
-    "DECISION_ID_RE",
     "ENV_SESSIONS",
     "EVENTS_FILE",
     "FIELDS",
@@ -57,6 +57,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SESSION_ID_RE",
     "STORE_LOCK",
+    "SessionDir",
     "UPGRADES",
     "append",
     "check_session_id",
@@ -76,6 +77,7 @@ __all__ = [
     "reserve_path",
     "rewrite",
     "root",
+    "session_dirs",
     "session_ids",
     "set_current",
     "short_numbers",
@@ -97,7 +99,6 @@ STORE_LOCK = ".store.lock"
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 ATTEMPT_ID_RE = re.compile(r"A[0-9]+\Z")
 HYPOTHESIS_ID_RE = re.compile(r"H[0-9]+\Z")
-DECISION_ID_RE = re.compile(r"DR-[0-9]{4,}\Z")
 #: ``A7``/``H3``, or ``other-session/A4``: what decisions, verdicts and notes cite.
 REF_RE = re.compile(r"(?:(?P<session>[A-Za-z0-9][A-Za-z0-9._-]{0,99})/)?(?P<id>[AH][0-9]+)\Z")
 _SHORT_NUMBER_RE = {
@@ -157,11 +158,42 @@ def reserve_path(session_dir: Path, short_id: str) -> Path:
     return session_dir / LOGS_DIR / f".{short_id}.reserve"
 
 
-def session_ids(root_dir: Path) -> list[str]:
-    """Every session directory of ``root_dir`` that holds an events file, sorted."""
-    if not root_dir.is_dir():
+class SessionDir(NamedTuple):
+    """One session directory: its id, its events file (a str: thousands of Paths cost more than the
+    stats) and that file's stat."""
+
+    id: str
+    events: str
+    stat: os.stat_result
+
+
+def session_dirs(root_dir: Path | str) -> list[SessionDir]:
+    """Every session of ``root_dir``, sorted by id: the one answer to "which directories are sessions".
+
+    A session is a directory whose name is a session id (so never a dot-dir: ``.cache``, ``.git``)
+    holding a regular file ``events.jsonl``. One ``scandir``, one ``stat`` each.
+    """
+    try:
+        entries = list(os.scandir(root_dir))
+    except OSError:
         return []
-    return sorted(p.parent.name for p in root_dir.glob(f"*/{EVENTS_FILE}") if valid_session_id(p.parent.name))
+    found = []
+    for entry in entries:
+        if not valid_session_id(entry.name):
+            continue
+        path = f"{entry.path}/{EVENTS_FILE}"
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # not a session directory
+        if stat.S_ISREG(st.st_mode):
+            found.append(SessionDir(entry.name, path, st))
+    return sorted(found, key=lambda d: d.id)
+
+
+def session_ids(root_dir: Path) -> list[str]:
+    """The ids of :func:`session_dirs`."""
+    return [d.id for d in session_dirs(root_dir)]
 
 
 def current(root_dir: Path) -> str | None:

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CACHE_DIR", "EXTEND_LIMIT", "SessionCache", "read_file", "sessions_with_stat", "stat_key", "write_file"]
+__all__ = ["CACHE_DIR", "EXTEND_LIMIT", "SessionCache", "read_file", "stat_key", "write_file"]
 
 CACHE_DIR = ".cache"
 _FORMAT = 3
@@ -67,24 +67,6 @@ def stat_key(st: os.stat_result) -> list[int]:
 
 def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-def sessions_with_stat(root: Path) -> list[tuple[str, str, os.stat_result]]:
-    """Every ``<root>/<id>/events.jsonl`` with its stat, sorted by id: one ``scandir``, one ``stat`` each."""
-    found = []
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return []
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        path = entry.path + "/events.jsonl"  # a str: 2,000 Path objects cost more than the stats
-        try:
-            found.append((entry.name, path, os.stat(path)))
-        except OSError:
-            continue  # not a session directory
-    return sorted(found, key=lambda f: f[0])
 
 
 class SessionCache:
@@ -271,7 +253,7 @@ class SessionCache:
         return (value,)
 
     def unmatched(self, sessions: list[tuple[str, str, os.stat_result]]) -> int:
-        """The bytes of the session files (:func:`sessions_with_stat`) with no entry keyed on their
+        """The bytes of the session files (:func:`logkit.files.session_dirs`) with no entry keyed on their
         stat: what reading through this cache would derive. Parses no entry."""
         total = 0
         for sid, _path, st in sessions:

@@ -6,6 +6,9 @@ Contract:
   failure, stopped), its compatibility-matrix ``category`` (works, crash, garbage, oom, ignore) and,
   for a refuting status, the ``verb`` warnings use. A status refutes a backend exactly when its
   category is crash, garbage or oom, so the matrix and the refuted-configuration check agree.
+* :func:`is_failure` is the one answer to "is this outcome a failure?" (its class is ``failure``;
+  ``works`` and ``stopped`` statuses, an unknown status and no status are not): the sweep and
+  ``logkit why`` ask it, no module keeps its own set.
 * :func:`from_exit` is the one mapping from how a process ended (exit code, signal, stopped by
   logkit) to a status and a label, applied from the table's ``[[exit]]`` rules; the runner uses it
   for commands no planner understands, the SGLang classifier when no log signature explains the end.
@@ -31,6 +34,7 @@ __all__ = [
     "StatusRow",
     "category",
     "from_exit",
+    "is_failure",
     "names",
     "of_class",
     "refuting",
@@ -165,6 +169,12 @@ def refuting() -> tuple[str, ...]:
 def of_class(klass: str) -> tuple[str, ...]:
     """The statuses of one class (``works``, ``failure``, ``stopped``)."""
     return tuple(n for n, r in table().rows.items() if r.klass == klass)
+
+
+def is_failure(status: str | None) -> bool:
+    """Whether ``status`` is a failure (class ``failure``); None and unknown statuses are not."""
+    r = table().rows.get(status or "")
+    return r is not None and r.klass == "failure"
 
 
 def verb(status: str, default: str = "was refuted") -> str:

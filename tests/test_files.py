@@ -60,7 +60,10 @@ def test_ids_match_whole_strings() -> None:
     for bad in ("x\n", "../x", ".current", "", "a/b", "x" * 101, 7):
         assert not files.valid_session_id(bad), bad
     assert files.ATTEMPT_ID_RE.match("A7") and not files.ATTEMPT_ID_RE.match("A7\n")
-    assert not files.DECISION_ID_RE.match("DR-0001\n")
+    from logkit.events import DECISION_ID_RE  # the one decision-id pattern
+
+    assert DECISION_ID_RE.match("DR-0001") and DECISION_ID_RE.match("DR-7K3FQ")
+    assert not DECISION_ID_RE.match("DR-0001\n") and not DECISION_ID_RE.match("DR-7K3FI")
     assert files.REF_RE.match("2026-11-14-glm5/A4").group("session", "id") == ("2026-11-14-glm5", "A4")
     for bad in ("A1\n", "../etc/A1", "x/A1\n", "DR-0001"):
         assert not files.REF_RE.match(bad), bad

@@ -197,3 +197,38 @@ def test_an_id_that_moved_away_redirects_on_the_site(logkit, tmp_path: Path) -> 
 def test_parse_option_without_ids(text: str) -> None:
     option = parse_option(text)
     assert option.hypotheses == [] and option.attempts == []
+
+
+def test_one_draft_recorded_twice_is_refused_and_check_names_a_shared_title(logkit, sessions: Path,
+                                                                            tmp_path: Path) -> None:
+    _ok(logkit("record", "session", "one", "--id", "one", *SRC))
+    draft = tmp_path / "decision.toml"
+    draft.write_text('session = "one"\ntitle = "Use flashinfer_cutlass for MoE on SM120"\n'
+                     'decision = "pin it"\nchosen = ["flashinfer_cutlass"]\n')
+    first = _ok(logkit("decide", "--from-file", str(draft)))
+    again = logkit("decide", "--from-file", str(draft))
+    assert again.returncode == 2
+    assert f"{first} (one) already records this decision" in again.stderr and f"--supersedes {first}" in again.stderr
+    assert len([e for e in Store(sessions).handle("one").read().events if e.kind == "decision"]) == 1
+    assert _ok(logkit("decision", "check")) == "decision ids are unique and the ledger matches the sessions"
+    # the same title with another body is recorded, and `decision check` names the pair
+    second = _ok(logkit("decide", "Use flashinfer_cutlass for MoE on SM120", "--decision", "pin it everywhere"))
+    checked = logkit("decision", "check")
+    assert checked.returncode == 1
+    assert f"{first}, {second}: 2 accepted decisions share the title" in checked.stdout
+    assert f"--status deprecated --supersedes {second}" in checked.stdout
+    # retiring the later one, as the fix says, leaves nothing to report
+    _ok(logkit("decide", f"Duplicate of {first}", "--status", "deprecated", "--supersedes", second))
+    assert _ok(logkit("decision", "check")) == "decision ids are unique and the ledger matches the sessions"
+
+
+def test_supersession_has_one_owner_that_list_and_site_read() -> None:
+    """`decision list` and the site's index both read reasoning.decisions.supersession (no copy)."""
+    import inspect
+
+    from logkit.builder import index
+    from logkit.cli import reason
+
+    for module in (index, reason):
+        source = inspect.getsource(module)
+        assert "supersession(" in source and ".supersedes !=" not in source, module.__name__

@@ -130,3 +130,30 @@ def test_a_broken_table_names_the_file_and_the_fix(text: str, needle: str) -> No
     with pytest.raises(BadInput) as err:
         statuses._load(text)
     assert needle in str(err.value) and "logkit/data/statuses.toml" in str(err.value) and err.value.fix
+
+
+def test_no_module_keeps_its_own_set_of_status_names() -> None:
+    """statuses.toml is the only source: a literal tuple/set/list naming two statuses anywhere else in
+    logkit/ is a copy that will drift (sweep/cell.py and capture/sglang/seen.py each had one)."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "logkit").rglob("*.py")):
+        if path.name in ("events.py", "statuses.py"):  # the vocabulary and its one reader
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Tuple, ast.Set, ast.List)):
+                named = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in OUTCOME_STATUSES]
+                if len(named) >= 2:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {named}")
+    assert found == [], "use logkit.statuses (is_failure, of_class, refuting) instead:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("name", OUTCOME_STATUSES)
+def test_what_is_a_failure_comes_from_the_table(name: str) -> None:
+    from logkit.capture.sglang.seen import failure_key
+
+    assert statuses.is_failure(name) == (statuses.row(name).klass == "failure")
+    # `logkit why` compares failures only: the table says which
+    assert (failure_key(name, "some-signature", "a label") is not None) == statuses.is_failure(name)
+    assert not statuses.is_failure(None) and not statuses.is_failure("no-such-status")

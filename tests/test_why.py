@@ -50,7 +50,10 @@ def test_why_lists_attempts_with_the_same_signature_config_and_decision(tmp_path
     assert data["status"] == "nccl"
     # 8978 is a watchdog timeout, 4289 an NCCL error code: different rows, so not "the same way".
     assert data["key"] == "signature nccl-watchdog" and data["same"] == []
-    r = lk(s, "why", "--json", "--config", str(REPO / "mkdocs.yml"), str(LOGS / "nccl-sglang-4289.log"))
+    # another run that failed the same way (not A1's own log: that one is A1, not "seen before")
+    other = tmp_path / "again.log"
+    other.write_text((LOGS / "nccl-sglang-4289.log").read_text() + "[2026-01-02 00:00:00] the next day's run\n")
+    r = lk(s, "why", "--json", "--config", str(REPO / "mkdocs.yml"), str(other))
     data = json.loads(r.stdout)
     assert data["key"] == "signature nccl-error"
     [m] = data["same"]
@@ -101,3 +104,16 @@ def test_signatures_page_groups_unexplained_failures_by_template(tmp_path: Path)
     text = re.sub(r"<[^>]+>", "", page)  # the cell wraps its words in no-break spans
     assert "KeyError: 'model.layers.&#60;n&#62;.mlp.gate_up_proj.input_scale'" in text
     assert "2 (repeats)" in page
+
+
+def test_why_does_not_list_the_attempt_asked_about(tmp_path: Path) -> None:
+    """Asking about A2's own log (its stored copy, or the file it was imported from) lists A3, not A2."""
+    s = _kb(tmp_path)
+    for asked in (s / "2026-12-01-bringup" / "logs" / "A2-imported.log", tmp_path / "keyerror-55.log"):
+        r = lk(s, "why", "--json", str(asked))
+        assert r.returncode == 0, r.stderr
+        data = json.loads(r.stdout)
+        assert data["itself"] == ["2026-12-01-bringup/A2"], asked
+        assert [m["attempt"] for m in data["same"]] == ["2026-12-01-bringup/A3"], asked
+    text = lk(s, "why", str(tmp_path / "keyerror-55.log")).stdout
+    assert "This log is 2026-12-01-bringup/A2's own" in text and "Seen before: 1 attempt(s)" in text

@@ -28,7 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..readcache import SessionCache, sessions_with_stat
+from ..files import session_dirs
+from ..readcache import SessionCache
 
 __all__ = ["MANIFEST", "Manifest", "build_key", "content_digests"]
 
@@ -57,7 +58,7 @@ def build_key(templates: Path | None) -> str:
 def content_digests(sessions: Path) -> dict[str, str]:
     """The sha256 of every session's ``events.jsonl``, through the ``digest`` read cache."""
     cache = SessionCache(sessions, "digest", 1)
-    found = sessions_with_stat(sessions)
+    found = session_dirs(sessions)
     digests = {}
     for sid, path, st in found:
         cache.get(sid, path, lambda _raw: None, st=st)

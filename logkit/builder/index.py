@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from ..events import Decision
 from ..files import REF_RE
+from ..reasoning.decisions import supersession
+from ..reasoning.hypotheses import current_verdict
 from .contexts import DecisionRow, HypRef
 from .frames import AttemptFacts, Frames, ref_of
 from .load import Loaded
@@ -76,10 +78,7 @@ class KBIndex:
                         (m.name, m.value, m.unit, m.concurrency))
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
-        self._superseded_by: dict[str, list[str]] = {}
-        for did, (d, _sid) in sorted(self.decisions.items()):
-            if d.supersedes and d.supersedes != did:
-                self._superseded_by.setdefault(d.supersedes, []).append(did)
+        self._superseded_by = supersession(d for d, _sid in self.decisions.values())
 
     def attempt(self, ref: str, session: str) -> AttemptFacts | None:
         """The attempt ``ref`` names, read in ``session``; None if no such attempt exists."""
@@ -102,8 +101,7 @@ class KBIndex:
         if data is None or match["id"] not in data.hypotheses:
             return None
         hyp = data.hypotheses[match["id"]]
-        verdicts = data.verdicts.get(hyp.short_id, [])
-        last = verdicts[-1] if verdicts else None
+        last = current_verdict(data.verdicts.get(hyp.short_id, []))
         evidence = []
         if last is not None:
             for r in last.evidence:

@@ -67,7 +67,8 @@ from ..events import (
 )
 from ..files import EVENTS_FILE
 from ..files import lines as file_lines
-from ..readcache import CACHE_DIR, SessionCache, sessions_with_stat, stat_key
+from ..files import session_dirs
+from ..readcache import CACHE_DIR, SessionCache, stat_key
 from ..reader import Problem, ReadResult, cross_check, read_events, read_known
 from ..store import Store
 
@@ -433,7 +434,7 @@ def derive_apart(root: Path | str) -> bool:
     if not os.access(folder if folder.is_dir() else root, os.W_OK):
         return False
     cache = SessionCache(root, "load", cache_version())
-    if cache.unmatched(sessions_with_stat(root)) < DERIVE_APART_BYTES:
+    if cache.unmatched(session_dirs(root)) < DERIVE_APART_BYTES:
         return False
     del cache
     try:
@@ -486,7 +487,7 @@ def _read_cached(root: Path, how: dict[str, str], resident: Resident,
     results: dict[str, ReadResult] = {}
     sessions: dict[str, SessionData] = {}
     attempts: dict[str, list[str]] = {}
-    found = {sid: (path, st) for sid, path, st in sessions_with_stat(root)}
+    found = {sid: (path, st) for sid, path, st in session_dirs(root)}
     # the same sessions, in the same order, as the store reads them (a directory without a valid id is no session)
     for sid in Store(root).session_ids():
         path = root / sid / EVENTS_FILE

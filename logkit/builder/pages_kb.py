@@ -320,7 +320,9 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
         elif isinstance(event, Verdict):
             links = [(r, attempt_href(f.session, f.short_id))
                      for r in event.evidence if (f := index.attempt(r, session.id))]
-            entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}",
+            was = next((v.verdict for v in session.verdicts.get(event.hypothesis, []) if v.id == event.replaces), None)
+            entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}"
+                                 + (f" (replaces {was})" if was else ""),
                                  text=event.because, provenance=prov, links=links))
         elif isinstance(event, Todo):
             entries.append(Entry(kind="todo", ts=event.ts, title="todo snapshot", provenance=prov,

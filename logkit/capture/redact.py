@@ -43,7 +43,8 @@ from .regexshape import _group_end, alternatives, first_bytes, literal_prefix, l
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
-__all__ = ["DENSE_BYTES", "ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "load_rules"]
+__all__ = ["DENSE_BYTES", "ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "is_secret_key",
+           "load_rules", "redact_keys"]
 
 PLACEHOLDER = "[REDACTED]"
 #: unquoted values left alone (the default of ``secrets.toml``'s ``harmless``)
@@ -128,6 +129,36 @@ def _secret_env(rules: Rules, name: str) -> bool:
 def _secret_flag(rules: Rules, flag: str) -> bool:
     low = flag.lower()
     return low in rules.flag_names or bool(rules.flag_pattern.match(low))
+
+
+def is_secret_key(key: str, rules: Rules | None = None) -> bool:
+    """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret: the one
+    answer, from secrets.toml's environment names and flags (``sglang.toml`` carries none)."""
+    rules = rules or load_rules()
+    norm = key.strip().lstrip("-").replace("-", "_")
+    return _secret_env(rules, norm) or _secret_flag(rules, "--" + norm.replace("_", "-"))
+
+
+def _blank(value: Any, placeholder: str) -> Any:
+    """Everything under a secret key: every value, also inside a list (a config diff's
+    ``"api_key": [old, new]``) or a mapping, becomes the placeholder."""
+    if isinstance(value, dict):
+        return {k: _blank(v, placeholder) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_blank(v, placeholder) for v in value]
+    return value if value in (None, "", False, True) else placeholder
+
+
+def redact_keys(value: Any) -> Any:
+    """A JSON-ready value (``/server_info``) with every value under a secret key replaced, deeply;
+    nothing else is changed (:meth:`Redactor.scrub` also redacts the text)."""
+    rules = load_rules()
+    if isinstance(value, dict):
+        return {k: _blank(v, rules.placeholder) if isinstance(k, str) and v not in (None, "", False, True)
+                and is_secret_key(k, rules) else redact_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_keys(v) for v in value]
+    return value
 
 
 def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
@@ -450,8 +481,7 @@ class Redactor:
 
     def is_secret_key(self, key: str) -> bool:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
-        norm = key.strip().lstrip("-").replace("-", "_")
-        return self.is_secret_env(norm) or self.is_secret_flag("--" + norm.replace("_", "-"))
+        return is_secret_key(key, self.rules)
 
     def _flag_values(self, argv: list[str]) -> list[tuple[int, str]]:
         return _flag_values(self.rules, argv)
@@ -510,15 +540,6 @@ class Redactor:
             for name, value in env.items()
         }
 
-    def _blank(self, value: Any) -> Any:
-        """Everything under a secret key: every value, also inside a list (a config diff's
-        ``"api_key": [old, new]``) or a mapping, becomes the placeholder."""
-        if isinstance(value, dict):
-            return {k: self._blank(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._blank(v) for v in value]
-        return value if value in (None, "", False, True) else self.placeholder
-
     def scrub(self, value: Any) -> Any:
         """Redact a JSON-ready value deeply (an event dict before it is written)."""
         if isinstance(value, str):
@@ -527,7 +548,7 @@ class Redactor:
             out: dict[Any, Any] = {}
             for key, item in value.items():
                 if isinstance(key, str) and item not in (None, "", False, True) and self.is_secret_key(key):
-                    out[key] = self._blank(item)
+                    out[key] = _blank(item, self.placeholder)
                 else:
                     out[key] = self.scrub(item)
             return out

@@ -199,14 +199,22 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
     from ..reasoning import hypotheses
     from ..reasoning.common import split_ids
 
-    event = hypotheses.close(_handle(args), args.hypothesis, args.verdict, evidence=split_ids(args.evidence),
-                             because=args.because, at=args.at, reconstructed=args.reconstructed)
+    event, earlier = hypotheses.close(_handle(args), args.hypothesis, args.verdict, evidence=split_ids(args.evidence),
+                                      because=args.because, at=args.at, reconstructed=args.reconstructed)
+    replaces = {"id": earlier.id, "verdict": earlier.verdict, "evidence": earlier.evidence} if earlier else None
     if args.json:
-        print_json({"hypothesis": event.hypothesis, "verdict": event.verdict, "evidence": event.evidence})
+        print_json({"hypothesis": event.hypothesis, "verdict": event.verdict, "evidence": event.evidence,
+                    "replaces": replaces})
     else:
         ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
-        print(f"{event.hypothesis} {event.verdict}{ev}")
+        print(f"{event.hypothesis} {event.verdict}{ev}" + (f" (replaces {_verdict_text(earlier)})" if earlier else ""))
     return 0
+
+
+def _verdict_text(v: Any) -> str:
+    """``confirmed by A2 on 2026-11-14 09:00``: how an earlier verdict is named."""
+    ev = f" by {', '.join(v.evidence)}" if v.evidence else ""
+    return f"{v.verdict}{ev} on {v.ts:%Y-%m-%d %H:%M}"
 
 
 def cmd_hypothesis_list(args: argparse.Namespace) -> int:
@@ -222,7 +230,9 @@ def cmd_hypothesis_list(args: argparse.Namespace) -> int:
         print(f"no hypotheses in {handle.id}; add one with: logkit hypothesis add TEXT")
     for r in rows:
         ev = f" by {', '.join(r['evidence'])}" if r["evidence"] else ""
-        print(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {r['text']}{ev}")
+        was = r["replaces"]
+        was_text = f" (was {was['verdict']}" + (f" by {', '.join(was['evidence'])})" if was["evidence"] else ")") if was else ""
+        print(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {r['text']}{ev}{was_text}")
     return 0
 
 
@@ -280,19 +290,15 @@ def _decide_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_decision_list(args: argparse.Namespace) -> int:
-    from ..reasoning.decisions import decisions_by_id
+    from ..reasoning.decisions import decisions_by_id, supersession
 
     by_id = decisions_by_id(store(args))
-    replaced: dict[str, list[str]] = {}
-    for did, events in by_id.items():
-        for e in events:
-            if e.supersedes and e.supersedes != did:
-                replaced.setdefault(e.supersedes, []).append(did)
+    replaced = supersession(e for events in by_id.values() for e in events)
     rows = []
     for did, events in sorted(by_id.items(), key=lambda item: min(e.ts for e in item[1])):
         for sid in dict.fromkeys(e.session for e in events):
             e = max((x for x in events if x.session == sid), key=lambda x: x.ts)
-            later = sorted(set(replaced.get(did, [])))
+            later = replaced.get(did, [])
             rows.append({"id": did, "session": sid, "title": e.title, "status": "superseded" if later else e.status,
                          "recorded_status": e.status, "superseded_by": later})
     if args.json:

@@ -38,7 +38,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     else:
         verdict = classify_file(args.logfile)
     st = store(args)
-    report = seen_before(st, verdict)
+    report = seen_before(st, verdict, None if args.logfile in (None, "-") else Path(args.logfile))
     config = Path(args.config) if args.config else None
     links = {did: cite(st.root, did, config, warn=lambda _m: None)
              for m in report.same + report.same_class for did, *_ in m.decisions}
@@ -49,7 +49,8 @@ def cmd_why(args: argparse.Namespace) -> int:
                                   for d, t, s, c in m.decisions]}
         print_json({"status": report.status, "label": report.label, "signature": report.signature,
                     "key": report.key, "evidence": [{"line": n, "text": t} for n, t in report.evidence],
-                    "same": [match(m) for m in report.same], "same_class": [match(m) for m in report.same_class]})
+                    "same": [match(m) for m in report.same], "same_class": [match(m) for m in report.same_class],
+                    "itself": report.itself})
         return 0
     print(f"{report.status}: {report.label}" + (f"  [{report.key}]" if report.key else ""))
     for n, text in report.evidence[-6:]:
@@ -57,6 +58,8 @@ def cmd_why(args: argparse.Namespace) -> int:
     if report.key is None:
         print("\nNot a failure logkit can compare (no signature, no error line).")
         return 0
+    if report.itself:
+        print(f"\nThis log is {', '.join(report.itself)}'s own (not counted as seen before).")
     print(f"\nSeen before: {len(report.same)} attempt(s) failed the same way" + (":" if report.same else "."))
     for m in report.same:
         _print_match(m, links)

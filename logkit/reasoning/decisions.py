@@ -16,8 +16,12 @@ Contract:
   :meth:`Store.locked`. The ledger lists every id ever handed out; ``<sessions>/.gitattributes``
   (written next to it) merges it with git's ``union`` driver, so concurrent decisions merge
   without a conflict.
-* :func:`check` names an id used by two sessions (only older, sequential ids really collide) and
-  ledger drift; :func:`renumber` gives one of two clashing records a longer form of its own id and
+* :func:`record` refuses a decision whose title and body (context, decision, options, evidence,
+  consequences, supersedes) an existing record already has: one draft recorded twice.
+* :func:`supersession` is the one answer to "which record replaces which" (``supersedes`` is
+  written once, on the newer record); ``decision list`` and the site both read it.
+* :func:`check` names an id used by two sessions (only older, sequential ids really collide),
+  accepted decisions that share a title, and ledger drift; :func:`renumber` gives one of two clashing records a longer form of its own id and
   records the move in the ledger (``moved to DR-...``), so the old id still resolves
   (:func:`aliases`; the site writes a redirect or a disambiguation page for it).
 * :func:`parse_option` reads ``--option "NAME: why it lost (H2, A4)"``.
@@ -28,19 +32,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import files
 from ..errors import BadInput, NotFound, StoreError
-from ..events import Decision, DecisionOption, new_id
+from ..events import DECISION_ID_BODY, DECISION_ID_RE, Decision, DecisionOption, new_id
 from ..store import EVENTS_FILE, SessionHandle, Store
 from .common import check_refs, now, provenance
 
 __all__ = [
     "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "known_ids",
-    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve",
+    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve", "supersession",
 ]
 
 LEDGER = "DECISIONS.tsv"
@@ -55,9 +60,8 @@ CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: Digits of a new id: 32**5, about 33.5 million.
 SHORT = 5
 _REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[AH][0-9]+$")
-_DR = re.compile(r"^DR-[0-9A-HJKMNP-TV-Z]{4,}$")
-_DR_BYTES = re.compile(rb'"decision_id":\s*"(DR-[0-9A-Z]+)"')
-_MOVED = re.compile(r"^moved to (DR-[0-9A-Z]+)$")
+_DR_BYTES = re.compile(rb'"decision_id":\s*"(' + DECISION_ID_BODY.encode() + rb')"')
+_MOVED = re.compile(rf"^moved to ({DECISION_ID_BODY})$")
 _CONFLICT = ("<<<<<<<", "=======", ">>>>>>>")
 
 
@@ -91,7 +95,7 @@ def normalize_id(text: str) -> str | None:
         return None
     body = raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
     candidate = "DR-" + body
-    return candidate if _DR.match(candidate) else None
+    return candidate if DECISION_ID_RE.match(candidate) else None
 
 
 def ledger_path(store: Store) -> Path:
@@ -163,7 +167,7 @@ def _ledger_rows(store: Store) -> tuple[list[_Row], list[tuple[int, str]]]:
             continue
         parts = line.split("\t")
         moved = _MOVED.match(parts[3].strip()) if len(parts) > 3 else None
-        if line.startswith(_CONFLICT) or len(parts) < 3 or not _DR.match(parts[0]) or (len(parts) > 3 and not moved):
+        if line.startswith(_CONFLICT) or len(parts) < 3 or not DECISION_ID_RE.match(parts[0]) or (len(parts) > 3 and not moved):
             bad.append((number, line))
             continue
         rows.append(_Row(number, parts[0], parts[1], parts[2], moved.group(1) if moved else None))
@@ -180,6 +184,34 @@ def _refuse_unmerged(store: Store) -> None:
                 f"{path}:{number}: unresolved git merge conflict in the decision ledger",
                 fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'",
             )
+
+
+def supersession(records: Iterable[Decision]) -> dict[str, list[str]]:
+    """Which record replaces which: decision id -> the ids whose ``supersedes`` names it, sorted
+    (a record naming its own id replaces nothing)."""
+    by: dict[str, set[str]] = {}
+    for d in records:
+        if d.supersedes and d.supersedes != d.decision_id:
+            by.setdefault(d.supersedes, set()).add(d.decision_id)
+    return {did: sorted(ids) for did, ids in by.items()}
+
+
+def _body(d: Decision) -> tuple[Any, ...]:
+    """What makes two records one decision: the title and everything but status, tags and provenance."""
+    return (d.title, d.context, d.decision, [o.model_dump() for o in d.options], d.evidence, d.consequences,
+            d.supersedes)
+
+
+def _refuse_duplicate(store: Store, event: Decision) -> None:
+    """Refuse ``event`` when a record of the store has its title and body (one draft recorded twice)."""
+    body = _body(event)
+    for did, records in sorted(decisions_by_id(store).items()):
+        for d in records:
+            if _body(d) == body:
+                raise BadInput(
+                    f"{did} ({d.session}) already records this decision: the same title {d.title!r} and body",
+                    fix=f"nothing to record if it is the same decision; to replace it, record the new one with "
+                    f"--supersedes {did}; otherwise edit the title or body so they say what differs")
 
 
 def known_ids(store: Store) -> set[str]:
@@ -268,6 +300,7 @@ def record(
             tags=list(tags or []),
             provenance=prov,
         )
+        _refuse_duplicate(store, event)
         handle.append(event, durable=True)
         title_shown = store.scrub(event.title) if store.scrub is not None else event.title  # as events.jsonl has it
         _append_ledger(store, _ledger_line(event.decision_id, handle.id, title_shown))
@@ -392,6 +425,7 @@ def check(store: Store) -> list[LedgerProblem]:
             if sid not in ledger.get(did, set()):
                 problems.append(LedgerProblem(did, f"{sid} records {did} but {path.name} does not list it",
                                               f"append the line: {did}<TAB>{sid}<TAB>title"))
+    problems += _shared_titles(by_id)
     for row in rows:
         if row.moved_to:
             if row.moved_to not in by_id:
@@ -401,6 +435,30 @@ def check(store: Store) -> list[LedgerProblem]:
         if row.session not in {e.session for e in by_id.get(row.id, [])}:
             problems.append(LedgerProblem(f"{path}:{row.line}", f"{row.id} is listed for {row.session}, which has no such decision",
                                           "delete that line, or copy the session in from the other host"))
+    return problems
+
+
+def _shared_titles(by_id: dict[str, list[Decision]]) -> list[LedgerProblem]:
+    """Accepted decisions (none supersedes them) that share a title: one decision recorded twice."""
+    replaced = supersession(d for ds in by_id.values() for d in ds)
+    titles: dict[str, list[Decision]] = {}
+    for did, records in by_id.items():
+        for sid in dict.fromkeys(d.session for d in records):
+            d = max((x for x in records if x.session == sid), key=lambda x: x.ts)
+            if d.status == "accepted" and did not in replaced:
+                titles.setdefault(" ".join(d.title.split()).casefold(), []).append(d)
+    problems = []
+    for same in sorted((ds for ds in titles.values() if len(ds) > 1), key=lambda ds: min(d.ts for d in ds)):
+        same.sort(key=lambda d: (d.ts, d.decision_id))
+        keep, later = same[0], same[1:]
+        problems.append(LedgerProblem(
+            ", ".join(d.decision_id for d in same),
+            f"{len(same)} accepted decisions share the title {keep.title!r}: "
+            + ", ".join(f"{d.decision_id} ({d.session}, {d.ts:%Y-%m-%d %H:%M})" for d in same),
+            "if they are one decision, retire the later record(s): "
+            + "; ".join(f"logkit decide 'Duplicate of {keep.decision_id}' --status deprecated --supersedes "
+                        f"{d.decision_id} --session {d.session}" for d in later)
+            + "; if they differ, supersede one with a record whose title says how"))
     return problems
 
 

@@ -4,14 +4,21 @@ Contract:
 
 * :func:`add` allocates the next ``H<n>`` under the session lock and appends a ``hypothesis`` event.
 * :func:`close` appends a ``verdict``; the hypothesis and every evidence ref must exist (clear
-  :class:`~logkit.errors.NotFound` otherwise). A later verdict overrides an earlier one.
+  :class:`~logkit.errors.NotFound` otherwise), and a verdict cites only attempts that tested the
+  hypothesis (their ``tests`` names it: ``logkit run --tests H3``): anything else is refused,
+  naming the attempt, what it tested and the attempts that did test it. A verdict on a hypothesis
+  that already has one is a new event whose ``replaces`` names the earlier verdict's event id.
+* :func:`current_verdict` is the one rule for which verdict stands: the latest (by time, then by
+  order in the file) that no other verdict replaces. ``hypothesis list``, ``status`` and the site
+  read it.
 * :func:`states` folds a session's events into one :class:`HypothesisState` per hypothesis:
-  its latest verdict, the attempts that test it (``logkit run --tests H3``) and which of those are
+  its current verdict (and the one it replaced), the attempts that test it and which of those are
   still pending (no outcome yet).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +27,7 @@ from ..events import Attempt, BaseEvent, Hypothesis, Outcome, Verdict
 from ..store import SessionHandle, Txn
 from .common import check_refs, now, provenance
 
-__all__ = ["HypothesisState", "add", "close", "states"]
+__all__ = ["HypothesisState", "add", "close", "current_verdict", "states"]
 
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 
@@ -31,6 +38,8 @@ class HypothesisState:
 
     hypothesis: Hypothesis
     verdict: Verdict | None = None
+    #: The verdict the current one replaced, if it replaced one.
+    replaced: Verdict | None = None
     #: Attempts that test it (their ``tests`` names it), in order.
     tests: list[str] = field(default_factory=list)
     #: Of those, the ones without an outcome yet.
@@ -53,6 +62,8 @@ class HypothesisState:
             "status": self.status,
             "evidence": self.verdict.evidence if self.verdict else [],
             "because": self.verdict.because if self.verdict else None,
+            "replaces": {"verdict": self.replaced.verdict, "evidence": self.replaced.evidence,
+                         "id": self.replaced.id} if self.replaced else None,
             "tests": self.tests,
             "pending": self.pending,
             "outcomes": self.outcomes,
@@ -98,8 +109,9 @@ def close(
     because: str | None = None,
     at: str | None = None,
     reconstructed: str | None = None,
-) -> Verdict:
-    """Confirm, refute or call inconclusive ``hypothesis`` with ``evidence`` (attempt ids)."""
+) -> tuple[Verdict, Verdict | None]:
+    """Confirm, refute or call inconclusive ``hypothesis`` with ``evidence`` (attempt ids); returns the
+    new verdict and the one it replaces (None for the first)."""
     if verdict not in VERDICTS:
         raise BadInput(f"unknown verdict {verdict!r}", fix="one of: " + ", ".join(VERDICTS))
     events = handle.read().events
@@ -111,6 +123,8 @@ def close(
             f"a verdict on {hypothesis} needs --evidence or --because",
             fix=f"logkit hypothesis {_verb(verdict)} {hypothesis} --evidence A7 [--because '...']",
         )
+    _only_testing(handle.id, events, hypothesis, verdict, refs)
+    earlier = current_verdict(e for e in events if isinstance(e, Verdict) and e.hypothesis == hypothesis)
     event = Verdict(
         session=handle.id,
         ts=now(at),
@@ -118,10 +132,41 @@ def close(
         verdict=verdict,  # type: ignore[arg-type]
         evidence=refs,
         because=because,
+        replaces=earlier.id if earlier is not None else None,
         provenance=provenance(reconstructed),
     )
     handle.append(event)
-    return event
+    return event, earlier
+
+
+def _only_testing(session: str, events: list[BaseEvent], hypothesis: str, verdict: str, refs: list[str]) -> None:
+    """Refuse evidence that did not test ``hypothesis`` (an attempt whose ``tests`` does not name it)."""
+    attempts = {e.short_id: e for e in events if isinstance(e, Attempt)}
+    testing = [a for a, e in attempts.items() if hypothesis in e.tests]
+    for ref in refs:
+        other, _, short = ref.rpartition("/")
+        attempt = attempts.get(short) if other in ("", session) else None
+        if attempt is not None and hypothesis in attempt.tests:
+            continue
+        tested = (f"tested {', '.join(attempt.tests)}" if attempt.tests else "tested no hypothesis") if attempt else \
+            f"is an attempt of session {other}, so it tested that session's hypotheses"
+        cite = (f"cite an attempt that tested it ({', '.join(testing)})" if testing else
+                f"no attempt tested {hypothesis} yet: run one with 'logkit run --tests {hypothesis} -- ...'")
+        raise BadInput(
+            f"{ref} did not test {hypothesis}: it {tested}",
+            fix=f"{cite}; or give the reason alone: logkit hypothesis {_verb(verdict)} {hypothesis} --because '...'",
+        )
+
+
+def current_verdict(verdicts: Iterable[Verdict]) -> Verdict | None:
+    """The verdict that stands: the latest (by time, then file order) that no other one replaces."""
+    found = list(verdicts)
+    replaced = {v.replaces for v in found if v.replaces}
+    current = None
+    for v in found:
+        if v.id not in replaced and (current is None or v.ts >= current.ts):
+            current = v
+    return current
 
 
 def _verb(verdict: str) -> str:
@@ -135,11 +180,10 @@ def states(events: list[BaseEvent]) -> list[HypothesisState]:
         if isinstance(event, Hypothesis):
             by_id[event.short_id] = HypothesisState(event)
     ended = {e.attempt: e.status for e in events if isinstance(e, Outcome)}
+    verdicts: dict[str, list[Verdict]] = {}
     for event in events:
         if isinstance(event, Verdict) and event.hypothesis in by_id:
-            current = by_id[event.hypothesis].verdict
-            if current is None or event.ts >= current.ts:
-                by_id[event.hypothesis].verdict = event
+            verdicts.setdefault(event.hypothesis, []).append(event)
         elif isinstance(event, Attempt):
             for ref in event.tests:
                 state = by_id.get(ref)
@@ -150,4 +194,9 @@ def states(events: list[BaseEvent]) -> list[HypothesisState]:
                     state.outcomes[event.short_id] = ended[event.short_id]
                 else:
                     state.pending.append(event.short_id)
+    for hid, found in verdicts.items():
+        state = by_id[hid]
+        state.verdict = current_verdict(found)
+        if state.verdict is not None and state.verdict.replaces:
+            state.replaced = next((v for v in found if v.id == state.verdict.replaces), None)
     return list(by_id.values())

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .. import files, statuses
 from ..launch.flags import backend_axes, ignored, table
 from ..launch.flags import describe as describe_values
-from ..readcache import SessionCache, sessions_with_stat
+from ..readcache import SessionCache
 
 if TYPE_CHECKING:  # the check runs before every launch: the event models (pydantic) stay unimported
     from ..events import Environment, LaunchConfig
@@ -404,7 +404,7 @@ def _rows(store: Store, cold_limit: int | None = None,
     digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = SessionCache(store.root, "refuted", f"{CACHE_VERSION}-{digest}")
     found_rows: list[tuple[str, dict[str, Any]]] = []
-    found = sessions_with_stat(store.root)
+    found = files.session_dirs(store.root)
     for session, path, st in found:
         def derive(raw: bytes, sid: str = session) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
             if cold_limit is not None and len(raw) > cold_limit:
@@ -539,7 +539,7 @@ class _Sessions:
         self.root = Path(override or os.environ.get("LOGKIT_SESSIONS") or "sessions")
 
     def session_ids(self) -> list[str]:
-        return sorted(p.parent.name for p in self.root.glob("*/events.jsonl")) if self.root.is_dir() else []
+        return files.session_ids(self.root)
 
 
 def check_launch(plan: Any, environment: Any, sessions: str | None, *,

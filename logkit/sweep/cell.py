@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from .. import procs
+from .. import procs, statuses
 from .grid import Cell
 
 __all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "run_cell", "wait_port"]
@@ -234,10 +234,10 @@ def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -
         time.sleep(POLL_S / 2)
 
 
-def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail) -> tuple[str | None, dict[str, Any] | None,
-                                                                                    list[dict[str, Any]]]:
-    """One bench point as a ``logkit run``: its attempt id, outcome and metric events."""
-    proc = _logkit(ctx, ["--label", label, "--", *argv])
+def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothesis: str) -> tuple[
+        str | None, dict[str, Any] | None, list[dict[str, Any]]]:
+    """One bench point as a ``logkit run`` testing the cell's hypothesis: its attempt id, outcome and metrics."""
+    proc = _logkit(ctx, ["--tests", hypothesis, "--label", label, "--", *argv])
     attempt = _wait_attempt(ctx, proc, tail)
     while proc.poll() is None:
         if ctx.stop.is_set():
@@ -325,7 +325,7 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
         tag = " ".join(f"{k}={v}" for k, v in labels.items())
         ctx.phase(f"bench {tag}".strip())
         try:
-            b_attempt, b_outcome, metrics = run_bench(ctx, argv, f"{label} bench {tag}".strip(), tail)
+            b_attempt, b_outcome, metrics = run_bench(ctx, argv, f"{label} bench {tag}".strip(), tail, hypothesis)
         except Interrupted:
             _finish(ctx, proc, tail, attempt, stop_it=True)
             raise
@@ -339,6 +339,6 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["wrapped"] = time.monotonic() - t_launch
     run.survivors = survivors
     status = (outcome or {}).get("status")
-    if not alive or status not in ("ready", "interrupted", "exit_ok", None):
+    if not alive or statuses.is_failure(status):
         run.status, run.outcome, run.reason = "failed", status or "other_crash", (outcome or {}).get("label")
     return run

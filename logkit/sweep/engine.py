@@ -252,7 +252,7 @@ def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep
     if hit is not None:
         ref = f"{hit.session}/{hit.attempt}"
         why = f"refuted on {hit.arch} by {ref} ({hit.status}{': ' + hit.label if hit.label else ''}); --retry-refuted runs it"
-        _close(handle, hyp, "refuted", [ref] if hit.session != handle.id else [hit.attempt], why)
+        _close(handle, hyp, "refuted", [], why)  # the refuting attempt tested another hypothesis: named, not cited
         return SweepCellResult(**base, status="skipped", outcome=hit.status, reason=why, refuted_by=ref), None
     points = bench_points(spec, cell)
     label = f"sweep {sweep.sweep} {recorded.id}: {recorded.key}"

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BadInput
-from .outcomes import _data
 
 __all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info", "redact_record"]
 
@@ -78,17 +77,11 @@ class BenchResult:
 
 
 def redact_info(info: Any) -> Any:
-    """``server_info`` with every secret key's value replaced (api_key, admin_api_key, ...)."""
-    return _redact_keys(info, frozenset(_data("sglang.toml")["redact_keys"]))
+    """``server_info`` with every secret key's value replaced (api_key, admin_api_key, ...: the keys
+    secrets.toml names, :func:`logkit.capture.redact.redact_keys`)."""
+    from ..redact import redact_keys
 
-
-def _redact_keys(info: Any, keys: frozenset[str]) -> Any:
-    if isinstance(info, dict):
-        return {k: ("[REDACTED]" if k in keys and v not in (None, "") else _redact_keys(v, keys))
-                for k, v in info.items()}
-    if isinstance(info, list):
-        return [_redact_keys(v, keys) if isinstance(v, (dict, list)) else v for v in info]
-    return info
+    return redact_keys(info)
 
 
 def redact_record(line: bytes, redactor: Any) -> bytes:

@@ -8,14 +8,20 @@ label and evidence lines, when that agrees with its recorded status. :func:`seen
 session of the store and returns the attempts that failed the same way, each with its
 configuration (the flags chosen, else its fingerprint) and the decisions that cite it (as evidence,
 or as an option's attempt). Attempts reconstructed from an account (no log to compare) that
-end in the same class are listed apart, as "same class". Reading the store goes through :meth:`logkit.store.Store.read_all`; nothing is written.
+end in the same class are listed apart, as "same class". The attempt whose log is the one asked
+about (the same file, or the same bytes: an imported copy) is not "seen before": it is named apart
+(:attr:`SeenReport.itself`). What is a failure at all is :func:`logkit.statuses.is_failure`.
+Reading the store goes through :meth:`logkit.store.Store.read_all`; nothing is written.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ... import statuses
 from ...errorlines import error_template
 from ...events import Attempt, Decision, Outcome
 from ...store import Store
@@ -53,11 +59,13 @@ class SeenReport:
     same: list[Match]
     #: same class, from accounts without a log or text to compare
     same_class: list[Match]
+    #: the attempts whose log is the one asked about (``session/A4``): not listed as seen before
+    itself: list[str] = field(default_factory=list)
 
 
 def failure_key(status: str, signature: str | None, label: str | None, texts: list[str] = ()) -> str | None:  # type: ignore[assignment]
     """``signature <id>``, ``template <normalised error>`` for other_crash, or None."""
-    if status in ("ready", "exit_ok", "abandoned", "interrupted"):
+    if not statuses.is_failure(status):
         return None
     if status == "other_crash" and (signature is None or signature.startswith(("python-", "sglang-"))):
         line = label or next((t for t in texts if t.strip()), None)
@@ -88,8 +96,25 @@ def _cites(d: Decision, session: str) -> set[str]:
     return {r if "/" in r else f"{session}/{r}" for r in refs}
 
 
-def seen_before(store: Store, verdict: Verdict) -> SeenReport:
-    """Every attempt of the store that failed like ``verdict`` (a classified log or pasted error)."""
+def _own_log(root: Path, sid: str, logs: list[Any], asked: Path, size: int, digest: list[str]) -> bool:
+    """Whether one of an attempt's recorded logs is the file ``asked`` (same path, or same size and sha256)."""
+    for log in logs:
+        if log is None:
+            continue
+        if (root / sid / log.path).resolve() == asked:
+            return True
+        if log.sha256 and log.size == size:
+            if not digest:  # hashed once, and only when some log has its size
+                with asked.open("rb") as f:
+                    digest.append(hashlib.file_digest(f, "sha256").hexdigest())
+            if log.sha256 == digest[0]:
+                return True
+    return False
+
+
+def seen_before(store: Store, verdict: Verdict, log: Path | None = None) -> SeenReport:
+    """Every attempt of the store that failed like ``verdict`` (a classified log or pasted error);
+    ``log``: the file it was read from, whose own attempt is not listed."""
     texts = [e.text for e in verdict.evidence]
     key = failure_key(verdict.status, verdict.signature, verdict.label, texts)
     attempts: dict[str, Attempt] = {}
@@ -112,11 +137,17 @@ def seen_before(store: Store, verdict: Verdict) -> SeenReport:
             cited.setdefault(ref, []).append((did, d.title, d.status, chosen))
     same: list[Match] = []
     same_class: list[Match] = []
+    itself: list[str] = []
+    asked = log.resolve() if log is not None else None
+    size, digest = (asked.stat().st_size if asked is not None else -1), []
     for ref, o in sorted(outcomes.items(), key=lambda kv: (kv[1].ended, kv[0])):
-        if key is None or o.status in ("ready", "exit_ok", "interrupted"):
+        if key is None or not statuses.is_failure(o.status):
             continue
         a = attempts.get(ref)
         sid, short = ref.rsplit("/", 1)
+        if asked is not None and _own_log(store.root, sid, [a.log if a else None, o.log], asked, size, digest):
+            itself.append(ref)
+            continue
         m = Match(ref=ref, session=sid, attempt=short, status=o.status, label=o.label,
                   when=o.ended.date().isoformat(), config=_config(a), decisions=cited.get(ref, []))
         ok = _outcome_key(o)
@@ -125,4 +156,5 @@ def seen_before(store: Store, verdict: Verdict) -> SeenReport:
         elif o.status == verdict.status and (not o.evidence or getattr(o.provenance, "source", None) == "reconstructed"):
             same_class.append(m)
     return SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
-                      evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class)
+                      evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
+                      itself=itself)

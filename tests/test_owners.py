@@ -1,0 +1,90 @@
+"""One owner per fact (docs/knowledge-model.md): which directories are sessions, secret key names and
+the decision-id pattern each come from one place, and every consumer agrees with it. Each test would
+catch a new copy that drifts."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from conftest import run_logkit
+
+from logkit import files
+from logkit.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "logkit"
+
+
+def _sources() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _odd_store(root: Path) -> None:
+    """Sessions, and things that look like them but are not."""
+    for sid in ("2026-01-01-a", "2026-01-02-b"):
+        assert run_logkit("--sessions", str(root), "session", "start", sid, "--id", sid).returncode == 0
+    (root / ".cache" / "x").mkdir(parents=True)  # a dot-dir, even with an events file
+    (root / ".cache" / "events.jsonl").write_text("{}\n")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "events.jsonl").write_text("{}\n")
+    (root / "no-events").mkdir()  # a directory without an events file
+    (root / "dir-events" / "events.jsonl").mkdir(parents=True)  # events.jsonl that is no file
+    (root / "bad name").mkdir()  # no session id
+    (root / "bad name" / "events.jsonl").write_text("{}\n")
+    (root / "stray.jsonl").write_text("{}\n")
+
+
+def test_every_reader_lists_the_same_sessions(tmp_path: Path) -> None:
+    from logkit.reasoning.refuted import _Sessions
+
+    root = tmp_path / "sessions"
+    _odd_store(root)
+    want = ["2026-01-01-a", "2026-01-02-b"]
+    dirs = files.session_dirs(root)
+    assert [d.id for d in dirs] == want and all(Path(d.events).is_file() and d.stat.st_size for d in dirs)
+    assert files.session_ids(root) == Store(root).session_ids() == _Sessions(str(root)).session_ids() == want
+    listed = run_logkit("--sessions", str(root), "session", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(r["id"] for r in json.loads(listed.stdout)) == want
+    assert files.session_dirs(tmp_path / "missing") == []
+
+
+def test_no_module_lists_session_directories_itself() -> None:
+    """`logkit.files.session_dirs` is the only listing: no other glob or scandir of the store's root."""
+    found = [f"{name}: {m.group(0)}" for name, text in _sources().items() if name != "logkit/files.py"
+             for m in re.finditer(r"glob\(f?[\"']\*/(?:events\.jsonl|\{EVENTS_FILE\})|os\.scandir\(|sessions_with_stat", text)]
+    assert found == [], "use logkit.files.session_dirs:\n" + "\n".join(found)
+
+
+def test_secret_key_names_live_in_secrets_toml_only() -> None:
+    from logkit.capture.redact import is_secret_key
+    from logkit.capture.sglang.bench import redact_info
+
+    sglang = tomllib.loads((PACKAGE / "data" / "sglang.toml").read_text(encoding="utf-8"))
+    assert not {k for k in sglang if "redact" in k or "secret" in k}, "secret names belong in secrets.toml"
+    # the keys SGLang's /server_info holds secrets under: secrets.toml's flags and names cover them all
+    secret = ["api_key", "admin_api_key", "hf_token", "token", "password", "secret", "ssl_keyfile_password"]
+    info = {"tp_size": 2, "model_path": "org/M", "nested": [{k: "s3cr3t-value" for k in secret}],
+            **{k: "s3cr3t-value" for k in secret}}
+    redacted = redact_info(info)
+    assert "s3cr3t-value" not in json.dumps(redacted)
+    assert redacted["tp_size"] == 2 and redacted["model_path"] == "org/M"
+    # the one answer: every key server_info redacts is what the event scrubber calls secret, and back
+    for key in [*secret, "tp_size", "model_path", "tokenizer_path"]:
+        assert (redacted.get(key) == "[REDACTED]") == is_secret_key(key), key
+
+
+def test_one_decision_id_pattern() -> None:
+    """`logkit.events.DECISION_ID_RE` is the pattern; no module writes its own ``DR-[...]`` regex."""
+    from logkit.events import DECISION_ID, DECISION_ID_BODY, DECISION_ID_RE
+    from logkit.reasoning.decisions import normalize_id, permanent_id
+
+    assert DECISION_ID == f"^{DECISION_ID_BODY}$" and DECISION_ID_RE.pattern == DECISION_ID_BODY + "\\Z"
+    for good in ("DR-0001", "DR-7K3FQ", permanent_id("0" * 8 + "f" * 24), permanent_id("f" * 32)):
+        assert DECISION_ID_RE.match(good) and normalize_id(good) == good
+    copies = [f"{name}: {m.group(0)}" for name, text in _sources().items() if name != "logkit/events.py"
+              for m in re.finditer(r"DR-\[[^\]]*\]", text)]
+    assert copies == [], "import logkit.events.DECISION_ID_RE / DECISION_ID_BODY:\n" + "\n".join(copies)
