@@ -167,27 +167,28 @@ class SessionDir(NamedTuple):
     stat: os.stat_result
 
 
-def session_dirs(root_dir: Path | str) -> list[SessionDir]:
-    """Every session of ``root_dir``, sorted by id: the one answer to "which directories are sessions".
+def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[SessionDir]:
+    """Every session of ``root_dir`` (or those of ``only`` that are sessions), sorted by id: the one
+    answer to "which directories are sessions".
 
     A session is a directory whose name is a session id (so never a dot-dir: ``.cache``, ``.git``)
     holding a regular file ``events.jsonl``. One ``scandir``, one ``stat`` each.
     """
     try:
-        entries = list(os.scandir(root_dir))
+        names = [entry.name for entry in os.scandir(root_dir)] if only is None else list(only)
     except OSError:
         return []
     found = []
-    for entry in entries:
-        if not valid_session_id(entry.name):
+    for name in names:
+        if not valid_session_id(name):
             continue
-        path = f"{entry.path}/{EVENTS_FILE}"
+        path = f"{root_dir}/{name}/{EVENTS_FILE}"
         try:
             st = os.stat(path)
         except OSError:
             continue  # not a session directory
         if stat.S_ISREG(st.st_mode):
-            found.append(SessionDir(entry.name, path, st))
+            found.append(SessionDir(name, path, st))
     return sorted(found, key=lambda d: d.id)
 
 

@@ -308,23 +308,8 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
 
 
 def _scan(root: Path, only: list[str] | None = None) -> list[tuple[str, Path, os.stat_result]]:
-    """Every session file with its stat (the session ids of :func:`logkit.files.session_ids`), or those of ``only``."""
-    found = []
-    try:
-        names = [e.name for e in os.scandir(root)] if only is None else list(only)
-    except OSError:
-        return []
-    for name in names:
-        if name.startswith(".") or not files.valid_session_id(name):
-            continue
-        path = root / name / files.EVENTS_FILE
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        found.append((name, path, st))
-    found.sort(key=lambda s: s[0])
-    return found
+    """Every session file with its stat (:func:`logkit.files.session_dirs`), or those of ``only``."""
+    return [(d.id, Path(d.events), d.stat) for d in files.session_dirs(root, only)]
 
 
 class Snapshot:
