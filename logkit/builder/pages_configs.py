@@ -4,9 +4,9 @@ signature pages.
 Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
 model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
-same GPU failed. A matrix cell (backend axis=value x architecture x model) shows the category of
-its latest attributable attempt (:func:`attributable`: the values a launch *chose*, and only for
-failure classes that speak about a backend, ``statuses.toml``); ``slow`` only when
+same GPU failed. A matrix cell (backend axis=value x architecture x model) is
+:mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts: works, the refuted class,
+conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
 it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
 one value with every other chosen value equal, and the cell shows both figures. Failing and slow
 cells get a negative-result page.
@@ -20,7 +20,7 @@ import json
 from typing import Any
 from collections import defaultdict
 
-from .. import statuses
+from ..reasoning import matrix
 from ..errorlines import error_template
 from ..launch.flags import table as launch_table
 from .contexts import (
@@ -38,7 +38,7 @@ from .paths import attempt_ref, config_href, config_path, decision_href, metrics
 SIGNATURE_HITS = 100
 
 __all__ = [
-    "attributable", "config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index",
+    "cell_works", "config_pages", "configs_index", "matrix_page", "matrix_row", "signature_pages", "signatures_index", "site_cells",
     "unexplained_failures",
 ]
 
@@ -174,17 +174,6 @@ def _versions_text(f: AttemptFacts) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
 
 
-def attributable(f: AttemptFacts) -> bool:
-    """Whether a launch says anything about its backend values: it worked, or it failed in a class
-    that speaks about a backend (a refuting status of ``statuses.toml``; a degenerate smoke reply
-    is ``garbage``). An import error, a bad flag, a signal or a hang refutes nothing."""
-    if f.category is None:
-        return False
-    if f.category == "garbage" and f.smoke_failed:
-        return True
-    return f.category == "works" or (f.status in statuses.refuting())
-
-
 def _canon(value: object) -> object:
     """A hashable stand-in for a chosen value that is equal where the values compare equal (1 == 1.0)."""
     if isinstance(value, (int, float)):
@@ -228,67 +217,94 @@ def _peers(works: list[AttemptFacts], axis: str, best: dict[str, float]) -> dict
     return out
 
 
+def matrix_row(f: AttemptFacts) -> matrix.Row:
+    """An attempt's facts as a row of :mod:`logkit.reasoning.matrix`."""
+    return matrix.Row(
+        session=f.session, attempt=f.short_id, role=f.role, started=f.started.isoformat(), status=f.status,
+        model=f.model, arch=f.arch, sglang=f.versions.get("sglang"), flashinfer=f.versions.get("flashinfer"),
+        backends=f.backends, hang_timeout=matrix.hang_limit(f.label) if f.status == "hang" else None,
+        smoke_failed=f.smoke_failed, label=f.label)
+
+
+def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFacts]]]:
+    """The matrix cells by (model, axis, value, arch or ``unknown``): of several SGLang/flashinfer
+    versions, the one tested last; with its attempts' facts (computed once per index)."""
+    cached = getattr(index, "_site_cells", None)
+    if cached is None:
+        launches = _launches(index)
+        by_ref = {f.ref: f for f in launches}
+        cached = {}
+        for cell in matrix.cells(matrix_row(f) for f in launches).values():
+            key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
+            have = cached.get(key)
+            if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
+                cached[key] = (cell, [by_ref[r.ref] for r in cell.rows])
+        index._site_cells = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _counts(cell: matrix.Cell) -> str:
+    return ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
+
+
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
-    """The compatibility matrix and the negative-result page of every failing cell."""
+    """The compatibility matrix (:mod:`logkit.reasoning.matrix` cells) and the negative-result page
+    of every refuted, conflicting or slow cell."""
     icons = tables()["matrix"]["icons"]
     best = _best_throughput(index)
-    launches = [f for f in _launches(index) if attributable(f)]
+    found = site_cells(index)
     works: dict[tuple, list[AttemptFacts]] = defaultdict(list)
-    for f in launches:
-        if f.category == "works":
-            works[(f.model, f.gpu_label)].append(f)
-    cells: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    for (_m, _a, _v, _arch), (_cell, hits) in found.items():
+        for f in hits:
+            if f.category == "works" and f not in works[(f.model, f.gpu_label)]:
+                works[(f.model, f.gpu_label)].append(f)
     archs: dict[str | None, set[str]] = defaultdict(set)
-    for f in launches:
-        arch = f.arch or "unknown"
-        archs[f.model].add(arch)
-        for axis, value in f.backends.items():
-            cells[(f.model, axis, value, arch)].append(f)
+    for (model, _a, _v, arch) in found:
+        archs[model].add(arch)
     peers: dict[tuple, dict[tuple, list[AttemptFacts]]] = {}
     tables_out: list[MatrixTable] = []
     negatives: list[NegativePage] = []
     neg_list: list[tuple[str, str, str]] = []
     for model in sorted(archs, key=str):
         model_archs = sorted(archs[model])
-        axes = sorted({(a, v) for (m, a, v, _arch) in cells if m == model})
+        axes = sorted({(a, v) for (m, a, v, _arch) in found if m == model})
         rows = []
         for axis, value in axes:
             row_cells = []
             for arch in model_archs:
-                hits = cells.get((model, axis, value, arch))
-                if not hits:
+                got = found.get((model, axis, value, arch))
+                if not got:
                     row_cells.append(CellCtx("untested", icons["untested"]))
                     continue
+                cell, hits = got
                 last = hits[-1]
-                category = last.category or "untested"
+                shown = cell.refuted_class if cell.state == "refuted" else cell.state
                 compared = None
-                if category == "works":
+                if shown == "works":
                     # slow only against a launch that differs in this one value, the others equal
                     slower = []
                     for h in hits:
-                        if h.category != "works":
-                            continue
                         pkey = (model, h.gpu_label, axis)
                         if pkey not in peers:
                             peers[pkey] = _peers(works[(model, h.gpu_label)], axis, best)
                         if c := _slower(h, axis, value, peers[pkey], best):
                             slower.append(c)
-                    if slower and len(slower) == len([h for h in hits if h.category == "works" and best.get(h.ref)]):
+                    if slower and len(slower) == len([h for h in hits if best.get(h.ref)]):
                         mine, theirs, peer = max(slower, key=lambda c: c[0])
-                        category = "slow"
+                        shown = "slow"
                         compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}), every other chosen value equal")
                 detail = "; ".join(x for x in (
-                    compared, last.label, _versions_text(last),
+                    compared, _counts(cell), last.label, _versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)
-                if category == "works":
-                    href = config_href(last)
+                if shown == "works":
+                    href = config_href(cell_works(hits))
                 else:
-                    neg = _negative(index, model, axis, value, arch, category, hits, compared)
+                    neg = _negative(index, model, axis, value, arch, shown, hits, compared, cell)
                     negatives.append(neg)
-                    neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", category, neg.page.path))
+                    neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", shown, neg.page.path))
                     href = neg.page.path
-                row_cells.append(CellCtx(category, icons.get(category, category), href, detail))
+                row_cells.append(CellCtx(shown, icons.get(shown, shown), href, detail))
             rows.append(MatrixRow(axis, value, row_cells))
         tables_out.append(MatrixTable(model or "unknown model", model_archs, rows))
     legend = [(k, v) for k, v in icons.items()]
@@ -296,10 +312,16 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
     return MatrixPage(page=page, tables=tables_out, legend=legend, negatives=neg_list), negatives
 
 
+def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
+    """The latest working attempt of a cell's attempts (the last one without)."""
+    return next((h for h in reversed(hits) if h.category == "works"), hits[-1])
+
+
 def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
-              hits: list[AttemptFacts], compared: str | None = None) -> NegativePage:
+              hits: list[AttemptFacts], compared: str | None = None, cell: matrix.Cell | None = None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
+    shown = next((h for h in reversed(failed) if h.outcome is not None and h.outcome.evidence), None)
     refs = {h.ref for h in hits}
     refuted_on: dict[str, list[str]] = {}
     for h in failed:
@@ -317,20 +339,22 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
             options.append((did, decision_href(did), opt.name, opt.why_not or ""))
     retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
-    retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
+    retry += [f"{h.id}: {h.because}" for h in hyps if h.because and h.verdict != "confirmed"]
     signatures = sorted({(h.signature or h.status, h.label or "") for h in failed if h.status is not None})
-    worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), fs in index_cells(index).items()
+    worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), (_c, fs) in site_cells(index).items()
                      if m == model and a == axis and v == value for f in fs
                      if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
     title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
-    outcome = last.outcome
+    if cell is not None and cell.state == "conflicting":
+        good = cell_works(hits)
+        retry.insert(0, f"conflicting evidence: it also worked in {good.ref}; compare the two launches")
     return NegativePage(
         page=Page(negative_path(axis, value, arch, model), title, "negative.md.j2", tags=[arch, category]),
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=[Line(e.line, e.text) for e in (outcome.evidence if outcome else [])[:12]],
-        excerpt_from=attempt_ref(last),
+        excerpt=[Line(e.line, e.text) for e in (shown.outcome.evidence[:12] if shown and shown.outcome else [])],
+        excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,
         hypotheses=hyps,
@@ -360,20 +384,6 @@ def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
                 refs = {f.ref for r in opt.attempts if (f := index.attempt(r, sid)) is not None}
                 cached.append((did, opt, refs))
         index.__dict__["_options"] = cached
-    return cached
-
-
-def index_cells(index: KBIndex) -> dict[tuple, list[AttemptFacts]]:
-    """Launches by (model, axis, value, arch), computed once per index."""
-    cached = getattr(index, "_cells", None)
-    if cached is None:
-        cached = defaultdict(list)
-        for f in _launches(index):
-            if not attributable(f):
-                continue
-            for axis, value in f.backends.items():
-                cached[(f.model, axis, value, f.arch or "unknown")].append(f)
-        index._cells = cached  # type: ignore[attr-defined]
     return cached
 
 
