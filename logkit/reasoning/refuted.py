@@ -299,9 +299,11 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     try:
         store = _Sessions(sessions)
         arch = _arch_for_launch(environment)
-        runs = check(backends, arch, store, model=model_of(launch),  # type: ignore[arg-type]
-                     cold_limit=COLD_LIMIT, skipped=skipped)
-        for run in conflicts(backends, arch, store, model=model_of(launch)):  # type: ignore[arg-type]
+        # one read of the matrix: the refuted cells warn, the conflicting ones are said
+        found = _cells(backends, arch, store, model_of(launch), None,  # type: ignore[arg-type]
+                       COLD_LIMIT, skipped)
+        runs = [_run(c) for c in found if c.state == "refuted"]
+        for run in (_run(c) for c in found if c.state == "conflicting"):
             err.write(f"logkit: note: {warning(run)}\n")
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
