@@ -2,7 +2,8 @@
 
 Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
 GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
-against concurrency, throughput per item such as a prompt, best throughput per configuration),
+against concurrency, throughput per item such as a prompt, best throughput per configuration at
+each workload measured for more than one: figures of two workloads are never ranked together),
 each with the numbers as a table. A chart draws only what was measured: points on a log2
 concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
-from .frames import Frames
+from .frames import WORKLOAD, Frames
 from .load import tables
 from .paths import metrics_path
 from .svg import render_all
@@ -159,10 +161,10 @@ def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     )
 
 
-def _best_chart(best: pd.DataFrame, name: str) -> alt.Chart:
+def _best_chart(best: pd.DataFrame, title: str, name: str) -> alt.Chart:
     import altair as alt
 
-    return alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
+    return alt.Chart(best, title=title, width=520).mark_bar().encode(
         x=alt.X("value:Q", title=f"{name} (tok/s)"),
         y=alt.Y("config:N", sort="-x", title="configuration"),
     )
@@ -238,12 +240,18 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             ))
         name = _first(names["throughput"], present)
         if name is not None:
-            best = group[group["name"] == name].groupby("config", as_index=False)["value"].max()
-            if len(best) > 1:
-                src, job = _job(spec("best", best, (name,), lambda: _best_chart(best, name)))
+            named = group[group["name"] == name]
+            works = {tuple(None if pd.isna(x) else x for x in w): rows
+                     for w, rows in named.groupby(WORKLOAD, dropna=False, sort=False)}
+            for work in sorted(works, key=workload_order):  # one ranking per workload
+                best = works[work].groupby("config", as_index=False)["value"].max()
+                if len(best) < 2:
+                    continue
+                title = f"best {name} per configuration at {workload_text(work)}"
+                src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
                 jobs.append(job)
                 charts.append(ChartCtx(
-                    title=f"best {name} per configuration", src=src, alt=f"backend comparison for {model_s} on {gpu_s}",
+                    title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", name],
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))

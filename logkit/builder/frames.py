@@ -23,7 +23,7 @@ from ..gpu import arch_of
 from ..launch.flags import backend_axes, config_key, configuration, model_of
 from .load import Loaded, SessionData, gc_paused, norm_time, tables
 
-__all__ = ["AttemptFacts", "Frames", "fact_row", "make_frames", "ref_of"]
+__all__ = ["WORKLOAD", "AttemptFacts", "Frames", "fact_row", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -212,8 +212,10 @@ def make_frames(loaded: Loaded) -> Frames:
 
 _ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
                     "category", "signature"]
+#: the metric frame's columns that make a workload (:func:`logkit.launch.flags.workload`)
+WORKLOAD = ["concurrency", "dataset", "input_len", "output_len"]
 _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
-                   "item", "ts"]
+                   "item", "ts", "dataset", "input_len", "output_len"]
 
 
 def _make_frames(loaded: Loaded) -> Frames:
@@ -249,7 +251,7 @@ def _make_frames(loaded: Loaded) -> Frames:
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          m.concurrency, m.item, m.ts))
-    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
+                          m.concurrency, m.item, m.ts, m.dataset, m.input_len, m.output_len))
+    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * len(_METRIC_COLUMNS), strict=True)),
                            columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)

@@ -10,6 +10,10 @@ conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
 it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
 one value with every other chosen value equal, and the cell shows both figures. Failing and slow
 cells get a negative-result page.
+
+Figures are compared only at one workload (:func:`logkit.launch.flags.workload`: concurrency,
+dataset, input/output lengths): a configuration's figures are listed per workload, the best of a
+page is given per workload, and ``slow`` compares two launches at a workload both were measured at.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from collections import defaultdict
 from ..reasoning import matrix
 from ..errorlines import error_template
 from ..launch.flags import table as launch_table
+from ..launch.flags import workload_order as _work_order
+from ..launch.flags import workload_text
 from .contexts import (
     AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
     MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
@@ -30,7 +36,7 @@ from .contexts import (
 )
 from .frames import AttemptFacts
 from .index import KBIndex
-from .load import tables
+from .load import Workload, tables
 from .pages_kb import diff_settings
 from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
 
@@ -58,34 +64,47 @@ def _launches(index: KBIndex) -> list[AttemptFacts]:
     return cached
 
 
-def _best_throughput(index: KBIndex) -> dict[str, float]:
-    """Best throughput measured against each launch attempt, by its reference."""
-    m = index.frames.metrics
-    names = tables()["metrics"]["throughput"]
-    best: dict[str, float] = {}
-    if m.empty:
-        return best
-    for name in names:
-        sel = m[(m["name"] == name) & m["server"].notna()]
-        if not sel.empty:
-            return sel.groupby("server")["value"].max().to_dict()
+#: best throughput per launch reference, per workload
+Best = dict[str, dict[Workload, float]]
+
+
+def _best_throughput(index: KBIndex) -> Best:
+    """Best throughput measured against each launch attempt at each workload, by its reference."""
+    best: Best = {}
+    for name in tables()["metrics"]["throughput"]:
+        for ref, rows in index.metrics_by_server.items():
+            for metric, value, _unit, work in rows:
+                if metric == name and value > best.setdefault(ref, {}).get(work, float("-inf")):
+                    best[ref][work] = value
+        best = {ref: works for ref, works in best.items() if works}
+        if best:
+            return best
     return best
 
 
-def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """The latest figure per concurrency of the first throughput / TTFT / ITL names measured."""
-    latest: dict[tuple[float | None, str], float] = {}
+def _best_text(best: Best, refs: list[str]) -> str:
+    """``172.0 at concurrency 1; 71.9 at workload not recorded``: the best figure per workload."""
+    top: dict[Workload, float] = {}
     for ref in refs:
-        for name, value, _unit, conc in index.metrics_by_server.get(ref, []):
-            latest[(conc, name)] = value  # rows are in time order: the last one wins
+        for work, value in best.get(ref, {}).items():
+            top[work] = max(value, top.get(work, value))
+    return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
+
+
+def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The latest figure per workload of the first throughput / TTFT / ITL names measured."""
+    latest: dict[tuple[Workload, str], float] = {}
+    for ref in refs:
+        for name, value, _unit, work in index.metrics_by_server.get(ref, []):
+            latest[(work, name)] = value  # rows are in time order: the last one wins
     if not latest:
         return [], []
-    present = {n for _c, n in latest}
+    present = {n for _w, n in latest}
     names = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1] if n in present]
     if not names:
         return [], []
-    concs = sorted({c for c, _n in latest}, key=lambda c: (c is None, c or 0.0))
-    return names, [("—" if c is None else f"{c:g}", [_fmt(latest.get((c, n))) for n in names]) for c in concs]
+    works = sorted({w for w, _n in latest}, key=_work_order)
+    return names, [(workload_text(w), [_fmt(latest.get((w, n))) for n in names]) for w in works]
 
 
 def config_pages(index: KBIndex) -> list[ConfigPage]:
@@ -160,9 +179,8 @@ def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
     rows = []
     for p in pages:
         refs = [a.ref for c in p.configs for a in c.attempts]
-        top = max((best.get(r, 0.0) for r in refs), default=0.0)
         rows.append(ConfigRow(p.model, p.gpu, p.arch, p.sglang, len(p.configs),
-                              sum(1 for c in p.configs if c.stale_by), _fmt(top) if top else "", p.page.path))
+                              sum(1 for c in p.configs if c.stale_by), _best_text(best, refs), p.page.path))
     return ConfigsIndex(page=Page("configs/index.md", "Working configurations", "configs_index.md.j2"), rows=rows)
 
 
@@ -186,34 +204,39 @@ def _rest_key(f: AttemptFacts, axis: str) -> tuple:
 
 
 def _slower(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
-            best: dict[str, float]) -> tuple[float, float, AttemptFacts] | None:
-    """(mine, theirs, peer) when ``f`` is below ``slow_ratio`` of a working launch of the same model and
-    GPU that differs from it in ``axis`` only (every other chosen value equal), else None.
+            best: Best) -> tuple[float, float, AttemptFacts, Workload] | None:
+    """(mine, theirs, peer, workload) when ``f`` is below ``slow_ratio`` of a working launch of the
+    same model and GPU that differs from it in ``axis`` only (every other chosen value equal),
+    measured at the same workload, else None.
 
     ``peers``: the measured working launches of that model and GPU by their chosen values but
-    ``axis`` (:func:`_rest_key`), so a launch is compared with its candidates only, not with every
-    launch of the model (quadratic in a team's year of sessions).
+    ``axis`` and by workload (:func:`_peers`), so a launch is compared with its candidates only, not
+    with every launch of the model (quadratic in a team's year of sessions).
     """
     ratio = float(launch_table()["attribution"]["slow_ratio"])
-    mine = best.get(f.ref, 0.0)
-    if not mine:
-        return None
-    for g in peers.get(_rest_key(f, axis), []):  # fastest first: the first other value is the best one
-        if g is f or g.backends.get(axis) in (None, value):
+    for work, mine in sorted(best.get(f.ref, {}).items(), key=lambda kv: _work_order(kv[0])):
+        if not mine:
             continue
-        theirs = best[g.ref]
-        return (mine, theirs, g) if mine < ratio * theirs else None
+        for g in peers.get((_rest_key(f, axis), work), []):  # fastest first: the first other value is the best
+            if g is f or g.backends.get(axis) in (None, value):
+                continue
+            theirs = best[g.ref][work]
+            if mine < ratio * theirs:
+                return (mine, theirs, g, work)
+            break
     return None
 
 
-def _peers(works: list[AttemptFacts], axis: str, best: dict[str, float]) -> dict[tuple, list[AttemptFacts]]:
-    """The measured launches of ``works`` by :func:`_rest_key`, fastest first (ties in their order)."""
+def _peers(works: list[AttemptFacts], axis: str, best: Best) -> dict[tuple, list[AttemptFacts]]:
+    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest at that workload
+    first (ties in their order)."""
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
-        if best.get(g.ref):
-            out[_rest_key(g, axis)].append(g)
-    for peers in out.values():
-        peers.sort(key=lambda g: -best[g.ref])
+        for work, value in best.get(g.ref, {}).items():
+            if value:
+                out[(_rest_key(g, axis), work)].append(g)
+    for (_rest, work), peers in out.items():
+        peers.sort(key=lambda g, w=work: -best[g.ref][w])
     return out
 
 
@@ -290,10 +313,10 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                         if c := _slower(h, axis, value, peers[pkey], best):
                             slower.append(c)
                     if slower and len(slower) == len([h for h in hits if best.get(h.ref)]):
-                        mine, theirs, peer = max(slower, key=lambda c: c[0])
+                        mine, theirs, peer, work = max(slower, key=lambda c: c[0])
                         shown = "slow"
                         compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
-                                    f"({peer.ref}), every other chosen value equal")
+                                    f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
                 detail = "; ".join(x for x in (
                     compared, _counts(cell), last.label, _versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)

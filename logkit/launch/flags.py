@@ -48,6 +48,7 @@ __all__ = [
     "table",
     "watched_env",
     "workload",
+    "workload_order",
     "workload_text",
 ]
 
@@ -175,6 +176,12 @@ def workload(labels: dict[str, Any] | None, concurrency: float | None = None) ->
             value = float(value)
         parts.append(value)
     return tuple(parts)
+
+
+def workload_order(work: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A sort key for workloads: by concurrency (not recorded last), then the rest as text."""
+    conc = work[0] if work else None
+    return (conc is None, conc if isinstance(conc, (int, float)) else 0.0, tuple(str(x) for x in work[1:]))
 
 
 def workload_text(work: tuple[Any, ...]) -> str:
