@@ -69,6 +69,9 @@ def test_a_cell_aggregates_every_attempt_not_the_latest() -> None:
     assert "deep_gemm" not in cells  # an import error is not attributable: untested
     long_hang = _row(8, "hang", "marlin", label="no output for 1200s before ready (--hang-timeout)")
     assert matrix.category(long_hang) == "crash"
+    # the outcome labels logkit's SGLang watcher writes (no "(--hang-timeout)" in them)
+    for label in ("no output for 3s before ready", "ready endpoint not answering 3s after the server started listening"):
+        assert matrix.hang_limit(label) == 3.0 and matrix.category(_row(9, "hang", "marlin", label=label)) is None
 
 
 def _events(*items: tuple[str, str, str | None, bool | None]) -> list:

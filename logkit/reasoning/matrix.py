@@ -35,15 +35,16 @@ STATES = ("works", "refuted", "conflicting", "untested")
 #: (model, axis, value, arch, sglang version, flashinfer version)
 Key = tuple[str | None, str, str, str | None, str | None, str | None]
 
-# logkit's hang stop reads "no output for 5s before ready (--hang-timeout)" (capture/sglang/watcher.py,
-# capture/supervisor.py): the limit it was stopped under
-_HANG = re.compile(r"(\d+(?:\.\d+)?)s\b.*\(--hang-timeout\)")
+# the limit logkit's hang stop names: the outcome label of an SGLang launch reads "no output for 5s
+# before ready" or "ready endpoint not answering 5s after the server started listening"
+# (capture/sglang/watcher.py), a stop reason "no output for 5s (--hang-timeout)" (capture/supervisor.py)
+_HANG = re.compile(r"(?:no output for |not answering )(\d+(?:\.\d+)?)s\b|(\d+(?:\.\d+)?)s\b.*\(--hang-timeout\)")
 
 
 def hang_limit(label: str | None) -> float | None:
     """The ``--hang-timeout`` an outcome label says stopped the attempt, or None."""
     match = _HANG.search(label or "")
-    return float(match.group(1)) if match else None
+    return float(match.group(1) or match.group(2)) if match else None
 
 
 @dataclass(frozen=True)
