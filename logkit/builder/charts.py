@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import WORKLOAD, Frames
@@ -99,11 +100,13 @@ def _plain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _config_label(frames: Frames, ref: str) -> str:
+    """The launch's configuration (:func:`logkit.launch.flags.configuration`, as the facts keep it)
+    but the model, which the page names: two configurations never share a series."""
     f = frames.facts[ref]
-    parts = [f"{k.removesuffix('_backend')}={v}" for k, v in sorted(f.backends.items())]
-    tp = f.fingerprint.get("tp_size")
-    if tp is not None:
-        parts.append(f"tp={tp}")
+    rules = launch_table()["fingerprint"]
+    short = {v: k for k, v in (rules.get("aliases") or {}).items()}
+    parts = [f"{short.get(k, k.removesuffix('_backend'))}={v}" for k, v in sorted(f.fingerprint.items())
+             if k not in rules["model_keys"]]
     return " ".join(parts) or (f.fp_hash or "config")  # whole: charts show C1.., the key table this
 
 
