@@ -195,6 +195,11 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     # different build, a patch): their --label names them.
     m = m.assign(full=[f"{config_of[r]} ({label_of[r]})" if label_of[r] and pd.isna(c) and pd.notna(i) else config_of[r]
                        for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)])
+    # a series is one configuration at one dataset and lengths: concurrency is the only axis a
+    # line crosses (figures of two workloads are never drawn as one)
+    rest = [tuple(None if pd.isna(x) else x for x in w) for w in zip(*(m[c] for c in WORKLOAD[1:]), strict=True)]
+    m = m.assign(full=[f"{full} @ {workload_text((None, *w))}" if any(x is not None for x in w) else full
+                       for full, w in zip(m["full"], rest, strict=True)])
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
         # Short series names keep the SVG light (vl-convert measures every glyph); the key
         # table on the page maps them to the full configuration.
