@@ -3,8 +3,9 @@
 The knowledge base is written by real logkit commands: a session whose hypotheses ("moe X works")
 are each tested by one ``logkit run --smoke-only`` launch, then a ``logkit sweep`` over the same
 four MoE backends, with the stand-in server (tests/fakeserver.py) crashing for one (SM100-only
-kernels), answering garbage for one, hanging for one under the sweep's shortened
-``--hang-timeout`` (not attributable: the user cut it short) and working for one. Then the
+kernels), answering garbage for one, hanging for one under a shortened ``--hang-timeout`` (not
+attributable: the user cut it short) and working for one; a fifth backend worked once and crashed
+once (conflicting evidence: said, never skipped). Then the
 pre-launch check (:mod:`logkit.reasoning.refuted`), ``logkit status``'s proposals, the sweep's skip
 step and the site's matrix (the built page's context) must say the same thing of every cell.
 """
@@ -25,7 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.sglang]
 
 PY = sys.executable
 # what each backend does in the stand-in server, and what its matrix cell must then say
-EXPECTED = {"flashinfer_trtllm": "refuted", "flashinfer_cutedsl": "refuted", "marlin": "untested", "triton": "works"}
+EXPECTED = {"flashinfer_trtllm": "refuted", "flashinfer_cutedsl": "refuted", "marlin": "untested", "triton": "works",
+            "flashinfer_cutlass": "conflicting"}
 HANG = "3"  # seconds: far below launch.toml's hang_timeout_default
 
 
@@ -73,6 +75,17 @@ def _check_states(sessions: Path) -> dict[str, str]:
     return out
 
 
+def _launch(lab: dict, hypothesis: str, backend: str, behaves: str | None = None) -> None:
+    port = free_port()
+    lab.setdefault("ports", []).append(port)
+    env = {**lab["env"], **({"FAKE_SGLANG_BACKENDS": f"{backend}={behaves}"} if behaves else {})}
+    subprocess.run([PY, "-m", "logkit", "run", "--tests", hypothesis, "--hang-timeout", HANG, "--grace", "5",
+                    "--smoke", "What is 3 + 5?", "--smoke-only", "--yes", "--", PY, "-m", "sglang.launch_server",
+                    "--model-path", "fake/model", "--host", "127.0.0.1", "--port", str(port),
+                    "--moe-runner-backend", backend], env=env, capture_output=True, text=True, timeout=180,
+                   cwd=lab["dir"])
+
+
 def test_check_status_sweep_skip_and_site_agree_cell_by_cell(lab: dict) -> None:  # noqa: F811
     assert _logkit(lab, "session", "start", "agreement", "--id", "by-hand").returncode == 0
     hyps: dict[str, str] = {}
@@ -80,19 +93,16 @@ def test_check_status_sweep_skip_and_site_agree_cell_by_cell(lab: dict) -> None:
         added = _logkit(lab, "hypothesis", "add", f"moe_runner_backend={backend} works on SM120")
         assert added.returncode == 0, added.stderr
         hyps[backend] = added.stdout.strip().splitlines()[-1]
-        port = free_port()
-        lab.setdefault("ports", []).append(port)
-        _logkit(lab, "run", "--tests", hyps[backend], "--hang-timeout", HANG, "--grace", "5", "--smoke",
-                "What is 3 + 5?", "--smoke-only", "--yes", "--", PY, "-m", "sglang.launch_server", "--model-path",
-                "fake/model", "--host", "127.0.0.1", "--port", str(port), "--moe-runner-backend", backend,
-                timeout=180)
+        _launch(lab, hyps[backend], backend)
+    _launch(lab, hyps["flashinfer_cutlass"], "flashinfer_cutlass", "sm100")  # worked once, crashed once
     statuses = {e["attempt"]: e["status"] for e in events(lab)["by-hand"] if e["kind"] == "outcome"}
-    assert sorted(statuses.values()) == sorted(["arch_mismatch", "garbage", "hang", "ready"]), statuses
+    assert sorted(statuses.values()) == sorted(["arch_mismatch", "garbage", "hang", "ready", "ready",
+                                                "arch_mismatch"]), statuses
 
     def agree(skipped: set[str] | None = None) -> None:
         check, site = _check_states(lab["sessions"]), _site_states(lab["sessions"])
         assert site == EXPECTED
-        assert check == {b: "refuted" if s == "refuted" else "not refuted" for b, s in EXPECTED.items()}
+        assert check == {b: s if s in ("refuted", "conflicting") else "not refuted" for b, s in EXPECTED.items()}
         shown = _logkit(lab, "status", "--session", "by-hand", "--json")
         assert shown.returncode == 0, shown.stderr
         proposed = {p["hypothesis"] for p in json.loads(shown.stdout)["proposals"]}
@@ -112,7 +122,7 @@ def test_check_status_sweep_skip_and_site_agree_cell_by_cell(lab: dict) -> None:
     got = results(events(lab)[sweep_sid])
     skipped = {k.split("=", 1)[1] for k, v in got.items() if v["status"] == "skipped"}
     ran = {k.split("=", 1)[1]: v["outcome"] for k, v in got.items() if v["status"] != "skipped"}
-    assert ran == {"marlin": "hang", "triton": "ready"}
+    assert ran == {"marlin": "hang", "triton": "ready", "flashinfer_cutlass": "ready"}
     # the sweep's own attempts changed no cell: every reader still says the same
     agree(skipped)
     assert left_behind(lab) == []
