@@ -252,6 +252,6 @@ def _make_frames(loaded: Loaded) -> Frames:
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
                           m.concurrency, m.item, m.ts, m.dataset, m.input_len, m.output_len))
-    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * len(_METRIC_COLUMNS), strict=True)),
-                           columns=_METRIC_COLUMNS)
+    columns = map(list, zip(*mrows)) if mrows else [[]] * len(_METRIC_COLUMNS)
+    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, columns, strict=True)), columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)
