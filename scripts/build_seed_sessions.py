@@ -6,8 +6,11 @@ data is exactly what the commands write and this script doubles as an end-to-end
 command must succeed and print the id this script expects (``H3``, ``A7``, ``DR-0002``).
 
 Nothing here is invented: every flag, figure and quote is the account's; where an account gives no
-value (a model path, the exact speculative or NCCL flags) the command does not carry one and the
-label says so. None of the accounts has a log, so no attempt has one, and every event says it was
+value (the GLM and CT200 model paths, MTP's step counts, the NCCL flags) the command does not carry
+one and the label says so. The Qwen launches carry what that account names: the model
+(``--model-path`` by its name), its 8 GPUs (``--tp 8``) and, for the MTP run,
+``--speculative-algorithm NEXTN``: without them the MTP run and the working configuration it runs on
+would be one configuration (issue 19). None of the accounts has a log, so no attempt has one, and every event says it was
 reconstructed from its account (``--reconstructed``).
 
 The accounts have no dates. The sessions are dated 2026-11-14, -15 and -16 (our choice), and every
@@ -48,7 +51,12 @@ Step = tuple[list[str], str | None]  # (logkit arguments, the id it must print, 
 
 def qwen() -> list[Step]:
     src = ["--reconstructed", Q_SRC]
-    launch = "python -m sglang.launch_server"
+    # every launch serves the account's model on its 8 GPUs (tensor parallel); the account names no
+    # other path than the model's name
+    launch = f"python -m sglang.launch_server --model-path {MODELS[Q]} --tp 8"
+    # "speculative decoding via NEXTN" on the MTP heads (msgs 5976-5978); the account gives no
+    # step, top-k or draft-token counts, so SGLang's defaults stand
+    mtp = "--speculative-algorithm NEXTN"
     return [
         (["record", "session", "Qwen3.5-397B-A17B-NVFP4 on 8x RTX PRO 6000 Blackwell (SM120)", "--id", Q,
           "--goal", "find GEMM and MoE backends that are correct and fast on SM120, then MTP speculative decoding",
@@ -60,7 +68,7 @@ def qwen() -> list[Step]:
         (["hypothesis", "add", "flashinfer_trtllm MoE backend works on SM120", "--priority", "high", "--tag", "moe", *src], "H4"),
         (["hypothesis", "add", "flashinfer_cutedsl MoE backend produces correct output on SM120", "--priority", "high",
           "--tag", "moe", *src], "H5"),
-        (["record", "attempt", "--cmd", launch, "--label", "default (auto) backends: the account gives no flags",
+        (["record", "attempt", "--cmd", launch, "--label", "default (auto) backends: the account gives no backend flags",
           "--status", "garbage", "--tests", "H2",
           "--result", "the default auto backend produced garbage output, which triggered the systematic backend investigation",
           *GPU8, *src], "A1"),
@@ -105,8 +113,8 @@ def qwen() -> list[Step]:
           "--evidence", "A2,A3,A4,A5,A6", "--tag", "sm120", "--tag", "moe", "--tag", "gemm",
           "--consequences", "MTP speculative decoding runs on top of it (~172 tok/s at single-request concurrency); "
           "the MTP draft layer runs BF16, not FP4", "--id", "DR-0001", *src], "DR-0001"),
-        (["record", "attempt", "--cmd", f"{launch} --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn",
-          "--label", "MTP speculative decoding (NEXTN, as the account names it; its exact speculative flags are not given)",
+        (["record", "attempt", "--cmd", f"{launch} --moe-runner-backend flashinfer_cutlass --fp4-gemm-backend flashinfer_cudnn {mtp}",
+          "--label", "MTP speculative decoding (NEXTN, as the account names it; no step or draft-token counts are given)",
           "--status", "ready", "--tests", "H1",
           "--result", "MTP speculative decoding deployed: ~172 tok/s at single-request concurrency", *GPU8, *src], "A7"),
         (["record", "metric", "output_throughput", "172", "--attempt", "A7", "--unit", "tok/s",

@@ -59,8 +59,7 @@ def test_the_check_writes_the_cache_then_reads_only_it(store: Store, monkeypatch
     assert (store.root / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
     # unchanged files: not one session file is read again
     derived = []
-    monkeypatch.setattr(refuted, "_session_state", lambda sid, raw: derived.append(sid) or ([], []))
-    monkeypatch.setattr(refuted, "_extend", lambda sid, *a: derived.append(sid))
+    monkeypatch.setattr(refuted, "_derive", lambda sid, raw: derived.append(sid) or [])
     assert _hits(store) == [("s-one", "A1")]
     assert derived == []
 
@@ -69,11 +68,10 @@ def test_a_new_failure_makes_that_session_stale(store: Store, monkeypatch: pytes
     assert _hits(store) == [("s-one", "A1")]
     _launch(store, "s-three", "flashinfer_trtllm", "arch_mismatch")
     seen = []
-    real, real_extend = refuted._session_state, refuted._extend
-    monkeypatch.setattr(refuted, "_session_state", lambda sid, raw: seen.append(sid) or real(sid, raw))
-    monkeypatch.setattr(refuted, "_extend", lambda sid, *a: seen.append(f"{sid}+") or real_extend(sid, *a))
-    assert _hits(store) == [("s-one", "A1"), ("s-three", "A1")]
-    assert seen == ["s-three+"]  # only the changed session was read: its new lines
+    real = refuted._derive
+    monkeypatch.setattr(refuted, "_derive", lambda sid, raw: seen.append(sid) or real(sid, raw))
+    assert _hits(store) == [("s-three", "A1")]  # one refuted cell, named by its latest refuting attempt
+    assert seen == ["s-three"]  # only the changed session was read again
 
 
 def test_a_touched_file_is_derived_again_and_its_digest_kept(store: Store) -> None:

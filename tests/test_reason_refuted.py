@@ -131,7 +131,8 @@ def test_logkit_run_warns_before_launching_a_refuted_config(kb: Store, logkit, s
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "launch_server.py").write_text("print('fake server: exiting')\n")
-    env = {"PYTHONPATH": str(tmp_path / "fake"), refuted.ENV_ARCH: "SM120"}
+    # the fake SGLang, then this checkout's logkit (not one installed in the venv)
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), str(REPO)]), refuted.ENV_ARCH: "SM120"}
     _ok(logkit("session", "use", "2026-11-14-glm5"))
     result = logkit("run", "--", "python", "-m", "sglang.launch_server", "--model-path", "/models/x",
                     "--moe-runner-backend", "flashinfer_trtllm", env=env, cwd=tmp_path)

@@ -110,3 +110,21 @@ def test_ct200_per_prompt_figures() -> None:
     a2 = next(e for e in events if e.kind == "attempt" and e.short_id == "A2")
     assert "--attention-backend" in a2.argv and a2.environment.env == {"CUDA_VISIBLE_DEVICES": "1"}
     assert a2.environment.packages["torch"] == "2.11.0+cu130"
+
+
+def test_qwen_mtp_run_is_its_own_configuration_with_its_flags() -> None:
+    """Issue 19: the 172 tok/s MTP run (A7) and the working configuration it runs on (A6) are two
+    configurations, and A7's launch command carries the speculative algorithm, model path and tp."""
+    from logkit.launch.flags import config_key, configuration
+
+    events = _events("2026-11-14-qwen35-397b-nvfp4-sm120")
+    launches = {e.short_id: e for e in events if e.kind == "attempt" and e.role == "launch"}
+    a6, a7 = (launches[s].launch.model_dump(mode="json") for s in ("A6", "A7"))
+    assert config_key(a6) != config_key(a7)
+    conf = configuration(a7)
+    assert conf["speculative_algorithm"] == "NEXTN" and conf["model_path"] == "Qwen3.5-397B-A17B-NVFP4"
+    assert conf["tp_size"] == 8 and "speculative_algorithm" not in configuration(a6)
+    argv = " ".join(launches["A7"].argv)
+    for flag in ("--speculative-algorithm NEXTN", "--model-path Qwen3.5-397B-A17B-NVFP4", "--tp 8"):
+        assert flag in argv
+    assert all("--model-path" in " ".join(a.argv) and "--tp 8" in " ".join(a.argv) for a in launches.values())

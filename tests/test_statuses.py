@@ -19,7 +19,7 @@ from logkit.capture.runner import _generic_status
 from logkit.capture.sglang.outcomes import Classifier, load_signatures
 from logkit.errors import BadInput
 from logkit.events import OUTCOME_STATUSES, Attempt, Hypothesis, Outcome, Session
-from logkit.reasoning import refuted
+from logkit.reasoning import matrix, refuted
 from logkit.reasoning.status import status as session_status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,8 @@ def test_matrix_and_refutation_agree(name: str) -> None:
     row = statuses.row(name)
     assert frames._category(name) == (None if row.category == "ignore" else row.category)
     assert row.refutes == (frames._category(name) in ("crash", "garbage", "oom"))
-    assert bool(refuted._status_re().search(f'{{"status": "{name}"}}'.encode())) == row.refutes
+    launch = matrix.Row("s", "A1", "launch", "", name, backends={"moe_runner_backend": "x"})
+    assert (matrix.category(launch) not in (None, "works")) == row.refutes  # the cell every reader reads
     if row.refutes:
         assert statuses.verb(name) != "was refuted"
 
@@ -66,17 +67,24 @@ def test_unexplained_kill_and_refused_flags_refute_nothing() -> None:
     assert statuses.of_class("works") == ("ready", "exit_ok")
 
 
-def test_status_proposes_refutations_exactly_for_failures() -> None:
-    """Any failure refutes the hypothesis its attempt tested; only refuting ones count against a backend."""
+def test_status_proposes_refutations_exactly_for_refuting_statuses() -> None:
+    """Only a refuting status (statuses.toml category crash, garbage, oom) proposes refuting the
+    hypothesis a launch tested (the matrix cell's rule); a working launch withdraws it."""
     sid, t = "2026-12-03-x", datetime(2026, 12, 3, tzinfo=UTC)
     events: list = [Session(session=sid, title="x", ts=t),
                     Hypothesis(session=sid, short_id="H1", text="backend X works", ts=t)]
-    for i, name in enumerate(OUTCOME_STATUSES, 1):
-        events.append(Attempt(session=sid, short_id=f"A{i}", argv=["x"], cwd="/", started=t, tests=["H1"], ts=t))
+    failing = [n for n in OUTCOME_STATUSES if n not in statuses.of_class("works")]
+    for i, name in enumerate(failing, 1):
+        events.append(Attempt(session=sid, short_id=f"A{i}", argv=["python", "-m", "sglang.launch_server"],
+                              role="launch", cwd="/", started=t, tests=["H1"], ts=t))
         events.append(Outcome(session=sid, attempt=f"A{i}", status=name, ts=t))
     proposed = {p["status"] for p in session_status(sid, events)["proposals"]}
-    assert proposed == set(statuses.of_class("failure"))
-    assert set(statuses.refuting()) < proposed  # nccl, import_error, other_crash, arg_error: no backend blamed
+    assert proposed == set(statuses.refuting())  # nccl, import_error, other_crash, arg_error: nothing
+    n = len(failing) + 1
+    events.append(Attempt(session=sid, short_id=f"A{n}", argv=["python", "-m", "sglang.launch_server"],
+                          role="launch", cwd="/", started=t, tests=["H1"], ts=t))
+    events.append(Outcome(session=sid, attempt=f"A{n}", status="ready", ts=t))
+    assert session_status(sid, events)["proposals"] == []
 
 
 EXITS = [

@@ -2,7 +2,8 @@
 
 Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
 GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
-against concurrency, throughput per item such as a prompt, best throughput per configuration),
+against concurrency, throughput per item such as a prompt, best throughput per configuration at
+each workload measured for more than one: figures of two workloads are never ranked together),
 each with the numbers as a table. A chart draws only what was measured: points on a log2
 concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
@@ -27,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from ..launch.flags import table as launch_table
+from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
-from .frames import Frames
+from .frames import WORKLOAD, Frames
 from .load import tables
 from .paths import metrics_path
 from .svg import render_all
@@ -97,11 +100,13 @@ def _plain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _config_label(frames: Frames, ref: str) -> str:
+    """The launch's configuration (:func:`logkit.launch.flags.configuration`, as the facts keep it)
+    but the model, which the page names: two configurations never share a series."""
     f = frames.facts[ref]
-    parts = [f"{k.removesuffix('_backend')}={v}" for k, v in sorted(f.backends.items())]
-    tp = f.fingerprint.get("tp_size")
-    if tp is not None:
-        parts.append(f"tp={tp}")
+    rules = launch_table()["fingerprint"]
+    short = {v: k for k, v in (rules.get("aliases") or {}).items()}
+    parts = [f"{short.get(k, k.removesuffix('_backend'))}={v}" for k, v in sorted(f.fingerprint.items())
+             if k not in rules["model_keys"]]
     return " ".join(parts) or (f.fp_hash or "config")  # whole: charts show C1.., the key table this
 
 
@@ -159,10 +164,10 @@ def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     )
 
 
-def _best_chart(best: pd.DataFrame, name: str) -> alt.Chart:
+def _best_chart(best: pd.DataFrame, title: str, name: str) -> alt.Chart:
     import altair as alt
 
-    return alt.Chart(best, title=f"best {name} per configuration", width=520).mark_bar().encode(
+    return alt.Chart(best, title=title, width=520).mark_bar().encode(
         x=alt.X("value:Q", title=f"{name} (tok/s)"),
         y=alt.Y("config:N", sort="-x", title="configuration"),
     )
@@ -190,6 +195,11 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     # different build, a patch): their --label names them.
     m = m.assign(full=[f"{config_of[r]} ({label_of[r]})" if label_of[r] and pd.isna(c) and pd.notna(i) else config_of[r]
                        for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)])
+    # a series is one configuration at one dataset and lengths: concurrency is the only axis a
+    # line crosses (figures of two workloads are never drawn as one)
+    rest = [tuple(None if pd.isna(x) else x for x in w) for w in zip(*(m[c] for c in WORKLOAD[1:]), strict=True)]
+    m = m.assign(full=[f"{full} @ {workload_text((None, *w))}" if any(x is not None for x in w) else full
+                       for full, w in zip(m["full"], rest, strict=True)])
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
         # Short series names keep the SVG light (vl-convert measures every glyph); the key
         # table on the page maps them to the full configuration.
@@ -238,12 +248,18 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             ))
         name = _first(names["throughput"], present)
         if name is not None:
-            best = group[group["name"] == name].groupby("config", as_index=False)["value"].max()
-            if len(best) > 1:
-                src, job = _job(spec("best", best, (name,), lambda: _best_chart(best, name)))
+            named = group[group["name"] == name]
+            works = {tuple(None if pd.isna(x) else x for x in w): rows
+                     for w, rows in named.groupby(WORKLOAD, dropna=False, sort=False)}
+            for work in sorted(works, key=workload_order):  # one ranking per workload
+                best = works[work].groupby("config", as_index=False)["value"].max()
+                if len(best) < 2:
+                    continue
+                title = f"best {name} per configuration at {workload_text(work)}"
+                src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
                 jobs.append(job)
                 charts.append(ChartCtx(
-                    title=f"best {name} per configuration", src=src, alt=f"backend comparison for {model_s} on {gpu_s}",
+                    title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", name],
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))

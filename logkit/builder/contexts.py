@@ -212,7 +212,7 @@ class DecisionsIndex:
 
 @dataclass
 class BestRow:
-    """The best measured configuration of one model on one GPU."""
+    """The best measured configuration of one model on one GPU at one workload."""
 
     model: str
     gpu: str
@@ -222,6 +222,8 @@ class BestRow:
     concurrency: float | None
     config_href: str
     attempt: AttemptRef
+    #: the workload the figure was measured at (``concurrency 1``, ``workload not recorded``)
+    workload: str = ""
 
 
 @dataclass

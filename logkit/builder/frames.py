@@ -1,16 +1,15 @@
 """Stage 2, frames: the facts of every attempt, outcome and metric as pandas DataFrames.
 
 Contract: :func:`make_frames` is a pure function of :class:`~logkit.builder.load.Loaded`. Each
-attempt becomes one :class:`AttemptFacts` (model, GPU, architecture, versions, backend axes, the
-fingerprint hash, its matrix category) and one row of ``attempts``; every metric one row of
+attempt becomes one :class:`AttemptFacts` (model, GPU, architecture (:mod:`logkit.gpu`), versions,
+backend axes, its configuration and its key (:func:`logkit.launch.flags.configuration`), its
+matrix category) and one row of ``attempts``; every metric one row of
 ``metrics`` joined to the launch it measured. Fingerprint keys are treated generically: any key
 ending in ``_backend`` is a backend axis. Missing data stays ``None``; nothing is guessed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,25 +19,16 @@ import pandas as pd
 
 from .. import statuses
 from ..events import Attempt, Outcome
-from ..launch.flags import backend_axes, model_of
+from ..gpu import arch_of
+from ..launch.flags import backend_axes, config_key, configuration, model_of
 from .load import Loaded, SessionData, gc_paused, norm_time, tables
 
-__all__ = ["AttemptFacts", "Frames", "arch_of", "fact_row", "make_frames", "ref_of"]
+__all__ = ["WORKLOAD", "AttemptFacts", "Frames", "fact_row", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
     """The knowledge-base-wide reference of an attempt: ``2026-11-14-glm5/A4``."""
     return f"{session}/{short_id}"
-
-
-def arch_of(compute_cap: str | None) -> str | None:
-    """``"12.0"`` -> ``"SM120"``, ``"9.0"`` -> ``"SM90"``; ``None`` when unknown."""
-    if not compute_cap:
-        return None
-    major, _, minor = str(compute_cap).partition(".")
-    if not major.isdigit():
-        return None
-    return f"SM{int(major)}{minor[:1] if minor[:1].isdigit() else '0'}"
 
 
 @dataclass(eq=False, slots=True)
@@ -173,15 +163,13 @@ def _from_row(session: SessionData, short: str, row: Any) -> AttemptFacts | None
 def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
     outcome = session.outcomes.get(attempt.short_id)
     launch = attempt.launch
-    fingerprint = dict(launch.fingerprint) if launch is not None else {}
-    stored = ({"fingerprint": launch.fingerprint, "non_default": launch.non_default, "args": launch.args}
-              if launch is not None else None)
+    stored = ({"parser": launch.parser, "fingerprint": launch.fingerprint, "non_default": launch.non_default,
+               "args": launch.args} if launch is not None else None)
+    fingerprint = configuration(stored)
     model = model_of(stored) or getattr(attempt, "model", None)
     info = session.server_info.get(attempt.short_id)
     env = session.environments.get(attempt.short_id) or attempt.environment
     gpus = list(getattr(env, "gpus", None) or [])
-    cap = getattr(gpus[0], "compute_cap", None) if gpus else None
-    cap = cap or getattr(env, "device_capability", None)
     status = outcome.status if outcome else None
     smokes = session.smokes.get(attempt.short_id, [])
     smoke_failed = any(not s.ok for s in smokes)
@@ -199,12 +187,10 @@ def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
         model=str(model) if model else None,
         gpu_name=gpus[0].name if gpus else None,
         gpu_count=len(gpus),
-        arch=arch_of(cap),
+        arch=arch_of(env),
         versions=_versions(attempt, env),
         fingerprint=fingerprint,
-        fp_hash=hashlib.sha1(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        if fingerprint
-        else None,
+        fp_hash=config_key(stored),
         backends=backend_axes(stored, info.resolved if info is not None else None),
         status=status,
         category=category,
@@ -226,8 +212,10 @@ def make_frames(loaded: Loaded) -> Frames:
 
 _ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
                     "category", "signature"]
+#: the metric frame's columns that make a workload (:func:`logkit.launch.flags.workload`)
+WORKLOAD = ["concurrency", "dataset", "input_len", "output_len"]
 _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
-                   "item", "ts"]
+                   "item", "ts", "dataset", "input_len", "output_len"]
 
 
 def _make_frames(loaded: Loaded) -> Frames:
@@ -263,7 +251,7 @@ def _make_frames(loaded: Loaded) -> Frames:
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
             mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          m.concurrency, m.item, m.ts))
-    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, map(list, zip(*mrows)) if mrows else [[]] * 12, strict=True)),
-                           columns=_METRIC_COLUMNS)
+                          m.concurrency, m.item, m.ts, m.dataset, m.input_len, m.output_len))
+    columns = map(list, zip(*mrows)) if mrows else [[]] * len(_METRIC_COLUMNS)
+    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, columns, strict=True)), columns=_METRIC_COLUMNS)
     return Frames(facts=facts, attempts=attempts, metrics=metrics)

@@ -16,7 +16,7 @@ from ..reasoning.decisions import supersession
 from ..reasoning.hypotheses import current_verdict
 from .contexts import DecisionRow, HypRef
 from .frames import AttemptFacts, Frames, ref_of
-from .load import Loaded
+from .load import Loaded, Workload
 from .paths import attempt_ref, decision_href, session_href
 
 __all__ = ["KBIndex", "provenance_text"]
@@ -68,14 +68,14 @@ class KBIndex:
         self.facts_by_session: dict[str, list[AttemptFacts]] = {}
         for f in frames.facts.values():
             self.facts_by_session.setdefault(f.session, []).append(f)
-        #: launch reference -> its metric rows (name, value, unit, concurrency), in time order
-        self.metrics_by_server: dict[str, list[tuple[str, float, str | None, float | None]]] = {}
+        #: launch reference -> its metric rows (name, value, unit, workload), in time order
+        self.metrics_by_server: dict[str, list[tuple[str, float, str | None, Workload]]] = {}
         for session in loaded.sessions.values():
             for m in session.metric_rows:  # in time order
                 server = m.server_attempt or m.attempt
                 if server is not None:
                     self.metrics_by_server.setdefault(ref_of(session.id, server), []).append(
-                        (m.name, m.value, m.unit, m.concurrency))
+                        (m.name, m.value, m.unit, m.workload))
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
         self._superseded_by = supersession(d for d, _sid in self.decisions.values())

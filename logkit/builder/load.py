@@ -66,6 +66,7 @@ from ..events import (
     Verdict,
 )
 from ..files import EVENTS_FILE
+from ..launch.flags import workload
 from ..files import lines as file_lines
 from ..files import session_dirs
 from ..readcache import CACHE_DIR, SessionCache, stat_key
@@ -120,6 +121,10 @@ HEAVY = frozenset({"attempt", "outcome", "metric", "smoke", "server_info", "envi
                    "note"})
 
 
+#: a benchmark's workload as :func:`logkit.launch.flags.workload` reads it
+Workload = tuple[float | None, str | None, float | None, float | None]
+
+
 class MetricFact(NamedTuple):
     """What the aggregate pages read of one metric event (kept in the read cache)."""
 
@@ -131,6 +136,15 @@ class MetricFact(NamedTuple):
     concurrency: float | None
     item: str | None
     ts: datetime
+    #: the rest of the workload (:func:`logkit.launch.flags.workload`): figures compare only at one
+    dataset: str | None = None
+    input_len: float | None = None
+    output_len: float | None = None
+
+    @property
+    def workload(self) -> Workload:
+        """(concurrency, dataset, input length, output length): figures compare only at one."""
+        return (self.concurrency, self.dataset, self.input_len, self.output_len)
 
 
 @dataclass(eq=False, slots=True)
@@ -304,6 +318,14 @@ def _conc(labels: dict[str, Any], keys: list[str]) -> float | None:
     return None
 
 
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _item(labels: dict[str, Any], keys: list[str]) -> str | None:
     for key in keys:
         value = labels.get(key)
@@ -369,9 +391,10 @@ def _group(sid: str, path: Path, events: list[BaseEvent], problems: list[Problem
     one = (memo if memo is not None else {}).setdefault
     data.metric_rows = [
         MetricFact(one(m.name, m.name), m.value, m.unit and one(m.unit, m.unit), m.attempt and one(m.attempt, m.attempt),
-                   m.server_attempt and one(m.server_attempt, m.server_attempt), _conc(m.labels, conc_keys),
-                   _item(m.labels, item_keys), norm_time(m.ts))
+                   m.server_attempt and one(m.server_attempt, m.server_attempt), _num(work[0]),
+                   _item(m.labels, item_keys), norm_time(m.ts), _str(work[1]), _num(work[2]), _num(work[3]))
         for m in part.metrics
+        for work in (workload(m.labels, _conc(m.labels, conc_keys)),)
     ]
     if part.events:
         data.first, data.last = norm_time(part.events[0].ts), norm_time(part.events[-1].ts)
@@ -613,8 +636,8 @@ def _summary(data: SessionData, result: ReadResult, raw: bytes, memo: dict[Any, 
         "usable": len(lines),
         "facts": rows,
         "dicts": list(dicts),
-        "metrics": [[m.name, m.value, m.unit, m.attempt, m.server_attempt, m.concurrency, m.item, m.ts.isoformat()]
-                    for m in data.metric_rows],
+        "metrics": [[m.name, m.value, m.unit, m.attempt, m.server_attempt, m.concurrency, m.item, m.ts.isoformat(),
+                     m.dataset, m.input_len, m.output_len] for m in data.metric_rows],
         "span": [data.first.isoformat(), data.last.isoformat()] if data.first and data.last else [],
         "declared": data.declared,
         "undeclared": data.undeclared,
@@ -698,17 +721,19 @@ def _metric_facts(rows: list[Any], memo: dict[Any, Any]) -> list[MetricFact] | N
     m = memo.setdefault
     num = (int, float)
     for r in rows:
-        if (type(r) is not list or len(r) != 8 or type(r[0]) is not str or not isinstance(r[1], num)
+        if (type(r) is not list or len(r) != 11 or type(r[0]) is not str or not isinstance(r[1], num)
                 or type(r[1]) is bool or not isinstance(r[2], _STR_OR_NONE) or not isinstance(r[3], _STR_OR_NONE)
                 or not isinstance(r[4], _STR_OR_NONE) or not isinstance(r[5], (int, float, type(None)))
-                or not isinstance(r[6], _STR_OR_NONE) or type(r[7]) is not str):
+                or not isinstance(r[6], _STR_OR_NONE) or type(r[7]) is not str or not isinstance(r[8], _STR_OR_NONE)
+                or not all(isinstance(v, (int, float, type(None))) for v in r[9:])):
             return None
         try:
             ts = norm_time(datetime.fromisoformat(r[7]))
         except ValueError:
             return None
         out.append(MetricFact(m(r[0], r[0]), float(r[1]), r[2] and m(r[2], r[2]), r[3] and m(r[3], r[3]),
-                              r[4] and m(r[4], r[4]), None if r[5] is None else float(r[5]), r[6], ts))
+                              r[4] and m(r[4], r[4]), None if r[5] is None else float(r[5]), r[6], ts, r[8],
+                              *(None if v is None else float(v) for v in r[9:])))
     return out
 
 

@@ -4,12 +4,16 @@ signature pages.
 Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
 model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
-same GPU failed. A matrix cell (backend axis=value x architecture x model) shows the category of
-its latest attributable attempt (:func:`attributable`: the values a launch *chose*, and only for
-failure classes that speak about a backend, ``statuses.toml``); ``slow`` only when
+same GPU failed. A matrix cell (backend axis=value x architecture x model) is
+:mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts: works, the refuted class,
+conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
 it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
 one value with every other chosen value equal, and the cell shows both figures. Failing and slow
 cells get a negative-result page.
+
+Figures are compared only at one workload (:func:`logkit.launch.flags.workload`: concurrency,
+dataset, input/output lengths): a configuration's figures are listed per workload, the best of a
+page is given per workload, and ``slow`` compares two launches at a workload both were measured at.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import json
 from typing import Any
 from collections import defaultdict
 
-from .. import statuses
+from ..reasoning import matrix
 from ..errorlines import error_template
 from ..launch.flags import table as launch_table
+from ..launch.flags import workload_order as _work_order
+from ..launch.flags import workload_text
 from .contexts import (
     AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
     MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
@@ -30,7 +36,7 @@ from .contexts import (
 )
 from .frames import AttemptFacts
 from .index import KBIndex
-from .load import tables
+from .load import Workload, tables
 from .pages_kb import diff_settings
 from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
 
@@ -38,7 +44,7 @@ from .paths import attempt_ref, config_href, config_path, decision_href, metrics
 SIGNATURE_HITS = 100
 
 __all__ = [
-    "attributable", "config_pages", "configs_index", "matrix_page", "signature_pages", "signatures_index",
+    "cell_works", "config_pages", "configs_index", "matrix_page", "matrix_row", "signature_pages", "signatures_index", "site_cells",
     "unexplained_failures",
 ]
 
@@ -58,34 +64,47 @@ def _launches(index: KBIndex) -> list[AttemptFacts]:
     return cached
 
 
-def _best_throughput(index: KBIndex) -> dict[str, float]:
-    """Best throughput measured against each launch attempt, by its reference."""
-    m = index.frames.metrics
-    names = tables()["metrics"]["throughput"]
-    best: dict[str, float] = {}
-    if m.empty:
-        return best
-    for name in names:
-        sel = m[(m["name"] == name) & m["server"].notna()]
-        if not sel.empty:
-            return sel.groupby("server")["value"].max().to_dict()
+#: best throughput per launch reference, per workload
+Best = dict[str, dict[Workload, float]]
+
+
+def _best_throughput(index: KBIndex) -> Best:
+    """Best throughput measured against each launch attempt at each workload, by its reference."""
+    best: Best = {}
+    for name in tables()["metrics"]["throughput"]:
+        for ref, rows in index.metrics_by_server.items():
+            for metric, value, _unit, work in rows:
+                if metric == name and value > best.setdefault(ref, {}).get(work, float("-inf")):
+                    best[ref][work] = value
+        best = {ref: works for ref, works in best.items() if works}
+        if best:
+            return best
     return best
 
 
-def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """The latest figure per concurrency of the first throughput / TTFT / ITL names measured."""
-    latest: dict[tuple[float | None, str], float] = {}
+def _best_text(best: Best, refs: list[str]) -> str:
+    """``172.0 at concurrency 1; 71.9 at workload not recorded``: the best figure per workload."""
+    top: dict[Workload, float] = {}
     for ref in refs:
-        for name, value, _unit, conc in index.metrics_by_server.get(ref, []):
-            latest[(conc, name)] = value  # rows are in time order: the last one wins
+        for work, value in best.get(ref, {}).items():
+            top[work] = max(value, top.get(work, value))
+    return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
+
+
+def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The latest figure per workload of the first throughput / TTFT / ITL names measured."""
+    latest: dict[tuple[Workload, str], float] = {}
+    for ref in refs:
+        for name, value, _unit, work in index.metrics_by_server.get(ref, []):
+            latest[(work, name)] = value  # rows are in time order: the last one wins
     if not latest:
         return [], []
-    present = {n for _c, n in latest}
+    present = {n for _w, n in latest}
     names = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1] if n in present]
     if not names:
         return [], []
-    concs = sorted({c for c, _n in latest}, key=lambda c: (c is None, c or 0.0))
-    return names, [("—" if c is None else f"{c:g}", [_fmt(latest.get((c, n))) for n in names]) for c in concs]
+    works = sorted({w for w, _n in latest}, key=_work_order)
+    return names, [(workload_text(w), [_fmt(latest.get((w, n))) for n in names]) for w in works]
 
 
 def config_pages(index: KBIndex) -> list[ConfigPage]:
@@ -160,9 +179,8 @@ def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
     rows = []
     for p in pages:
         refs = [a.ref for c in p.configs for a in c.attempts]
-        top = max((best.get(r, 0.0) for r in refs), default=0.0)
         rows.append(ConfigRow(p.model, p.gpu, p.arch, p.sglang, len(p.configs),
-                              sum(1 for c in p.configs if c.stale_by), _fmt(top) if top else "", p.page.path))
+                              sum(1 for c in p.configs if c.stale_by), _best_text(best, refs), p.page.path))
     return ConfigsIndex(page=Page("configs/index.md", "Working configurations", "configs_index.md.j2"), rows=rows)
 
 
@@ -172,17 +190,6 @@ def _s(value: object) -> str:
 
 def _versions_text(f: AttemptFacts) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
-
-
-def attributable(f: AttemptFacts) -> bool:
-    """Whether a launch says anything about its backend values: it worked, or it failed in a class
-    that speaks about a backend (a refuting status of ``statuses.toml``; a degenerate smoke reply
-    is ``garbage``). An import error, a bad flag, a signal or a hang refutes nothing."""
-    if f.category is None:
-        return False
-    if f.category == "garbage" and f.smoke_failed:
-        return True
-    return f.category == "works" or (f.status in statuses.refuting())
 
 
 def _canon(value: object) -> object:
@@ -197,98 +204,130 @@ def _rest_key(f: AttemptFacts, axis: str) -> tuple:
 
 
 def _slower(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
-            best: dict[str, float]) -> tuple[float, float, AttemptFacts] | None:
-    """(mine, theirs, peer) when ``f`` is below ``slow_ratio`` of a working launch of the same model and
-    GPU that differs from it in ``axis`` only (every other chosen value equal), else None.
+            best: Best) -> tuple[float, float, AttemptFacts, Workload] | None:
+    """(mine, theirs, peer, workload) when ``f`` is below ``slow_ratio`` of a working launch of the
+    same model and GPU that differs from it in ``axis`` only (every other chosen value equal),
+    measured at the same workload, else None.
 
     ``peers``: the measured working launches of that model and GPU by their chosen values but
-    ``axis`` (:func:`_rest_key`), so a launch is compared with its candidates only, not with every
-    launch of the model (quadratic in a team's year of sessions).
+    ``axis`` and by workload (:func:`_peers`), so a launch is compared with its candidates only, not
+    with every launch of the model (quadratic in a team's year of sessions).
     """
     ratio = float(launch_table()["attribution"]["slow_ratio"])
-    mine = best.get(f.ref, 0.0)
-    if not mine:
-        return None
-    for g in peers.get(_rest_key(f, axis), []):  # fastest first: the first other value is the best one
-        if g is f or g.backends.get(axis) in (None, value):
+    for work, mine in sorted(best.get(f.ref, {}).items(), key=lambda kv: _work_order(kv[0])):
+        if not mine:
             continue
-        theirs = best[g.ref]
-        return (mine, theirs, g) if mine < ratio * theirs else None
+        for g in peers.get((_rest_key(f, axis), work), []):  # fastest first: the first other value is the best
+            if g is f or g.backends.get(axis) in (None, value):
+                continue
+            theirs = best[g.ref][work]
+            if mine < ratio * theirs:
+                return (mine, theirs, g, work)
+            break
     return None
 
 
-def _peers(works: list[AttemptFacts], axis: str, best: dict[str, float]) -> dict[tuple, list[AttemptFacts]]:
-    """The measured launches of ``works`` by :func:`_rest_key`, fastest first (ties in their order)."""
+def _peers(works: list[AttemptFacts], axis: str, best: Best) -> dict[tuple, list[AttemptFacts]]:
+    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest at that workload
+    first (ties in their order)."""
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
-        if best.get(g.ref):
-            out[_rest_key(g, axis)].append(g)
-    for peers in out.values():
-        peers.sort(key=lambda g: -best[g.ref])
+        for work, value in best.get(g.ref, {}).items():
+            if value:
+                out[(_rest_key(g, axis), work)].append(g)
+    for (_rest, work), peers in out.items():
+        peers.sort(key=lambda g, w=work: -best[g.ref][w])
     return out
 
 
+def matrix_row(f: AttemptFacts) -> matrix.Row:
+    """An attempt's facts as a row of :mod:`logkit.reasoning.matrix`."""
+    return matrix.Row(
+        session=f.session, attempt=f.short_id, role=f.role, started=f.started.isoformat(), status=f.status,
+        model=f.model, arch=f.arch, sglang=f.versions.get("sglang"), flashinfer=f.versions.get("flashinfer"),
+        backends=f.backends, hang_timeout=matrix.hang_limit(f.label) if f.status == "hang" else None,
+        smoke_failed=f.smoke_failed, label=f.label)
+
+
+def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFacts]]]:
+    """The matrix cells by (model, axis, value, arch or ``unknown``): of several SGLang/flashinfer
+    versions, the one tested last; with its attempts' facts (computed once per index)."""
+    cached = getattr(index, "_site_cells", None)
+    if cached is None:
+        launches = _launches(index)
+        by_ref = {f.ref: f for f in launches}
+        cached = {}
+        for cell in matrix.cells(matrix_row(f) for f in launches).values():
+            key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
+            have = cached.get(key)
+            if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
+                cached[key] = (cell, [by_ref[r.ref] for r in cell.rows])
+        index._site_cells = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _counts(cell: matrix.Cell) -> str:
+    return ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
+
+
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
-    """The compatibility matrix and the negative-result page of every failing cell."""
+    """The compatibility matrix (:mod:`logkit.reasoning.matrix` cells) and the negative-result page
+    of every refuted, conflicting or slow cell."""
     icons = tables()["matrix"]["icons"]
     best = _best_throughput(index)
-    launches = [f for f in _launches(index) if attributable(f)]
+    found = site_cells(index)
     works: dict[tuple, list[AttemptFacts]] = defaultdict(list)
-    for f in launches:
-        if f.category == "works":
-            works[(f.model, f.gpu_label)].append(f)
-    cells: dict[tuple, list[AttemptFacts]] = defaultdict(list)
+    for (_m, _a, _v, _arch), (_cell, hits) in found.items():
+        for f in hits:
+            if f.category == "works" and f not in works[(f.model, f.gpu_label)]:
+                works[(f.model, f.gpu_label)].append(f)
     archs: dict[str | None, set[str]] = defaultdict(set)
-    for f in launches:
-        arch = f.arch or "unknown"
-        archs[f.model].add(arch)
-        for axis, value in f.backends.items():
-            cells[(f.model, axis, value, arch)].append(f)
+    for (model, _a, _v, arch) in found:
+        archs[model].add(arch)
     peers: dict[tuple, dict[tuple, list[AttemptFacts]]] = {}
     tables_out: list[MatrixTable] = []
     negatives: list[NegativePage] = []
     neg_list: list[tuple[str, str, str]] = []
     for model in sorted(archs, key=str):
         model_archs = sorted(archs[model])
-        axes = sorted({(a, v) for (m, a, v, _arch) in cells if m == model})
+        axes = sorted({(a, v) for (m, a, v, _arch) in found if m == model})
         rows = []
         for axis, value in axes:
             row_cells = []
             for arch in model_archs:
-                hits = cells.get((model, axis, value, arch))
-                if not hits:
+                got = found.get((model, axis, value, arch))
+                if not got:
                     row_cells.append(CellCtx("untested", icons["untested"]))
                     continue
+                cell, hits = got
                 last = hits[-1]
-                category = last.category or "untested"
+                shown = cell.refuted_class if cell.state == "refuted" else cell.state
                 compared = None
-                if category == "works":
+                if shown == "works":
                     # slow only against a launch that differs in this one value, the others equal
                     slower = []
                     for h in hits:
-                        if h.category != "works":
-                            continue
                         pkey = (model, h.gpu_label, axis)
                         if pkey not in peers:
                             peers[pkey] = _peers(works[(model, h.gpu_label)], axis, best)
                         if c := _slower(h, axis, value, peers[pkey], best):
                             slower.append(c)
-                    if slower and len(slower) == len([h for h in hits if h.category == "works" and best.get(h.ref)]):
-                        mine, theirs, peer = max(slower, key=lambda c: c[0])
-                        category = "slow"
+                    if slower and len(slower) == len([h for h in hits if best.get(h.ref)]):
+                        mine, theirs, peer, work = max(slower, key=lambda c: c[0])
+                        shown = "slow"
                         compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
-                                    f"({peer.ref}), every other chosen value equal")
+                                    f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
                 detail = "; ".join(x for x in (
-                    compared, last.label, _versions_text(last),
+                    compared, _counts(cell), last.label, _versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)
-                if category == "works":
-                    href = config_href(last)
+                if shown == "works":
+                    href = config_href(cell_works(hits))
                 else:
-                    neg = _negative(index, model, axis, value, arch, category, hits, compared)
+                    neg = _negative(index, model, axis, value, arch, shown, hits, compared, cell)
                     negatives.append(neg)
-                    neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", category, neg.page.path))
+                    neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", shown, neg.page.path))
                     href = neg.page.path
-                row_cells.append(CellCtx(category, icons.get(category, category), href, detail))
+                row_cells.append(CellCtx(shown, icons.get(shown, shown), href, detail))
             rows.append(MatrixRow(axis, value, row_cells))
         tables_out.append(MatrixTable(model or "unknown model", model_archs, rows))
     legend = [(k, v) for k, v in icons.items()]
@@ -296,10 +335,16 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
     return MatrixPage(page=page, tables=tables_out, legend=legend, negatives=neg_list), negatives
 
 
+def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
+    """The latest working attempt of a cell's attempts (the last one without)."""
+    return next((h for h in reversed(hits) if h.category == "works"), hits[-1])
+
+
 def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
-              hits: list[AttemptFacts], compared: str | None = None) -> NegativePage:
+              hits: list[AttemptFacts], compared: str | None = None, cell: matrix.Cell | None = None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
+    shown = next((h for h in reversed(failed) if h.outcome is not None and h.outcome.evidence), None)
     refs = {h.ref for h in hits}
     refuted_on: dict[str, list[str]] = {}
     for h in failed:
@@ -317,20 +362,22 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
             options.append((did, decision_href(did), opt.name, opt.why_not or ""))
     retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
-    retry += [f"{h.id}: {h.because}" for h in hyps if h.because]
+    retry += [f"{h.id}: {h.because}" for h in hyps if h.because and h.verdict != "confirmed"]
     signatures = sorted({(h.signature or h.status, h.label or "") for h in failed if h.status is not None})
-    worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), fs in index_cells(index).items()
+    worked = sorted({f"{f.arch} ({f.gpu_label})" for (m, a, v, _arch), (_c, fs) in site_cells(index).items()
                      if m == model and a == axis and v == value for f in fs
                      if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
     title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
-    outcome = last.outcome
+    if cell is not None and cell.state == "conflicting":
+        good = cell_works(hits)
+        retry.insert(0, f"conflicting evidence: it also worked in {good.ref}; compare the two launches")
     return NegativePage(
         page=Page(negative_path(axis, value, arch, model), title, "negative.md.j2", tags=[arch, category]),
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=[Line(e.line, e.text) for e in (outcome.evidence if outcome else [])[:12]],
-        excerpt_from=attempt_ref(last),
+        excerpt=[Line(e.line, e.text) for e in (shown.outcome.evidence[:12] if shown and shown.outcome else [])],
+        excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,
         hypotheses=hyps,
@@ -360,20 +407,6 @@ def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
                 refs = {f.ref for r in opt.attempts if (f := index.attempt(r, sid)) is not None}
                 cached.append((did, opt, refs))
         index.__dict__["_options"] = cached
-    return cached
-
-
-def index_cells(index: KBIndex) -> dict[tuple, list[AttemptFacts]]:
-    """Launches by (model, axis, value, arch), computed once per index."""
-    cached = getattr(index, "_cells", None)
-    if cached is None:
-        cached = defaultdict(list)
-        for f in _launches(index):
-            if not attributable(f):
-                continue
-            for axis, value in f.backends.items():
-                cached[(f.model, axis, value, f.arch or "unknown")].append(f)
-        index._cells = cached  # type: ignore[attr-defined]
     return cached
 
 

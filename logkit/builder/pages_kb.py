@@ -11,12 +11,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+import pandas as pd
+
 from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Note, Outcome, Session, Todo, Verdict
 from .contexts import (
     AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
-from .frames import AttemptFacts
+from ..launch.flags import workload_order as _work_order
+from ..launch.flags import workload_text
+from .frames import WORKLOAD, AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
 from .paths import (
@@ -69,14 +73,19 @@ def home_page(index: KBIndex) -> HomePage:
             chosen = metrics[(metrics["name"] == name) & metrics["server"].notna()]
             if chosen.empty:
                 continue
-            top = chosen.sort_values("value", ascending=False).groupby(["model", "gpu"], dropna=False).head(1)
-            for rec in top.sort_values(["model", "gpu"]).to_dict("records"):
+            # "best" is per model, GPU and workload: figures of two workloads are never ranked
+            top = chosen.sort_values("value", ascending=False).groupby(["model", "gpu", *WORKLOAD],
+                                                                       dropna=False).head(1)
+            found = []
+            for rec in top.to_dict("records"):
                 server = frames.facts[rec["server"]]
-                best.append(BestRow(
+                work = tuple(None if pd.isna(rec[c]) else rec[c] for c in WORKLOAD)
+                found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
                     model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
-                    value=float(rec["value"]), unit=rec["unit"], concurrency=rec["concurrency"],
-                    config_href=config_href(server), attempt=attempt_ref(server),
-                ))
+                    value=float(rec["value"]), unit=rec["unit"], concurrency=work[0],
+                    config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
+                )))
+            best = [row for _key, row in sorted(found, key=lambda kv: kv[0])]
             break
     sources: dict[str, int] = {}
     for s in loaded.sessions.values():

@@ -9,6 +9,14 @@ Contract:
 * :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a fingerprint key of
   ``logkit/data/launch.toml`` ``[fingerprint]`` (every ``*_backend`` plus ``keys``). Resolved
   defaults are never in a fingerprint: they live in the launch's full ``args``.
+* :func:`configuration` is a launch's configuration, the one rule every reader applies (capture,
+  the pre-launch check, the sweep, the site): every flag the user gave (``non_default`` and
+  ``fingerprint`` as stored; a plain parse's ``args``), short spellings by SGLang's name
+  (``[fingerprint.aliases]``: ``tp`` -> ``tp_size``), without the run-specific values
+  (``[fingerprint] run_specific``: port, host, log and tokenizer paths). It reads the stored given
+  flags, so records of older logkits get the same rule. :func:`config_key` is its short hash.
+* :func:`workload` is a benchmark's workload (concurrency, dataset, input/output lengths) from a
+  metric's labels: figures are compared only at one workload.
 * :func:`diff` compares two launch configs like with like (their chosen flags, ``{**non_default,
   **fingerprint}``), and the watched environment variables of both sides as recorded.
 * Everything here works on plain dicts (a stored ``LaunchConfig`` dumped to JSON), so the run path
@@ -26,6 +34,8 @@ __all__ = [
     "backend_axes",
     "chosen",
     "coerce",
+    "config_key",
+    "configuration",
     "describe",
     "diff",
     "diff_note",
@@ -37,6 +47,9 @@ __all__ = [
     "plain_parse",
     "table",
     "watched_env",
+    "workload",
+    "workload_order",
+    "workload_text",
 ]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
@@ -108,6 +121,79 @@ def chosen(launch: dict[str, Any] | None) -> dict[str, Any]:
     if not launch:
         return {}
     return {**(launch.get("non_default") or {}), **(launch.get("fingerprint") or {})}
+
+
+def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
+    """The configuration of a stored launch config: every flag given (aliases by SGLang's name), no
+    run-specific value, sorted by key (see the module contract)."""
+    if not launch:
+        return {}
+    given = chosen(launch)
+    if not given and launch.get("parser") == "plain":
+        given = dict(launch.get("args") or {})
+    rules = table()["fingerprint"]
+    aliases, skip = rules.get("aliases") or {}, set(rules.get("run_specific") or [])
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        key = aliases.get(key, key)
+        if value is not None and key not in skip:
+            out[key] = value
+    return dict(sorted(out.items()))
+
+
+def config_key(launch: dict[str, Any] | None) -> str | None:
+    """A short hash of :func:`configuration` (None for a launch with nothing given)."""
+    import hashlib
+    import json
+
+    conf = configuration(launch)
+    if not conf:
+        return None
+    return hashlib.sha1(json.dumps(conf, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+#: the metric labels naming each part of a workload, first found wins
+_WORKLOAD = {
+    "concurrency": ("max_concurrency", "concurrency"),
+    "dataset": ("dataset_name", "dataset"),
+    "input_len": ("random_input_len", "input_len", "sharegpt_context_len"),
+    "output_len": ("random_output_len", "output_len", "sharegpt_output_len"),
+}
+
+
+def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
+    """A benchmark's workload: (concurrency, dataset, input length, output length) from a metric's
+    labels (``concurrency`` given where only it was kept); None for a part not recorded."""
+    labels = labels or {}
+    parts: list[Any] = []
+    for name, keys in _WORKLOAD.items():
+        value = next((labels[k] for k in keys if labels.get(k) not in (None, "")), None)
+        if name == "concurrency" and value is None:
+            value = concurrency
+        if isinstance(value, str):
+            value = coerce(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)
+        parts.append(value)
+    return tuple(parts)
+
+
+def workload_order(work: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A sort key for workloads: by concurrency (not recorded last), then the rest as text."""
+    conc = work[0] if work else None
+    return (conc is None, conc if isinstance(conc, (int, float)) else 0.0, tuple(str(x) for x in work[1:]))
+
+
+def workload_text(work: tuple[Any, ...]) -> str:
+    """``concurrency 1, random 1024/1024`` or ``workload not recorded``."""
+    conc, dataset, inp, outp = (tuple(work) + (None,) * 4)[:4]
+    parts = [f"concurrency {conc:g}" if isinstance(conc, float) else (f"concurrency {conc}" if conc else "")]
+    if dataset:
+        parts.append(str(dataset))
+    if inp is not None or outp is not None:
+        parts.append(f"in/out {'?' if inp is None else f'{inp:g}'}/{'?' if outp is None else f'{outp:g}'}")
+    text = ", ".join(p for p in parts if p)
+    return text or "workload not recorded"
 
 
 def ignored(value: Any) -> bool:

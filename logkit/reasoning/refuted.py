@@ -1,21 +1,15 @@
-"""Before a launch: has this configuration already been refuted on this GPU architecture?
+"""Before a launch: does the knowledge base say this launch's backend values fail on this GPU?
 
 Contract:
 
-* :func:`refuted_runs` scans every session of the store for launches that failed: an outcome in a
-  refuting status of ``logkit/data/statuses.toml`` (category crash, garbage or oom; a launch that worked but refuted a claim, say
-  "cudnn is faster", is no reason to warn before running it again). Each becomes a :class:`RefutedRun` with its GPU architecture (``SM120``,
-  from the attempt's recorded GPUs) and its *suspect* flags: what the attempt changed against the
-  launch before it (its config diff), else its non-default backend flags. A run with no suspect
-  flags or no known architecture is never matched (it would match everything), and neither is
-  one whose suspect flags all worked in another launch of the same session (a status of class ``works``:
-  GLM-5's ``--attention-backend flashinfer`` failed with NaN until the NSA backends were fixed,
-  and then worked with it).
-* :func:`check` returns the refuted runs whose suspect flags all have the same value in the new
-  launch's fingerprint, on the same architecture; one per session and suspect set (its first
-  attempt), so a campaign of retries is one warning. An unknown architecture matches nothing.
-* :func:`local_arch` reads the architecture of the GPUs this launch will use (nvidia-smi, honouring
-  ``CUDA_VISIBLE_DEVICES``; ``$LOGKIT_GPU_ARCH`` overrides, e.g. ``SM120``). It never raises.
+* Every session's launches become matrix rows (:class:`logkit.reasoning.matrix.Row`, read by
+  :func:`session_rows` from the decoded lines, kept per session in the ``refuted`` read cache), and
+  the cells of :func:`logkit.reasoning.matrix.cells` decide: the same rule as the site's matrix,
+  the sweep's skip and ``status``'s proposals.
+* :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
+  (same backend axis and value, architecture, and model and SGLang version where both are known):
+  its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both
+  sides; they are said, never asked about. An unknown architecture matches nothing.
 * :func:`ask` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
   prompts when stdin is not a terminal (it proceeds and prints the warning).
 * :func:`check_launch` is the body of the runner's ``confirm(plan, environment)`` callback
@@ -28,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -38,439 +31,186 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import files, statuses
-from ..launch.flags import backend_axes, ignored, table
+from ..gpu import ENV_ARCH, arch_name, arch_of, local_arch
+from ..launch.flags import backend_axes, model_of, table
 from ..launch.flags import describe as describe_values
 from ..readcache import SessionCache
+from . import matrix
 
 if TYPE_CHECKING:  # the check runs before every launch: the event models (pydantic) stay unimported
-    from ..events import Environment, LaunchConfig
     from ..store import Store
 
 __all__ = [
     "CACHE_VERSION",
-    "ENV_ARCH",
     "RefutedRun",
-    "arch_name",
-    "arch_of",
     "ask",
     "check",
     "check_launch",
+    "conflicts",
     "describe",
-    "local_arch",
     "refuted_runs",
-    "suspects",
+    "session_rows",
     "warning",
 ]
-
-ENV_ARCH = "LOGKIT_GPU_ARCH"
-_CAP = re.compile(r"^\s*(?:SM_?)?(\d+)(?:[.,](\d+))?\s*$", re.I)
 
 
 @dataclass(frozen=True)
 class RefutedRun:
-    """A failed attempt somewhere in the knowledge base, as the pre-launch check sees it."""
+    """A refuted (or conflicting) matrix cell, as the pre-launch check names it: its latest
+    refuting attempt, and for a conflicting cell its latest working one."""
 
     session: str
     attempt: str
     status: str
     arch: str | None
-    #: fingerprint key -> the value that failed
+    #: axis -> the value that failed
     suspects: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
+    state: str = "refuted"
+    worked: str | None = None
 
 
-def arch_name(capability: str | None) -> str | None:
-    """``"12.0"`` / ``"(12, 0)"`` / ``"sm120"`` -> ``"SM120"``."""
-    if not capability:
-        return None
-    text = str(capability).strip().strip("()").replace(" ", "")
-    if text.upper().startswith("SM") and text[2:].isdigit():
-        return "SM" + text[2:]
-    match = _CAP.match(text.replace(",", "."))
-    if not match:
-        return None
-    return f"SM{int(match.group(1))}{int(match.group(2) or 0)}"
+#: the versions a row records, by the package names they may be recorded under
+_VERSIONS = {"sglang": ("sglang",), "flashinfer": ("flashinfer-python", "flashinfer_python", "flashinfer")}
 
 
-def arch_of(environment: Environment | None) -> str | None:
-    """The architecture of an attempt's GPUs (the first one's; mixed hosts are rare)."""
-    if environment is None:
-        return None
-    for gpu in environment.gpus:
-        name = arch_name(gpu.compute_cap)
-        if name:
-            return name
-    return arch_name(environment.device_capability)
-
-
-def local_arch(env: dict[str, str] | None = None, timeout: float = 5.0) -> str | None:
-    """The architecture of the GPUs a launch here would use, or None when it cannot tell."""
-    env = dict(os.environ if env is None else env)
-    if env.get(ENV_ARCH):
-        return arch_name(env[ENV_ARCH])
-    smi = shutil.which("nvidia-smi", path=env.get("PATH", os.defpath))
-    if smi is None:
-        return None
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=index,compute_cap", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=timeout, check=False, env=env,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    caps: dict[str, str] = {}
-    for line in out.splitlines():
-        index, _, cap = line.partition(",")
-        caps[index.strip()] = cap.strip()
-    visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    chosen = [caps[v] for v in visible if v in caps] or list(caps.values())
-    return arch_name(chosen[0]) if chosen else None
-
-
-def _fingerprint(launch: LaunchConfig | dict[str, Any] | None) -> dict[str, Any]:
-    if launch is None:
-        return {}
-    if isinstance(launch, dict):
-        return dict(launch.get("fingerprint") or launch.get("non_default") or {})
-    return dict(launch.fingerprint or launch.non_default)
-
-
-def suspects(launch: LaunchConfig | None) -> dict[str, Any]:
-    """The flags a failed launch is blamed on: what it changed, else its non-default backends."""
-    if launch is None:
-        return {}
-    return _blame(launch.model_dump(mode="json", exclude_none=True))
-
-
-def _blame(launch: dict[str, Any]) -> dict[str, Any]:
-    """:func:`suspects` on a launch config as stored (a dict): the check's hot path uses no models."""
-    fingerprint = dict(launch.get("fingerprint") or launch.get("non_default") or {})
-    picked: dict[str, Any] = {}
-    diff = launch.get("diff") or {}
-    if diff:
-        picked.update(diff.get("added") or {})
-        picked.update({k: v[1] for k, v in (diff.get("changed") or {}).items() if isinstance(v, list) and len(v) == 2})
-        picked = {k: v for k, v in picked.items() if k in fingerprint or not fingerprint}
-    if not picked:
-        picked = backend_axes(launch)
-    return {k: v for k, v in picked.items() if not ignored(v)}
-
-
-def _arch_of_dict(environment: dict[str, Any] | None) -> str | None:
-    if not environment:
-        return None
-    for gpu in environment.get("gpus") or []:
-        name = arch_name(gpu.get("compute_cap")) if isinstance(gpu, dict) else None
-        if name:
-            return name
-    return arch_name(environment.get("device_capability"))
-
-
-_KIND = re.compile(rb'"kind":\s*"(attempt|outcome|environment)"')
-_SHORT = re.compile(rb'"short_id":\s*"(A[0-9]+)"')
-_ATTEMPT_REF = re.compile(rb'"attempt":\s*"(A[0-9]+)"')
-_ANY_STATUS = re.compile(rb'"status":\s*"([a-z_]+)"')
-
-
-def _status_re() -> re.Pattern[bytes]:
-    # The refuting statuses (statuses.toml: the classes that say something about a backend).
-    refutes = set(statuses.refuting())
-    names = b"|".join(re.escape(k.encode()) for k in statuses.refuting() if k in refutes)
-    return re.compile(rb'"status":\s*"(' + names + rb')"')
-
-
-def _session_runs(session: str, raw: bytes) -> list[RefutedRun]:
-    """The refuted launches of one session, from its raw bytes (see :func:`_session_state`)."""
-    return _session_state(session, raw)[0]
-
-
-def _session_state(session: str, raw: bytes) -> tuple[list[RefutedRun], list[dict[str, Any]] | None]:
-    """The refuted launches of one session, from its raw bytes (every line at the current schema:
-    :func:`logkit.files.current_bytes`).
-
-    Speed: this runs before every launch over the whole knowledge base, so only the lines that
-    can matter are decoded (:func:`logkit.files.decode`): failed outcomes first (a byte regex over
-    the file), then the attempt and environment lines of those attempts. A line that does not
-    decode is skipped.
-    """
-    if not _status_re().search(raw) and not _works_re().search(raw):
-        return [], []
-    lines = raw.split(b"\n")
-    failed: dict[str, tuple[str, bytes]] = {}  # attempt -> (status, its outcome line)
-    worked: set[str] = set()
-    status_re = _status_re()
-    working = set(statuses.of_class("works"))
-    for line in lines:
-        kind = _KIND.search(line)
-        if not kind or kind.group(1) != b"outcome":
-            continue
-        ref, status = _ATTEMPT_REF.search(line), _ANY_STATUS.search(line)
-        if not ref or not status:
-            continue
-        name = status.group(1).decode()
-        if status_re.search(line):
-            failed[ref.group(1).decode()] = (name, line)
-        elif name in working:
-            worked.add(ref.group(1).decode())
-    good: list[bytes] = []  # attempt lines of launches that worked, decoded only when needed
+def session_rows(session: str, events: list[dict[str, Any]]) -> list[matrix.Row]:
+    """The launches of one session (its events as stored dicts, in file order) as matrix rows."""
     attempts: dict[str, dict[str, Any]] = {}
-    probed: dict[str, dict[str, Any]] = {}
-    for line in lines:
-        kind = _KIND.search(line)
-        if not kind or kind.group(1) == b"outcome":
+    envs: dict[str, Any] = {}
+    launches: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, dict[str, Any]] = {}
+    resolved: dict[str, dict[str, Any]] = {}
+    smoke_failed: set[str] = set()
+    for e in events:
+        kind, ref = e.get("kind"), e.get("attempt")
+        if kind == "attempt" and e.get("role") == "launch" and isinstance(e.get("short_id"), str):
+            attempts[e["short_id"]] = e
+        elif not isinstance(ref, str):
             continue
-        if kind.group(1) == b"attempt":
-            short = _SHORT.search(line)
-            sid = short.group(1).decode() if short else None
-            if sid in failed:
-                data = files.decode(line)
-                if data is not None:
-                    attempts[sid] = data
-            elif sid in worked:
-                good.append(line)
-        elif b'"attempt"' in line:
-            data = files.decode(line)
-            if data is not None and data.get("attempt") in failed:
-                # logkit run writes the probed environment as a later event superseding attempt.environment.
-                probed[data["attempt"]] = data.get("environment") or {}
-    runs: list[RefutedRun] = []
-    verdicts: dict[tuple[tuple[str, str], ...], bool] = {}
-    seen: set[tuple[tuple[str, str], ...]] = set()
-    for sid, attempt in attempts.items():
-        if attempt.get("role") != "launch" or not isinstance(attempt.get("launch"), dict):
+        elif kind == "environment":
+            envs[ref] = e.get("environment") or {}
+        elif kind == "launch_config" and isinstance(e.get("launch"), dict):
+            launches[ref] = e["launch"]
+        elif kind == "outcome":
+            outcomes[ref] = e
+        elif kind == "server_info":
+            resolved[ref] = e.get("resolved") or {}
+        elif kind == "smoke" and e.get("ok") is False:
+            smoke_failed.add(ref)
+    rows = []
+    for sid, a in attempts.items():
+        launch = launches.get(sid) or a.get("launch")
+        if not isinstance(launch, dict):
             continue
-        blamed = _blame(attempt["launch"])
-        key = tuple(sorted((k, str(v)) for k, v in blamed.items()))
-        if not blamed or key in seen:
-            continue  # nothing to blame (it would match everything), or already listed for this session
-        if key not in verdicts:
-            verdicts[key] = _exonerated(blamed, good)
-        if verdicts[key]:
-            continue  # the same flags worked in another launch of this session: the cause was elsewhere
-        arch = _arch_of_dict(probed.get(sid)) or _arch_of_dict(attempt.get("environment"))
-        if arch:
-            seen.add(key)
-            status, outcome_line = failed[sid]
-            label = (files.decode(outcome_line) or {}).get("label")
-            runs.append(RefutedRun(session, sid, status, arch, blamed, label))
-    return runs, _fingerprints(good)
+        env = envs.get(sid) or a.get("environment") or {}
+        packages = env.get("packages") or {} if isinstance(env, dict) else {}
+        versions = {name: next((str(packages[k]) for k in keys if packages.get(k)), None)
+                    for name, keys in _VERSIONS.items()}
+        o = outcomes.get(sid) or {}
+        status = o.get("status")
+        rows.append(matrix.Row(
+            session=session, attempt=sid, role="launch", started=str(a.get("started") or a.get("ts") or ""),
+            status=status, model=model_of(launch) or a.get("model"), arch=arch_of(env),
+            sglang=versions["sglang"] or launch.get("sglang_version"), flashinfer=versions["flashinfer"],
+            backends=backend_axes(launch, resolved.get(sid)),
+            hang_timeout=matrix.hang_limit(o.get("label")) if status == "hang" else None,
+            tests=tuple(a.get("tests") or ()), smoke_failed=sid in smoke_failed, label=o.get("label")))
+    return rows
 
 
-#: more distinct working fingerprints than this in one session: its state is not kept (derived in full)
-GOOD_LIMIT = 2000
+#: bump when what :func:`session_rows` derives changes (the per-session cache is then rebuilt)
+CACHE_VERSION = 3
 
 
-def _works_re() -> re.Pattern[bytes]:
-    names = b"|".join(re.escape(k.encode()) for k in statuses.of_class("works"))
-    return re.compile(rb'"status":\s*"(' + names + rb')"')
+def _derive(session: str, raw: bytes) -> list[dict[str, Any]]:
+    events = [d for line in files.current_bytes(raw).split(b"\n") if line.strip()
+              if (d := files.decode(line)) is not None]
+    return [_row_dict(r) for r in session_rows(session, events)]
 
 
-def _launch_fp(line: bytes) -> dict[str, Any] | None:
-    data = files.decode(line)
-    if data is None or not isinstance(data.get("launch"), dict):
-        return None
-    fp = data["launch"].get("fingerprint") or data["launch"].get("non_default") or {}
-    return fp if isinstance(fp, dict) else None
+def _row_dict(row: matrix.Row) -> dict[str, Any]:
+    d = dict(row.__dict__)
+    d["tests"] = list(row.tests)
+    return d
 
 
-def _fingerprints(good: list[bytes]) -> list[dict[str, Any]] | None:
-    """The distinct fingerprints of a session's working launches (None: too many to keep)."""
-    seen: dict[str, dict[str, Any]] = {}
-    for line in good:
-        fp = _launch_fp(line)
-        if fp:
-            seen.setdefault(json.dumps(fp, sort_keys=True, default=str), fp)
-            if len(seen) > GOOD_LIMIT:
-                return None
-    return list(seen.values())
-
-
-def _cleared(blamed: dict[str, Any], fingerprints: list[dict[str, Any]]) -> bool:
-    return any(all(k in fp and _same(fp[k], v) for k, v in blamed.items()) for fp in fingerprints)
-
-
-def _extend(session: str, rows: list[dict[str, Any]], good: Any, appended: bytes,
-            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """The rows and working fingerprints of a session after ``appended`` (whole lines at its end),
-    from those before; None when the new lines name an attempt recorded before them (derive in full).
-
-    What :func:`_session_state` would give: a new working launch clears the rows whose suspect
-    values it ran with; a new failed launch is a row unless a working launch ran with its suspects
-    or an earlier row blames the same values.
-    """
-    if type(good) is not list or not all(type(g) is dict for g in good):
-        return None
-    raw = files.current_bytes(appended)
-    status_re, works_re = _status_re(), _works_re()
-    if not status_re.search(raw) and not works_re.search(raw):
-        return rows, good  # no outcome that says anything about a backend
-    lines = [line for line in raw.split(b"\n") if line]
-    attempts: dict[str, bytes] = {}
-    probed: dict[str, dict[str, Any]] = {}
-    ended: list[tuple[str, str, bytes]] = []  # (attempt, status, outcome line)
-    for line in lines:
-        kind = _KIND.search(line)
-        if not kind:
-            continue
-        if kind.group(1) == b"attempt":
-            short = _SHORT.search(line)
-            if short:
-                attempts[short.group(1).decode()] = line
-        elif kind.group(1) == b"environment":
-            data = files.decode(line)
-            if data is not None and isinstance(data.get("attempt"), str):
-                probed[data["attempt"]] = data.get("environment") or {}
-        else:
-            ref, status = _ATTEMPT_REF.search(line), _ANY_STATUS.search(line)
-            if ref and status and (status_re.search(line) or works_re.search(line)):
-                ended.append((ref.group(1).decode(), status.group(1).decode(), line))
-    if any(sid not in attempts for sid, _status, _line in ended):
-        return None  # its attempt line is before the new lines: not known here
-    working = set(statuses.of_class("works"))
-    good = list(good)
-    known = {json.dumps(g, sort_keys=True, default=str) for g in good}
-    for sid, status, _line in ended:
-        fp = _launch_fp(attempts[sid]) if status in working else None
-        if fp and json.dumps(fp, sort_keys=True, default=str) not in known:
-            known.add(json.dumps(fp, sort_keys=True, default=str))
-            good.append(fp)
-    if len(good) > GOOD_LIMIT:
-        return None
-    rows = [r for r in rows if not _cleared(r["suspects"], good)]
-    keys = {tuple(sorted((k, str(v)) for k, v in r["suspects"].items())) for r in rows}
-    for sid, status, line in ended:
-        if status in working or not status_re.search(line):
-            continue
-        attempt = files.decode(attempts[sid])
-        if attempt is None or attempt.get("role") != "launch" or not isinstance(attempt.get("launch"), dict):
-            continue
-        blamed = _blame(attempt["launch"])
-        key = tuple(sorted((k, str(v)) for k, v in blamed.items()))
-        if not blamed or key in keys or _cleared(blamed, good):
-            continue
-        arch = _arch_of_dict(probed.get(sid)) or _arch_of_dict(attempt.get("environment"))
-        if arch:
-            keys.add(key)
-            rows.append(_row(RefutedRun(session, sid, status, arch, blamed, (files.decode(line) or {}).get("label"))))
-    return rows, good
-
-
-def _exonerated(blamed: dict[str, Any], good: list[bytes]) -> bool:
-    needles = [json.dumps(v).encode() if not isinstance(v, str) else f'"{v}"'.encode() for v in blamed.values()]
-    for line in good:
-        if not all(n in line for n in needles):
-            continue  # cheap byte test first: most working launches used other values
-        launch = (files.decode(line) or {}).get("launch") or {}
-        fp = launch.get("fingerprint") or launch.get("non_default") or {}
-        if all(k in fp and _same(fp[k], v) for k, v in blamed.items()):
-            return True
-    return False
-
-
-#: bump when what :func:`_session_runs` derives changes (the per-session cache is then rebuilt)
-CACHE_VERSION = 2
+def _valid_rows(rows: Any) -> bool:
+    return type(rows) is list and all(type(r) is dict and type(r.get("attempt")) is str
+                                      and type(r.get("backends")) is dict for r in rows)
 
 
 def refuted_runs(store: Store) -> list[RefutedRun]:
-    """Every refuted launch of the knowledge base (unreadable lines are skipped, never fatal).
-
-    Each session's runs come from the store's ``refuted`` read cache (:mod:`logkit.readcache`)
-    while its ``events.jsonl`` is unchanged, so the check before a launch reads no session file
-    that was not written since the last check; of a session that was appended to (the one the
-    last ``logkit run`` recorded in), only the new lines are read (:func:`_extend`).
-    """
-    return [_run(session, row) for session, row in _rows(store)]
+    """One run per refuted cell of the whole knowledge base."""
+    return [_run(c) for c in matrix.cells(_rows(store)).values() if c.state == "refuted"]
 
 
-#: before a launch, a session bigger than this that the read cache cannot answer (no entry, or one it
-#: cannot extend) is not read: the child must start in a bounded time (3 s for 100,000 events);
-#: :func:`check_launch` says so and has a background process read it for the next launch
+#: before a launch, a session bigger than this that the read cache cannot answer is not read: the
+#: child must start in a bounded time; :func:`check_launch` says so and has a background process
+#: read it for the next launch
 COLD_LIMIT = 16 << 20
 
 
 class _TooBig(Exception):
-    """A session :func:`_rows` was asked not to derive in full."""
+    """A session :func:`_rows` was asked not to derive."""
 
 
-def _rows(store: Store, cold_limit: int | None = None,
-          skipped: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """:func:`refuted_runs` as ``(session, row)``: :func:`check` makes runs of the matches only.
-
-    With ``cold_limit``, a session that would have to be derived from more bytes than that is left
-    out and named in ``skipped``.
-    """
-    # what is derived depends on the tables too (refuting and working statuses, ignored values)
+def _rows(store: Store, cold_limit: int | None = None, skipped: list[str] | None = None) -> list[matrix.Row]:
+    """Every launch of the store as a matrix row, through the ``refuted`` read cache. With
+    ``cold_limit``, a session that would have to be derived from more bytes than that is left out
+    and named in ``skipped``."""
     rules = [table(), sorted(statuses.refuting()), sorted(statuses.of_class("works"))]
     digest = hashlib.sha256(json.dumps(rules, sort_keys=True, default=str).encode()).hexdigest()[:16]
     cache = SessionCache(store.root, "refuted", f"{CACHE_VERSION}-{digest}")
-    found_rows: list[tuple[str, dict[str, Any]]] = []
+    out: list[matrix.Row] = []
     found = files.session_dirs(store.root)
     for session, path, st in found:
-        def derive(raw: bytes, sid: str = session) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        def derive(raw: bytes, sid: str = session) -> list[dict[str, Any]]:
             if cold_limit is not None and len(raw) > cold_limit:
                 raise _TooBig(sid)
             return _derive(sid, raw)
 
         try:
-            rows = cache.get(session, path, derive, valid=_valid_rows, st=st,
-                             extend=lambda rows, good, new, sid=session: _extend(sid, rows, good, new))
+            rows = cache.get(session, path, derive, valid=_valid_rows, st=st)
         except _TooBig:
             if skipped is not None:
                 skipped.append(session)
             continue
-        found_rows.extend((session, row) for row in rows)
+        out.extend(matrix.Row(**{**r, "tests": tuple(r.get("tests") or ())}) for r in rows)
     cache.prune({f[0] for f in found})
     cache.save()
-    return found_rows
+    return out
 
 
-def _derive(session: str, raw: bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    if not raw:
-        return [], []
-    runs, good = _session_state(session, files.current_bytes(raw))
-    return [_row(r) for r in runs], good
+def _run(cell: matrix.Cell) -> RefutedRun:
+    bad = cell.refuting[-1]
+    good = cell.working[-1].ref if cell.working else None
+    return RefutedRun(bad.session, bad.attempt, str(bad.status), cell.arch, {cell.axis: cell.value}, bad.label,
+                      cell.state, good)
 
 
-def _valid_rows(rows: Any) -> bool:
-    if type(rows) is not list:
-        return False
-    if not rows:
-        return True  # most sessions: nothing refuted
-    for r in rows:
-        if (type(r) is not dict or type(r.get("attempt")) is not str or type(r.get("status")) is not str
-                or type(r.get("suspects")) is not dict or not isinstance(r.get("arch"), (str, type(None)))
-                or not isinstance(r.get("label"), (str, type(None)))):
-            return False
-    return True
-
-
-def _row(run: RefutedRun) -> dict[str, Any]:
-    return {"attempt": run.attempt, "status": run.status, "arch": run.arch, "suspects": run.suspects,
-            "label": run.label}
-
-
-def _run(session: str, row: dict[str, Any]) -> RefutedRun:
-    return RefutedRun(session, str(row.get("attempt")), str(row.get("status")), row.get("arch"),
-                      dict(row.get("suspects") or {}), row.get("label"))
-
-
-def _same(a: Any, b: Any) -> bool:
-    return str(a).strip().lower() == str(b).strip().lower()
-
-
-def check(fingerprint: dict[str, Any], arch: str | None, store: Store, *, cold_limit: int | None = None,
-          skipped: list[str] | None = None) -> list[RefutedRun]:
-    """The refuted runs this launch repeats on the same architecture (none when ``arch`` is unknown);
-    ``cold_limit`` and ``skipped`` as :func:`_rows` takes them."""
+def _cells(backends: dict[str, Any], arch: str | None, store: Store, model: str | None, sglang: str | None,
+           cold_limit: int | None, skipped: list[str] | None) -> list[matrix.Cell]:
     if not arch:
         return []
     arch = arch_name(arch) or arch
-    given = {k: str(v).strip().lower() for k, v in fingerprint.items()}  # _same, each side once
-    return [
-        _run(session, row) for session, row in _rows(store, cold_limit, skipped)
-        if row.get("arch") == arch and all(k in given and given[k] == str(v).strip().lower()
-                                           for k, v in (row.get("suspects") or {}).items())
-    ]
+    found = matrix.cells(_rows(store, cold_limit, skipped))
+    return matrix.matching(found, backends, arch, model=model, sglang=sglang)
+
+
+def check(backends: dict[str, Any], arch: str | None, store: Store, *, model: str | None = None,
+          sglang: str | None = None, cold_limit: int | None = None,
+          skipped: list[str] | None = None) -> list[RefutedRun]:
+    """One run per ``refuted`` cell this launch (its backend values) falls in on ``arch`` (none when
+    ``arch`` is unknown); ``cold_limit`` and ``skipped`` as :func:`_rows` takes them."""
+    return [_run(c) for c in _cells(backends, arch, store, model, sglang, cold_limit, skipped)
+            if c.state == "refuted"]
+
+
+def conflicts(backends: dict[str, Any], arch: str | None, store: Store, *, model: str | None = None,
+              sglang: str | None = None) -> list[RefutedRun]:
+    """One run per ``conflicting`` cell this launch falls in (both sides named)."""
+    return [_run(c) for c in _cells(backends, arch, store, model, sglang, None, None) if c.state == "conflicting"]
 
 
 def describe(suspected: dict[str, Any]) -> str:
@@ -481,7 +221,10 @@ def describe(suspected: dict[str, Any]) -> str:
 def warning(run: RefutedRun) -> str:
     """``flashinfer_trtllm MoE crashed on SM120 in 2026-11-14-glm5 A4 (arch_mismatch).``"""
     verb = statuses.verb(run.status)
-    return f"{describe(run.suspects)} {verb} on {run.arch} in {run.session} {run.attempt} ({run.status})."
+    text = f"{describe(run.suspects)} {verb} on {run.arch} in {run.session} {run.attempt} ({run.status})"
+    if run.state == "conflicting":
+        return f"conflicting evidence: {text}, and worked in {run.worked}."
+    return text + "."
 
 
 def ask(
@@ -521,11 +264,11 @@ def _arch_for_launch(environment: Any) -> str | None:
     """The architecture from the runner's environment snapshot (a dict, or an ``Environment``)."""
     if os.environ.get(ENV_ARCH):
         return arch_name(os.environ[ENV_ARCH])
-    if environment is not None and not isinstance(environment, dict):
-        environment = environment.model_dump(mode="json")
-    found = _arch_of_dict(environment)
+    found = arch_of(environment)
     if found:
         return found
+    if environment is not None and not isinstance(environment, dict):
+        environment = environment.model_dump(mode="json")
     probe = ((environment or {}).get("probes") or {}).get("gpus")
     if isinstance(probe, dict) and (probe.get("ok") or "not found" in (probe.get("error") or "")):
         return None  # the runner already asked nvidia-smi: no GPU, or none with a known capability
@@ -545,15 +288,23 @@ class _Sessions:
 def check_launch(plan: Any, environment: Any, sessions: str | None, *,
                  stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
     """Warn (and ask on a terminal) when ``plan``'s launch repeats a refuted one; True to launch."""
-    fingerprint = _fingerprint(getattr(plan, "launch", None))
-    if not fingerprint:
+    launch = getattr(plan, "launch", None)
+    if launch is not None and not isinstance(launch, dict):
+        launch = launch.model_dump(mode="json")
+    backends = backend_axes(launch)
+    if not backends:
         return True
     err = stderr or sys.stderr
     skipped: list[str] = []
     try:
         store = _Sessions(sessions)
-        runs = check(fingerprint, _arch_for_launch(environment), store,  # type: ignore[arg-type]
-                     cold_limit=COLD_LIMIT, skipped=skipped)
+        arch = _arch_for_launch(environment)
+        # one read of the matrix: the refuted cells warn, the conflicting ones are said
+        found = _cells(backends, arch, store, model_of(launch), None,  # type: ignore[arg-type]
+                       COLD_LIMIT, skipped)
+        runs = [_run(c) for c in found if c.state == "refuted"]
+        for run in (_run(c) for c in found if c.state == "conflicting"):
+            err.write(f"logkit: note: {warning(run)}\n")
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
         return True

@@ -6,8 +6,11 @@ open attempts) returning a JSON-ready dict:
 * ``hypotheses``: the open ones, each with the attempts testing it that are still pending;
 * ``attempts``: the last ``last`` attempts with outcome status, label and the flags they changed;
 * ``running``: launch attempts without an outcome whose recorder or server is still alive;
-* ``proposals``: for every attempt run with ``--tests H3`` that ended in a failure class while
-  H3 is still open, the one command that records the refutation.
+* ``proposals``: while H3 is open and the attempts run with ``--tests H3`` say ``refuted`` by the
+  matrix cell's rule (:mod:`logkit.reasoning.matrix`: a refuting category, none working; an
+  ``ignore`` status such as ``import_error`` refutes nothing, and a later launch testing H3 that came
+  up ready and passed its smoke test withdraws it), the command that records the refutation, one
+  per refuting attempt.
 
 It is computed from a small *fold* of the events (:class:`Fold`: the hypotheses and verdicts, the
 attempts that test one, the last :data:`KEPT` attempts, the open launches, the decisions, the
@@ -29,8 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import files, procs, statuses
-from ..events import Attempt, BaseEvent, Decision, Hypothesis, Outcome, Session, Verdict
+from .. import files, procs
+from ..events import Attempt, BaseEvent, Decision, Hypothesis, Outcome, Session, Smoke, Verdict
+from . import matrix
 
 __all__ = ["Fold", "KEPT", "render", "session_fold", "session_status", "status", "status_cache"]
 
@@ -38,7 +42,7 @@ __all__ = ["Fold", "KEPT", "render", "session_fold", "session_status", "status",
 KEPT = 100
 #: problems the fold keeps word for word (the others are counted)
 PROBLEMS_KEPT = 200
-_VERSION = 2
+_VERSION = 3
 
 
 def _changed(attempt: Attempt) -> dict[str, Any]:
@@ -71,7 +75,8 @@ class Fold:
         self.events: int = d.get("events", 0)
         #: H3 -> {text, priority, tags, verdict: [verdict, evidence, because, ts] | None}
         self.hyps: dict[str, dict[str, Any]] = d.get("hyps", {})
-        #: attempts that test a hypothesis: A7 -> [tests, outcome status | None, outcome label | None]
+        #: attempts that test a hypothesis: A7 -> [tests, outcome status | None, outcome label | None,
+        #: role, a smoke reply failed]
         self.tested: dict[str, list[Any]] = d.get("tested", {})
         #: the last KEPT attempts' rows (outcome filled in when it comes)
         self.rows: list[dict[str, Any]] = d.get("rows", [])
@@ -119,13 +124,16 @@ class Fold:
             self._attempt(event)
         elif isinstance(event, Outcome):
             self._outcome(event)
+        elif isinstance(event, Smoke):
+            if not event.ok and event.attempt in self.tested:
+                self.tested[event.attempt][4] = True
         elif isinstance(event, Decision):
             self.decisions.append([event.decision_id, event.title, event.status])
 
     def _attempt(self, a: Attempt) -> None:
         self.count += 1
         if a.tests:
-            self.tested[a.short_id] = [list(a.tests), None, None]
+            self.tested[a.short_id] = [list(a.tests), None, None, a.role, False]
         self.rows.append({
             "id": a.short_id, "role": a.role, "command": shlex.join(a.argv), "tests": list(a.tests),
             "status": "running", "label": a.label, "attempt_label": a.label, "changed": _changed(a),
@@ -139,10 +147,17 @@ class Fold:
     def _outcome(self, o: Outcome) -> None:
         self.open.pop(o.attempt, None)
         if o.attempt in self.tested:
-            self.tested[o.attempt][1:] = [o.status, o.label]
+            self.tested[o.attempt][1:3] = [o.status, o.label]
         for row in self.rows:
             if row["id"] == o.attempt:
                 row["status"], row["label"] = o.status, o.label or row["attempt_label"]
+
+    def _row(self, session_id: str, aid: str) -> matrix.Row:
+        """An attempt testing a hypothesis as a matrix row (no backends: only its category counts)."""
+        tests, status, label, role, smoke_failed = (self.tested[aid] + [None, None, None, "command", False])[:5]
+        return matrix.Row(session_id, aid, role or "command", "", status,
+                          hang_timeout=matrix.hang_limit(label) if status == "hang" else None,
+                          tests=tuple(tests), smoke_failed=bool(smoke_failed), label=label)
 
     def take_line(self, path: Path, line: bytes, number: int, torn: bool) -> None:
         """Validate line ``number`` of ``path`` and fold it, with the checks and the words of
@@ -187,7 +202,6 @@ class Fold:
 
     def status(self, session_id: str, last: int = 5) -> dict[str, Any]:
         """The status dict (see the module contract)."""
-        failure = set(statuses.of_class("failure"))
         hyp_rows = []
         open_ids = set()
         closed = 0
@@ -205,16 +219,18 @@ class Fold:
                 "outcomes": {a: self.tested[a][1] for a in tests if self.tested[a][1] is not None},
             })
         proposals = []
-        for aid, (tests, status, label) in self.tested.items():
-            if status is None or status not in failure:
+        for ref in sorted(open_ids, key=lambda h: int(h[1:]) if h[1:].isdigit() else 0):
+            rows = [self._row(session_id, aid) for aid, t in self.tested.items() if ref in t[0]]
+            if matrix.state(matrix.category(r) for r in rows) != "refuted":
                 continue
-            for ref in tests:
-                if ref in open_ids:
-                    because = f"{aid} ended {status}" + (f": {label}" if label else "")
-                    proposals.append({
-                        "hypothesis": ref, "attempt": aid, "status": status,
-                        "command": f"logkit hypothesis refute {ref} --evidence {aid} --because {shlex.quote(because)}",
-                    })
+            for r in rows:
+                if matrix.category(r) in (None, "works"):
+                    continue
+                because = f"{r.attempt} ended {r.status}" + (f": {r.label}" if r.label else "")
+                proposals.append({
+                    "hypothesis": ref, "attempt": r.attempt, "status": r.status,
+                    "command": f"logkit hypothesis refute {ref} --evidence {r.attempt} --because {shlex.quote(because)}",
+                })
         rows = [{k: v for k, v in r.items() if k != "attempt_label"} for r in self.rows[-last:]] if last > 0 else []
         running = [{"id": aid, "command": cmd, "pid": pid, "port": port}
                    for aid, (cmd, pid, port, host, rpid) in self.open.items() if _alive(host, [pid, rpid])]
@@ -290,7 +306,7 @@ def _valid(value: Any) -> bool:
         return (all(type(h) is dict and isinstance(h.get("text"), str) and (h.get("verdict") is None or (
                     type(h["verdict"]) is list and len(h["verdict"]) == 4 and isinstance(h["verdict"][3], str)))
                     for h in value["hyps"].values())
-                and all(type(t) is list and len(t) == 3 and type(t[0]) is list for t in value["tested"].values())
+                and all(type(t) is list and len(t) == 5 and type(t[0]) is list for t in value["tested"].values())
                 and all(type(r) is dict and {"id", "status", "command", "tests"} <= set(r) for r in value["rows"])
                 and all(type(o) is list and len(o) == 5 for o in value["open"].values())
                 and all(type(d) is list and len(d) == 3 for d in value["decisions"])

@@ -8,7 +8,8 @@ Contract:
   the cell that was running (its attempts keep their outcomes; the cell runs again).
 * Known outcomes first, in order: a cell SGLang's parser refuses is refuted at once (``preflight``,
   never launched); a cell refuted on this GPU architecture in the knowledge base
-  (:func:`logkit.reasoning.refuted.check`, and the same SGLang version where both are known) is
+  (a ``refuted`` matrix cell, :func:`logkit.reasoning.refuted.check`, and the same SGLang version
+  where both are known; never a ``conflicting`` one) is
   ``skipped`` and shown, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
@@ -21,7 +22,6 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -108,33 +108,13 @@ def _close(handle: SessionHandle, hyp: str, verdict: str, evidence: list[str], b
     hypotheses.close(handle, hyp, verdict, evidence=evidence, because=because)
 
 
-def _sglang_version(store: Store, session: str, attempt: str) -> str | None:
-    """The SGLang version an earlier attempt ran with (from its environment event), if recorded."""
-    try:
-        raw = (store.root / session / "events.jsonl").read_bytes()
-    except OSError:
-        return None
-    for line in raw.splitlines():
-        if b'"environment"' in line and attempt.encode() in line:
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            if data.get("attempt") == attempt:
-                packages = (data.get("environment") or {}).get("packages") or {}
-                return packages.get("sglang")
-    return None
-
-
 def _refuted(store: Store, cell: Cell, arch: str | None, version: str | None) -> Any:
+    """The refuted matrix cell this grid cell falls in (:mod:`logkit.reasoning.matrix`: a conflicting
+    cell, or one refuted on another SGLang, is worth trying), or None."""
     from ..reasoning.refuted import check
 
-    for hit in check(cell.fingerprint, arch, store):
-        earlier = _sglang_version(store, hit.session, hit.attempt)
-        if version and earlier and earlier != version:
-            continue  # refuted on another SGLang: worth trying again
-        return hit
-    return None
+    hits = check(cell.fingerprint, arch, store, sglang=version)
+    return hits[0] if hits else None
 
 
 def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None) -> tuple[str, Sweep]:
@@ -171,7 +151,7 @@ def _say(text: str) -> None:
 def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None = None) -> SweepReport:
     """Run (or resume) the sweep of ``spec``; returns what happened."""
     from ..capture.redact import Redactor
-    from ..reasoning.refuted import arch_name, local_arch
+    from ..gpu import arch_name, local_arch
 
     store = Store.from_env(opts.sessions, scrub=Redactor().scrub)
     env = dict(os.environ)

@@ -1,0 +1,175 @@
+"""The matrix cell: the one rule for what the evidence says about a backend value (docs/knowledge-model.md).
+
+Contract:
+
+* A :class:`Row` is one attempt as plain data (session, attempt, role, start, status, model,
+  architecture, SGLang/flashinfer versions, backend axes chosen, the ``--hang-timeout`` that stopped
+  it, the hypotheses it tested). How rows are read is the caller's business: this module is a pure
+  function of them, with no I/O and no pydantic.
+* :func:`category` is a row's attributable category (``statuses.toml``), or None: only launches
+  count; an ``ignore`` status says nothing; a ``works`` launch whose smoke reply was degenerate is
+  ``garbage``; a ``hang`` stopped by a ``--hang-timeout`` shorter than ``[attribution]
+  hang_timeout_default`` (``launch.toml``) is not attributable (the user cut it short).
+* :func:`state` is what a set of attributable rows says: ``works`` (a working one, no refuting
+  one), ``refuted`` (refuting ones, no working one), ``conflicting`` (both), ``untested`` (none).
+* :func:`cells` groups rows into :class:`Cell` s keyed (model, axis, value, arch, sglang,
+  flashinfer): the count per category, every attributable attempt in time order, the latest, the
+  state, the refuting class and, for ``conflicting``, both sides. The site's matrix, the pre-launch
+  check, the sweep's skip and ``status``'s proposals all read these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import statuses
+from ..launch.flags import table as launch_table
+
+__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "state"]
+
+STATES = ("works", "refuted", "conflicting", "untested")
+
+#: (model, axis, value, arch, sglang version, flashinfer version)
+Key = tuple[str | None, str, str, str | None, str | None, str | None]
+
+# the limit logkit's hang stop names: the outcome label of an SGLang launch reads "no output for 5s
+# before ready" or "ready endpoint not answering 5s after the server started listening"
+# (capture/sglang/watcher.py), a stop reason "no output for 5s (--hang-timeout)" (capture/supervisor.py)
+_HANG = re.compile(r"(?:no output for |not answering )(\d+(?:\.\d+)?)s\b|(\d+(?:\.\d+)?)s\b.*\(--hang-timeout\)")
+
+
+def hang_limit(label: str | None) -> float | None:
+    """The ``--hang-timeout`` an outcome label says stopped the attempt, or None."""
+    match = _HANG.search(label or "")
+    return float(match.group(1) or match.group(2)) if match else None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One attempt as the matrix sees it."""
+
+    session: str
+    attempt: str
+    role: str
+    started: str
+    status: str | None
+    model: str | None = None
+    arch: str | None = None
+    sglang: str | None = None
+    flashinfer: str | None = None
+    backends: dict[str, str] = field(default_factory=dict)
+    #: the --hang-timeout that stopped it (a hang), None when none did
+    hang_timeout: float | None = None
+    tests: tuple[str, ...] = ()
+    smoke_failed: bool = False
+    label: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """``session/A4``."""
+        return f"{self.session}/{self.attempt}"
+
+
+def category(row: Row) -> str | None:
+    """The row's attributable category (works, crash, garbage, oom), or None (see the contract)."""
+    if row.role != "launch" or row.status is None:
+        return None
+    cat = statuses.category(row.status)
+    if cat is None:
+        return None
+    if cat == "works":
+        return "garbage" if row.smoke_failed else "works"
+    if row.status == "hang" and row.hang_timeout is not None:
+        if row.hang_timeout < float(launch_table()["attribution"]["hang_timeout_default"]):
+            return None
+    return cat if statuses.row(row.status).refutes else None
+
+
+def state(categories: Iterable[str | None]) -> str:
+    """``works`` / ``refuted`` / ``conflicting`` / ``untested`` of some categories."""
+    cats = {c for c in categories if c is not None}
+    works, refutes = "works" in cats, bool(cats - {"works"})
+    return "conflicting" if works and refutes else "works" if works else "refuted" if refutes else "untested"
+
+
+@dataclass
+class Cell:
+    """Backend axis=value x architecture x model, per SGLang (and flashinfer) version."""
+
+    model: str | None
+    axis: str
+    value: str
+    arch: str | None
+    sglang: str | None
+    flashinfer: str | None
+    #: attributable attempts, in time order
+    rows: list[Row] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> Key:
+        """(model, axis, value, arch, sglang, flashinfer)."""
+        return (self.model, self.axis, self.value, self.arch, self.sglang, self.flashinfer)
+
+    @property
+    def latest(self) -> Row | None:
+        """The latest attributable attempt."""
+        return self.rows[-1] if self.rows else None
+
+    @property
+    def state(self) -> str:
+        """works / refuted / conflicting / untested."""
+        return state(self.counts)
+
+    @property
+    def refuting(self) -> list[Row]:
+        """The refuting attempts, in time order."""
+        return [r for r in self.rows if category(r) not in (None, "works")]
+
+    @property
+    def working(self) -> list[Row]:
+        """The working attempts, in time order."""
+        return [r for r in self.rows if category(r) == "works"]
+
+    @property
+    def refuted_class(self) -> str | None:
+        """The category of the latest refuting attempt (crash, garbage, oom), None without one."""
+        return category(self.refuting[-1]) if self.refuting else None
+
+
+def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
+    """Every cell the attributable rows fill (see the contract), rows in (start, reference) order."""
+    out: dict[Key, Cell] = {}
+    for row in sorted(rows, key=lambda r: (r.started, r.session, _num(r.attempt))):
+        cat = category(row)
+        if cat is None:
+            continue
+        for axis, value in row.backends.items():
+            key = (row.model, axis, value, row.arch, row.sglang, row.flashinfer)
+            cell = out.get(key)
+            if cell is None:
+                cell = out[key] = Cell(*key)
+            cell.rows.append(row)
+            cell.counts[cat] = cell.counts.get(cat, 0) + 1
+    return out
+
+
+def matching(found: dict[Key, Cell], backends: dict[str, Any], arch: str | None, *, model: str | None = None,
+             sglang: str | None = None) -> list[Cell]:
+    """The cells a launch choosing ``backends`` on ``arch`` falls in: same axis, value and
+    architecture; same model and SGLang version where both sides know them."""
+    if not arch:
+        return []
+    want = {k: str(v).strip().lower() for k, v in backends.items()}
+    return [c for c in found.values()
+            if c.arch == arch and want.get(c.axis) == c.value.strip().lower()
+            and (model is None or c.model is None or c.model == model)
+            and (sglang is None or c.sglang is None or c.sglang == sglang)]
+
+
+def _num(short: str) -> int:
+    digits = short.lstrip("A")
+    return int(digits) if digits.isdigit() else 0
