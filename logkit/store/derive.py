@@ -52,9 +52,9 @@ _WORKLOAD = {
 
 
 def _arch(environment: dict[str, Any] | None) -> str | None:
-    from ..reasoning.refuted import _arch_of_dict  # the one parser (moving to logkit.gpu.arch_of)
+    from ..gpu import arch_of  # the one parser
 
-    return _arch_of_dict(environment)
+    return arch_of(environment)
 
 
 def _dumps(value: Any) -> str | None:
