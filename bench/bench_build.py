@@ -39,9 +39,9 @@ import kb_factory  # noqa: E402
 from logkit.events import Attempt, Outcome  # noqa: E402
 from logkit.store import Store  # noqa: E402
 
-# MkDocs as configured, without the plugin logkit's own build adds (``lean``: same site, less memory)
+# MkDocs as configured, as logkit's build runs it
 BARE = ("import sys; from pathlib import Path; from logkit.builder.site import run_mkdocs; "
-        "run_mkdocs(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), lean=False)")
+        "run_mkdocs(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))")
 
 
 def size_mb(path: Path) -> float:

@@ -116,19 +116,18 @@ def test_charts_are_svg_files(site: Path) -> None:
         assert text.startswith("<svg") and "chart unavailable" not in text and len(text) > 2000
 
 
-def test_a_chart_left_as_a_placeholder_is_rendered_by_the_next_build(tmp_path: Path) -> None:
-    """Charts render beside MkDocs; a renderer killed meanwhile leaves a placeholder file, never a stale site."""
-    from logkit.builder.charts import PLACEHOLDER
-
+def test_a_missing_chart_is_rendered_again_and_copied_into_the_site(tmp_path: Path) -> None:
+    """Charts render in the build's own process, before MkDocs: a chart file deleted from the docs is
+    rendered by the next build (the others are kept) and the site shows it."""
     kb_factory.realistic(tmp_path / "sessions")
     args = (tmp_path / "sessions", tmp_path / "docs", tmp_path / "out")
     first = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
     assert first.charts_rendered >= 3
     svgs = sorted((tmp_path / "docs" / "assets" / "charts").glob("*.svg"))
     rendered = svgs[0].read_text()
-    assert "logkit: rendering" not in rendered and len(rendered) > 2000
-    svgs[0].write_text(PLACEHOLDER)
-    (tmp_path / "out" / "assets" / "charts" / svgs[0].name).write_text(PLACEHOLDER)
+    assert rendered.startswith("<svg") and len(rendered) > 2000
+    svgs[0].unlink()
+    (tmp_path / "out" / "assets" / "charts" / svgs[0].name).unlink()
     again = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
     assert again.charts_rendered == 1
     assert svgs[0].read_text() == rendered
@@ -294,3 +293,33 @@ def test_strict_build_fails_on_a_dangling_citation_and_names_it(tmp_path: Path) 
     loose = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--docs", str(tmp_path / "d"),
                        "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert loose.returncode == 0, loose.stderr
+
+
+def test_a_plain_script_without_a_main_guard_builds_the_site(tmp_path: Path) -> None:
+    """The builder starts no process: a script calling it at top level (no ``if __name__ ==
+    "__main__"``) runs once and finishes, where a spawned helper process would import it again."""
+    import os
+    import subprocess
+    import sys
+
+    kb_factory.realistic(tmp_path / "sessions")
+    script = tmp_path / "make_site.py"
+    script.write_text(
+        "import os\n"
+        "from pathlib import Path\n"
+        "from logkit.builder import build, generate\n"
+        "here = Path(__file__).parent\n"
+        "with open(here / 'runs', 'a') as fh:\n"
+        "    fh.write(f'{os.getpid()}\\n')\n"
+        "generate(here / 'sessions', here / 'md', warn=lambda _m: None)\n"
+        f"build(here / 'sessions', here / 'docs', here / 'out', config=Path({str(REPO / 'mkdocs.yml')!r}))\n"
+        "print('done')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("done") == 1
+    assert len((tmp_path / "runs").read_text().split()) == 1, done.stderr[-3000:]  # no process imported it again
+    assert (tmp_path / "md" / "index.md").is_file()
+    assert (tmp_path / "out" / "index.html").is_file()
+    assert list((tmp_path / "out" / "assets" / "charts").glob("*.svg"))
