@@ -245,7 +245,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
-        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2"), model_s, gpu_s, charts,
+        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
         rows.append((model_s, gpu_s, len(group), path))
     return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
