@@ -91,6 +91,7 @@ def test_a_rebuild_keeps_every_part(store: Store, tmp_path: Path) -> None:
     assert "edited" not in (docs / "sessions" / SID / "part-2" / "index.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_mkdocs_resolves_every_link_into_the_parts(store: Store, tmp_path: Path) -> None:
     warnings: list[str] = []
     result = build(store.root, tmp_path / "docs", tmp_path / "out", warn=warnings.append)
