@@ -252,21 +252,6 @@ class SessionCache:
         self._dirty = True
         return (value,)
 
-    def unmatched(self, sessions: list[tuple[str, str, os.stat_result]]) -> int:
-        """The bytes of the session files (:func:`logkit.files.session_dirs`) with no entry keyed on their
-        stat: what reading through this cache would derive. Parses no entry."""
-        total = 0
-        for sid, _path, st in sessions:
-            entry = self._entries.get(sid)
-            if type(entry) is tuple:
-                match = _KEY_RE.match(self._raw, entry[0], entry[1])
-                key = [int(x) for x in match.groups()] if match else None
-            else:
-                key = entry[:_KEY_LEN] if _well_formed(entry) else None
-            if key != _stat_key(st):
-                total += st.st_size
-        return total
-
     def _dump(self, path: Path) -> None:
         """The cache file (see the module contract), one entry at a time; an entry not parsed is
         written back as it was read."""

@@ -21,6 +21,8 @@ SRC = ["--reconstructed", "a test account"]
 GPU = ["--gpu", "NVIDIA RTX PRO 6000 Blackwell", "--compute-cap", "12.0", "--count", "8"]
 LAUNCH = "python -m sglang.launch_server --model-path org/M"
 
+pytestmark = pytest.mark.slow  # a dozen logkit processes and a real MkDocs build
+
 
 def _lk(sessions: Path, *args: str, cwd: Path | None = None) -> str:
     done = subprocess.run([PY, "-m", "logkit", "--sessions", str(sessions), *args], capture_output=True, text=True,

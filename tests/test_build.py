@@ -34,6 +34,7 @@ def html(site: Path, rel: str) -> str:
     return (site / "out" / rel).read_text(encoding="utf-8")
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_pages_at_stable_urls(site: Path) -> None:
     out = site / "out"
     for rel in ["index.html", "decisions/index.html", "decisions/DR-0001/index.html", "decisions/DR-0002/index.html",
@@ -46,6 +47,7 @@ def test_pages_at_stable_urls(site: Path) -> None:
         assert f'id="{anchor}"' in session
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_home_covers_models_gpus_versions_and_best(site: Path) -> None:
     home = html(site, "index.html")
     for text in ("zai-org/GLM-5-NVFP4", "nvidia/Qwen3.5-397B-A17B-NVFP4", "SM120", "SM100", "SM90", "0.5.23",
@@ -54,6 +56,7 @@ def test_home_covers_models_gpus_versions_and_best(site: Path) -> None:
     assert "reconstructed" in home  # the provenance of the third session is counted
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_supersedes_shown_both_ways(site: Path) -> None:
     old = html(site, "decisions/DR-0001/index.html")
     new = html(site, "decisions/DR-0002/index.html")
@@ -65,6 +68,7 @@ def test_supersedes_shown_both_ways(site: Path) -> None:
     assert "DR-0001" in superseded
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_decision_links_down_to_evidence(site: Path) -> None:
     page = html(site, "decisions/DR-0001/index.html")
     assert "../../sessions/2026-11-14-glm5-sm120/index.html#A1" in page  # an option's attempt
@@ -75,6 +79,7 @@ def test_decision_links_down_to_evidence(site: Path) -> None:
     assert "../../sessions/2026-11-14-glm5-sm120/index.html#A4" in cross  # cross-session evidence
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_matrix_cells(site: Path) -> None:
     page = html(site, "backends/index.html")
     glm = page.split(">zai-org/GLM-5-NVFP4<")[1].split("<h2")[0]  # the GLM-5 table (SM120 only)
@@ -94,6 +99,7 @@ def test_matrix_cells(site: Path) -> None:
     assert "What would justify a retry" in neg_page and "Reproduce" in neg_page
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_config_page_has_command_versions_metrics(site: Path) -> None:
     index = html(site, "configs/index.html")
     href = re.search(r'href="(zai-org-glm-5-nvfp4[^"]*0-5-23[^"]*)"', index).group(1)
@@ -104,6 +110,7 @@ def test_config_page_has_command_versions_metrics(site: Path) -> None:
         assert text in page, text
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_charts_are_svg_files(site: Path) -> None:
     index = html(site, "metrics/index.html")
     href = re.search(r'href="([^"]+/index.html)"', index.split("<table>")[1]).group(1)
@@ -116,25 +123,26 @@ def test_charts_are_svg_files(site: Path) -> None:
         assert text.startswith("<svg") and "chart unavailable" not in text and len(text) > 2000
 
 
-def test_a_chart_left_as_a_placeholder_is_rendered_by_the_next_build(tmp_path: Path) -> None:
-    """Charts render beside MkDocs; a renderer killed meanwhile leaves a placeholder file, never a stale site."""
-    from logkit.builder.charts import PLACEHOLDER
-
+@pytest.mark.slow
+def test_a_missing_chart_is_rendered_again_and_copied_into_the_site(tmp_path: Path) -> None:
+    """Charts render in the build's own process, before MkDocs: a chart file deleted from the docs is
+    rendered by the next build (the others are kept) and the site shows it."""
     kb_factory.realistic(tmp_path / "sessions")
     args = (tmp_path / "sessions", tmp_path / "docs", tmp_path / "out")
     first = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
     assert first.charts_rendered >= 3
     svgs = sorted((tmp_path / "docs" / "assets" / "charts").glob("*.svg"))
     rendered = svgs[0].read_text()
-    assert "logkit: rendering" not in rendered and len(rendered) > 2000
-    svgs[0].write_text(PLACEHOLDER)
-    (tmp_path / "out" / "assets" / "charts" / svgs[0].name).write_text(PLACEHOLDER)
+    assert rendered.startswith("<svg") and len(rendered) > 2000
+    svgs[0].unlink()
+    (tmp_path / "out" / "assets" / "charts" / svgs[0].name).unlink()
     again = build(*args, config=REPO / "mkdocs.yml", warn=lambda _m: None)
     assert again.charts_rendered == 1
     assert svgs[0].read_text() == rendered
     assert (tmp_path / "out" / "assets" / "charts" / svgs[0].name).read_text() == rendered
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_planted_injections_render_as_text(site: Path) -> None:
     for path in (site / "out").rglob("*.html"):
         text = path.read_text(encoding="utf-8")
@@ -147,6 +155,7 @@ def test_planted_injections_render_as_text(site: Path) -> None:
     assert "[click](javascript:alert(1)) **bold** | cell |" in re.sub(r"<[^>]+>", "", page).replace("&#124;", "|")
 
 
+@pytest.mark.slow  # the module's real MkDocs build
 def test_no_external_urls(site: Path) -> None:
     for path in (site / "out").rglob("*.html"):
         for scheme, host in HTML_EXTERNAL.findall(path.read_text(encoding="utf-8")):
@@ -195,6 +204,7 @@ def test_configurations_differing_only_in_mem_fraction_get_distinct_headings(tmp
                                 "## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static=0.92"]
 
 
+@pytest.mark.slow
 def test_bad_lines_warned_with_file_line_and_strict_fails(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     kb_factory.realistic(sessions)
@@ -222,6 +232,7 @@ def test_nested_dirs_refused(tmp_path: Path) -> None:
     assert result.returncode == 2 and "nested" in result.stderr and "fix:" in result.stderr
 
 
+@pytest.mark.slow
 def test_cite(tmp_path: Path) -> None:
     kb_factory.realistic(tmp_path / "sessions")
     s = str(tmp_path / "sessions")
@@ -280,6 +291,7 @@ def test_build_and_serve_refuse_a_sessions_directory_that_does_not_exist(command
     assert "--sessions DIR" in result.stderr and not (tmp_path / "docs").exists()
 
 
+@pytest.mark.slow
 def test_strict_build_fails_on_a_dangling_citation_and_names_it(tmp_path: Path) -> None:
     kb_factory.realistic(tmp_path / "sessions")
     sid = sorted(p.name for p in (tmp_path / "sessions").iterdir() if p.is_dir())[0]
@@ -294,3 +306,34 @@ def test_strict_build_fails_on_a_dangling_citation_and_names_it(tmp_path: Path) 
     loose = run_logkit("--sessions", str(tmp_path / "sessions"), "build", "--docs", str(tmp_path / "d"),
                        "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert loose.returncode == 0, loose.stderr
+
+
+@pytest.mark.slow
+def test_a_plain_script_without_a_main_guard_builds_the_site(tmp_path: Path) -> None:
+    """The builder starts no process: a script calling it at top level (no ``if __name__ ==
+    "__main__"``) runs once and finishes, where a spawned helper process would import it again."""
+    import os
+    import subprocess
+    import sys
+
+    kb_factory.realistic(tmp_path / "sessions")
+    script = tmp_path / "make_site.py"
+    script.write_text(
+        "import os\n"
+        "from pathlib import Path\n"
+        "from logkit.builder import build, generate\n"
+        "here = Path(__file__).parent\n"
+        "with open(here / 'runs', 'a') as fh:\n"
+        "    fh.write(f'{os.getpid()}\\n')\n"
+        "generate(here / 'sessions', here / 'md', warn=lambda _m: None)\n"
+        f"build(here / 'sessions', here / 'docs', here / 'out', config=Path({str(REPO / 'mkdocs.yml')!r}))\n"
+        "print('done')\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("done") == 1
+    assert len((tmp_path / "runs").read_text().split()) == 1, done.stderr[-3000:]  # no process imported it again
+    assert (tmp_path / "md" / "index.md").is_file()
+    assert (tmp_path / "out" / "index.html").is_file()
+    assert list((tmp_path / "out" / "assets" / "charts").glob("*.svg"))

@@ -52,6 +52,7 @@ def _add_attempt(store: Store, sid: str) -> str:
     return short
 
 
+@pytest.mark.slow
 def test_an_unchanged_store_keeps_every_session_page(kb: Store, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     pages, kept = _build(kb, docs, tmp_path)
@@ -91,6 +92,7 @@ def test_a_reference_into_a_changed_session_rerenders_the_referring_page(kb: Sto
     _same_as_fresh(kb, docs, tmp_path, "cross-reference")
 
 
+@pytest.mark.slow
 def test_a_hand_edited_page_or_a_damaged_manifest_is_rendered_again(kb: Store, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     _build(kb, docs, tmp_path)
@@ -123,6 +125,7 @@ def test_a_template_override_rerenders_everything(kb: Store, tmp_path: Path) -> 
     assert all("OVERRIDDEN" in p.read_text(encoding="utf-8") for p in (docs / "sessions").glob("*/index.md"))
 
 
+@pytest.mark.slow
 def test_chart_specs_are_kept_by_their_data_and_a_damaged_spec_file_is_made_again(kb: Store, tmp_path: Path) -> None:
     from logkit.builder.charts import SpecCache
 
@@ -149,6 +152,7 @@ def test_chart_specs_are_kept_by_their_data_and_a_damaged_spec_file_is_made_agai
     _same_as_fresh(kb, docs, tmp_path, "specs-new-metric")
 
 
+@pytest.mark.slow
 def test_a_rebuild_with_every_chart_kept_never_imports_altair(kb: Store, tmp_path: Path) -> None:
     """Altair costs seconds of import: a rebuild whose chart specs are all kept does without it."""
     import subprocess
@@ -170,6 +174,7 @@ def _decisions_kept(store: Store, docs: Path, tmp_path: Path, **kw) -> int:
     return generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, **kw).decisions_kept
 
 
+@pytest.mark.slow
 def test_decision_pages_are_kept_until_a_session_they_read_or_the_decision_table_changes(
         kb: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DR-0001 (glm5) cites its own attempts; DR-0002 (qwen35) its own and glm5's A4. A rebuild keeps

@@ -11,9 +11,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 import kb_factory
 from logkit.events import Note
 from logkit.store import Store
+
+pytestmark = pytest.mark.slow  # mkdocs serve as a real process
 
 
 def _port() -> int:

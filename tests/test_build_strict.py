@@ -8,8 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 import kb_factory
 from conftest import REPO, run_logkit
+
+pytestmark = pytest.mark.slow  # real MkDocs builds
 
 
 def _build(tmp_path: Path, *extra: str, cwd: Path) -> object:

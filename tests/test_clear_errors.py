@@ -56,12 +56,14 @@ def test_a_second_outcome_and_references_to_nothing_are_named(logkit, sessions: 
     assert [e.decision_id for e in result.events if e.kind == "decision"] == ["DR-0009"]  # kept, named
 
 
+@pytest.mark.slow
 def test_todo_import_of_deeply_nested_json(logkit, session: str, tmp_path: Path) -> None:
     todo = tmp_path / "todo.json"
     todo.write_text("[" * 200_000 + "]" * 200_000)
     _refused(logkit("todo", "import", str(todo)), f"{todo}: JSON nested too deeply", "fix:")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"])
 def test_at_the_ends_of_the_date_range(logkit, session: str, at: str) -> None:
     _refused(logkit("hypothesis", "add", "h", "--at", at), "outside the range of UTC times", "fix:")
@@ -76,6 +78,7 @@ def test_at_the_ends_of_the_date_range(logkit, session: str, at: str) -> None:
     (["--hang-timeout", "0"], "more than 0"),
     (["--hang-timeout", "soon"], "not a number of seconds"),
 ])
+@pytest.mark.slow
 def test_run_refuses_bad_durations_before_running(logkit, session: str, tmp_path: Path, flags: list[str],
                                                   needle: str) -> None:
     marker = tmp_path / "ran"
@@ -83,6 +86,7 @@ def test_run_refuses_bad_durations_before_running(logkit, session: str, tmp_path
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_run_json_to_a_path_that_cannot_be_written(logkit, session: str, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     _refused(logkit("run", "--json", str(tmp_path / "no" / "such" / "dir" / "x.json"), "--", "touch", str(marker)),
@@ -97,6 +101,7 @@ def test_run_json_to_a_path_that_cannot_be_written(logkit, session: str, tmp_pat
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_build_out_or_docs_a_file(logkit, session: str, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.write_text("x")
@@ -104,6 +109,7 @@ def test_build_out_or_docs_a_file(logkit, session: str, tmp_path: Path) -> None:
     _refused(logkit("build", "--docs", str(plain), "--out", str(tmp_path / "out")), f"--docs {plain} is a file")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
 def test_a_metric_must_be_finite(logkit, sessions: Path, session: str, value: str) -> None:
     _refused(logkit("record", "metric", "--attempt", "A1", *SRC, "--", "output_throughput", value), "finite number")

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+import pytest
+
 from logkit.cli import build_parser
 
 
@@ -19,6 +21,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> 
     return found
 
 
+@pytest.mark.slow
 def test_every_command_has_help(logkit) -> None:
     commands = _commands(build_parser())
     assert ("session", "start") in commands and ("schema",) in commands
@@ -58,6 +61,7 @@ def test_errors_name_the_fix_and_exit_2(logkit, sessions: Path) -> None:
     assert "no current session" in result.stderr and "logkit session start" in result.stderr
 
 
+@pytest.mark.slow
 def test_schema_command(logkit, tmp_path: Path) -> None:
     kinds = logkit("schema", "--list").stdout
     assert "attempt" in kinds and "decision" in kinds

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import run_logkit
 
+pytestmark = pytest.mark.slow  # fault injection: a full filesystem under real processes
+
 FILL = "import sys\nfor i in range(int(sys.argv[1])): sys.stdout.write('fill %08d %s\\n' % (i, '.' * 60))\n"
 
 

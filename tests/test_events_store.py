@@ -105,6 +105,7 @@ def _writer(root: str, session_id: str, worker: int, count: int) -> None:
         handle.append(Note(session=session_id, text=f"w{worker}-{i}-" + "x" * 3000))
 
 
+@pytest.mark.slow
 def test_concurrent_writers_never_tear_or_lose_lines(sessions: Path) -> None:
     handle = Store(sessions).create("t")
     ctx = multiprocessing.get_context("spawn")

@@ -11,6 +11,8 @@ import pytest
 
 import scenarios
 
+pytestmark = pytest.mark.slow  # fault injection: SIGKILL at each point, floods, deaf servers
+
 
 @pytest.fixture
 def session(sessions: Path) -> str:

@@ -226,6 +226,7 @@ def test_a_writer_waiting_during_a_rewrite_appends_to_the_new_file(tmp_path: Pat
 # -- a damaged store never stops a launch, nor any command ----------------------------------------
 
 
+@pytest.mark.slow
 def test_damaged_lines_stop_no_command_and_never_the_launch(logkit, sessions: Path) -> None:
     assert logkit("session", "start", "damaged", "--id", "damaged").returncode == 0
     deep = '{"v":1,"id":"d1","session":"damaged","kind":"note","text":' + "[" * 200_000 + "]" * 200_000 + "}"

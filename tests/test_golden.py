@@ -133,6 +133,7 @@ def _generate(sessions: Path, docs: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_pages_of_the_shipped_sessions(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     shutil.copytree(REPO / "sessions", sessions, ignore=shutil.ignore_patterns(".current", "*.lock"))
@@ -146,6 +147,7 @@ def test_pages_of_the_shipped_sessions(tmp_path: Path) -> None:
     _compare(GOLDEN / "pages" / "shipped", pages)
 
 
+@pytest.mark.slow
 def test_pages_of_the_realistic_knowledge_base(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     realistic(sessions)
@@ -183,6 +185,7 @@ def _name(args: list[str]) -> str:
     return re.sub(r"[^\w.-]+", "_", "_".join(words)).strip("_") + ".txt"
 
 
+@pytest.mark.slow
 def test_cli_on_the_shipped_sessions(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     shutil.copytree(REPO / "sessions", sessions, ignore=shutil.ignore_patterns(".current", "*.lock"))
@@ -208,6 +211,7 @@ def test_cli_on_the_shipped_sessions(tmp_path: Path) -> None:
     _compare(GOLDEN / "cli" / "shipped", {k.split("/", 1)[1]: v for k, v in actual.items()})
 
 
+@pytest.mark.slow
 def test_cli_on_a_live_session(tmp_path: Path) -> None:
     """A session recorded just now by real commands: run's summary, status, show, list."""
     sessions = tmp_path / "sessions"
@@ -277,6 +281,7 @@ def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> 
     return found
 
 
+@pytest.mark.slow
 def test_help_of_every_command(tmp_path: Path) -> None:
     env = _env(tmp_path / "sessions")
     commands = [(), *_commands(build_parser())]

@@ -63,6 +63,7 @@ def _events(sessions: Path) -> list[dict]:
     return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 @needs_sglang
 def test_captured_imported_and_reconstructed_attempts_share_one_fingerprint(tmp_path: Path, stub: Path) -> None:
     sessions = tmp_path / "sessions"
@@ -105,6 +106,7 @@ def test_captured_imported_and_reconstructed_attempts_share_one_fingerprint(tmp_
     assert full["launch"]["args"]["tp_size"] == 2 and full["launch"]["fingerprint"] == CHOSEN
 
 
+@pytest.mark.slow
 @needs_sglang
 def test_preflight_from_the_cache_names_the_nearest_choice(tmp_path: Path, stub: Path) -> None:
     sessions = tmp_path / "sessions"
@@ -128,6 +130,7 @@ def test_preflight_from_the_cache_names_the_nearest_choice(tmp_path: Path, stub:
     assert json.loads(spec_file.read_text())["spec"]["prog"] == "launch_server.py"
 
 
+@pytest.mark.slow
 @needs_sglang
 def test_cache_is_keyed_by_interpreter_and_sglang_version(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path)}
@@ -196,6 +199,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 @needs_sglang
 @pytest.mark.parametrize("yes", [True, False])
 def test_a_warm_sglang_launch_imports_no_pydantic_before_the_child_starts(tmp_path: Path, stub: Path, yes: bool) -> None:

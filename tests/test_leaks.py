@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import leak_probes
+
+pytestmark = pytest.mark.slow  # every secret probe through real logkit processes
 
 
 def test_secrets_within_the_patterns_take_no_side_door(sessions: Path, tmp_path: Path, sglang_args_cache: None) -> None:

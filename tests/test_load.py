@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import scenarios
+
+pytestmark = pytest.mark.slow  # sixteen concurrent runs, many events
 
 
 def test_sixteen_concurrent_runs_lose_and_tear_nothing(sessions: Path) -> None:

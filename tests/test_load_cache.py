@@ -226,19 +226,3 @@ def test_an_empty_store_and_a_missing_one(tmp_path: Path) -> None:
         frames = make_frames(loaded)
         assert loaded.sessions == {} and frames.attempts.empty and frames.metrics.empty
         assert list(frames.attempts.columns)[:3] == ["ref", "session", "attempt"]
-
-
-def test_a_cold_cache_is_derived_in_a_process_of_its_own(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A big store's first read happens in a forked process, whose heap goes with it; the reader then hits."""
-    from logkit.builder import load as load_mod
-
-    plain = snapshot(load(root, cache=False))
-    monkeypatch.setattr(load_mod, "DERIVE_APART_BYTES", 1)
-    assert load_mod.derive_apart(root)
-    loaded = load(root)
-    assert set(loaded.cached.values()) == {"hit"}
-    same(snapshot(loaded), plain)
-    assert not load_mod.derive_apart(root)  # nothing new to it: no process
-    monkeypatch.setattr(load_mod, "DERIVE_APART_BYTES", 1 << 40)
-    _cache(root).unlink()
-    assert not load_mod.derive_apart(root)  # a small store: derived where it is read

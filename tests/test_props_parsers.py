@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ flag_words = st.lists(
 )
 
 
+@pytest.mark.slow
 @MANY
 @given(flag_words)
 @example(["--port", "²"])
@@ -116,6 +118,7 @@ todo_files = st.one_of(
 )
 
 
+@pytest.mark.slow
 @MANY
 @given(todo_files)
 def test_todo_import_any_file(tmp_path: Path, raw: bytes) -> None:
@@ -160,6 +163,7 @@ mutated = st.tuples(st.sampled_from(valid_events), st.sampled_from(
     st.one_of(st.none(), st.integers(-3, 99), st.text(max_size=8), st.lists(st.integers(), max_size=2)), st.booleans())
 
 
+@pytest.mark.slow
 @MANY
 @given(st.lists(mutated, min_size=1, max_size=5))
 def test_mutated_events_are_named_by_file_line_and_field(tmp_path: Path, edits: list) -> None:
@@ -182,6 +186,7 @@ def test_mutated_events_are_named_by_file_line_and_field(tmp_path: Path, edits: 
 
 # -- the same parsers through the CLI, as real processes, on generated files ----------------------
 
+@pytest.mark.slow
 @FEW
 @given(st.one_of(st.binary(max_size=400), log_lines.map(lambda p: "\n".join(p).encode("utf-8", "replace"))))
 def test_cli_parsers_on_generated_files(tmp_path: Path, raw: bytes) -> None:
@@ -197,6 +202,7 @@ def test_cli_parsers_on_generated_files(tmp_path: Path, raw: bytes) -> None:
             assert str(path) in done.stderr and "fix:" in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_id_and_todo_args_are_clear_errors(tmp_path: Path) -> None:
     sessions = tmp_path / "s"
     scenarios.new_session(sessions)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,7 @@ def test_any_bytes_never_raise(tmp_path: Path, raw: bytes) -> None:
         assert str(path) in str(problem)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(event_like, max_size=6), st.integers(0, 40))
 def test_event_like_lines_and_truncation(tmp_path: Path, dicts: list[dict], cut: int) -> None:

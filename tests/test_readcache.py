@@ -129,6 +129,7 @@ def test_a_cache_that_cannot_be_written_never_fails_the_check(store: Store) -> N
     assert (store.root / CACHE_DIR).read_text().startswith("a file")
 
 
+@pytest.mark.slow
 def test_logkit_run_warns_from_the_cache_and_lists_no_cache_session(store: Store) -> None:
     assert _hits(store) == [("s-one", "A1")]
     env = {**os.environ, "LOGKIT_SESSIONS": str(store.root), "LOGKIT_GPU_ARCH": "SM120"}

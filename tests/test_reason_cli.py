@@ -26,6 +26,7 @@ def _session(logkit) -> str:
     return _ok(logkit("record", "session", "Qwen3.5 on SM120", "--id", "s1", *SRC, *AT))
 
 
+@pytest.mark.slow
 def test_hypothesis_lifecycle_and_clear_errors(logkit, sessions: Path) -> None:
     _session(logkit)
     assert _ok(logkit("hypothesis", "add", "flashinfer_trtllm MoE runs on SM120", "--priority", "high", "--tag", "moe")) == "H1"
@@ -47,6 +48,7 @@ def test_hypothesis_lifecycle_and_clear_errors(logkit, sessions: Path) -> None:
     assert "inconclusive" in _ok(logkit("hypothesis", "list")).splitlines()[0]
 
 
+@pytest.mark.slow
 def test_status_proposes_the_refutation_and_shows_changed_flags(logkit, sessions: Path) -> None:
     _session(logkit)
     _ok(logkit("hypothesis", "add", "flashinfer_trtllm MoE runs on SM120"))
@@ -68,6 +70,7 @@ def test_status_proposes_the_refutation_and_shows_changed_flags(logkit, sessions
     assert after["proposals"] == [] and after["hypotheses"] == []
 
 
+@pytest.mark.slow
 def test_status_lists_pending_evidence_and_a_running_server(logkit, sessions: Path) -> None:
     import subprocess
     import sys
@@ -94,6 +97,7 @@ def test_status_lists_pending_evidence_and_a_running_server(logkit, sessions: Pa
         recorder.wait()
 
 
+@pytest.mark.slow
 def test_todo_import_maps_items_visibly(logkit, sessions: Path, tmp_path: Path) -> None:
     _session(logkit)
     _ok(logkit("hypothesis", "add", "flashinfer_trtllm MoE backend works on SM120"))
@@ -129,6 +133,7 @@ def test_todo_import_bad_input_names_file_and_line(logkit, sessions: Path, tmp_p
     assert [e.kind for e in Store(sessions).handle("s1").read().events] == ["session"]  # nothing half-written
 
 
+@pytest.mark.slow
 def test_record_needs_an_account_and_marks_provenance(logkit, sessions: Path) -> None:
     _session(logkit)
     missing = logkit("record", "attempt", "--cmd", "python -m sglang.launch_server")
@@ -152,6 +157,7 @@ def test_record_needs_an_account_and_marks_provenance(logkit, sessions: Path) ->
     assert (metric.attempt, metric.server_attempt, metric.labels) == ("A2", "A1", {"prompt": "fibonacci", "max_concurrency": 1})
 
 
+@pytest.mark.slow
 def test_note_and_fixed_clock(logkit, sessions: Path) -> None:
     _session(logkit)
     _ok(logkit("record", "attempt", "--cmd", "python -m sglang.launch_server --tp 8", "--status", "ready", *SRC))

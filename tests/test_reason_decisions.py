@@ -45,6 +45,7 @@ def test_parse_option_reads_name_reason_and_cited_ids() -> None:
     assert parse_option("flashinfer_cutlass", {"flashinfer_cutlass"}).chosen
 
 
+@pytest.mark.slow
 def test_decide_draws_permanent_ids_and_validates(logkit, sessions: Path) -> None:
     _ok(logkit("record", "session", "one", "--id", "one", *SRC))
     _ok(logkit("record", "attempt", "--cmd", "python -m sglang.launch_server --moe-runner-backend flashinfer_trtllm",
@@ -95,6 +96,7 @@ def test_permanent_id_lengthens_on_a_clash_and_never_looks_sequential() -> None:
     assert normalize_id("dr-7k3fq") == "DR-7K3FQ" and normalize_id("DR-1OIL") == "DR-1011" and normalize_id("A7") is None
 
 
+@pytest.mark.slow
 def test_two_hosts_decide_at_once_merge_and_every_citation_still_resolves(logkit, tmp_path: Path) -> None:
     """Two real git clones decide concurrently; citations printed before the merge resolve after it."""
     host_a, host_b = tmp_path / "a", tmp_path / "b"
@@ -142,6 +144,7 @@ def test_two_hosts_decide_at_once_merge_and_every_citation_still_resolves(logkit
         assert f"{did}: {title}" in page or f"{did}: {title.replace('&#39;', chr(39))}" in page
 
 
+@pytest.mark.slow
 def test_old_sequential_ids_from_two_hosts_still_read_and_resolve_after_renumber(logkit, tmp_path: Path) -> None:
     """A store from before permanent ids (both hosts handed out DR-0002) reads, checks, and keeps resolving."""
     root = tmp_path / "sessions"
@@ -178,6 +181,7 @@ def test_old_sequential_ids_from_two_hosts_still_read_and_resolve_after_renumber
         "B's choice" in (out / "decisions" / new_id / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_an_id_that_moved_away_redirects_on_the_site(logkit, tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     env = {"LOGKIT_SESSIONS": str(root)}

@@ -43,6 +43,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory, sglang_args_cache: None) -> Sto
     return Store(root)
 
 
+@pytest.mark.slow
 def test_refuted_runs_blame_the_changed_flag(kb: Store) -> None:
     runs = refuted.refuted_runs(kb)
     assert [(r.attempt, r.status, r.arch, r.suspects) for r in runs] == [
@@ -122,6 +123,7 @@ def test_launch_confirmer_reads_plan_and_environment(kb: Store, monkeypatch: pyt
     assert confirm(plan, blackwell_dc) is True and "crashed" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_logkit_run_warns_before_launching_a_refuted_config(kb: Store, logkit, sessions: Path, tmp_path: Path) -> None:
     """End to end through `logkit run`: a fake `sglang.launch_server` module (no GPU here) is launched."""
     import shutil

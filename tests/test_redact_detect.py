@@ -102,6 +102,7 @@ def test_the_key_value_pattern_matches_as_before() -> None:
         assert old_m == new_m, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", available_engines())
 def test_redaction_is_unchanged_on_tricky_lines(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
     old = _old(engine, monkeypatch)

@@ -19,6 +19,8 @@ from logkit.capture.journal import Journal
 from logkit.capture.runindex import FULL_LIMIT, TAIL_BYTES, RunIndex
 from logkit.store import Store
 
+pytestmark = pytest.mark.slow  # big sessions
+
 SID = "big"
 
 

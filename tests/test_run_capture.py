@@ -24,6 +24,7 @@ HEAVY = ("pandas", "altair", "jinja2", "mkdocs", "pydantic", "rich")
 SLOW_STDLIB = ("dataclasses", "inspect")
 
 
+@pytest.mark.slow
 def test_run_path_imports_nothing_heavy(sessions: Path, logkit) -> None:
     assert logkit("session", "start", "imports").returncode == 0
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "logkit", "run", "--", "true"],
@@ -159,6 +160,7 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
     return Plan(role="launch", watcher=watcher, notes=["planned by the test"])
 
 
+@pytest.mark.slow
 def test_planner_and_watcher_seam(sessions: Path, logkit, monkeypatch: pytest.MonkeyPatch,
                                   capfd: pytest.CaptureFixture[str]) -> None:
     assert logkit("session", "start", "seam").returncode == 0

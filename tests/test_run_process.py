@@ -50,6 +50,7 @@ def _alive(pid: int) -> bool:
     return procs.alive(pid)
 
 
+@pytest.mark.slow
 def test_exit_code_and_streams_propagate(sessions: Path, logkit) -> None:
     _start_session(logkit)
     for text in ("one", "two", "three"):
@@ -75,6 +76,7 @@ def test_exit_code_and_streams_propagate(sessions: Path, logkit) -> None:
     assert [t.text for t in outcome.tail] and outcome.duration_s is not None
 
 
+@pytest.mark.slow
 def test_signal_death_is_128_plus_n(sessions: Path, logkit) -> None:
     _start_session(logkit)
     done = logkit("run", "--", "bash", "-c", "kill -TERM $$")
@@ -91,6 +93,7 @@ def test_signal_death_is_128_plus_n(sessions: Path, logkit) -> None:
     assert (outcome.status, outcome.exit_code, outcome.label) == ("killed", 137, "killed by SIGKILL (the OOM killer?)")
 
 
+@pytest.mark.slow
 def test_missing_command_is_a_clear_error(sessions: Path, logkit) -> None:
     _start_session(logkit)
     done = logkit("run", "--", "no-such-command-xyz")
@@ -102,6 +105,7 @@ def test_missing_command_is_a_clear_error(sessions: Path, logkit) -> None:
     assert logkit("run", "--", str(not_exec)).returncode == 126
 
 
+@pytest.mark.slow
 def test_tests_must_name_a_hypothesis_and_the_log_path_opens_from_here(sessions: Path, logkit, tmp_path: Path) -> None:
     _start_session(logkit)
     done = logkit("run", "--tests", "H9", "--", "true")
@@ -128,6 +132,7 @@ STUBBORN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigint_forwarded_then_sigkill_after_grace_leaves_no_survivor(sessions: Path, logkit, tmp_path: Path) -> None:
     _start_session(logkit)
     script = tmp_path / "stubborn.py"
@@ -150,6 +155,7 @@ def test_sigint_forwarded_then_sigkill_after_grace_leaves_no_survivor(sessions: 
     assert outcome.survivors == []
 
 
+@pytest.mark.slow
 def test_survivors_of_a_normal_exit_are_recorded(sessions: Path, logkit) -> None:
     _start_session(logkit)
     done = logkit("run", "--", "bash", "-c", "sleep 30 & echo bg $!")
@@ -164,6 +170,7 @@ def test_survivors_of_a_normal_exit_are_recorded(sessions: Path, logkit) -> None
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_logkit_sigkilled_mid_run_is_marked_abandoned_and_log_prefix_kept(sessions: Path, logkit) -> None:
     _start_session(logkit)
     # Like a server, the child outlives a broken stdout (it ignores the write errors).
@@ -198,6 +205,7 @@ def test_json_summary_goes_to_a_file_not_stdout(sessions: Path, logkit, tmp_path
     assert data["exit_status"] == 0 and data["outcome"]["status"] == "exit_ok" and data["attempt"]["short_id"] == "A1"
 
 
+@pytest.mark.slow
 def test_hang_timeout_stops_a_silent_command(sessions: Path, logkit) -> None:
     _start_session(logkit)
     done = logkit("run", "--hang-timeout", "1", "--grace", "1", "--", "sleep", "30")

@@ -137,6 +137,7 @@ def test_every_pattern_is_reached_through_the_prefilter(engine: str) -> None:
         assert out.count(b"\n") == chunk.count(b"\n") and out.startswith(b"Decode batch"), name
 
 
+@pytest.mark.slow
 def test_a_secret_split_across_reads_is_still_redacted(tmp_path: Path) -> None:
     line = b"[2026-01-01] server_args=ServerArgs(model_path='m', api_key='s3cr3tvalue', tp_size=8)\n"
     planted = b"echo hf_" + b"A" * 30 + b"\n"
@@ -185,6 +186,7 @@ def _record_in_parts(path: Path, parts: list[bytes], stale_between: bool, litera
     return path.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_line_paused_at_any_byte_stores_no_secret(tmp_path: Path, engine: str) -> None:
     """Every cut of every line, with a pause longer than the partial-line age at the cut."""
     for line, secret in zip(PAUSED_LINES, PAUSED_SECRETS, strict=True):
@@ -199,6 +201,7 @@ def test_a_line_paused_at_any_byte_stores_no_secret(tmp_path: Path, engine: str)
                 assert secret not in stored, (line, a, b, stored)
 
 
+@pytest.mark.slow
 def test_a_secret_straddling_the_partial_line_cut_is_redacted(tmp_path: Path) -> None:
     """A line longer than PARTIAL_MAX is stored in pieces; a token across any piece boundary stays whole.
 
@@ -231,6 +234,7 @@ sys.stdout.buffer.write(b"x" * 65_530 + b"=hf_" + b"T" * 40 + b";" + b"y" * 5000
 """
 
 
+@pytest.mark.slow
 def test_paused_output_through_logkit_run_stores_no_secret(sessions: Path, logkit) -> None:
     """A real child printing each secret line in two parts with a pause over the partial-line age."""
     assert logkit("session", "start", "paused").returncode == 0

@@ -131,6 +131,7 @@ def test_a_child_that_ends_on_its_own_is_never_stopped(tmp_path: Path) -> None:
     assert sup.stopper.state == StopState()  # RUNNING, no reason, no deadline
 
 
+@pytest.mark.slow
 def test_hang_timeout_stops_a_silent_child(tmp_path: Path) -> None:
     started = time.monotonic()
     sup, rc, log = _supervise("print('one line', flush=True); import time; time.sleep(60)", tmp_path,
@@ -141,6 +142,7 @@ def test_hang_timeout_stops_a_silent_child(tmp_path: Path) -> None:
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.slow
 def test_a_stubborn_silent_child_is_sigkilled_after_the_grace(tmp_path: Path) -> None:
     sup, rc, _log = _supervise(STUBBORN, tmp_path, hang_timeout=1.0, grace=1.0)
     assert rc == -signal.SIGKILL and sup.stopper.state.phase is StopPhase.KILLED and sup.stopper.state.hang

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import scenarios
+
+pytestmark = pytest.mark.slow  # every planted secret through real processes
 
 
 def test_planted_secrets_and_injections_reach_no_file(sessions: Path, tmp_path: Path) -> None:

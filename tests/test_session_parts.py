@@ -50,7 +50,7 @@ def test_attempt_urls_depend_on_the_id_alone() -> None:
 
 def test_a_big_session_is_split_into_parts_that_link_all_parts(store: Store, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
-    generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, background=False)
+    generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None)
     folder = docs / "sessions" / SID
     pages = {1: folder / "index.md", 2: folder / "part-2" / "index.md", 3: folder / "part-3" / "index.md"}
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.md")) == \
@@ -80,17 +80,18 @@ def test_a_big_session_is_split_into_parts_that_link_all_parts(store: Store, tmp
 
 def test_a_rebuild_keeps_every_part(store: Store, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
-    first = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, background=False)
-    second = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, background=False)
+    first = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None)
+    second = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None)
     assert second.pages_kept == 3 and second.pages == first.pages
     assert (docs / "sessions" / SID / "part-3" / "index.md").exists()
     # a damaged part is noticed: the session is rendered again
     (docs / "sessions" / SID / "part-2" / "index.md").write_text("edited", encoding="utf-8")
-    third = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None, background=False)
+    third = generate(store.root, docs, chart_cache=tmp_path / "charts", warn=lambda _m: None)
     assert third.pages_kept == 0
     assert "edited" not in (docs / "sessions" / SID / "part-2" / "index.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_mkdocs_resolves_every_link_into_the_parts(store: Store, tmp_path: Path) -> None:
     warnings: list[str] = []
     result = build(store.root, tmp_path / "docs", tmp_path / "out", warn=warnings.append)

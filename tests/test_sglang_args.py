@@ -25,6 +25,7 @@ needs_sglang = pytest.mark.skipif(not HAVE_SGLANG, reason="lean SGLang not insta
 PY = sys.executable
 
 
+@pytest.mark.slow
 @needs_sglang
 def test_real_parser_resolves_aliases_prefixes_and_defaults() -> None:
     r = parse_launch(["--model-path", "/m", "--tp", "2", "--mem-fraction", "0.8", "--attention-backend", "fa3",

@@ -139,6 +139,7 @@ def _logkit(sessions: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("details", [False, True])
 def test_logkit_run_bench_secret_never_on_disk(tmp_path: Path, info_port: int, details: bool) -> None:
     sessions = tmp_path / "sessions"

@@ -71,6 +71,7 @@ def no_secret_on_disk(sessions: Path) -> None:
             assert SECRET not in p.read_text(errors="replace"), p
 
 
+@pytest.mark.slow
 def test_healthy_server_smoke_server_info_timeline_and_linked_bench(sessions: Path) -> None:
     port = free_port()
     server = logkit_run(sessions, ["--smoke", "What is 3 + 5?"], fake_launch(port, "--api-key", SECRET), wait=False)
@@ -127,6 +128,7 @@ def test_healthy_server_smoke_server_info_timeline_and_linked_bench(sessions: Pa
     no_secret_on_disk(sessions)
 
 
+@pytest.mark.slow
 def test_garbage_reply_marks_garbage(sessions: Path) -> None:
     r = logkit_run(sessions, ["--smoke", "What is 3 + 5?", "--smoke-only"], fake_launch(free_port()), mode="garbage")
     evs = events(sessions)
@@ -136,6 +138,7 @@ def test_garbage_reply_marks_garbage(sessions: Path) -> None:
     assert out["status"] == "garbage", r.stderr
 
 
+@pytest.mark.slow
 def test_nan_after_ready_is_nan_with_ready_time(sessions: Path) -> None:
     logkit_run(sessions, [], fake_launch(free_port()), mode="nan")
     (out,) = kind(events(sessions), "outcome")
@@ -143,6 +146,7 @@ def test_nan_after_ready_is_nan_with_ready_time(sessions: Path) -> None:
     assert any("NaN in the logits" in e["text"] for e in out["evidence"])
 
 
+@pytest.mark.slow
 def test_hang_before_ready_is_stopped(sessions: Path) -> None:
     t0 = time.time()
     logkit_run(sessions, ["--hang-timeout", "2"], fake_launch(free_port()), mode="hang")
@@ -151,6 +155,7 @@ def test_hang_before_ready_is_stopped(sessions: Path) -> None:
     assert out["status"] == "hang" and "no output" in out["label"]
 
 
+@pytest.mark.slow
 def test_ready_endpoint_never_answering_is_hang(sessions: Path) -> None:
     logkit_run(sessions, ["--hang-timeout", "2"], fake_launch(free_port()), mode="stuck")
     (out,) = kind(events(sessions), "outcome")
@@ -158,6 +163,7 @@ def test_ready_endpoint_never_answering_is_hang(sessions: Path) -> None:
     assert "http_listening" in [m["stage"] for m in out["timeline"]]
 
 
+@pytest.mark.slow
 def test_log_level_warning_ready_from_http(sessions: Path) -> None:
     logkit_run(sessions, ["--smoke", "hi", "--smoke-only"], fake_launch(free_port(), "--log-level", "warning"),
                mode="warning")
@@ -169,6 +175,7 @@ def test_log_level_warning_ready_from_http(sessions: Path) -> None:
     assert kind(evs, "smoke")[0]["ok"]
 
 
+@pytest.mark.slow
 def test_real_launch_server_fails_here_and_is_classified(sessions: Path) -> None:
     r = logkit_run(sessions, [], [PY, "-m", "sglang.launch_server", "--model-path", "/nonexistent", "--port",
                                   str(free_port())])

@@ -169,6 +169,7 @@ def test_choices_come_from_sglangs_parser_and_preflight_refuses_without_launchin
     assert verdict["verdict"] == "refuted" and verdict["hypothesis"] == cell["hypothesis"]
 
 
+@pytest.mark.slow
 def test_sweep_runs_the_grid_ranks_it_and_skips_refuted_cells_next_time(lab: dict) -> None:
     order = ["flashinfer_trtllm", "flashinfer_cutedsl", "deep_gemm", "marlin", "flashinfer_cutlass", "triton"]
     spec = write_spec(lab, order)
@@ -245,6 +246,7 @@ def _wait_for(predicate, timeout: float = 240.0) -> None:
     raise AssertionError("timed out waiting")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
 def test_a_killed_or_interrupted_sweep_resumes_without_rerunning_finished_cells(lab: dict, how: str) -> None:
     # with its bench points, the second cell is still busy (benchmarking) when the signal comes
@@ -303,6 +305,7 @@ def test_cell_fingerprints_use_sglangs_names_for_aliases_given_in_the_command(la
     assert cell.fingerprint == captured
 
 
+@pytest.mark.slow
 def test_a_cold_parser_read_is_announced_once(lab: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first sweep with an interpreter reads SGLang's parser (seconds): ``say`` hears it once."""
     from logkit.sweep.grid import build

@@ -16,6 +16,8 @@ from logkit.events import (Attempt, Hypothesis, LaunchConfig, Metric, Outcome, S
                            SweepPoint, Verdict)
 from logkit.store import Store
 
+pytestmark = pytest.mark.slow  # sweeps, real MkDocs builds and the browser
+
 PY = sys.executable
 SW = "SW-0123abcd"
 CELLS = [("c1", "flashinfer_trtllm"), ("c2", "flashinfer_cutlass"), ("c3", "triton"), ("c4", "flashinfer_cutedsl")]

@@ -48,6 +48,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, data: bytes, size: int) -> tuple[obje
     return out[0], out[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
 def test_fixture_logs_classify_the_same_with_and_without_the_prefilter(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = log.read_bytes()

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, run_logkit
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -42,6 +44,7 @@ def _kb(tmp_path: Path) -> Path:
     return s
 
 
+@pytest.mark.slow
 def test_why_lists_attempts_with_the_same_signature_config_and_decision(tmp_path: Path) -> None:
     s = _kb(tmp_path)
     r = lk(s, "why", "--json", "--config", str(REPO / "mkdocs.yml"), str(LOGS / "nccl-vllm-8978.log"))
@@ -65,6 +68,7 @@ def test_why_lists_attempts_with_the_same_signature_config_and_decision(tmp_path
     assert d["cite"] == f"[{d['id']}: Disable custom all-reduce on PCIe hosts](decisions/{d['id']}/)"
 
 
+@pytest.mark.slow
 def test_why_on_a_pasted_error_matches_the_normalised_template(tmp_path: Path) -> None:
     s = _kb(tmp_path)
     r = lk(s, "why", "--json", input="KeyError: 'model.layers.7.mlp.gate_up_proj.input_scale'\n")
@@ -94,6 +98,7 @@ def test_why_help_and_missing_file() -> None:
     assert r.returncode == 2 and "/nonexistent/x.log" in r.stderr and "fix:" in r.stderr
 
 
+@pytest.mark.slow
 def test_signatures_page_groups_unexplained_failures_by_template(tmp_path: Path) -> None:
     s = _kb(tmp_path)
     r = run_logkit("--sessions", str(s), "build", "--out", str(tmp_path / "out"), "--docs", str(tmp_path / "docs"),

@@ -9,8 +9,7 @@ concurrency axis, joined only between neighbouring measured concurrencies at mos
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
-its file name and a cache directory lets a rebuild skip rendering it. :class:`BackgroundCharts`
-renders them in a second process while MkDocs builds the pages, then copies any MkDocs missed.
+its file name and a cache directory lets a rebuild skip rendering it.
 A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
 from, so a rebuild makes Altair specs (and imports Altair) only for charts whose data changed.
 """
@@ -21,7 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,12 +32,11 @@ from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import WORKLOAD, Frames
 from .load import tables
 from .paths import metrics_path
-from .svg import render_all
 
 if TYPE_CHECKING:
     import altair as alt
 
-__all__ = ["BackgroundCharts", "ChartJob", "SpecCache", "metrics_pages", "render_svgs"]
+__all__ = ["ChartJob", "SpecCache", "metrics_pages", "prune_svgs", "render_svgs"]
 
 ChartJob = tuple[str, dict[str, Any]]
 
@@ -264,90 +261,54 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
-        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2"), model_s, gpu_s, charts,
+        pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
         rows.append((model_s, gpu_s, len(group), path))
     return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
 
 
-#: what stands in a chart's file while it renders beside MkDocs (:class:`BackgroundCharts`); a file
-#: that still holds it is rendered again by the next build
-_MARK = "<!-- logkit: rendering -->"
-PLACEHOLDER = (f'<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">{_MARK}'
-               '<text x="5" y="25">chart still rendering: build again</text></svg>')
-
-
-def _rendered(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return _MARK.encode() not in fh.read(200)
-    except OSError:
-        return False
-
-
-def _pending(jobs: list[ChartJob], docs: Path) -> list[ChartJob]:
-    seen: set[str] = set()
-    todo = []
-    for src, spec in jobs:
-        if src in seen or _rendered(docs / src):
-            continue  # the name is the spec's hash: an existing file is this chart
-        seen.add(src)
-        todo.append((src, spec))
-    return todo
-
-
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
-    """Write every chart's SVG under ``docs`` now; returns how many were missing."""
-    todo = _pending(jobs, docs)
-    render_all(todo, docs, cache, warn)
+    """Write every chart's SVG under ``docs`` that is not there yet; returns how many were missing.
+
+    A chart's file name is its spec's hash: an existing file is that chart. Each file is written
+    atomically (a temporary file outside ``docs``, then a rename, so MkDocs never lists a
+    half-written one), from ``cache`` when it holds it, else rendered with vl-convert and put in
+    ``cache``. A chart that cannot render becomes a small "chart unavailable" SVG and a warning; it
+    never stops the build.
+    """
+    todo = {src: spec for src, spec in jobs if not (docs / src).exists()}
+    if not todo:
+        return 0
+    tmp = docs.parent / f".{docs.name}-charts-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for src, spec in todo.items():
+        target = docs / src
+        target.parent.mkdir(parents=True, exist_ok=True)
+        made = tmp / target.name
+        cached = cache / target.name if cache else None
+        if cached is not None and cached.exists():
+            shutil.copyfile(cached, made)
+        else:
+            try:
+                import vl_convert as vlc
+
+                svg = vlc.vegalite_to_svg(spec)
+            except Exception as exc:  # a chart that cannot render must not stop the build
+                warn(f"logkit: warning: chart {src} could not be rendered: {exc}")
+                svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">'
+                       '<text x="5" y="25">chart unavailable</text></svg>')
+            made.write_text(svg, encoding="utf-8")
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(made, cached)
+        made.replace(target)
+    shutil.rmtree(tmp, ignore_errors=True)
     return len(todo)
 
 
-class BackgroundCharts:
-    """Charts rendered by a second process (they need no page) while this one makes the pages or
-    runs MkDocs.
-
-    With ``placeholders`` each chart to render first gets :data:`PLACEHOLDER` in its file (MkDocs,
-    running meanwhile, lists it and checks the links to it). :meth:`finish` waits for the renderer
-    and copies into the site every chart MkDocs did not pick up as rendered.
-    """
-
-    def __init__(self, jobs: list[ChartJob], docs: Path, cache: Path | None, *, placeholders: bool = False) -> None:
-        import multiprocessing
-
-        self.docs = docs
-        self.jobs = [(src, None) for src, _spec in jobs]  # finish needs the paths only
-        self.todo = _pending(jobs, docs)
-        self.process = None
-        if self.todo and placeholders:
-            for src, _spec in self.todo:
-                target = docs / src
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = target.with_name(f".{target.name}.tmp")
-                    tmp.write_text(PLACEHOLDER, encoding="utf-8")
-                    tmp.replace(target)
-        if self.todo:
-            # spawn, not fork: after a fork every refcount update of the big parent heap copies a
-            # page, which slowed the page stages (and MkDocs after them) by half
-            ctx = multiprocessing.get_context("spawn")
-            self.process = ctx.Process(target=render_all, args=(self.todo, docs, cache, _stderr), daemon=True)
-            self.process.start()
-
-    def finish(self, out: Path | None) -> int:
-        """Wait for the renderer; returns how many charts it rendered."""
-        if self.process is not None:
-            self.process.join()
-            if self.process.exitcode != 0:  # it died: render what is missing here
-                render_all(_pending(self.todo, self.docs), self.docs, None, _stderr)
-        if out is not None:
-            for src, _spec in self.jobs:
-                have, made = out / src, self.docs / src
-                if made.exists() and (not have.exists() or have.read_bytes() != made.read_bytes()):
-                    have.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(made, have)
-        return len(self.todo)
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)
+def prune_svgs(jobs: list[ChartJob], docs: Path) -> None:
+    """Delete the chart files no page shows any more."""
+    wanted = {docs / src for src, _spec in jobs}
+    for old in (docs / "assets" / "charts").glob("*.svg"):
+        if old not in wanted:
+            old.unlink()

@@ -64,7 +64,8 @@ class Page:
     template: str
     #: Material tags of the page (status of a decision, GPU architecture...)
     tags: list[str] = field(default_factory=list)
-    #: keep the page's text out of the search index (big evidence pages)
+    #: keep the page's text out of the search index (Material's ``search: exclude``): pages nobody
+    #: searches (metrics tables, moved-decision stubs, the later parts of a long session)
     no_search: bool = False
 
 

@@ -38,7 +38,6 @@ import gc
 import hashlib
 import json
 import operator
-import os
 import tomllib
 from collections.abc import Callable, Iterator
 from collections import OrderedDict
@@ -69,12 +68,12 @@ from ..files import EVENTS_FILE
 from ..launch.flags import workload
 from ..files import lines as file_lines
 from ..files import session_dirs
-from ..readcache import CACHE_DIR, SessionCache, stat_key
+from ..readcache import SessionCache, stat_key
 from ..reader import Problem, ReadResult, cross_check, read_events, read_known
 from ..store import Store
 
-__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "derive_apart", "gc_paused", "load",
-           "norm_time", "tables", "trim_heap"]
+__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time",
+           "tables"]
 
 
 @contextlib.contextmanager
@@ -92,21 +91,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def trim_heap() -> None:
-    """Give the pages the C allocator holds free back to the system (glibc's ``malloc_trim``).
-
-    CPython frees a stage's objects into the allocator, which keeps their pages: without this the
-    build's memory is the sum of every stage's peak instead of the largest. Does nothing where the
-    C library has no such call.
-    """
-    import ctypes
-
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 @cache
@@ -435,43 +419,6 @@ def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] 
 
     return Loaded(root=Path(root), sessions=sessions, problems=problems, moved=aliases(store), cached=cached,
                   resident=resident)
-
-
-#: :func:`derive_apart` derives in a process of its own when at least this much of the store is new to the cache
-DERIVE_APART_BYTES = 32 << 20
-
-
-def derive_apart(root: Path | str) -> bool:
-    """Bring the ``load`` read cache up to date in a forked process, when much of the store is new to it.
-
-    Deriving a session reads all its events, and the heap they leave, long after they are let
-    go, is full of holes the later stages cannot give back: a build from an empty cache peaked far
-    above one from a warm cache. Derived apart, the whole heap goes with that process, and the
-    caller's :func:`load` then reads the cache. Returns whether it ran (nothing to do, no
-    ``fork``, a store it cannot write to, or a failure: the caller's load derives as usual).
-    """
-    import multiprocessing
-
-    root = Path(root)
-    folder = root / CACHE_DIR
-    if not os.access(folder if folder.is_dir() else root, os.W_OK):
-        return False
-    cache = SessionCache(root, "load", cache_version())
-    if cache.unmatched(session_dirs(root)) < DERIVE_APART_BYTES:
-        return False
-    del cache
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:
-        return False
-    child = ctx.Process(target=_derive, args=(root,), name="logkit-read-cache", daemon=True)
-    child.start()
-    child.join()
-    return child.exitcode == 0
-
-
-def _derive(root: Path) -> None:
-    load(root)
 
 
 #: bump when what the ``load`` cache keeps changes shape (the code's digest covers the rest)

@@ -205,7 +205,7 @@ def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: F
                    for msid, new in moves if new in index.decisions]
         if targets:
             path = decision_href(old)
-            yield AliasPage(Page(path, f"{old} moved", "decision_alias.md.j2"), old, targets), None, path
+            yield AliasPage(Page(path, f"{old} moved", "decision_alias.md.j2", no_search=True), old, targets), None, path
 
 
 def decisions_index(index: KBIndex) -> DecisionsIndex:
@@ -359,7 +359,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
         title = f"Session {session.id}" + (f" (part {number} of {len(parts)})" if parts and number > 1 else "")
         hyps = [(h.short_id, f"{h.short_id} [{h.priority}]", h.text) for h in session.hypotheses.values()]
         return SessionPage(
-            page=Page(session_part_href(session.id, number), title, "session.md.j2"),
+            page=Page(session_part_href(session.id, number), title, "session.md.j2", no_search=number > 1),
             id=session.id, title=session.title, goal=meta.goal if meta else None, tags=list(meta.tags) if meta else [],
             started=meta.ts if meta else None, host=meta.host if meta else None, provenance=sources,
             counts={
