@@ -23,7 +23,7 @@ from ..gpu import arch_of
 from ..launch.flags import backend_axes, config_key, configuration, model_of
 from .load import Loaded, SessionData, gc_paused, norm_time, tables
 
-__all__ = ["WORKLOAD", "AttemptFacts", "Frames", "fact_row", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "Frames", "WORKLOAD", "fact_row", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
