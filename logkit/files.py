@@ -11,9 +11,8 @@ Contract:
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
-  :func:`load` says why instead. :func:`dicts` reads a file's usable lines. Readers that scan raw
-  bytes with regexes take :func:`current_bytes`, the file with no line older than the current
-  schema (the file itself in the common case, at no cost).
+  :func:`load` says why instead. :func:`dicts` reads a file's usable lines. Readers of derived
+  facts query the index (:mod:`logkit.store.index`), not the bytes.
 * **Writing**: :func:`append` writes whole lines under :func:`logkit.lockfile.appending`; a short
   or failed write (disk full, size limit) is cut back so the file ends in a whole line, and raises
   :class:`~logkit.errors.StoreError`. :func:`rewrite` replaces a file under its lock by writing a new
@@ -62,7 +61,6 @@ __all__ = [
     "append",
     "check_session_id",
     "current",
-    "current_bytes",
     "decode",
     "dicts",
     "event",
@@ -331,29 +329,6 @@ def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[
         if data is not None:
             out.append(data)
     return out
-
-
-def current_bytes(raw: bytes) -> bytes:
-    """``raw`` with no line older than the current schema, for readers that scan bytes with regexes.
-
-    Without upgrade steps (schema v1: no older line can exist) this is ``raw`` itself, at no cost:
-    the pre-launch check reads the whole store before every launch. With steps, a file whose
-    lines all start ``{"v":<current>,`` (two byte counts) is returned as is; otherwise each line
-    is decoded, upgraded and written again, and lines that cannot be used (too new, damaged) are
-    dropped. Regex readers decode what they use with :func:`decode`, which refuses too-new lines.
-    """
-    if not UPGRADES:
-        return raw
-    body = raw.rstrip(b"\n")
-    prefix = b'{"v":%d,' % SCHEMA_VERSION
-    if not body or (body.startswith(prefix) and body.count(b"\n") == body.count(b"\n" + prefix)):
-        return raw
-    out = []
-    for _number, chunk, _torn in lines(raw):
-        data = decode(chunk)
-        if data is not None:
-            out.append(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-    return b"\n".join(out) + b"\n" if out else b""
 
 
 def short_numbers(raw: bytes, prefix: str) -> list[int]:

@@ -257,3 +257,18 @@ def synthetic(root: Path, sessions: int = 200, attempts: int = 10_000, seed: int
                                                    attempts=launches[:1])]))
         _write(store, sid, f"Synthetic bring-up {s} of {model} on {arch}", when, w)
     return store
+
+
+def status_of(root: Path, events: list, *, last: int = 5) -> dict:
+    """``logkit status`` of the session ``events`` (models, one session) make, written to a file
+    under ``root``: the status is a query over the index, so it is asked of a real store."""
+    import json
+
+    from logkit.reasoning.status import session_status
+
+    sid = events[0].session
+    (root / sid).mkdir(parents=True, exist_ok=True)
+    with open(root / sid / "events.jsonl", "w", encoding="utf-8") as fh:
+        for e in events:
+            fh.write(json.dumps(e.model_dump(mode="json", exclude_none=True), separators=(",", ":")) + "\n")
+    return session_status(root, sid, last=last)[0]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from logkit import gpu
 from logkit.events import Attempt, Environment, Gpu, Hypothesis, Outcome, Smoke
 from logkit.launch.flags import config_key, configuration, workload, workload_text
 from logkit.reasoning import matrix
-from logkit.reasoning.refuted import session_rows
-from logkit.reasoning.status import status
+from logkit.store.derive import attempt_row
+
+from kb_factory import status_of
 
 
 @pytest.mark.parametrize("given", ["12.0", " 12.0", "(12, 0)", "12,0", "sm120", "SM_120", "sm_120a", 12.0, "12.0f"])
@@ -86,7 +89,12 @@ def _events(*items: tuple[str, str, str | None, bool | None]) -> list:
     return out
 
 
-def test_status_proposes_refuting_only_from_refuting_evidence() -> None:
+def test_status_proposes_refuting_only_from_refuting_evidence(tmp_path: Path) -> None:
+    n = iter(range(100))
+
+    def status(_sid: str, events: list) -> dict:
+        return status_of(tmp_path / f"s{next(n)}", events)
+
     assert status("s", _events(("A1", "import_error", "No module named x", None)))["proposals"] == []
     shortened = _events(("A1", "hang", "no output for 5s before ready (--hang-timeout)", None))
     assert status("s", shortened)["proposals"] == []
@@ -99,7 +107,7 @@ def test_status_proposes_refuting_only_from_refuting_evidence() -> None:
     assert [p["attempt"] for p in status("s", garbage)["proposals"]] == ["A1", "A2"]
 
 
-def test_the_check_reads_rows_from_stored_events() -> None:
+def test_the_check_reads_rows_from_index_rows() -> None:
     events = [e.model_dump(mode="json", exclude_none=True) for e in _events(
         ("A1", "hang", "no output for 5s before ready (--hang-timeout)", None))]
     for e in events:
@@ -107,7 +115,8 @@ def test_the_check_reads_rows_from_stored_events() -> None:
             e["launch"] = {"parser": "sglang", "non_default": {"moe_runner_backend": "triton"},
                            "fingerprint": {"moe_runner_backend": "triton"}}
             e["environment"] = {"gpus": [{"index": 0, "name": "G", "compute_cap": "(12, 0)"}]}
-    (row,) = session_rows("s", events)
+    stored = [(n, e) for n, e in enumerate(events, 1) if e.get("short_id") == "A1" or e.get("attempt") == "A1"]
+    row = matrix.row_of(attempt_row("s", "A1", stored))
     assert (row.arch, row.backends, row.hang_timeout, row.tests) == ("SM120", {"moe_runner_backend": "triton"}, 5.0,
                                                                      ("H1",))
     assert matrix.cells([row]) == {}

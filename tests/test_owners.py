@@ -38,14 +38,12 @@ def _odd_store(root: Path) -> None:
 
 
 def test_every_reader_lists_the_same_sessions(tmp_path: Path) -> None:
-    from logkit.reasoning.refuted import _Sessions
-
     root = tmp_path / "sessions"
     _odd_store(root)
     want = ["2026-01-01-a", "2026-01-02-b"]
     dirs = files.session_dirs(root)
     assert [d.id for d in dirs] == want and all(Path(d.events).is_file() and d.stat.st_size for d in dirs)
-    assert files.session_ids(root) == Store(root).session_ids() == _Sessions(str(root)).session_ids() == want
+    assert files.session_ids(root) == Store(root).session_ids() == want
     listed = run_logkit("--sessions", str(root), "session", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     assert sorted(r["id"] for r in json.loads(listed.stdout)) == want

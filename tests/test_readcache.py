@@ -1,22 +1,19 @@
-"""The per-session read cache (logkit/readcache.py) and the refuted-configuration check reading it.
+"""The per-session read cache (logkit/readcache.py, the builder's until it reads the index) and the
+refuted-configuration check, which reads the index (logkit/store/index.py) instead.
 
-Real files: a store written through the store API, the cache file on disk, damaged and stale
-caches, a copied store (a planted cache from git), a read-only store, and the check as a real
-``logkit run`` process reading a cache it did not write.
+Real files: a store written through the store API, a new failure appended, a store whose
+``.cache`` cannot be written (the index is then in memory), the builder's cache.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from logkit.events import Attempt, Environment, Gpu, LaunchConfig, Outcome
-from logkit.readcache import CACHE_DIR, SessionCache, read_file, write_file
+from logkit.readcache import CACHE_DIR, SessionCache
 from logkit.reasoning import refuted
 from logkit.store import Store
 
@@ -44,34 +41,14 @@ def store(tmp_path: Path) -> Store:
     return st
 
 
-def _cache(store: Store) -> Path:
-    return store.root / CACHE_DIR / "refuted.json"
-
-
 def _hits(store: Store) -> list[tuple[str, str]]:
     return [(r.session, r.attempt) for r in refuted.check(LIVE, "SM120", store)]
 
 
-def test_the_check_writes_the_cache_then_reads_only_it(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _hits(store) == [("s-one", "A1")]
-    data = read_file(_cache(store))
-    assert sorted(data["sessions"]) == ["s-one", "s-three", "s-two"]
-    assert (store.root / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
-    # unchanged files: not one session file is read again
-    derived = []
-    monkeypatch.setattr(refuted, "_derive", lambda sid, raw: derived.append(sid) or [])
-    assert _hits(store) == [("s-one", "A1")]
-    assert derived == []
-
-
-def test_a_new_failure_makes_that_session_stale(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_failure_is_seen_by_the_next_check(store: Store) -> None:
     assert _hits(store) == [("s-one", "A1")]
     _launch(store, "s-three", "flashinfer_trtllm", "arch_mismatch")
-    seen = []
-    real = refuted._derive
-    monkeypatch.setattr(refuted, "_derive", lambda sid, raw: seen.append(sid) or real(sid, raw))
     assert _hits(store) == [("s-three", "A1")]  # one refuted cell, named by its latest refuting attempt
-    assert seen == ["s-three"]  # only the changed session was read again
 
 
 def test_a_touched_file_is_derived_again_and_its_digest_kept(store: Store) -> None:
@@ -87,59 +64,11 @@ def test_a_touched_file_is_derived_again_and_its_digest_kept(store: Store) -> No
     assert cache.last["s-one"] == "derived" and calls == [1, 1] and cache.digest("s-one") == digest
 
 
-@pytest.mark.parametrize("damage", [
-    b"", b"{not json", b"[]", b'{"format": 1, "reader": "refuted", "version": 999, "sessions": {}}',
-    b"[" * 100_000,
-])
-def test_a_damaged_cache_file_is_rebuilt(store: Store, damage: bytes) -> None:
-    assert _hits(store) == [("s-one", "A1")]
-    _cache(store).write_bytes(damage)
-    assert _hits(store) == [("s-one", "A1")]
-    assert sorted(read_file(_cache(store))["sessions"]) == ["s-one", "s-three", "s-two"]
-
-
-def test_a_damaged_entry_with_a_matching_key_is_not_trusted(store: Store) -> None:
-    assert _hits(store) == [("s-one", "A1")]
-    data = read_file(_cache(store))
-    data["sessions"]["s-one"][-1] = [{"attempt": 7}]  # the shape the reader refuses
-    data["sessions"]["s-two"][-1] = "garbage"
-    data["sessions"]["s-three"] = {"not": "a list"}
-    write_file(_cache(store), data)
-    assert _hits(store) == [("s-one", "A1")]
-    assert read_file(_cache(store))["sessions"]["s-one"][-1][0]["attempt"] == "A1"
-
-
-def test_a_planted_cache_in_a_copied_store_is_not_trusted(store: Store, tmp_path: Path) -> None:
-    """A cache committed to git (or copied along) has another inode and ctime: it is re-derived."""
-    assert _hits(store) == [("s-one", "A1")]
-    data = read_file(_cache(store))
-    forged = {"attempt": "A9", "status": "arch_mismatch", "arch": "SM120", "label": None,
-              "suspects": {"attention_backend": "flashinfer"}}
-    data["sessions"]["s-two"][-1] = [forged]
-    write_file(_cache(store), data)
-    copy = Store(tmp_path / "copy")
-    shutil.copytree(store.root, copy.root)
-    assert _hits(copy) == [("s-one", "A1")]
-
-
 def test_a_cache_that_cannot_be_written_never_fails_the_check(store: Store) -> None:
     (store.root / CACHE_DIR).write_text("a file where the cache folder would go")  # as a read-only store would
     assert _hits(store) == [("s-one", "A1")]
     assert _hits(store) == [("s-one", "A1")]
     assert (store.root / CACHE_DIR).read_text().startswith("a file")
-
-
-@pytest.mark.slow
-def test_logkit_run_warns_from_the_cache_and_lists_no_cache_session(store: Store) -> None:
-    assert _hits(store) == [("s-one", "A1")]
-    env = {**os.environ, "LOGKIT_SESSIONS": str(store.root), "LOGKIT_GPU_ARCH": "SM120"}
-    listed = subprocess.run([sys.executable, "-m", "logkit", "session", "list"], capture_output=True, text=True,
-                            env=env, timeout=60)
-    assert listed.returncode == 0 and ".cache" not in listed.stdout and "s-one" in listed.stdout
-    before = _cache(store).read_bytes()
-    from logkit.reasoning.refuted import warning
-    text = warning(refuted.check(LIVE, "SM120", store)[0])
-    assert "s-one A1" in text and _cache(store).read_bytes() == before  # nothing changed: not rewritten
 
 
 def test_the_builder_reads_and_makes_frames_without_cyclic_gc(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

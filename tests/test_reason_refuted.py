@@ -45,7 +45,8 @@ def kb(tmp_path_factory: pytest.TempPathFactory, sglang_args_cache: None) -> Sto
 
 @pytest.mark.slow
 def test_refuted_runs_blame_the_changed_flag(kb: Store) -> None:
-    runs = refuted.refuted_runs(kb)
+    runs = [r for v in ("flashinfer_cutlass", "flashinfer_trtllm", "flashinfer_cutedsl")
+            for r in refuted.check({"moe_runner_backend": v}, "SM120", kb)]
     assert [(r.attempt, r.status, r.arch, r.suspects) for r in runs] == [
         ("A2", "arch_mismatch", "SM120", {"moe_runner_backend": "flashinfer_trtllm"}),
         ("A3", "garbage", "SM120", {"moe_runner_backend": "flashinfer_cutedsl"}),

@@ -20,7 +20,8 @@ from logkit.capture.sglang.outcomes import Classifier, load_signatures
 from logkit.errors import BadInput
 from logkit.events import OUTCOME_STATUSES, Attempt, Hypothesis, Outcome, Session
 from logkit.reasoning import matrix, refuted
-from logkit.reasoning.status import status as session_status
+
+from kb_factory import status_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +68,7 @@ def test_unexplained_kill_and_refused_flags_refute_nothing() -> None:
     assert statuses.of_class("works") == ("ready", "exit_ok")
 
 
-def test_status_proposes_refutations_exactly_for_refuting_statuses() -> None:
+def test_status_proposes_refutations_exactly_for_refuting_statuses(tmp_path: Path) -> None:
     """Only a refuting status (statuses.toml category crash, garbage, oom) proposes refuting the
     hypothesis a launch tested (the matrix cell's rule); a working launch withdraws it."""
     sid, t = "2026-12-03-x", datetime(2026, 12, 3, tzinfo=UTC)
@@ -78,13 +79,13 @@ def test_status_proposes_refutations_exactly_for_refuting_statuses() -> None:
         events.append(Attempt(session=sid, short_id=f"A{i}", argv=["python", "-m", "sglang.launch_server"],
                               role="launch", cwd="/", started=t, tests=["H1"], ts=t))
         events.append(Outcome(session=sid, attempt=f"A{i}", status=name, ts=t))
-    proposed = {p["status"] for p in session_status(sid, events)["proposals"]}
+    proposed = {p["status"] for p in status_of(tmp_path / "a", events)["proposals"]}
     assert proposed == set(statuses.refuting())  # nccl, import_error, other_crash, arg_error: nothing
     n = len(failing) + 1
     events.append(Attempt(session=sid, short_id=f"A{n}", argv=["python", "-m", "sglang.launch_server"],
                           role="launch", cwd="/", started=t, tests=["H1"], ts=t))
     events.append(Outcome(session=sid, attempt=f"A{n}", status="ready", ts=t))
-    assert session_status(sid, events)["proposals"] == []
+    assert status_of(tmp_path / "b", events)["proposals"] == []
 
 
 EXITS = [

@@ -88,8 +88,8 @@ def test_why_on_the_shipped_kb_finds_the_account_and_its_decision() -> None:
     data = json.loads(r.stdout)
     refs = {m["attempt"]: m for m in data["same_class"]}
     a2 = refs["2026-11-14-qwen35-397b-nvfp4-sm120/A2"]
-    assert a2["config"] == {"model_path": "Qwen3.5-397B-A17B-NVFP4", "moe_runner_backend": "flashinfer_trtllm",
-                            "tp_size": 8}
+    # the configuration: model and parallelism too (issue 19), as the shipped session now records it
+    assert a2["config"] == {"model_path": "Qwen3.5-397B-A17B-NVFP4", "tp_size": 8, "moe_runner_backend": "flashinfer_trtllm"}
     assert "DR-0001" in [d["id"] for d in a2["decisions"]]
 
 

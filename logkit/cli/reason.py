@@ -363,20 +363,13 @@ def cmd_note(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..reasoning.status import render, status
-
     from ..capture.journal import Journal
-    from ..reasoning.status import KEPT, session_status
+    from ..reasoning.status import render, session_status
 
     st = store(args)
     handle = st.handle(args.session_id or st.current_or_fail())
     Journal(st.root, handle.id).reconcile(complete=True)  # through the run index: no typed read of the session
-    if args.last > KEPT:  # more rows than the cached fold keeps: read the session
-        result = handle.read()
-        problems = [str(p) for p in result.problems]
-        data = status(handle.id, result.events, last=args.last)
-    else:
-        data, problems = session_status(st.root, handle.id, last=args.last)
+    data, problems = session_status(st.root, handle.id, last=args.last)
     for problem in problems:
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     print_json(data) if args.json else print_text(render(data))

@@ -320,12 +320,17 @@ class LedgerProblem:
 
 
 def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
-    """Every decision of the store, grouped by id (more than one means a collision)."""
+    """Every decision of the store, grouped by id (more than one means a collision), from the index's
+    ``decisions`` table (:mod:`logkit.store.index`), in (session, line) order."""
+    from ..store.index import Index
+
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            rows = snap.decisions()
     found: dict[str, list[Decision]] = {}
-    for sid, result in store.read_all().items():
-        for event in result.events:
-            if isinstance(event, Decision):
-                found.setdefault(event.decision_id, []).append(event)
+    for row in rows:  # validated at ingest: the model is made again from the stored event, not checked anew
+        found.setdefault(row["decision_id"], []).append(Decision.model_validate(row["event"]))
     return found
 
 

@@ -4,8 +4,9 @@ Contract:
 
 * A :class:`Row` is one attempt as plain data (session, attempt, role, start, status, model,
   architecture, SGLang/flashinfer versions, backend axes chosen, the ``--hang-timeout`` that stopped
-  it, the hypotheses it tested). How rows are read is the caller's business: this module is a pure
-  function of them, with no I/O and no pydantic.
+  it, the hypotheses it tested). :func:`row_of` makes one from an index ``attempts`` row
+  (:mod:`logkit.store.index`): the one way every reader (the pre-launch check, the sweep's skip,
+  ``status``) gets its rows. This module is a pure function of them, with no I/O and no pydantic.
 * :func:`category` is a row's attributable category (``statuses.toml``), or None: only launches
   count; an ``ignore`` status says nothing; a ``works`` launch whose smoke reply was degenerate is
   ``garbage``; a ``hang`` stopped by a ``--hang-timeout`` shorter than ``[attribution]
@@ -20,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ from typing import Any
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "state"]
+__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "row_of", "state"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -71,6 +73,17 @@ class Row:
     def ref(self) -> str:
         """``session/A4``."""
         return f"{self.session}/{self.attempt}"
+
+
+def row_of(attempt: dict[str, Any]) -> Row:
+    """The matrix row of an index ``attempts`` row (:data:`logkit.store.derive.ATTEMPT_COLUMNS`)."""
+    return Row(
+        session=attempt["session"], attempt=attempt["short_id"], role=attempt["role"] or "command",
+        started=attempt["started"] or "", status=attempt["status"], model=attempt["model"], arch=attempt["arch"],
+        sglang=attempt["sglang"], flashinfer=attempt["flashinfer"],
+        backends=json.loads(attempt["backends"]) if attempt["backends"] else {},
+        hang_timeout=attempt["hang_timeout"], tests=tuple(json.loads(attempt["tests"]) if attempt["tests"] else ()),
+        smoke_failed=attempt["smoke_ok"] == 0, label=attempt["outcome_label"])
 
 
 def category(row: Row) -> str | None:

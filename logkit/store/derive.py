@@ -10,6 +10,7 @@ Contract:
   configuration, fingerprint, backend axes and model :mod:`logkit.launch.flags`; the architecture
   :mod:`logkit.reasoning.refuted` (moving to ``logkit.gpu``: switch the import here); the category
   :mod:`logkit.statuses`. Change what it derives and bump :data:`DERIVATION`: every index is rebuilt.
+* :func:`backend_rows` are an attempt's backend axes as rows (what the pre-launch check looks up).
 * :func:`metric_row` is a metric's row: the figure and the workload it was measured at.
 * :data:`ATTEMPT_KINDS` are the kinds whose events feed an attempt's row (a new one of them re-derives it).
 """
@@ -17,13 +18,12 @@ Contract:
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "light", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 1
+DERIVATION = 2
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 
@@ -31,7 +31,7 @@ ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_in
 ATTEMPT_COLUMNS = (
     "session", "short_id", "line", "role", "label", "started", "ended", "command", "model", "gpu", "gpu_count",
     "arch", "sglang", "flashinfer", "torch", "fingerprint", "config", "backends", "tests", "sweep", "cell",
-    "status", "category", "signature", "hang_timeout", "smoke_ok", "recorder_pid", "recorder_host",
+    "status", "category", "signature", "hang_timeout", "smoke_ok", "recorder_pid", "recorder_host", "outcome_label",
 )
 
 METRIC_COLUMNS = (
@@ -39,9 +39,8 @@ METRIC_COLUMNS = (
     "concurrency", "dataset", "input_len", "output_len", "labels",
 )
 
-_HANG = re.compile(r"no output for ([0-9.]+)s \(--hang-timeout\)")
 #: The packages whose versions are columns: column -> names it goes by in ``environment.packages``.
-_PACKAGES = {"sglang": ("sglang",), "flashinfer": ("flashinfer-python", "flashinfer"), "torch": ("torch",)}
+_PACKAGES = {"sglang": ("sglang",), "flashinfer": ("flashinfer-python", "flashinfer_python", "flashinfer"), "torch": ("torch",)}
 #: Workload columns -> the benchmark labels that carry them (``capture/sglang/bench``'s names).
 _WORKLOAD = {
     "concurrency": ("max_concurrency", "concurrency"),
@@ -90,6 +89,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         return None
     from .. import statuses  # the tables: read when a row is derived, not when the index opens
     from ..launch import flags
+    from ..reasoning.matrix import hang_limit  # the one reading of the hang stop's label
 
     environment = environment or {}
     gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
@@ -98,7 +98,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     if not versions["sglang"]:
         versions["sglang"] = (launch or {}).get("sglang_version")
     status = (outcome or {}).get("status")
-    hang = _HANG.search((outcome or {}).get("label") or "") if status == "hang" else None
+    label = (outcome or {}).get("label")
     argv = attempt.get("argv") or []
     return {
         "session": session,
@@ -123,11 +123,20 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "status": status,
         "category": statuses.category(status) if status else None,
         "signature": (outcome or {}).get("signature"),
-        "hang_timeout": float(hang.group(1)) if hang else None,
+        "hang_timeout": hang_limit(label) if status == "hang" else None,
         "smoke_ok": None if not smokes else all(smokes),
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
+        "outcome_label": label,
     }
+
+
+def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch), the value
+    as :func:`logkit.reasoning.matrix.matching` compares it (stripped, lower case)."""
+    chosen = json.loads(row["backends"]) if row["backends"] else {}
+    return [(row["session"], row["short_id"], axis, str(value).strip().lower(), row["arch"])
+            for axis, value in chosen.items()]
 
 
 def _env(env: Any) -> dict[str, Any] | None:

@@ -33,7 +33,9 @@ Contract:
 * **Reads** return plain dicts, one per row, keyed by column name:
   ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
   ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
-  ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet);
+  ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet; ``label`` the attempt's,
+  ``outcome_label`` its outcome's); ``attempt_backends``: session, short_id, axis, value (stripped,
+  lower case), arch: one row per backend axis an attempt chose (:meth:`Snapshot.choosing`);
   ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
   line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
   (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
@@ -338,13 +340,15 @@ class Snapshot:
                 args.append(value)
         return (" WHERE " + " AND ".join(terms)) if terms else "", args
 
-    def sessions(self) -> list[dict[str, Any]]:
-        """One row per session, sorted by id, with its counts of events, attempts and problems."""
+    def sessions(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """One row per session (``session``: that one alone), sorted by id, with its counts of events,
+        attempts and problems."""
+        where, args = self._where(**{"s.session": session})
         rows = self._rows(
             "SELECT s.session, s.title, s.goal, s.started, s.host, s.tags, s.events, s.torn,"
             " (SELECT count(*) FROM attempts a WHERE a.session = s.session) AS attempts,"
             " (SELECT count(*) FROM problems p WHERE p.session = s.session) AS problems"
-            " FROM sessions s ORDER BY s.session")
+            f" FROM sessions s{where} ORDER BY s.session", args)
         for row in rows:
             row["problems"] += 1 if row.pop("torn") else 0
             row["path"] = str(files.events_path(self.root, row["session"]))
@@ -360,6 +364,18 @@ class Snapshot:
         if open_only:
             where += (" AND " if where else " WHERE ") + "status IS NULL"
         return self._rows(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line", args)
+
+    def choosing(self, backends: dict[str, Any], arch: str) -> list[dict[str, Any]]:
+        """The attempt rows that chose one of ``backends``' axis=value (compared stripped, in lower case)
+        on ``arch``, in (session, line) order: every row of the matrix cells such a launch falls in."""
+        pairs = [(axis, str(value).strip().lower()) for axis, value in backends.items()]
+        if not pairs:
+            return []
+        match = " OR ".join("(b.axis = ? AND b.value = ?)" for _ in pairs)
+        names = ", ".join(f"a.{c}" for c in ATTEMPT_COLUMNS)
+        return self._rows(f"SELECT DISTINCT {names} FROM attempt_backends b JOIN attempts a USING (session, short_id)"
+                          f" WHERE b.arch = ? AND ({match}) ORDER BY a.session, a.line",
+                          [arch, *(x for pair in pairs for x in pair)])
 
     def metrics(self, *, session: str | None = None, attempt: str | None = None,
                 name: str | list[str] | None = None) -> list[dict[str, Any]]:
@@ -396,6 +412,17 @@ class Snapshot:
         names = ("session", "line", "kind", "id", "short_id", "attempt", "ts")
         for *found, text in self.conn.execute(f"SELECT {', '.join(names)}, json FROM events{where} ORDER BY line", args):
             yield {**dict(zip(names, found, strict=True)), "event": json.loads(text)}
+
+    def attempt_events(self, session: str, short_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The ``attempt`` events of ``short_ids`` in ``session`` (as dicts), by short id."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(short_ids), 500):
+            part = short_ids[start:start + 500]
+            for short, text in self.conn.execute(
+                    "SELECT a.short_id, e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+                    f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(part))})", (session, *part)):
+                found[short] = json.loads(text)
+        return found
 
     def problems(self, *, session: str | None = None) -> list[Any]:
         """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)

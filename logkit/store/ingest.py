@@ -21,12 +21,12 @@ from typing import Any
 
 from .. import files
 from ..reader import read_events
-from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, light, metric_row
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, backend_rows, light, metric_row
 
 __all__ = ["Ingest", "TABLES"]
 
 #: The tables holding a session's rows.
-TABLES = ("events", "problems", "attempts", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
+TABLES = ("events", "problems", "attempts", "attempt_backends", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
 _TAIL = 4096
 _PREFIX = b'{"v":%d,' % files.SCHEMA_VERSION
 
@@ -146,14 +146,19 @@ class Ingest:
         run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)
         run("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decisions)
         run(f"INSERT INTO metrics VALUES ({', '.join('?' * len(METRIC_COLUMNS))})", metrics)
-        rows = []
+        rows, backends = [], []
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are rows already
                 group = self._attempt_events(sid, short)
             row = attempt_row(sid, short, group)
             if row is not None:
                 rows.append(tuple(row.values()))
-        run(f"INSERT OR REPLACE INTO attempts VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
+                backends += backend_rows(row)
+        if after:
+            run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])
+        run(f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)})"
+            f" VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
+        run("INSERT INTO attempt_backends VALUES (?, ?, ?, ?, ?)", backends)
         return len(events), meta
 
     def _attempt_events(self, sid: str, short: str) -> list[tuple[int, dict[str, Any]]]:

@@ -47,4 +47,14 @@ MIGRATIONS: tuple[str, ...] = (
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
     """,
+    # 2: the outcome's label (the matrix row's), and each attempt's backend axes as rows, so the
+    # pre-launch check reads only the attempts that chose a value (logkit.reasoning.refuted)
+    """
+    ALTER TABLE attempts ADD COLUMN outcome_label TEXT;
+    CREATE TABLE attempt_backends (
+        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT);
+    CREATE INDEX attempt_backends_value ON attempt_backends (axis, value, arch);
+    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
+    CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL
+    """,
 )

@@ -4,27 +4,27 @@ Contract: :func:`failure_key` says what makes two failures "the same": the signa
 decided them, or, for ``other_crash`` (nothing explains it), the normalised template of its
 exception line (:func:`logkit.errorlines.error_template`). An outcome recorded without a signature
 (reconstructed from a written account, or by an older logkit) gets one by classifying its own
-label and evidence lines, when that agrees with its recorded status. :func:`seen_before` reads every
-session of the store and returns the attempts that failed the same way, each with its
+label and evidence lines, when that agrees with its recorded status. :func:`seen_before` queries the
+index (:mod:`logkit.store.index`) for the failed attempts that can match (the same signature, none
+recorded, or the same status), reads only their attempt and outcome events, and returns the attempts that failed the same way, each with its
 configuration (the flags chosen, else its fingerprint) and the decisions that cite it (as evidence,
 or as an option's attempt). Attempts reconstructed from an account (no log to compare) that
 end in the same class are listed apart, as "same class". The attempt whose log is the one asked
 about (the same file, or the same bytes: an imported copy) is not "seen before": it is named apart
 (:attr:`SeenReport.itself`). What is a failure at all is :func:`logkit.statuses.is_failure`.
-Reading the store goes through :meth:`logkit.store.Store.read_all`; nothing is written.
+Nothing is written but the index.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ... import statuses
 from ...errorlines import error_template
-from ...events import Attempt, Decision, Outcome
-from ...store import Store
 from .outcomes import Classification as Verdict
 from .outcomes import classify_text
 
@@ -73,88 +73,107 @@ def failure_key(status: str, signature: str | None, label: str | None, texts: li
     return f"signature {signature}" if signature else None
 
 
-def _outcome_key(o: Outcome) -> str | None:
-    texts = [e.text for e in o.evidence]
-    if o.signature:
-        return failure_key(o.status, o.signature, o.label, texts)
+def _outcome_key(o: dict[str, Any]) -> str | None:
+    """The failure key of a stored outcome event (a dict)."""
+    texts = [e.get("text") or "" for e in o.get("evidence") or []]
+    status, label = o.get("status"), o.get("label")
+    if o.get("signature"):
+        return failure_key(status, o["signature"], label, texts)
     # No signature recorded: classify what the outcome says, if that agrees with its status.
-    d = classify_text("\n".join([*(t for t in texts), o.label or ""]) + "\n")
-    if d.status != o.status:
+    d = classify_text("\n".join([*texts, label or ""]) + "\n")
+    if d.status != status:
         return None
-    return failure_key(d.status, d.signature, d.label if d.status == "other_crash" else o.label, texts)
+    return failure_key(d.status, d.signature, d.label if d.status == "other_crash" else label, texts)
 
 
-def _config(a: Attempt | None) -> dict[str, Any]:
-    if a is None or a.launch is None:
-        return {}
-    return dict(a.launch.non_default or a.launch.fingerprint or {})
+def _config(a: dict[str, Any] | None) -> dict[str, Any]:
+    launch = (a or {}).get("launch") or {}
+    return dict(launch.get("non_default") or launch.get("fingerprint") or {})
 
 
-def _cites(d: Decision, session: str) -> set[str]:
-    """Attempt refs (``session/A4``) a decision cites, as evidence or as an option's attempts."""
-    refs = list(d.evidence) + [a for o in d.options for a in o.attempts]
-    return {r if "/" in r else f"{session}/{r}" for r in refs}
+def _cited(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
+    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it, as evidence
+    or as an option's attempts."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in decisions:  # in (session, line) order: a later record of an id at the same time wins
+        old = latest.get(row["decision_id"])
+        if old is None or row["ts"] >= old["ts"]:
+            latest[row["decision_id"]] = row
+    cited: dict[str, list[tuple[str, str, str, list[str]]]] = {}
+    for did, row in sorted(latest.items()):
+        d, sid = row["event"], row["session"]
+        options = d.get("options") or []
+        chosen = [o.get("name") for o in options if o.get("chosen")]
+        refs = list(d.get("evidence") or []) + [a for o in options for a in o.get("attempts") or []]
+        for ref in {r if "/" in r else f"{sid}/{r}" for r in refs}:
+            cited.setdefault(ref, []).append((did, d.get("title"), d.get("status"), chosen))
+    return cited
 
 
 def _own_log(root: Path, sid: str, logs: list[Any], asked: Path, size: int, digest: list[str]) -> bool:
     """Whether one of an attempt's recorded logs is the file ``asked`` (same path, or same size and sha256)."""
     for log in logs:
-        if log is None:
+        if not log:
             continue
-        if (root / sid / log.path).resolve() == asked:
+        if (root / sid / log["path"]).resolve() == asked:
             return True
-        if log.sha256 and log.size == size:
+        if log.get("sha256") and log.get("size") == size:
             if not digest:  # hashed once, and only when some log has its size
                 with asked.open("rb") as f:
                     digest.append(hashlib.file_digest(f, "sha256").hexdigest())
-            if log.sha256 == digest[0]:
+            if log["sha256"] == digest[0]:
                 return True
     return False
 
 
-def seen_before(store: Store, verdict: Verdict, log: Path | None = None) -> SeenReport:
-    """Every attempt of the store that failed like ``verdict`` (a classified log or pasted error);
-    ``log``: the file it was read from, whose own attempt is not listed."""
+def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``(ref, outcome, attempt)`` of the failed attempts that can match: the same signature, none
+    recorded (classified here), or the same status (the same class); their latest outcome."""
+    failures = [s for s in statuses.names() if statuses.is_failure(s)]
+    where = [f"a.status IN ({','.join('?' * len(failures))})", "(a.signature = ? OR a.signature IS NULL OR a.status = ?)"]
+    out = []
+    for sid, short, attempt, outcome in snap.conn.execute(
+            "SELECT a.session, a.short_id, e.json, (SELECT o.json FROM events o WHERE o.session = a.session"
+            " AND o.attempt = a.short_id AND o.kind = 'outcome' ORDER BY o.line DESC LIMIT 1)"
+            " FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+            f" WHERE {' AND '.join(where)}", (*failures, signature, status)):
+        if outcome is not None:
+            out.append((f"{sid}/{short}", json.loads(outcome), json.loads(attempt)))
+    return out
+
+
+def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenReport:
+    """Every attempt of the store (``store.root``, through the index) that failed like ``verdict`` (a
+    classified log or pasted error); ``log``: the file it was read from, whose own attempt is not listed."""
+    from ...store.index import Index
+
     texts = [e.text for e in verdict.evidence]
     key = failure_key(verdict.status, verdict.signature, verdict.label, texts)
-    attempts: dict[str, Attempt] = {}
-    outcomes: dict[str, Outcome] = {}
-    decisions: dict[str, tuple[Decision, str]] = {}
-    for sid, result in sorted(store.read_all().items()):
-        for ev in result.events:
-            if isinstance(ev, Attempt):
-                attempts[f"{sid}/{ev.short_id}"] = ev
-            elif isinstance(ev, Outcome):
-                outcomes[f"{sid}/{ev.attempt}"] = ev  # the latest outcome of an attempt wins
-            elif isinstance(ev, Decision):
-                old = decisions.get(ev.decision_id)
-                if old is None or ev.ts >= old[0].ts:
-                    decisions[ev.decision_id] = (ev, sid)
-    cited: dict[str, list[tuple[str, str, str, list[str]]]] = {}
-    for did, (d, sid) in sorted(decisions.items()):
-        chosen = [o.name for o in d.options if o.chosen]
-        for ref in _cites(d, sid):
-            cited.setdefault(ref, []).append((did, d.title, d.status, chosen))
     same: list[Match] = []
     same_class: list[Match] = []
     itself: list[str] = []
+    report = SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
+                        evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
+                        itself=itself)
+    if key is None:
+        return report
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            found = _candidates(snap, verdict.status, verdict.signature)
+            cited = _cited(snap.decisions()) if found else {}
     asked = log.resolve() if log is not None else None
     size, digest = (asked.stat().st_size if asked is not None else -1), []
-    for ref, o in sorted(outcomes.items(), key=lambda kv: (kv[1].ended, kv[0])):
-        if key is None or not statuses.is_failure(o.status):
-            continue
-        a = attempts.get(ref)
+    for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)
-        if asked is not None and _own_log(store.root, sid, [a.log if a else None, o.log], asked, size, digest):
+        if asked is not None and _own_log(store.root, sid, [a.get("log"), o.get("log")], asked, size, digest):
             itself.append(ref)
             continue
-        m = Match(ref=ref, session=sid, attempt=short, status=o.status, label=o.label,
-                  when=o.ended.date().isoformat(), config=_config(a), decisions=cited.get(ref, []))
-        ok = _outcome_key(o)
-        if ok == key:
+        m = Match(ref=ref, session=sid, attempt=short, status=o["status"], label=o.get("label"),
+                  when=(o.get("ended") or "")[:10], config=_config(a), decisions=cited.get(ref, []))
+        if _outcome_key(o) == key:
             same.append(m)
-        elif o.status == verdict.status and (not o.evidence or getattr(o.provenance, "source", None) == "reconstructed"):
+        elif o["status"] == verdict.status and (not o.get("evidence")
+                                                or (o.get("provenance") or {}).get("source") == "reconstructed"):
             same_class.append(m)
-    return SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
-                      evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
-                      itself=itself)
+    return report
