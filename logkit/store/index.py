@@ -150,9 +150,11 @@ def _derivation() -> str:
 class Index:
     """The index of one sessions root; use as a context manager (or :meth:`close`)."""
 
-    def __init__(self, root: Path | str, *, path: Path | None | bool = True) -> None:
-        """``path``: True for :func:`index_path`, None for an in-memory index, or a file."""
+    def __init__(self, root: Path | str, *, path: Path | None | bool = True, busy: float = BUSY_SECONDS) -> None:
+        """``path``: True for :func:`index_path`, None for an in-memory index, or a file; ``busy``: how
+        long to wait for another process's write lock (``logkit run`` waits little before its spawn)."""
         self.root = Path(root)
+        self.busy = busy
         wanted = index_path(self.root) if path is True else (path or None)
         self.path: Path | None = None
         self.conn = self._open(wanted) if wanted is not None and self.root.is_dir() else None
@@ -190,7 +192,7 @@ class Index:
         return None
 
     def _connect(self, path: Path | None) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_SECONDS, isolation_level=None,
+        conn = sqlite3.connect(":memory:" if path is None else path, timeout=self.busy, isolation_level=None,
                                check_same_thread=False)
         try:
             if path is not None:
@@ -248,13 +250,14 @@ class Index:
 
     # -- refreshing ----------------------------------------------------------------------------
 
-    def refresh(self, only: list[str] | None = None) -> int:
+    def refresh(self, only: list[str] | None = None, *, fallback: bool = True) -> int:
         """Bring the index up to date with the files (``only``: with these sessions' files alone);
-        returns the number of sessions (re)ingested."""
+        returns the number of sessions (re)ingested. ``fallback=False``: an error raises instead of
+        ingesting into memory (a refresh done only for the next reader)."""
         try:
             return self._refresh(only)
         except sqlite3.Error:
-            if self.path is None:
+            if self.path is None or not fallback:
                 raise
             # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
             self.conn.close()
@@ -434,6 +437,22 @@ class Snapshot:
             elif found is not None:
                 found["environment"] = json.loads(text).get("environment")
         return found
+
+    def ingested(self, session: str) -> dict[str, Any] | None:
+        """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
+        ``tail`` (the sha256 of that prefix's last 4 KiB), ``max_a``/``max_h`` (the highest numbers any
+        line claims, as :meth:`next_short_id`); None for a session the index does not hold."""
+        rows = self._rows("SELECT ino, size, tail, max_a, max_h FROM sessions WHERE session = ?", (session,))
+        return rows[0] if rows else None
+
+    def attempt_events(self, session: str, short_ids: list[str]) -> list[dict[str, Any]]:
+        """The ``attempt`` events (dicts, as stored) of ``session``'s ``short_ids``, in file order."""
+        if not short_ids:
+            return []
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+            f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(short_ids))}) ORDER BY a.line",
+            (session, *short_ids))]
 
     def ids(self, session: str, prefix: str) -> list[str]:
         """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
