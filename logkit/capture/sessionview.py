@@ -115,8 +115,7 @@ class SessionView(Slotted):
                     return False  # rewritten before the indexed end
                 self.max_a, self.max_h = state["max_a"] or 0, state["max_h"] or 0
                 self.hyps = [row["short_id"] for row in snap.hypotheses(session=self.session)]
-                opened = [row["short_id"] for row in snap.attempts(session=self.session, open_only=True)]
-                self.open = {e["short_id"]: e for e in snap.attempt_events(self.session, opened)}
+                self.open = {e["short_id"]: e for e in snap.open_attempts(self.session)}
                 self.launch = snap.last_launch(self.session)
         self.size = self.indexed = state["size"]
         self.source = "index"

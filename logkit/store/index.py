@@ -424,19 +424,20 @@ class Snapshot:
     def last_launch(self, session: str) -> dict[str, Any] | None:
         """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
         after its start (an ``environment`` event) in place of the one it started with; or None."""
-        row = self.conn.execute("SELECT short_id FROM attempts WHERE session = ? AND role = 'launch'"
+        row = self.conn.execute("SELECT short_id, line FROM attempts WHERE session = ? AND role = 'launch'"
                                 " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
         if row is None:
             return None
-        found: dict[str, Any] | None = None
-        for kind, text in self.conn.execute(
-                "SELECT kind, json FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
-                " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])):
-            if kind == "attempt":
-                found = json.loads(text)
-            elif found is not None:
-                found["environment"] = json.loads(text).get("environment")
-        return found
+        # by the (session, line) and (session, attempt) indexes: a few rows, whatever the session's size
+        found = self.conn.execute("SELECT json FROM events WHERE session = ? AND line = ?", (session, row[1])).fetchone()
+        if found is None:
+            return None
+        event = json.loads(found[0])
+        probed = self.conn.execute("SELECT line, json FROM events WHERE session = ? AND attempt = ? AND"
+                                   " kind = 'environment'", (session, row[0])).fetchall()
+        for _line, text in sorted(probed):  # sorted here: ORDER BY would walk every event of the session
+            event["environment"] = json.loads(text).get("environment")
+        return event
 
     def ingested(self, session: str) -> dict[str, Any] | None:
         """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
@@ -445,14 +446,12 @@ class Snapshot:
         rows = self._rows("SELECT ino, size, tail, max_a, max_h FROM sessions WHERE session = ?", (session,))
         return rows[0] if rows else None
 
-    def attempt_events(self, session: str, short_ids: list[str]) -> list[dict[str, Any]]:
-        """The ``attempt`` events (dicts, as stored) of ``session``'s ``short_ids``, in file order."""
-        if not short_ids:
-            return []
+    def open_attempts(self, session: str) -> list[dict[str, Any]]:
+        """The ``attempt`` events (dicts, as stored) of ``session`` that have no outcome, in file order;
+        by the status index (few attempts are open in a whole store), not a scan of the session's."""
         return [json.loads(r[0]) for r in self.conn.execute(
             "SELECT e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
-            f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(short_ids))}) ORDER BY a.line",
-            (session, *short_ids))]
+            " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,))]
 
     def ids(self, session: str, prefix: str) -> list[str]:
         """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""

@@ -47,4 +47,6 @@ MIGRATIONS: tuple[str, ...] = (
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
     """,
+    # the last launch of a session (logkit run's config diff) without a scan of its attempts
+    "CREATE INDEX attempts_role ON attempts (session, role, line)",
 )
