@@ -11,9 +11,9 @@ Contract:
 * Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
   last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`:
   the one index as it stands plus the lines appended since (a small session: the file itself).
-  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs, when
-  it lacks more than :data:`REFRESH_BYTES` or the command is a launch; :meth:`Journal.close` waits
-  for it. The index only speeds this up: a failure of it falls back to reading the file.
+  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs (after
+  :data:`REFRESH_DELAY_S`), when it lacks more than :data:`REFRESH_BYTES` or the command is a launch;
+  :meth:`Journal.close` does it at once if it was needed, else drops it if it had not begun. The index only speeds this up: a failure of it falls back to reading the file.
 * Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught
   up with every line appended before it (a damaged line or a newer schema's still claims its id),
   and past any ``logs/A<n>.log`` already there: the log is created ``O_EXCL``, never truncated.
@@ -43,12 +43,14 @@ from ..errors import NotFound, StoreError
 from ..lockfile import appending
 from .sessionview import SCAN_LIMIT, SessionView, refresh
 
-__all__ = ["Journal", "REFRESH_BYTES", "RESERVE_BYTES"]
+__all__ = ["Journal", "REFRESH_BYTES", "REFRESH_DELAY_S", "RESERVE_BYTES"]
 
 #: Disk space kept free for an attempt's outcome line while its log is written.
 RESERVE_BYTES = 256 * 1024
 #: A run refreshes the index (after the spawn) when it lacks more than this many bytes of the session.
 REFRESH_BYTES = 256 * 1024
+#: How long after the spawn that refresh begins (a launch's own start-up first).
+REFRESH_DELAY_S = 1.0
 
 
 class Journal:
@@ -61,7 +63,7 @@ class Journal:
         self.events_path = self.dir / files.EVENTS_FILE
         self.logs_dir = self.dir / files.LOGS_DIR
         self._view: SessionView | None = None
-        self._refresher: threading.Thread | None = None
+        self._refresher: tuple[threading.Thread, threading.Event, threading.Event, bool] | None = None
 
     @property
     def view(self) -> SessionView:
@@ -71,22 +73,35 @@ class Journal:
         return self._view
 
     def refresh_index(self, *, launch: bool = False) -> None:
-        """Bring the index up to date in a thread (call it once the child runs), when the session is
-        big enough to be read through it and the index lacks more than :data:`REFRESH_BYTES` of it,
-        or lacks anything and the command is a launch (it runs for minutes)."""
+        """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call (the child's
+        own start-up goes first), when the session is big enough to be read through it and the index
+        lacks more than :data:`REFRESH_BYTES` of it, or lacks anything and the command is a launch."""
         view = self.view
         if self._refresher is not None or view.size <= SCAN_LIMIT or not view.behind:
             return
-        if view.behind > REFRESH_BYTES or launch:
-            self._refresher = threading.Thread(target=refresh, args=(self.root, self.id), daemon=True,
-                                               name="logkit-index-refresh")
-            self._refresher.start()
+        needed = view.behind > REFRESH_BYTES
+        if not (needed or launch):
+            return
+        go, skip = threading.Event(), threading.Event()
+
+        def work() -> None:
+            go.wait(REFRESH_DELAY_S)
+            if not skip.is_set():
+                refresh(self.root, self.id)
+
+        self._refresher = (threading.Thread(target=work, daemon=True, name="logkit-index-refresh"), go, skip, needed)
+        self._refresher[0].start()
 
     def close(self) -> None:
-        """Wait for the index refresh, if one runs (a Ctrl-C stops waiting: the next reader does it)."""
+        """End the index refresh: done now if it was needed, dropped if it had not begun; waited for
+        (a Ctrl-C stops waiting: the next reader does it)."""
         if self._refresher is not None:
+            thread, go, skip, needed = self._refresher
+            if not needed:
+                skip.set()
+            go.set()
             with contextlib.suppress(KeyboardInterrupt):
-                self._refresher.join()
+                thread.join()
 
     @classmethod
     def open(cls, sessions: str | None, session_id: str | None) -> Journal:
