@@ -243,3 +243,14 @@ def test_a_100k_event_session_starts_a_run_in_bounded_time(sessions: Path, monke
     took = time.perf_counter() - start
     assert view.source == "index" and view.max_a == 200009
     assert took < 0.5, took  # ~10 ms here; a full scan is seconds
+
+
+def test_a_file_rewritten_under_the_lock_is_read_again(sessions: Path, big: Path) -> None:
+    _indexed(sessions)
+    journal = Journal(sessions, SID)
+    before = journal.view.max_a
+    raw = big.read_bytes()
+    files.rewrite(big, lambda body: body + _line(_attempt(before + 5)))  # a new inode (decision renumbering)
+    attempt = journal.append_attempt(files.event("attempt", SID, argv=["true"], cwd="/", role="command",
+                                                 started=files.utc(), pid=1, pgid=1))
+    assert attempt["short_id"] == f"A{before + 6}" and big.read_bytes().startswith(raw)

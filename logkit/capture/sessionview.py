@@ -47,11 +47,14 @@ _KIND = re.compile(rb'"kind":\s*"(?:attempt|outcome|hypothesis|environment)"')
 class SessionView(Slotted):
     """The session as ``logkit run`` needs it (see the module contract)."""
 
-    __slots__ = ("path", "root", "session", "size", "max_a", "max_h", "hyps", "open", "launch", "indexed", "source")
+    __slots__ = ("path", "root", "session", "ino", "size", "max_a", "max_h", "hyps", "open", "launch", "indexed",
+                 "source")
 
     path: Path
     root: Path
     session: str
+    #: the inode of the file this view covers (a file replaced since is read again whole)
+    ino: int
     #: the bytes of the file this view covers (complete lines)
     size: int
     max_a: int
@@ -68,7 +71,10 @@ class SessionView(Slotted):
 
     def __init__(self, path: Path, root: Path, session: str) -> None:
         self.path, self.root, self.session = path, root, session
-        self.size = self.max_a = self.max_h = self.indexed = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ino = self.size = self.max_a = self.max_h = self.indexed = 0
         self.hyps, self.open, self.launch, self.source = [], {}, None, "scan"
 
     @classmethod
@@ -85,7 +91,7 @@ class SessionView(Slotted):
                     return view
             except Exception:  # noqa: BLE001 - the index only speeds this up: scan instead
                 pass
-            view = cls(path, root, session)
+            view._reset()
         view.catch_up()
         return view
 
@@ -107,7 +113,8 @@ class SessionView(Slotted):
                     return False
                 start = max(0, state["size"] - _TAIL)
                 with open(self.path, "rb") as fh:
-                    if fh.seek(0, 2) < state["size"] or os.fstat(fh.fileno()).st_ino != state["ino"]:
+                    self.ino = os.fstat(fh.fileno()).st_ino
+                    if fh.seek(0, 2) < state["size"] or self.ino != state["ino"]:
                         return False
                     fh.seek(start)
                     data = fh.read()
@@ -123,9 +130,14 @@ class SessionView(Slotted):
         return True
 
     def catch_up(self) -> None:
-        """Take the complete lines appended since :attr:`size`."""
+        """Take the complete lines appended since :attr:`size` (all of them, for a file replaced or
+        shortened since: a rewrite under the lock)."""
         try:
             with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if st.st_ino != self.ino or st.st_size < self.size:
+                    self._reset()
+                    self.ino = st.st_ino
                 fh.seek(self.size)
                 data = fh.read()
         except OSError:
