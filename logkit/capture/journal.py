@@ -9,10 +9,15 @@ Contract:
 * Events are plain dicts built by :func:`logkit.files.event` (checked against the models by
   ``tests/test_files.py``; ``tests/test_run_*`` validate everything ``logkit run`` writes).
 * Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
-  last launch, hypothesis ids, the next ``A<n>``) comes from the session's
-  :class:`~logkit.capture.runindex.RunIndex`, which reads only what was appended since the last
-  run (a big session without an index: only its end, and the whole file once the child runs).
-* :meth:`Journal.open` reconciles cheaply: the open attempts of the index whose recorder is gone
+  last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`:
+  the one index as it stands plus the lines appended since (a small session: the file itself).
+  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs (after
+  :data:`REFRESH_DELAY_S`), when it lacks more than :data:`REFRESH_BYTES` or the command is a launch;
+  :meth:`Journal.close` does it at once if it was needed, else drops it if it had not begun. The index only speeds this up: a failure of it falls back to reading the file.
+* Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught
+  up with every line appended before it (a damaged line or a newer schema's still claims its id),
+  and past any ``logs/A<n>.log`` already there: the log is created ``O_EXCL``, never truncated.
+* :meth:`Journal.open` reconciles cheaply: the open attempts whose recorder is gone
   get an ``abandoned`` outcome (:func:`logkit.abandon.abandoned_outcome`; pydantic is imported on
   that rare path only, for those attempts only), decided again under the session lock. A damaged
   line never stops it (the command must run); it is skipped.
@@ -28,6 +33,7 @@ import contextlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,12 +41,16 @@ from typing import Any
 from .. import files, procs
 from ..errors import NotFound, StoreError
 from ..lockfile import appending
-from .runindex import RunIndex
+from .sessionview import SCAN_LIMIT, SessionView, refresh
 
-__all__ = ["Journal", "RESERVE_BYTES"]
+__all__ = ["Journal", "REFRESH_BYTES", "REFRESH_DELAY_S", "RESERVE_BYTES"]
 
 #: Disk space kept free for an attempt's outcome line while its log is written.
 RESERVE_BYTES = 256 * 1024
+#: A run refreshes the index (after the spawn) when it lacks more than this many bytes of the session.
+REFRESH_BYTES = 256 * 1024
+#: How long after the spawn that refresh begins (a launch's own start-up first).
+REFRESH_DELAY_S = 1.0
 
 
 class Journal:
@@ -52,20 +62,46 @@ class Journal:
         self.dir = root / session_id
         self.events_path = self.dir / files.EVENTS_FILE
         self.logs_dir = self.dir / files.LOGS_DIR
-        self._index: RunIndex | None = None
+        self._view: SessionView | None = None
+        self._refresher: tuple[threading.Thread, threading.Event, threading.Event, bool] | None = None
 
     @property
-    def index(self) -> RunIndex:
-        """The session's run index, brought up to date (from the file's end only, for a big file
-        without one) the first time it is asked for."""
-        if self._index is None:
-            self._index = RunIndex.load(self.events_path, self.root, self.id, partial=True)
-        return self._index
+    def view(self) -> SessionView:
+        """What the run knows of the session (read the first time it is asked for)."""
+        if self._view is None:
+            self._view = SessionView.load(self.root, self.id, self.events_path)
+        return self._view
 
-    def complete_index(self) -> RunIndex:
-        """The index of the whole file (read in full, in chunks, if only its end was), saved."""
-        self.index.complete()
-        return self.index
+    def refresh_index(self, *, launch: bool = False) -> None:
+        """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call (the child's
+        own start-up goes first), when the session is big enough to be read through it and the index
+        lacks more than :data:`REFRESH_BYTES` of it, or lacks anything and the command is a launch."""
+        view = self.view
+        if self._refresher is not None or view.size <= SCAN_LIMIT or not view.behind:
+            return
+        needed = view.behind > REFRESH_BYTES
+        if not (needed or launch):
+            return
+        go, skip = threading.Event(), threading.Event()
+
+        def work() -> None:
+            go.wait(REFRESH_DELAY_S)
+            if not skip.is_set():
+                refresh(self.root, self.id)
+
+        self._refresher = (threading.Thread(target=work, daemon=True, name="logkit-index-refresh"), go, skip, needed)
+        self._refresher[0].start()
+
+    def close(self) -> None:
+        """End the index refresh: done now if it was needed, dropped if it had not begun; waited for
+        (a Ctrl-C stops waiting: the next reader does it)."""
+        if self._refresher is not None:
+            thread, go, skip, needed = self._refresher
+            if not needed:
+                skip.set()
+            go.set()
+            with contextlib.suppress(KeyboardInterrupt):
+                thread.join()
 
     @classmethod
     def open(cls, sessions: str | None, session_id: str | None) -> Journal:
@@ -89,20 +125,15 @@ class Journal:
                   f"({type(exc).__name__}: {exc}); recording anyway", file=sys.stderr)
         return journal
 
-    def lines(self) -> list[dict[str, Any]]:
-        """Every usable line as an event dict at the current schema (no validation; reads the whole file)."""
-        return files.dicts(self.events_path)
-
     def hypothesis_ids(self) -> list[str]:
         """The session's hypothesis short ids (``H3``), read without validation."""
-        return list(self.complete_index().hyps)
+        self.view.catch_up()
+        return list(self.view.hyps)
 
     def reconcile(self, *, complete: bool = False) -> None:
-        """Mark attempts whose recorder died as abandoned (with ``complete``, those anywhere in a big
-        session without an index too: it is then indexed in full); never raises."""
+        """Mark attempts whose recorder died as abandoned; never raises. (``complete`` is accepted for
+        callers of the run index: the view always covers the whole file.)"""
         try:
-            if complete:
-                self.complete_index()
             self._reconcile()
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
             print(f"logkit: warning: could not check {self.id} for abandoned attempts "
@@ -110,11 +141,10 @@ class Journal:
 
     def _reconcile(self) -> None:
         host = procs.hostname()
-        gone = [a for a in self.index.open_attempts()
+        gone = [a for a in self.view.open.values()
                 if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
         if gone:
             self._abandon(gone, host)
-        self.index.save()
 
     def _abandon(self, candidates: list[dict[str, Any]], host: str) -> None:
         """Write the ``abandoned`` outcome of each candidate still open and orphaned under the lock."""
@@ -128,16 +158,16 @@ class Journal:
         written = []
         try:
             with self.transaction() as fd:
-                self.index.update()  # under the lock: an outcome written meanwhile closes its attempt
+                self.view.catch_up()  # under the lock: an outcome written meanwhile closes its attempt
                 for data in candidates:
                     short = data.get("short_id")
-                    if short not in self.index.open or not files.orphaned(data.get("recorder_pid"),
+                    if short not in self.view.open or not files.orphaned(data.get("recorder_pid"),
                                                                           data.get("recorder_host"), host):
                         continue  # finished meanwhile, or still being recorded
                     try:
                         attempt = Attempt.model_validate(data)
                     except (ValidationError, ValueError, RecursionError, OverflowError):
-                        self.index.open.pop(str(short), None)  # the typed reader skips that line too
+                        self.view.open.pop(str(short), None)  # the typed reader skips that line too
                         continue
                     outcome = abandoned_outcome(self.id, self.dir, attempt)
                     line = scrub(outcome.model_dump(mode="json", exclude_none=True))
@@ -145,7 +175,7 @@ class Journal:
                     written.append((attempt, outcome))
                     with contextlib.suppress(OSError):
                         files.reserve_path(self.dir, attempt.short_id).unlink()
-                self.index.update()
+                self.view.catch_up()
         except StoreError as exc:  # a full disk or a read-only store: say so, and record on
             print(f"logkit: warning: {self.id}: cannot mark abandoned attempts ({exc.message})", file=sys.stderr)
         for attempt, outcome in written:  # the user must hear of a group left running (GPU memory held)
@@ -171,22 +201,29 @@ class Journal:
     def append_attempt(self, event: dict[str, Any]) -> dict[str, Any]:
         """Allocate the next ``A<n>`` under the lock, set it (and the log path), append, reserve room."""
         with self.transaction() as fd:
-            index = self.complete_index()  # under the lock: what was appended since (a whole file only once)
-            number = index.max_a + 1
+            view = self.view
+            view.catch_up()  # under the lock: every line appended before this one
+            number = view.max_a + 1
+            while not self._create_log(f"{files.LOGS_DIR}/A{number}.log"):
+                number += 1  # a log without its line (a recorder killed in between): never wiped, never reused
             event["short_id"] = f"A{number}"
             event["log"] = {"path": f"{files.LOGS_DIR}/A{number}.log"}
-            self._create_log(event["log"]["path"])  # before the line: a recorder killed after it leaves a log
             files.write_line(fd, self._line(event), path=self.events_path)
-            index.update()
-            index.save()
+            view.catch_up()
         self._reserve(event["short_id"])
         return event
 
-    def _create_log(self, rel: str) -> None:
-        """Create the attempt's (empty) log file; a full disk is the recorder's problem to report."""
-        with contextlib.suppress(OSError):
+    def _create_log(self, rel: str) -> bool:
+        """Create the attempt's (empty) log file, before its line (a recorder killed after the line
+        leaves a log); False when that file exists already. A full disk is the recorder's to report."""
+        try:
             self.logs_dir.mkdir(exist_ok=True)
-            os.close(os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            os.close(os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return False
+        except OSError:
+            pass
+        return True
 
     def _reserve(self, short_id: str) -> None:
         path = files.reserve_path(self.dir, short_id)
@@ -221,13 +258,6 @@ class Journal:
             return short
 
     def last_launch(self) -> dict[str, Any] | None:
-        """The session's last launch attempt (with its environment event merged), if any.
-
-        From the index: two lines read. A big session without an index knows only the launches
-        in its last :data:`~logkit.capture.runindex.TAIL_BYTES` (the config diff is then left out once).
-        """
-        found = self.index.last_launch()
-        if found is None and self.index.ino == -1:
-            self.index.update(partial=True)  # the index pointed at the wrong line: rebuilt, asked again
-            found = self.index.last_launch()
-        return found
+        """The session's last launch attempt (with its probed environment in place), if any."""
+        self.view.catch_up()
+        return self.view.launch

@@ -214,13 +214,21 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     try:
         attempt = journal.append_attempt(redactor.scrub(attempt))
         journal.logs_dir.mkdir(exist_ok=True)
-        log_fd = os.open(journal.dir / attempt["log"]["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        # the journal made this file, empty, for this attempt alone: appended to, never truncated
+        log_fd = os.open(journal.dir / attempt["log"]["path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except Exception as exc:
         problems.append(f"could not record the attempt: {exc}")
         print(f"logkit: warning: {problems[-1]}; the command runs unrecorded", file=sys.stderr)
         attempt.setdefault("short_id", None)
+    try:
+        journal.refresh_index(launch=plan.role == "launch")  # the child runs: off its critical path
+    except Exception:  # noqa: BLE001, S110 - the index only speeds up the next run
+        pass
     recording = _Recording(journal, child, attempt, plan, opts, options, redactor, probes, base_env, problems, started)
-    return recording.supervise(log_fd)
+    try:
+        return recording.supervise(log_fd)
+    finally:
+        journal.close()
 
 
 class _Recording(Slotted):

@@ -152,9 +152,11 @@ def _derivation() -> str:
 class Index:
     """The index of one sessions root; use as a context manager (or :meth:`close`)."""
 
-    def __init__(self, root: Path | str, *, path: Path | None | bool = True) -> None:
-        """``path``: True for :func:`index_path`, None for an in-memory index, or a file."""
+    def __init__(self, root: Path | str, *, path: Path | None | bool = True, busy: float = BUSY_SECONDS) -> None:
+        """``path``: True for :func:`index_path`, None for an in-memory index, or a file; ``busy``: how
+        long to wait for another process's write lock (``logkit run`` waits little before its spawn)."""
         self.root = Path(root)
+        self.busy = busy
         wanted = index_path(self.root) if path is True else (path or None)
         self.path: Path | None = None
         self.conn = self._open(wanted) if wanted is not None and self.root.is_dir() else None
@@ -192,7 +194,7 @@ class Index:
         return None
 
     def _connect(self, path: Path | None) -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:" if path is None else path, timeout=BUSY_SECONDS, isolation_level=None,
+        conn = sqlite3.connect(":memory:" if path is None else path, timeout=self.busy, isolation_level=None,
                                check_same_thread=False)
         try:
             if path is not None:
@@ -250,13 +252,14 @@ class Index:
 
     # -- refreshing ----------------------------------------------------------------------------
 
-    def refresh(self, only: list[str] | None = None) -> int:
+    def refresh(self, only: list[str] | None = None, *, fallback: bool = True) -> int:
         """Bring the index up to date with the files (``only``: with these sessions' files alone);
-        returns the number of sessions (re)ingested."""
+        returns the number of sessions (re)ingested. ``fallback=False``: an error raises instead of
+        ingesting into memory (a refresh done only for the next reader)."""
         try:
             return self._refresh(only)
         except sqlite3.Error:
-            if self.path is None:
+            if self.path is None or not fallback:
                 raise
             # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
             self.conn.close()
@@ -448,19 +451,34 @@ class Snapshot:
     def last_launch(self, session: str) -> dict[str, Any] | None:
         """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
         after its start (an ``environment`` event) in place of the one it started with; or None."""
-        row = self.conn.execute("SELECT short_id FROM attempts WHERE session = ? AND role = 'launch'"
+        row = self.conn.execute("SELECT short_id, line FROM attempts WHERE session = ? AND role = 'launch'"
                                 " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
         if row is None:
             return None
-        found: dict[str, Any] | None = None
-        for kind, text in self.conn.execute(
-                "SELECT kind, json FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
-                " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])):
-            if kind == "attempt":
-                found = json.loads(text)
-            elif found is not None:
-                found["environment"] = json.loads(text).get("environment")
-        return found
+        # by the (session, line) and (session, attempt) indexes: a few rows, whatever the session's size
+        found = self.conn.execute("SELECT json FROM events WHERE session = ? AND line = ?", (session, row[1])).fetchone()
+        if found is None:
+            return None
+        event = json.loads(found[0])
+        probed = self.conn.execute("SELECT line, json FROM events WHERE session = ? AND attempt = ? AND"
+                                   " kind = 'environment'", (session, row[0])).fetchall()
+        for _line, text in sorted(probed):  # sorted here: ORDER BY would walk every event of the session
+            event["environment"] = json.loads(text).get("environment")
+        return event
+
+    def ingested(self, session: str) -> dict[str, Any] | None:
+        """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
+        ``tail`` (the sha256 of that prefix's last 4 KiB), ``max_a``/``max_h`` (the highest numbers any
+        line claims, as :meth:`next_short_id`); None for a session the index does not hold."""
+        rows = self._rows("SELECT ino, size, tail, max_a, max_h FROM sessions WHERE session = ?", (session,))
+        return rows[0] if rows else None
+
+    def open_attempts(self, session: str) -> list[dict[str, Any]]:
+        """The ``attempt`` events (dicts, as stored) of ``session`` that have no outcome, in file order;
+        by the status index (few attempts are open in a whole store), not a scan of the session's."""
+        return [json.loads(r[0]) for r in self.conn.execute(
+            "SELECT e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+            " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,))]
 
     def ids(self, session: str, prefix: str) -> list[str]:
         """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""

@@ -57,4 +57,6 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
     CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL
     """,
+    # 3: the last launch of a session (logkit run's config diff) without a scan of its attempts
+    "CREATE INDEX attempts_role ON attempts (session, role, line)",
 )
