@@ -160,7 +160,7 @@ def test_no_module_keeps_its_own_set_of_status_names() -> None:
 
 @pytest.mark.parametrize("name", OUTCOME_STATUSES)
 def test_what_is_a_failure_comes_from_the_table(name: str) -> None:
-    from logkit.capture.sglang.seen import failure_key
+    from logkit.reasoning.why import failure_key
 
     assert statuses.is_failure(name) == (statuses.row(name).klass == "failure")
     # `logkit why` compares failures only: the table says which

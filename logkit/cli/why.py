@@ -29,7 +29,7 @@ def cmd_why(args: argparse.Namespace) -> int:
 
     from ..builder.cite import cite
     from ..capture.sglang.outcomes import classify_file, classify_stream
-    from ..capture.sglang.seen import seen_before
+    from ..reasoning.why import seen_before
 
     if args.logfile in (None, "-"):
         if sys.stdin.isatty():

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ... import statuses
-from ...errorlines import error_template
-from .outcomes import Classification as Verdict
-from .outcomes import classify_text
+from .. import statuses
+from ..errorlines import error_template
+from ..capture.sglang.outcomes import Classification as Verdict
+from ..capture.sglang.outcomes import classify_text
 
 __all__ = ["Match", "SeenReport", "failure_key", "seen_before"]
 
@@ -145,7 +145,7 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
 def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenReport:
     """Every attempt of the store (``store.root``, through the index) that failed like ``verdict`` (a
     classified log or pasted error); ``log``: the file it was read from, whose own attempt is not listed."""
-    from ...store.index import Index
+    from ..store.index import Index
 
     texts = [e.text for e in verdict.evidence]
     key = failure_key(verdict.status, verdict.signature, verdict.label, texts)
