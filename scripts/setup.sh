@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Set up logkit from nothing: a virtual environment in .venv with logkit and what it needs.
 #   bash scripts/setup.sh          runtime only (enough for `logkit build`)
-#   bash scripts/setup.sh --test   also the test tools, the fast redaction engines (logkit[fast]: Hyperscan on
-#                                  x86, RE2), the lean SGLang install and Debian's chromium
+#   bash scripts/setup.sh --test   also the test tools, the lean SGLang install and Debian's chromium
 # Each step says what it installs and how long it took; pip's own progress is shown on a terminal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +23,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, hyperscan, re2, pytest, hypothesis, selenium (1-3 min)"
-  pip install -e '.[test,fast]'  # the tests run the redaction with every engine installed, stdlib too
+  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, pytest, hypothesis, selenium (1-3 min)"
+  pip install -e '.[test]'
   done_step
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with
   # --no-deps next to the few small packages its modules import. All pins live in that one file.
@@ -54,7 +53,7 @@ if [ "$want_test" = 1 ]; then
     fi
   fi
 else
-  say "installing logkit (editable) with its runtime dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert (1-3 min; add the fast redaction engines with: pip install -e ".[fast]")"
+  say "installing logkit (editable) with its runtime dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert (1-3 min)"
   pip install -e .
   done_step
 fi

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logkit.capture.redact import ENGINE_ENV, Redactor, available_engines
+from logkit.capture.redact import Redactor
 from logkit.store import Store
 
 ENV_TOKEN = "hf_PlantedEnvToken0123456789abcdef"
@@ -64,26 +64,10 @@ def test_redactor_keeps_harmless_values() -> None:
     assert r.chunk(b"'hf_token': \"abc\"\n") == b"'hf_token': \"[REDACTED]\"\n"
 
 
-ENGINES = available_engines()
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each prefilter engine installed here, forced the way users force it (LOGKIT_REDACT_ENGINE)."""
-    monkeypatch.setenv(ENGINE_ENV, request.param)
-    return request.param
-
-
-def test_the_fast_engines_are_installed_for_the_tests() -> None:
-    # scripts/setup.sh --test installs logkit[fast]: both paths are tested (stdlib everywhere)
-    assert ENGINES[-1] == "stdlib" and "re2" in ENGINES, ENGINES
-
-
-def test_every_prefilter_agrees(engine: str) -> None:
+def test_the_trigger_check_and_the_redaction_agree() -> None:
     text = (b"plain line\n" * 50 + b"{'api_key': 'abc123', 'hf_token': \"x1\"}\nhttps://u:pw12345@h/\n"
             + b"echo plantedtok123\n" + b"Decode batch, #token: 1234, token usage: 0.01\n")
     r = Redactor.for_run({"HF_TOKEN": "plantedtok123"}, [])
-    assert r.engine == engine
     assert r.suspicious(b"x" * 5000 + b"HF_abc") and not r.suspicious(b"Decode batch, #token: 1\n" * 100)
     out = r.chunk(text)
     assert out == text.replace(b"abc123", b"[REDACTED]").replace(b'"x1"', b'"[REDACTED]"').replace(
@@ -94,8 +78,8 @@ def test_every_prefilter_agrees(engine: str) -> None:
     assert r.chunk(big) == big.replace(b"hf_" + b"B" * 30, b"[REDACTED]")
 
 
-def test_searching_only_around_triggers_equals_a_full_search(engine: str) -> None:
-    """The prefilter's regions and pattern subsets give what the whole regex over the whole chunk gives."""
+def test_searching_only_around_triggers_equals_a_full_search() -> None:
+    """The trigger regions and pattern subsets give what the whole regex over the whole chunk gives."""
     import random
 
     rng = random.Random(5)
@@ -107,11 +91,11 @@ def test_searching_only_around_triggers_equals_a_full_search(engine: str) -> Non
     r = Redactor(literals=["planted-literal-77"])
     for _ in range(30):
         chunk = b"\n".join(rng.choice(pieces) + b" " + rng.choice(pieces) for _ in range(200)) + b"\n"
-        assert r.chunk(chunk) == r._sub(chunk), engine
+        assert r.chunk(chunk) == r._sub(chunk)
 
 
-def test_every_pattern_is_reached_through_the_prefilter(engine: str) -> None:
-    """One example per pattern of secrets.toml, each alone in a big chunk: the prefilter must let it through."""
+def test_every_pattern_is_reached_through_the_trigger_check() -> None:
+    """One example per pattern of secrets.toml, each alone in a big chunk: the trigger check must let it through."""
     from logkit.capture.redact import load_rules
 
     examples = {
@@ -187,7 +171,7 @@ def _record_in_parts(path: Path, parts: list[bytes], stale_between: bool, litera
 
 
 @pytest.mark.slow
-def test_a_line_paused_at_any_byte_stores_no_secret(tmp_path: Path, engine: str) -> None:
+def test_a_line_paused_at_any_byte_stores_no_secret(tmp_path: Path) -> None:
     """Every cut of every line, with a pause longer than the partial-line age at the cut."""
     for line, secret in zip(PAUSED_LINES, PAUSED_SECRETS, strict=True):
         for cut in range(1, len(line)):

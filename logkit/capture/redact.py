@@ -8,19 +8,13 @@ Contract:
   secret variables and flags of the run it guards, so a child printing ``$HF_TOKEN`` is caught
   even when the token has no recognisable shape.
   URL passwords in the environment are learned the same way.
-* :meth:`Redactor.chunk` is on the recorder's hot path: a prefilter (the ``prefilter`` triggers and
-  the learned literals) decides whether the single compiled regex runs at all, and then it runs
-  only over the lines around each trigger. The prefilter engine (:mod:`.prefilter`) is Hyperscan,
-  else RE2 (both optional: ``logkit[fast]``), else the standard library (one ``bytes.find`` per
-  trigger); ``LOGKIT_REDACT_ENGINE=stdlib|re2|hyperscan`` starts the search at that engine. All
-  three give the same result. Callers give it complete lines (a secret is never split across two calls; the
-  recorder redacts a line flushed in parts with its earlier parts as context).
-* Before the joined regex runs over triggered text, *detectors* (each pattern alone, shaped for
-  speed by :mod:`.regexshape`: split into literal-first parts, lowered where equivalent, harmless
-  values refused inside the regex; on Hyperscan where it takes them) say whether anything would
-  change; most triggered text changes nothing and is returned as is. A detector may say yes
-  where nothing changes, never no where something would: what is replaced is always the joined
-  regex's decision, as before.
+* One engine, the standard library's ``re``: every pattern and the learned literals are joined in
+  one regex, which alone decides what is replaced. Text without any of the table's ``triggers``
+  (lowercase substrings, one of which is in every match) or a learned literal is returned as is
+  without running it: one ``in`` per trigger, the cheap check that keeps a quiet log quick.
+* :meth:`Redactor.chunk` is on the recorder's hot path. Callers give it complete lines (a secret is
+  never split across two calls; the recorder redacts a line flushed in parts with its earlier
+  parts as context).
 * :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
   and everything under a secret-looking key (``api_key``), also inside lists, is replaced.
 
@@ -35,28 +29,19 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from ._slotted import Slotted
-from .prefilter import ENGINE_ENV, ENGINES, available_engines, prefilter_for
-from .regexshape import _group_end, alternatives, first_bytes, literal_prefix, lowerable, unharmless
+from typing import Any, NamedTuple
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
-__all__ = ["DENSE_BYTES", "ENGINES", "ENGINE_ENV", "PLACEHOLDER", "Redactor", "Rules", "available_engines", "is_secret_key",
-           "load_rules", "redact_keys"]
+__all__ = ["PLACEHOLDER", "Redactor", "Rules", "is_secret_key", "load_rules", "redact_keys"]
 
 PLACEHOLDER = "[REDACTED]"
 #: unquoted values left alone (the default of ``secrets.toml``'s ``harmless``)
 _HARMLESS_SOURCE = r"-?[0-9][0-9.,_]*%?|none|null|true|false|nil"
 
 
-class Rules(Slotted):
-    """The compiled content of ``secrets.toml`` (read-only once made, hashable)."""
-
-    # __slots__, not @dataclass(frozen=True): `dataclasses` costs `logkit run` ~10 ms of start-up.
-    __slots__ = ("placeholder", "env_names", "env_re", "flag_names", "flag_pattern", "min_literal", "prefilter",
-                 "patterns", "pattern_triggers", "harmless", "value_chars")
+class Rules(NamedTuple):
+    """The compiled content of ``secrets.toml`` (read-only, hashable)."""
 
     placeholder: str
     env_names: tuple[str, ...]
@@ -64,37 +49,12 @@ class Rules(Slotted):
     flag_names: frozenset[str]
     flag_pattern: re.Pattern[str]
     min_literal: int
-    #: every pattern's triggers, each once, in file order
-    prefilter: tuple[bytes, ...]
     #: (name, regex source) in file order
     patterns: tuple[tuple[str, str], ...]
     #: per pattern, the lowercase substrings one of which is in each of its matches
     pattern_triggers: tuple[tuple[bytes, ...], ...]
     #: regex of the unquoted values that are left alone (``None``, numbers), lowercase
-    harmless: str
-    #: per pattern, the class an unquoted value of its ``secret`` group is a maximal run of, or None
-    value_chars: tuple[str | None, ...]
-
-    def __init__(self, placeholder: str, env_names: tuple[str, ...], env_re: re.Pattern[str],
-                 flag_names: frozenset[str], flag_pattern: re.Pattern[str], min_literal: int,
-                 prefilter: tuple[bytes, ...], patterns: tuple[tuple[str, str], ...],
-                 pattern_triggers: tuple[tuple[bytes, ...], ...], harmless: str = _HARMLESS_SOURCE,
-                 value_chars: tuple[str | None, ...] | None = None) -> None:
-        values = {"placeholder": placeholder, "env_names": env_names, "env_re": env_re, "flag_names": flag_names,
-                  "flag_pattern": flag_pattern, "min_literal": min_literal, "prefilter": prefilter,
-                  "patterns": patterns, "pattern_triggers": pattern_triggers, "harmless": harmless,
-                  "value_chars": value_chars if value_chars is not None else (None,) * len(patterns)}
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"Rules is read-only: cannot set {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"Rules is read-only: cannot delete {name!r}")
-
-    def __hash__(self) -> int:
-        return hash(self._values())
+    harmless: str = _HARMLESS_SOURCE
 
 
 @lru_cache(maxsize=1)
@@ -103,7 +63,6 @@ def load_rules() -> Rules:
     raw = (_DATA / "secrets.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     text = data["text"]
-    per_pattern = tuple(tuple(t.lower().encode() for t in p["triggers"]) for p in text["patterns"])
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
         env_names=tuple(n.upper() for n in data["env"]["names"]),
@@ -111,11 +70,9 @@ def load_rules() -> Rules:
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
-        prefilter=tuple(dict.fromkeys(t for ts in per_pattern for t in ts)),
         patterns=tuple((p["name"], p["regex"]) for p in text["patterns"]),
-        pattern_triggers=per_pattern,
+        pattern_triggers=tuple(tuple(t.lower().encode() for t in p["triggers"]) for p in text["patterns"]),
         harmless=text.get("harmless", _HARMLESS_SOURCE),
-        value_chars=tuple(p.get("value_chars") for p in text["patterns"]),
     )
 
 
@@ -177,27 +134,6 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
     return found
 
 
-#: more than one trigger per this many bytes: the chunk is searched whole, not line by line
-DENSE_BYTES = 2048
-
-
-def _hyperscan_shape(part: str, unharmless_value: str | None) -> bytes | None:
-    """A detector part as Hyperscan takes it (named groups unnamed), or None: look-arounds and
-    back-references it does not take. A ``secret`` group that ends the part becomes "a quote or a
-    value that is not harmless" when ``unharmless_value`` spells that out (a quote alone is looser
-    than a quoted value: only a needless slow pass)."""
-    if unharmless_value is not None and "(?P<secret>" in part:
-        head, _sep, _value = part.partition("(?P<secret>")
-        close, _bars = _group_end(part, len(head))
-        if close != len(part) - 1:
-            return None
-        part = head + "(?:['\"]|" + unharmless_value + ")"
-    part = re.sub(r"\(\?P<\w+>", "(?:", part)
-    if re.search(r"\(\?(?:[=!]|<[=!])|\(\?P=|\\[1-9]", part):
-        return None
-    return part.encode("utf-8")
-
-
 def _scoped(source: str) -> str:
     """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
     if source.startswith("(?i)"):
@@ -215,38 +151,32 @@ class Redactor:
         lits = sorted({v for v in literals if len(v) >= self.rules.min_literal}, key=len, reverse=True)
         self.literals: tuple[str, ...] = tuple(lits)
         self._lit_bytes = tuple(v.encode("utf-8", "surrogateescape") for v in lits)
-        parts: list[tuple[int, str]] = []  # (pattern index, -1 for the literals; its regex part)
+        parts: list[tuple[int, str]] = []  # (pattern index, -1 for the literals; its part of the regex)
+        #: the group of each alternative whose match is replaced (None: the whole match)
         self._secret_group: dict[str, str | None] = {}
         if lits:
             parts.append((-1, "(?P<lit>" + "|".join(re.escape(v) for v in lits) + ")"))
             self._secret_group["lit"] = None
         for i, (_name, source) in enumerate(self.rules.patterns):
             has_secret = "(?P<secret>" in source
-            source = source.replace("(?P<secret>", f"(?P<s{i}>")
-            parts.append((i, f"(?P<p{i}>{_scoped(source)})"))
+            parts.append((i, f"(?P<p{i}>{_scoped(source.replace('(?P<secret>', f'(?P<s{i}>'))})"))
             self._secret_group[f"p{i}"] = f"s{i}" if has_secret else None
         self._parts = parts
         self._joined = "|".join(part for _i, part in parts)
-        # trigger index (as the prefilter numbers them: triggers, then literals) -> patterns it starts
-        by_trigger: dict[int, set[int]] = {}
-        index = {t: n for n, t in enumerate(self.rules.prefilter)}
+        # each trigger (lowercase) and learned literal (as is), with the patterns it may start
+        starts: dict[bytes, set[int]] = {}
         for i, triggers in enumerate(self.rules.pattern_triggers):
             for t in triggers:
-                by_trigger.setdefault(index[t], set()).add(i)
-        for n in range(len(lits)):
-            by_trigger[len(self.rules.prefilter) + n] = {-1}
-        self._by_trigger = {n: frozenset(v) for n, v in by_trigger.items()}
-        self._everything = frozenset(i for i, _part in parts)
-        self._subset_re: dict[frozenset[int], tuple[re.Pattern[bytes], bool]] = {}
-        self._detectors: dict[int, tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes, bytes | None], ...]] = {}
-        #: Hyperscan: one scan saying which detectors match and which literal starts occur
-        self._hs: tuple[Any, dict[int, tuple[int, int]], dict[int, bytes]] | None = None
+                starts.setdefault(t, set()).add(i)
+        self._starts = tuple((t, frozenset(p), True) for t, p in starts.items()) + tuple(
+            (v, frozenset({-1}), False) for v in self._lit_bytes)
+        self._subsets: dict[frozenset[int], re.Pattern[bytes]] = {}
+        self._solo: dict[int, tuple[re.Pattern[bytes], bool]] = {}
         self._harmless = re.compile(f"^(?:{self.rules.harmless}|)$", re.IGNORECASE)
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
-        self._fast: Any = False  # compiled on the first chunk (RE2 costs start-up time)
-        self._triggers = self.rules.prefilter
-        self._str_triggers = tuple(t.decode() for t in self.rules.prefilter)
+        self._triggers = tuple(starts)
+        self._str_triggers = tuple(t.decode() for t in starts)
 
     # The joined regex is compiled on first use: most runs never need it (start-up matters).
     @property
@@ -266,196 +196,92 @@ class Redactor:
         """Bytes a trigger or learned literal can span: chunk boundaries are rescanned this wide."""
         return max((len(t) for t in (*self._triggers, *self._lit_bytes)), default=1)
 
-    @property
-    def engine(self) -> str:
-        """The prefilter engine in use: ``hyperscan``, ``re2`` or ``stdlib``."""
-        return self._filter().name
-
-    def _filter(self) -> Any:
-        if self._fast is False:
-            self._fast = prefilter_for(self.rules.prefilter, self._lit_bytes)
-        return self._fast
-
     def suspicious(self, data: bytes) -> bool:
-        """The prefilter alone: whether ``data`` may hold a secret (releases the GIL with RE2)."""
-        return self._filter().any(data)
+        """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret."""
+        low = data.lower()
+        return any(t in low for t in self._triggers) or any(v in data for v in self._lit_bytes)
 
     def redact_chunk(self, data: bytes) -> bytes:
         """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
 
-        Each trigger's line and the next one are searched (a key and its value may sit a line
-        apart); the rest of the chunk is copied as is, so one trigger in a megabyte costs a line.
+        Each trigger's line and the next one (a key and its value may sit a line apart) are
+        searched with the patterns that trigger starts, joined in file order; the rest of the
+        chunk is copied as is. The speed matters: the joined regex runs at a few MB/s in ``re``
+        (no literal-prefix search), so a megabyte with one trigger costs a line, not a second.
         """
-        engine = self._filter()
-        by_trigger = self._by_trigger
-        hits = engine.hits(data, len(data) // DENSE_BYTES)
-        if hits is None:
-            # triggers on most lines: one pass of the patterns they start over the whole chunk is
-            # cheaper than a region per hit (a URL on every line runs only the `://` pattern).
-            # Most such chunks change nothing (`api_key=None` on every line): the detectors say so,
-            # faster than any engine tells which triggers occur (Hyperscan: one scan for them all).
-            if not self._changes(data, self._everything):
-                return data
-            return self._sub(data, frozenset().union(*(by_trigger[t] for t in engine.present(data))), checked=True)
+        low = data.lower()
+        hits: list[tuple[int, frozenset[int]]] = []
+        for needle, patterns, lowered in self._starts:
+            hay = low if lowered else data
+            at = hay.find(needle)
+            while at >= 0:
+                hits.append((at, patterns))
+                at = hay.find(needle, at + 1)
         if not hits:
             return data
-        hits.sort()
+        hits.sort(key=lambda hit: hit[0])
         span = self.window
         regions: list[list[Any]] = []  # [start, end, patterns]
-        for hit, trigger in hits:
-            if regions and hit < regions[-1][1]:
-                regions[-1][2] |= by_trigger[trigger]
+        for at, patterns in hits:
+            if regions and at < regions[-1][1]:
+                regions[-1][2] |= patterns
                 continue
-            start = data.rfind(b"\n", 0, hit) + 1
-            end = data.find(b"\n", min(hit + span, len(data)))
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", min(at + span, len(data)))
             end = len(data) if end < 0 else data.find(b"\n", end + 1)
             end = len(data) if end < 0 else end + 1
             if regions and start <= regions[-1][1]:
                 regions[-1][1] = end
-                regions[-1][2] |= by_trigger[trigger]
+                regions[-1][2] |= patterns
             else:
-                regions.append([start, end, set(by_trigger[trigger])])
-        if len(regions) == 1 and regions[0][:2] == [0, len(data)]:
-            return self._sub(data, regions[0][2])
+                regions.append([start, end, set(patterns)])
         out: list[bytes] = []
         done = 0
         for start, end, patterns in regions:
             out.append(data[done:start])
-            out.append(self._sub(data[start:end], patterns))
+            out.append(self._sub(data[start:end], frozenset(patterns)))
             done = end
         out.append(data[done:])
         return b"".join(out)
 
-    def _detector(self, i: int) -> tuple[tuple[re.Pattern[bytes], bool, tuple[bytes, ...], bytes, bytes | None], ...]:
-        """Regexes (whether each runs on the lowered text, the bytes one of which starts each of its
-        matches, the literal that starts each of them or ``b""``, the same without look-arounds for
-        Hyperscan or None) that find every place pattern ``i`` (``-1``: the learned literals) would change:
-        its top-level alternatives one by one, lowered where :func:`lowerable` allows, a harmless
-        unquoted value refused inside the regex."""
-        found = self._detectors.get(i)
-        if found is not None:
-            return found
-        if i < 0:
-            found = ((re.compile(self._parts[0][1].encode("utf-8")), False, (), b"", None),)
-        else:
-            source = self.rules.patterns[i][1]
-            lowered = source.startswith("(?i)") and lowerable(source[4:])
-            if lowered:
-                source = source[4:]
-            flags = 0 if lowered else re.IGNORECASE if source.startswith("(?i)") else 0
-            if flags:
-                source = source[4:]
-            chars = self.rules.value_chars[i]
-            harmless = f"(?!(?:{self.rules.harmless})(?!{chars}))"
-            parts = []
-            for part in alternatives(source):
-                hs = _hyperscan_shape(part, unharmless(self.rules.harmless, chars) if chars else None)
-                if chars and "(?P<secret>" in part:
-                    # refuse what _replace would leave alone: a whole unquoted value that is harmless
-                    part = part.replace("(?P<secret>", harmless + "(?P<secret>", 1)
-                regex = re.compile(part.encode("utf-8"), flags)
-                # first bytes in either case: checked on the original text, before any lowering
-                parts.append((regex, lowered, first_bytes(part, flags | (re.IGNORECASE if lowered else 0)),
-                              literal_prefix(part), hs))
-            found = tuple(parts)
-        self._detectors[i] = found
-        return found
-
-    def _scan(self, data: bytes) -> tuple[set[tuple[int, int]], set[bytes], set[tuple[int, int]]] | None:
-        """With Hyperscan, one scan of ``data``: the detectors (pattern, part) that match in it, the
-        literal starts that occur, and the detectors it answers for (those without look-arounds,
-        the key-value one with its harmless values spelled out); None elsewhere."""
-        if self._hs is None:
-            matcher = self._filter().matcher
-            if matcher is None:
-                self._hs = (None, {}, {})
-            else:
-                exprs: list[tuple[bytes, bool]] = []
-                owners: dict[int, tuple[int, int]] = {}
-                literals: dict[int, bytes] = {}
-                for i in sorted(self._everything):
-                    for k, (regex, _low, _f, prefix, hs) in enumerate(self._detector(i)):
-                        if hs is not None and prefix:  # one that starts with a class is slow there too
-                            owners[len(exprs)] = (i, k)
-                            exprs.append((hs, bool(regex.flags & re.IGNORECASE) or _low))
-                        if prefix and prefix not in literals.values():
-                            literals[len(exprs)] = prefix
-                            exprs.append((re.escape(prefix), True))
-                match, kept = matcher(exprs)
-                self._hs = (match, {n: owners[n] for n in kept if n in owners},
-                            {n: literals[n] for n in kept if n in literals})
-        match, owners, literals = self._hs
-        if match is None or len(data) < 4096:  # a line or two: re's own scans are as quick
-            return None
-        found = match(data)
-        return ({owners[n] for n in found if n in owners}, {literals[n] for n in found if n in literals},
-                set(owners.values()))
-
-    def _changes(self, data: bytes, patterns: frozenset[int]) -> bool:
-        """Whether running ``patterns`` over ``data`` can change it (no false "no")."""
-        low = None
-        scanned = self._scan(data)
-        if scanned is not None:
-            matched, occurring, answered = scanned
-            if any(i in patterns for i, _k in matched):
-                return True
-        for i in sorted(patterns):
-            for k, (regex, lowered, firsts, prefix, _hs) in enumerate(self._detector(i)):
-                if scanned is not None:
-                    if (i, k) in answered:
-                        continue  # Hyperscan said it matches nowhere
-                    if prefix and prefix not in occurring:
-                        continue  # its literal start is nowhere in the text
-                # a memchr per first byte is ~100x cheaper than re's scan for a class (`[?&;]`)
-                if firsts and not any(b in data for b in firsts):
-                    continue
-                if lowered and low is None:
-                    low = data.lower()
-                hay = low if lowered else data
-                if regex.search(hay) is not None:
-                    return True
-        return False
-
-    def _sub(self, data: bytes, patterns: set[int] | frozenset[int] | None = None, checked: bool = False) -> bytes:
-        """Run the patterns (all, or only those a region's triggers start) over ``data``.
-
-        First each pattern alone, as :meth:`_detector` shapes it for speed: most triggered text
-        holds nothing to change (``api_key=None`` on every line), and then ``data`` is returned as
-        is. Otherwise the patterns run joined, as one regex, which decides what is replaced.
-        """
+    def _sub(self, data: bytes, patterns: frozenset[int] | None = None) -> bytes:
+        """Run the patterns (all, or those of ``patterns``, joined in file order) over ``data``.
+        Leaving out patterns whose triggers are absent changes nothing: they match nowhere."""
         if patterns is None:
             regex = self._bytes_re
         else:
-            key = frozenset(patterns)
-            if not checked and not self._changes(data, key):
+            if not any(self._changes(data, i) for i in sorted(patterns)):
                 return data
-            regex, lowered = self._subset(key)
-            if lowered:
-                # the same matches as the (?i) regex on `data`; the text replaced is `data`'s
-                out: list[bytes] = []
-                done = 0
-                for m in regex.finditer(data.lower()):
-                    out.append(data[done:m.start()])
-                    out.append(self._replace(m, self._ph, (b"'", b'"'), data))
-                    done = m.end()
-                out.append(data[done:])
-                return b"".join(out)
+            regex = self._subsets.get(patterns)
+            if regex is None:
+                regex = re.compile("|".join(part for i, part in self._parts if i in patterns).encode("utf-8"))
+                self._subsets[patterns] = regex
         return regex.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
-    def _subset(self, key: frozenset[int]) -> tuple[re.Pattern[bytes], bool]:
-        """The patterns of ``key`` joined in one regex, and whether it runs on the lowered text:
-        when every one is ``(?i)`` and :func:`lowerable` (3x faster: no `(?i)` per byte)."""
-        found = self._subset_re.get(key)
+    def _changes(self, data: bytes, i: int) -> bool:
+        """Whether pattern ``i`` (``-1``: the learned literals) changes anything where it matches.
+
+        Most triggered text changes nothing (``api_key=None`` on every line), and the joined regex
+        runs at a few MB/s in ``re``; each pattern alone, a ``(?i)`` one on the lowered text
+        (secrets.toml writes those in lowercase), runs at 50 MB/s and up. Every position where it
+        matches is tried (the next search starts one byte on), so a match of the joined regex
+        that changes something is never missed.
+        """
+        if i < 0:
+            return True
+        found = self._solo.get(i)
         if found is None:
-            sources = [(i, self.rules.patterns[i][1]) for i in sorted(key) if i >= 0]
-            if len(sources) == len(key) and all(s.startswith("(?i)") and lowerable(s[4:]) for _i, s in sources):
-                joined = "|".join(f"(?P<p{i}>{s[4:].replace('(?P<secret>', f'(?P<s{i}>')})" for i, s in sources)
-                found = (re.compile(joined.encode("utf-8")), True)
-            else:
-                joined = "|".join(part for i, part in self._parts if i in key)
-                found = (re.compile(joined.encode("utf-8")), False)
-            self._subset_re[key] = found
-        return found
+            source = self.rules.patterns[i][1]
+            lowered = source.startswith("(?i)")
+            found = self._solo[i] = (re.compile((source[4:] if lowered else source).encode("utf-8")), lowered)
+        regex, lowered = found
+        hay = data.lower() if lowered else data
+        m = regex.search(hay)
+        while m is not None:
+            if self._replace(m, self._ph, (b"'", b'"'), "secret") != m.group(0):
+                return True
+            m = regex.search(hay, m.start() + 1)
+        return False
 
     @classmethod
     def for_run(cls, env: Mapping[str, str], argv: list[str]) -> Redactor:
@@ -488,16 +314,20 @@ class Redactor:
 
     # -- redaction -----------------------------------------------------------------------------
 
-    def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, text: Any = None) -> Any:
-        """What replaces one match; ``text``: the original of the lowered text it was found in."""
-        group = self._secret_group.get(match.lastgroup or "")
-        whole = match.group(0) if text is None else text[match.start():match.end()]
+    def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, group: str | None = "") -> Any:
+        """What replaces one match (str or bytes, as the text is); ``group``: the one replaced, if
+        not the joined regex's (a pattern alone names it ``secret``)."""
+        if group == "":
+            group = self._secret_group.get(match.lastgroup or "")
+        elif group not in match.re.groupindex:
+            group = None
+        whole = match.group(0)
         if group is None:
             return placeholder
         start, end = match.span(group)
         if start < 0:
             return placeholder
-        value = match.group(group) if text is None else text[start:end]
+        value = match.group(group)
         if value[:1] in quotes and len(value) >= 2 and value[-1:] == value[:1]:
             if len(value) == 2:
                 return whole  # an empty quoted value: nothing to hide

@@ -209,19 +209,6 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, boo
 
 
 @lru_cache(maxsize=1)
-def _gate(words: tuple[bytes, ...]) -> Callable[[bytes], bool]:
-    """Does a lower-cased chunk contain any gate word? One RE2 DFA scan when google-re2 is
-    installed (the optional extra ``logkit[fast]``; ~2 ms/MiB), else one substring test per word (~40 ms/MiB)."""
-    try:
-        import re2  # type: ignore[import-not-found]
-
-        regex = re2.compile(b"|".join(re.escape(w) for w in words))
-        return lambda low: regex.search(low) is not None
-    except Exception:  # noqa: BLE001 - the stdlib path is always there
-        return lambda low: any(w in low for w in words)
-
-
-@lru_cache(maxsize=1)
 def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], bool]]:
     """(regex, signature, needles, case-insensitive, behind the gate) rows, the ready regex, the gate."""
     data = _data("sglang.toml")
@@ -237,30 +224,7 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
             needles = tuple(n.lower() for n in needles)
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
         rows.append((regex, s, needles, nocase, gated))
-    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), _gate(gate) if gate else (lambda _: True)
-
-
-@lru_cache(maxsize=1)
-def _plan() -> tuple[Callable[[bytes], set[int]] | None, tuple[frozenset[int], ...], frozenset[int], frozenset[int] | None]:
-    """With Hyperscan (``logkit[fast]``): one scan tells which rows' needles occur in a chunk
-    (about 0.3 ms/MiB, where the RE2 gate alone took 2 ms/MiB and the stdlib one ~40). The finder,
-    each row's needle ids, the ready line's, the serving patterns' (None: one has no needle)."""
-    from ..fastscan import finder
-
-    rows, _ready, _gate = _compiled()
-    data = _data("sglang.toml")
-    index: dict[bytes, int] = {}
-
-    def ids(needles: tuple[bytes, ...]) -> frozenset[int]:
-        return frozenset(index.setdefault(n.lower(), len(index)) for n in needles)
-
-    row_ids = tuple(ids(needles) if needles is not None else frozenset() for _r, _s, needles, _n, _g in rows)
-    ready_ids = ids((data["ready_pattern"].encode(),))
-    serving = [_needles(p) for p in data.get("serving_patterns", [])]
-    serving_ids = ids(tuple(n for ns in serving for n in ns)) if serving and all(serving) else None  # type: ignore[misc]
-    if any(needles is None for _r, _s, needles, _n, _g in rows):
-        return None, row_ids, ready_ids, serving_ids  # a row without needles: scan as before
-    return finder(tuple(index)), row_ids, ready_ids, serving_ids
+    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), lambda low: not gate or any(w in low for w in gate)
 
 
 @lru_cache(maxsize=1)
@@ -275,9 +239,6 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
 
         scanner = GarbageScanner()
     return serving, row, scanner
-
-
-
 
 
 def _line_at(chunk: bytes, pos: int) -> str:
@@ -322,32 +283,25 @@ class Classifier:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
         sigs, ready, gate = _compiled()
         serving, garbage_row, scanner = _extras()
-        find, row_ids, ready_ids, serving_ids = _plan()
-        present = find(chunk) if find is not None else None
-        if present is None:
-            lowered = chunk.lower()
-            gate_open = gate(lowered)
-        if self.ready_line is None and (present is None or ready_ids & present):
+        lowered = chunk.lower()
+        gate_open = gate(lowered)
+        if self.ready_line is None:
             m = ready.search(chunk)
             if m:
                 self.ready_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.ready_text = _line_at(chunk, m.start())
-        if self.serving_line is None and serving is not None and (
-                present is None or serving_ids is None or serving_ids & present):
+        if self.serving_line is None and serving is not None:
             m = serving.search(chunk)
             if m:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
-        for k, (regex, sig, needles, nocase, gated) in enumerate(sigs):
-            if present is not None:
-                if not row_ids[k] & present:
-                    continue
-            elif gated and not gate_open:
+        for regex, sig, needles, nocase, gated in sigs:
+            if gated and not gate_open:
                 continue
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            if present is None and needles is not None and not any(n in (lowered if nocase else chunk) for n in needles):
+            if needles is not None and not any(n in (lowered if nocase else chunk) for n in needles):
                 continue
             pos = 0
             line = first_line

@@ -178,7 +178,7 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
 
 @lru_cache(maxsize=1)
 def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
-    """Offsets of candidate runs in a chunk: one automaton scan (RE2 if installed, else ``re``)."""
+    """Offsets of candidate runs in a chunk: one ``re`` scan."""
     g = _cfg()
     never = set(g["never_units"])
     singles = [re.escape(c.encode()) + b"{%d}" % g["repeat_char_run"]
@@ -188,14 +188,7 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
     pattern = b"|".join([*singles, long_run, words, fffd, wide])
-    try:
-        import re2  # type: ignore[import-not-found]
-
-        options = re2.Options()
-        options.encoding = re2.Options.Encoding.LATIN1  # count bytes, as the stdlib engine does
-        regex: Any = re2.compile(pattern, options)
-    except Exception:  # noqa: BLE001 - the stdlib engine gives the same matches, slower
-        regex = re.compile(pattern)
+    regex = re.compile(pattern)
     return lambda chunk: (m.span() for m in regex.finditer(chunk))
 
 

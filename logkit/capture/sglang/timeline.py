@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from collections.abc import Callable
 from functools import lru_cache
 
 from ...events import Milestone
-from .outcomes import _data, _line_at, _needles
+from .outcomes import _data, _line_at
 
 __all__ = ["Timeline"]
 
@@ -25,22 +24,6 @@ _RANK = re.compile(rb"\b(TP\d+)\b")
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[tuple[str, re.Pattern[bytes]], ...]:
     return tuple((m["stage"], re.compile(m["pattern"].encode())) for m in _data("sglang.toml")["milestone"])
-
-
-@lru_cache(maxsize=1)
-def _plan() -> tuple[Callable[[bytes], set[int]] | None, tuple[frozenset[int], ...]]:
-    """With Hyperscan: one scan says which milestones' literals occur in a chunk, so a chunk of
-    decode lines runs none of the milestone regexes (each is otherwise a scan of the chunk)."""
-    from ..fastscan import finder
-
-    index: dict[bytes, int] = {}
-    ids = []
-    for m in _data("sglang.toml")["milestone"]:
-        needles = _needles(m["pattern"])
-        if needles is None:
-            return None, ()
-        ids.append(frozenset(index.setdefault(n.lower(), len(index)) for n in needles))
-    return finder(tuple(index)), tuple(ids)
 
 
 def _num(value: bytes | None) -> float | str | None:
@@ -61,11 +44,7 @@ class Timeline:
     _seen: set[tuple[str, str | None]] = field(default_factory=set)
 
     def feed(self, chunk: bytes, first_line: int, now: datetime | None = None) -> None:
-        find, ids = _plan()
-        present = find(chunk) if find is not None else None
-        for k, (stage, regex) in enumerate(_patterns()):
-            if present is not None and not ids[k] & present:
-                continue
+        for stage, regex in _patterns():
             pos, line = 0, first_line
             for m in regex.finditer(chunk):
                 line += chunk.count(b"\n", pos, m.start())
