@@ -14,8 +14,8 @@ MB/s and their ratio. Goal (issue 13): no pattern below 100 MB/s through `logkit
   redaction regex (the cost of the Python `re` search, whatever the prefilter engine).
 
     .venv/bin/python bench/bench_hostile.py                       # 100 MB per pattern
-    .venv/bin/python bench/bench_hostile.py --size 20M --engine stdlib
-    .venv/bin/python bench/bench_hostile.py --engines              # redaction alone, every engine
+    .venv/bin/python bench/bench_hostile.py --size 20M
+    .venv/bin/python bench/bench_hostile.py --engines              # redaction alone
 
 ``--engines`` times :meth:`Redactor.chunk` alone, in this process, on chunks of each pattern of up to
 64 KiB of complete lines (what the recorder gives it),
@@ -76,7 +76,7 @@ def _engines(size: int, patterns: list[str]) -> int:
 
     from logkit.capture import redact
 
-    engines = redact.available_engines()
+    engines = ["stdlib"]  # one engine since issue 19
     print(f"Redactor.chunk alone, {size / 1e6:.0f} MB per pattern in chunks of up to 64 KiB of lines, load average "
           f"{os.getloadavg()[0]:.1f}; MB/s (baseline: bytes.count of newlines)")
     print(f"{'pattern':<20} {'baseline':>9} " + " ".join(f"{e:>10}" for e in engines))
@@ -96,7 +96,6 @@ def _engines(size: int, patterns: list[str]) -> int:
         base = len(data) / (time.perf_counter() - start) / 1e6
         row = []
         for engine in engines:
-            os.environ[redact.ENGINE_ENV] = engine
             r = redact.Redactor()
             r.chunk(b"api_key=x\n")  # compile outside the timing (once per run in logkit run)
             start = time.perf_counter()
@@ -111,31 +110,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="100M", help="bytes the child writes per pattern (100M, 1G, ...)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each variant (the median is shown)")
-    parser.add_argument("--engine", choices=("auto", "hyperscan", "re2", "stdlib"), default="auto",
-                        help="force the redaction prefilter engine (LOGKIT_REDACT_ENGINE)")
     parser.add_argument("--pattern", action="append", choices=PATTERNS, help="only these patterns (repeatable)")
-    parser.add_argument("--engines", action="store_true", help="time the redaction alone with every engine")
+    parser.add_argument("--engines", action="store_true", help="time the redaction alone (Redactor.chunk)")
     args = parser.parse_args()
     size = _size(args.size)
     if args.engines:
         return _engines(size, args.pattern or list(PATTERNS))
     py = sys.executable
-    from logkit.capture.redact import ENGINE_ENV, Redactor
-
     with tempfile.TemporaryDirectory(prefix="logkit-hostile-") as tmp:
         root = Path(tmp)
         sessions = root / "sessions"
-        env = {**os.environ, "LOGKIT_SESSIONS": str(sessions), ENGINE_ENV: args.engine}
+        env = {**os.environ, "LOGKIT_SESSIONS": str(sessions)}
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        os.environ[ENGINE_ENV] = args.engine
-        engine = Redactor().engine
         subprocess.run([py, "-m", "logkit", "session", "start", "hostile"], check=True, env=env,
                        stdout=subprocess.DEVNULL)
         gen = root / "gen.py"
         gen.write_text(GEN)
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
         print(f"logkit run on hostile output: {size / 1e6:.0f} MB per pattern, median of {args.repeat}, "
-              f"prefilter engine {engine}, load average {os.getloadavg()[0]:.1f}")
+              f"load average {os.getloadavg()[0]:.1f}")
         print(f"{'pattern':<20} {'tee MB/s':>9} {'logkit MB/s':>12} {'ratio':>6}  goal >= 100 MB/s")
         worst = float("inf")
         for kind in args.pattern or PATTERNS:
