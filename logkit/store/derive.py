@@ -23,7 +23,7 @@ from typing import Any
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 1
+DERIVATION = 2
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 

@@ -47,4 +47,13 @@ MIGRATIONS: tuple[str, ...] = (
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
     """,
+    # 2: an event row keeps where its line is (byte offset, length) instead of a copy of its JSON:
+    # events.jsonl is read again for the few whole events a reader wants. Keyed by (session, line)
+    # alone: a session's rows are few enough to scan for a kind or an attempt.
+    """
+    DROP TABLE events;
+    CREATE TABLE events (
+        session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
+        attempt TEXT, offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (session, line)) WITHOUT ROWID
+    """,
 )
