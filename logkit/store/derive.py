@@ -57,8 +57,11 @@ def _arch(environment: dict[str, Any] | None) -> str | None:
     return _arch_of_dict(environment)
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # one encoder, not one per value
+
+
 def _dumps(value: Any) -> str | None:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else None
+    return _ENCODE(value) if value else None
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -92,14 +95,16 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     from ..launch import flags
 
     environment = environment or {}
-    gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
+    launch = launch or {}
+    outcome = outcome or {}
+    cell = cell or {}
+    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
     packages = environment.get("packages") or {}
     versions = {col: next((packages[n] for n in names if packages.get(n)), None) for col, names in _PACKAGES.items()}
     if not versions["sglang"]:
-        versions["sglang"] = (launch or {}).get("sglang_version")
-    status = (outcome or {}).get("status")
-    hang = _HANG.search((outcome or {}).get("label") or "") if status == "hang" else None
-    argv = attempt.get("argv") or []
+        versions["sglang"] = launch.get("sglang_version")
+    status = outcome.get("status")
+    hang = _HANG.search(outcome.get("label") or "") if status == "hang" else None
     return {
         "session": session,
         "short_id": short_id,
@@ -107,22 +112,22 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "role": attempt.get("role"),
         "label": attempt.get("label"),
         "started": attempt.get("started"),
-        "ended": (outcome or {}).get("ended"),
-        "command": " ".join(str(a) for a in argv),
+        "ended": outcome.get("ended"),
+        "command": " ".join(map(str, attempt.get("argv") or ())),
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
         "arch": _arch(environment),
         **versions,
-        "fingerprint": _dumps((launch or {}).get("fingerprint")),
+        "fingerprint": _dumps(launch.get("fingerprint")),
         "config": _dumps(flags.chosen(launch)),
         "backends": _dumps(flags.backend_axes(launch, resolved)),
         "tests": _dumps(attempt.get("tests")),
-        "sweep": (cell or {}).get("sweep"),
-        "cell": (cell or {}).get("cell"),
+        "sweep": cell.get("sweep"),
+        "cell": cell.get("cell"),
         "status": status,
         "category": statuses.category(status) if status else None,
-        "signature": (outcome or {}).get("signature"),
+        "signature": outcome.get("signature"),
         "hang_timeout": float(hang.group(1)) if hang else None,
         "smoke_ok": None if not smokes else all(smokes),
         "recorder_pid": attempt.get("recorder_pid"),
@@ -148,8 +153,7 @@ def light(event: Any) -> dict[str, Any]:
     """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
     (no JSON parsed again: the index builds rows of a whole file from the models)."""
     fields = event.__dict__
-    out = {k: v for k, v in fields.items() if k not in ("environment", "launch", "evidence", "tail", "timeline")}
-    out["kind"] = event.kind
+    out = dict(fields)  # nested records as models: attempt_row reads only the two below, made dicts
     for key in ("started", "ended"):
         if fields.get(key) is not None:
             out[key] = fields[key].isoformat().replace("+00:00", "Z")
@@ -162,18 +166,20 @@ def light(event: Any) -> dict[str, Any]:
 
 def metric_row(session: str, line: int, metric: Any) -> dict[str, Any]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``."""
-    labels = metric.labels or {}
-    workload = {col: next((labels[n] for n in names if labels.get(n) is not None), None)
-                for col, names in _WORKLOAD.items()}
-    return {
+    fields = metric.__dict__
+    labels = fields["labels"] or {}
+    row = {
         "session": session,
         "line": line,
-        "name": metric.name,
-        "value": metric.value,
-        "unit": metric.unit,
-        "attempt": metric.attempt,
-        "server_attempt": metric.server_attempt,
-        "ts": metric.ts.isoformat(),
-        **{k: (v if v is None or isinstance(v, (int, float, str)) else json.dumps(v)) for k, v in workload.items()},
-        "labels": _dumps(labels),
+        "name": fields["name"],
+        "value": fields["value"],
+        "unit": fields["unit"],
+        "attempt": fields["attempt"],
+        "server_attempt": fields["server_attempt"],
+        "ts": fields["ts"].isoformat(),
     }
+    for col, names in _WORKLOAD.items():
+        value = next((labels[n] for n in names if labels.get(n) is not None), None) if labels else None
+        row[col] = value if value is None or isinstance(value, (int, float, str)) else json.dumps(value)
+    row["labels"] = _dumps(labels)
+    return row

@@ -50,7 +50,6 @@ import contextlib
 import fcntl
 import hashlib
 import itertools
-import json
 import os
 import re
 import sqlite3

@@ -3,7 +3,7 @@
 Contract: :meth:`Ingest.session` looks at the file again (another refresh may have ingested it
 meanwhile), ingests what it must (the appended complete lines, or the whole file), and records the
 file's inode, size, mtime, the ingested prefix's length, line count and the sha256 of its last 4 KiB.
-Each line is validated by :func:`logkit.reader.read_events`, which also carries the clash state of
+Each line is validated by :func:`logkit.reader.iter_events`, which also carries the clash state of
 the lines before (rebuilt from the ``events`` rows for an append); each event becomes an ``events``
 row (where its line is: byte offset and length, no copy of it) and, by kind, a row of ``hypotheses``,
 ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its row again from
@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import files
 from ..errors import StoreError
-from ..reader import read_events
+from ..reader import Problem, iter_events
 from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, light, metric_row
 from .index import lines_at
 
@@ -115,12 +115,12 @@ class Ingest:
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
         """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``);
         (events added, session meta)."""
-        result = read_events(path, body, seen=seen, after=after)
+        problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         meta: dict[str, Any] = {}
         find = body.find
-        for event, number, at in zip(result.events, result.lines, result.offsets, strict=True):
+        for number, at, event in iter_events(path, body, problems, seen=seen, after=after):
             fields = event.__dict__
             kind = fields["kind"]
             ref = fields.get("attempt")
@@ -149,7 +149,7 @@ class Ingest:
                         "host": event.host, "tags": json.dumps(event.tags)}
         run = self.conn.executemany
         run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
-        run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in result.problems])
+        run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in problems])
         run("INSERT OR REPLACE INTO hypotheses VALUES (?, ?, ?, ?, ?, ?, ?)", hyps)
         run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)
         run("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decisions)
