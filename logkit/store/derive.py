@@ -164,22 +164,18 @@ def light(event: Any) -> dict[str, Any]:
     return out
 
 
-def metric_row(session: str, line: int, metric: Any) -> dict[str, Any]:
-    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``."""
+def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
+    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
+    :data:`METRIC_COLUMNS` order."""
     fields = metric.__dict__
-    labels = fields["labels"] or {}
-    row = {
-        "session": session,
-        "line": line,
-        "name": fields["name"],
-        "value": fields["value"],
-        "unit": fields["unit"],
-        "attempt": fields["attempt"],
-        "server_attempt": fields["server_attempt"],
-        "ts": fields["ts"].isoformat(),
-    }
-    for col, names in _WORKLOAD.items():
-        value = next((labels[n] for n in names if labels.get(n) is not None), None) if labels else None
-        row[col] = value if value is None or isinstance(value, (int, float, str)) else json.dumps(value)
-    row["labels"] = _dumps(labels)
-    return row
+    labels = fields["labels"]
+    workload: list[Any] = [None, None, None, None]
+    if labels:
+        for i, names in enumerate(_WORKLOAD.values()):
+            for name in names:
+                value = labels.get(name)
+                if value is not None:
+                    workload[i] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+                    break
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"],
+            fields["server_attempt"], fields["ts"].isoformat(), *workload, _dumps(labels))

@@ -15,14 +15,26 @@ Contract:
   derivation version, the event schema version and the bytes of the data tables the rows are
   derived with). A file that is not a database, another application's, a newer schema's or another
   derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
+* **Built aside**: a missing file is made by the first full :meth:`Index.refresh`: every session
+  ingested into a private ``<file>.<pid>.build`` (no journal, no syncing but one at the end, the
+  non-unique indexes made after the rows), which is hard-linked into place only when complete (a
+  crash leaves no half index; a file another process linked first wins, and is never replaced
+  under its readers). A refresh that finds another process building waits for it (up to
+  :data:`BUSY_SECONDS`, on ``<file>.lock``). ``refresh(only=[...])`` with no file makes it empty
+  and ingests those sessions only, as an append would.
 * **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
   inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
   line waits until it ends; :meth:`Snapshot.problems` names it meanwhile). Anything else: the
   session's rows are deleted and it is ingested whole; a vanished session's rows go. Every line is
-  validated once, here, by :func:`logkit.reader.read_events` (with the clash state of the lines
+  validated once, here, by :func:`logkit.reader.iter_events` (with the clash state of the lines
   before); its problems become ``problems`` rows, and a bad line never stops the rest. The rows of
   an attempt are derived by :func:`logkit.store.derive.attempt_row` whenever one of its events arrives.
+* **No copies**: an ``events`` row holds where its line is (byte offset, length) and the columns
+  readers filter on; a reader of whole events reads those lines from ``events.jsonl`` again
+  (:func:`lines_at`: dicts at the current schema, not validated again), and a line that is no
+  longer the event its row names (the file rewritten since the refresh) raises
+  :class:`~logkit.errors.StoreError`.
 * **Concurrency**: writers of ``events.jsonl`` never touch the index. Refreshing readers take
   SQLite's write lock (``BEGIN IMMEDIATE``) and, holding it, look at each file again, so two
   refreshes never ingest a line twice; a reader waits for another's refresh (it would have had to
@@ -30,14 +42,16 @@ Contract:
   commits every :data:`BATCH_SECONDS` (whole sessions), so a waiting one soon shares the work. Readers query
   inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
   refresh does not change.
-* **Reads** return plain dicts, one per row, keyed by column name:
+* **Reads** return plain dicts, one per row, keyed by column name (``attempts``/``metrics``:
+  ``columns=`` picks some, ``tuples=True`` makes each row a tuple of them, for readers of every row):
   ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
   ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
   ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet);
   ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
   line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
   (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
-  (the event dict); ``events``: session, line, kind, id, short_id, attempt, ts, event (the dict).
+  (the event dict, read from its line); ``events``: session, line, kind, id, short_id, attempt, ts,
+  event (the dict, read from its line).
   Times are ISO 8601 text as written.
 
 Only :meth:`Index.refresh` imports pydantic (when a line is to be validated); opening the index

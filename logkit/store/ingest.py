@@ -134,7 +134,7 @@ class Ingest:
                 for short in owners:
                     groups.setdefault(short, []).append((number, data))
             elif kind == "metric":
-                metrics.append(tuple(metric_row(sid, number, event).values()))
+                metrics.append(metric_row(sid, number, event))
             elif kind == "hypothesis":
                 hyps.append((sid, event.short_id, number, event.ts.isoformat(), event.text, event.priority,
                              json.dumps(event.tags)))

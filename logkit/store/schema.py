@@ -49,8 +49,10 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: an event row keeps where its line is (byte offset, length) instead of a copy of its JSON:
     # events.jsonl is read again for the few whole events a reader wants. Keyed by (session, line)
-    # alone: a session's rows are few enough to scan for a kind or an attempt.
+    # alone: a session's rows are few enough to scan for a kind or an attempt. Attempts are read in
+    # (session, line) order without a sort.
     """
+    CREATE INDEX attempts_line ON attempts (session, line);
     DROP TABLE events;
     CREATE TABLE events (
         session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
