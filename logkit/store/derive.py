@@ -100,7 +100,13 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     cell = cell or {}
     gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
     packages = environment.get("packages") or {}
-    versions = {col: next((packages[n] for n in names if packages.get(n)), None) for col, names in _PACKAGES.items()}
+    versions: dict[str, Any] = dict.fromkeys(_PACKAGES)
+    if packages:
+        for col, names in _PACKAGES.items():
+            for name in names:
+                if packages.get(name):
+                    versions[col] = packages[name]
+                    break
     if not versions["sglang"]:
         versions["sglang"] = launch.get("sglang_version")
     status = outcome.get("status")
