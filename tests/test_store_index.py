@@ -338,3 +338,21 @@ def test_rows_as_tuples_of_chosen_columns(kb: Path) -> None:
             assert snap.metrics(columns=("name",)) == [{"name": m["name"]} for m in snap.metrics()]
             with pytest.raises(ValueError, match="unknown columns"):
                 snap.attempts(columns=("short_id; DROP TABLE attempts",))
+
+
+@pytest.mark.parametrize("python", ["this", "false"])
+def test_a_large_build_shares_sessions_with_worker_processes(kb: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             python: str) -> None:
+    """Worker interpreters ingest shares of the sessions into their own files, merged into one; a
+    worker that fails (``false`` in place of python) has its share ingested by the caller."""
+    from logkit.store import fill
+
+    expected = from_scratch(kb)
+    monkeypatch.setattr(fill, "PARALLEL_BYTES", 0)
+    monkeypatch.setenv(fill.ENV_WORKERS, "3")
+    if python == "false":
+        monkeypatch.setattr(fill, "PYTHON", "false")
+    with Index(kb) as ix:
+        assert ix.refresh() == 3
+    assert rows(kb) == expected
+    assert sorted(p.name for p in (kb / ".cache").iterdir()) == [".gitignore", "index.sqlite", "index.sqlite.lock"]

@@ -15,13 +15,10 @@ Contract:
   derivation version, the event schema version and the bytes of the data tables the rows are
   derived with). A file that is not a database, another application's, a newer schema's or another
   derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
-* **Built aside**: a missing file is made by the first full :meth:`Index.refresh`: every session
-  ingested into a private ``<file>.<pid>.build`` (no journal, no syncing but one at the end, the
-  non-unique indexes made after the rows), which is hard-linked into place only when complete (a
-  crash leaves no half index; a file another process linked first wins, and is never replaced
-  under its readers). A refresh that finds another process building waits for it (up to
-  :data:`BUSY_SECONDS`, on ``<file>.lock``). ``refresh(only=[...])`` with no file makes it empty
-  and ingests those sessions only, as an append would.
+* **Built aside**: a missing file is made by the first full :meth:`Index.refresh`, in a private
+  file linked into place only when complete (:mod:`logkit.store.fill`: a crash leaves no half
+  index; a large store's sessions are shared with worker processes). ``refresh(only=[...])`` with
+  no file makes it empty and ingests those sessions only, as an append would.
 * **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
   inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
@@ -61,7 +58,6 @@ and reading it need the standard library.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import itertools
 import os
@@ -283,54 +279,17 @@ class Index:
             return self._refresh(only)
 
     def _build_file(self, only: list[str] | None) -> int:
-        """Make the missing index file: every session ingested into a private file, which is linked
-        into place only when complete (a crash leaves no half index; a file someone else linked first
-        wins). Another process building it meanwhile is waited for (up to :data:`BUSY_SECONDS`).
-        With ``only`` (one session wanted now) the file is made empty and filled as always."""
+        """Make the missing index file (:func:`logkit.store.fill.build`: aside, linked into place when
+        complete); with ``only`` (one session wanted now) it is made empty and filled as always."""
         assert self.path is not None
-        path, count = self.path, 0
+        count = 0
         if only is None:
-            with _flock(path.with_name(path.name + ".lock")):
-                if not path.exists():
-                    _unlink(path)  # a -wal or -shm left without its database would be replayed into the new one
-                    tmp = path.with_name(f"{path.name}.{os.getpid()}.build")
-                    try:
-                        count = self._fill(tmp)
-                        with contextlib.suppress(FileExistsError):
-                            os.link(tmp, path)
-                    finally:
-                        with contextlib.suppress(OSError):
-                            os.unlink(tmp)
-        conn = self._connect(path)
+            from .fill import build
+
+            count = build(self.root, self.path, self._migrate, BUSY_SECONDS)
+        conn = self._connect(self.path)
         self.conn.close()
         self.conn, self._build = conn, False
-        return count
-
-    def _fill(self, tmp: Path) -> int:
-        """Ingest every session into the new file ``tmp`` (nobody else can see it yet: no journal, no
-        syncing but one at the end; the non-unique indexes made after the rows); sessions ingested."""
-        from .ingest import Ingest
-
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            self._migrate(conn)
-            later = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-                                 " AND sql NOT LIKE 'CREATE UNIQUE%'").fetchall()
-            for name, _sql in later:
-                conn.execute(f"DROP INDEX {name}")
-            conn.execute("BEGIN")
-            ingest = Ingest(conn, self.root)
-            count = sum(ingest.session(sid, events) for sid, events, _st in _scan(self.root))
-            conn.execute("COMMIT")
-            for _name, sql in later:
-                conn.execute(sql)
-            conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: every later connection uses WAL
-        finally:
-            conn.close()
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
         return count
 
     def _refresh(self, only: list[str] | None) -> int:
@@ -384,33 +343,6 @@ def _unlink(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(OSError):
             os.unlink(f"{path}{suffix}")
-
-
-@contextlib.contextmanager
-def _flock(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path`` (made if missing), waited for up to :data:`BUSY_SECONDS`; past
-    that, or where it cannot be taken, the caller goes on without it (its work is then done twice,
-    never wrongly)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield
-        return
-    try:
-        end = time.monotonic() + BUSY_SECONDS
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > end:
-                    break
-                time.sleep(0.05)
-            except OSError:
-                break
-        yield
-    finally:
-        os.close(fd)
 
 
 def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
