@@ -353,16 +353,10 @@ def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str
     if not spans:
         return
     with open(path, "rb") as fh:
-        if len(spans) > 16:  # many lines: one read of the stretch holding them
-            low = min(s[1] for s in spans)
-            fh.seek(low)
-            chunk = fh.read(max(s[1] + s[2] for s in spans) - low)
-            raw = [chunk[offset - low:offset - low + length] for _id, offset, length in spans]
-        else:
-            raw = []
-            for _id, offset, length in spans:
-                fh.seek(offset)
-                raw.append(fh.read(length))
+        raw = []
+        for _id, offset, length in spans:
+            fh.seek(offset)
+            raw.append(fh.read(length))
     for (event_id, offset, _length), line in zip(spans, raw, strict=True):
         try:
             data = files.load(line)
