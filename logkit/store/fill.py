@@ -9,7 +9,7 @@ Contract:
   replaced under its readers. Builders serialise on ``<path>.lock`` (a waiter then finds the file
   made and builds nothing), waiting up to :data:`~logkit.store.index.BUSY_SECONDS`.
 * **Workers**: a build of more than :data:`PARALLEL_BYTES` of ``events.jsonl`` shares the sessions
-  (balanced by size) with up to :func:`workers` ``- 1`` worker processes. Each is a fresh
+  (runs of about equal bytes, in id order) with up to :func:`workers` ``- 1`` worker processes. Each is a fresh
   interpreter (``python -m logkit.store.fill``, spawned, never a fork of the caller) that ingests
   its share into its own file with the same code; the caller ingests its own share meanwhile, then
   copies the workers' rows in (``INSERT ... SELECT``). A worker that fails has its sessions ingested
@@ -113,14 +113,16 @@ def _build(root: Path, tmp: Path, sessions: list[tuple[str, Path, int]], migrate
 
 
 def _shares(sessions: list[tuple[str, Path, int]], count: int) -> list[list[str]]:
-    """The session ids split into ``count`` shares of about equal bytes (largest first to the lightest)."""
-    shares: list[list[str]] = [[] for _ in range(max(1, min(count, len(sessions))))]
-    weights = [0] * len(shares)
-    for sid, _events, size in sorted(sessions, key=lambda s: -s[2]):
-        lightest = weights.index(min(weights))
-        shares[lightest].append(sid)
-        weights[lightest] += size
-    return [sorted(share) for share in shares if share]
+    """The sessions (in id order) cut into ``count`` runs of about equal bytes. Runs, not a deal: the
+    caller fills the first and appends the others' rows after it, so the file's rows stay in session
+    order and a reader of every row reads it front to back."""
+    total = sum(s[2] for s in sessions) or 1
+    shares: list[list[str]] = [[] for _ in range(max(1, count))]
+    done = 0
+    for sid, _events, size in sorted(sessions):
+        shares[min(count - 1, (2 * done + size) * count // (2 * total))].append(sid)  # where its middle falls
+        done += size
+    return [share for share in shares if share]
 
 
 def _open(tmp: Path, migrate: Migrate) -> sqlite3.Connection:
