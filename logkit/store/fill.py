@@ -66,8 +66,13 @@ def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
         try:
             sessions = [(sid, events, st.st_size) for sid, events, st in _scan(root)]
             count = _build(root, tmp, sessions, migrate)
-            with contextlib.suppress(FileExistsError):
+            try:
                 os.link(tmp, path)
+            except FileExistsError:
+                pass
+            except OSError:  # a filesystem without hard links: a rename, unless one appeared meanwhile
+                if not path.exists():
+                    os.replace(tmp, path)
         finally:
             for name in tmp.parent.glob(tmp.name + "*"):
                 with contextlib.suppress(OSError):
