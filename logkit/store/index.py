@@ -270,7 +270,7 @@ class Index:
         try:
             built = self._build_file(only) if self._build else 0
             return built + self._refresh(only)
-        except (sqlite3.Error, OSError):
+        except (sqlite3.Error, OSError, _Untrusted):  # _Untrusted: a foreign file linked in meanwhile
             if self.path is None:
                 raise
             # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
