@@ -2,7 +2,7 @@
 
 Contract:
 
-* :func:`read_events` validates each line of one ``events.jsonl`` (upgrading an older schema's
+* :func:`read_events` (:func:`iter_events`: one event at a time) validates each line of one ``events.jsonl`` (upgrading an older schema's
   line first) and returns a :class:`ReadResult`: the events that validated, in file order, with
   their line numbers, and a :class:`Problem` for each line that did not, naming ``file:line``, the
   field and the fix. A torn last line is a problem too, and never loses the lines before it.
@@ -17,6 +17,7 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import files
 from .errors import SchemaTooNew
-from .events import BaseEvent, fast_validate, parse_event
+from .events import BaseEvent, event_adapter, parse_event
 
 __all__ = [
     "Problem",
     "ReadResult",
     "clash",
     "cross_check",
+    "iter_events",
     "problem_from_validation",
     "read_events",
     "read_known",
@@ -64,6 +66,10 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     #: the 1-based line of each event in ``events`` (same order)
     lines: list[int] = field(default_factory=list)
+    #: the byte offset of each event's line in the bytes read (same order; the index keeps it to read the line again)
+    offsets: list[int] = field(default_factory=list)
+    #: the byte offset of each event's line in the bytes read (same order; the index keeps it to read the line again)
+    offsets: list[int] = field(default_factory=list)
 
 
 def problem_from_validation(path: Path, line: int, err: ValidationError) -> Problem:
@@ -96,58 +102,80 @@ def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | 
         except OSError as exc:
             result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
             return result
-    seen = {} if seen is None else seen
-    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
-    for number, chunk, torn in files.lines(raw):
-        number += after
-        if chunk.startswith(current_prefix):
-            # The common case, a line this logkit wrote: pydantic parses the JSON itself (twice as
-            # fast). Anything it refuses takes the slow path below, which names the problem.
-            try:
-                event = fast_validate(chunk)
-            except (ValueError, RecursionError, OverflowError):
-                pass
-            else:
-                _take(result, event, number, seen)
-                continue
-        try:
-            data = files.load(chunk)
-        except SchemaTooNew as exc:
-            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
-            continue
-        except ValueError as exc:
-            if torn:
-                result.problems.append(
-                    Problem(path, number, "torn last line (logkit was killed while writing it); skipped", torn=True)
-                )
-            else:
-                field_name = "v" if str(exc).startswith("'v'") else None
-                result.problems.append(Problem(path, number, f"{exc}; fix or delete that line", field=field_name))
-            continue
-        try:
-            _take(result, parse_event(data), number, seen)
-        except SchemaTooNew as exc:
-            result.problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
-        except ValidationError as exc:
-            result.problems.append(problem_from_validation(path, number, exc))
-        except (ValueError, RecursionError, OverflowError) as exc:
-            result.problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
+    for number, offset, event in iter_events(path, raw, result.problems, seen=seen, after=after):
+        result.events.append(event)
+        result.lines.append(number)
+        result.offsets.append(offset)
     return result
 
 
-def _take(result: ReadResult, event: BaseEvent, number: int, seen: dict[str, int]) -> None:
-    """Add a validated event to ``result``, or the problem that keeps it out; name what it cites in vain."""
-    why = clash(event, number, seen)
-    if why:
-        result.problems.append(Problem(result.path, number, why + "; skipped (fix or delete that line)"))
-        return
-    result.events.append(event)
-    result.lines.append(number)
-    if event.kind in ("decision", "verdict"):
-        for ref in unknown_refs(event, seen):
-            result.problems.append(Problem(
-                result.path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
-                "the event is kept (fix or remove that reference)", field="evidence"))
+def iter_events(path: Path, raw: bytes, problems: list[Problem], *, seen: dict[str, int] | None = None,
+                after: int = 0) -> Iterator[tuple[int, int, BaseEvent]]:
+    """:func:`read_events` one event at a time: ``(line, byte offset in raw, event)`` for each line
+    that validates and passes :func:`clash`; the problems of the others appended to ``problems``.
+    A reader that turns each event into rows as it comes (the index) keeps no session's models
+    alive at once."""
+    seen = {} if seen is None else seen
+    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
+    validate = event_adapter().validate_json
+    chunks = raw.split(b"\n")
+    ends_clean = raw.endswith(b"\n") or not raw
+    if ends_clean:
+        chunks.pop()
+    last, offset = len(chunks), 0
+    for number, chunk in enumerate(chunks, start=1 + after):
+        at, offset = offset, offset + len(chunk) + 1
+        event = None
+        if chunk.startswith(current_prefix):
+            # The common case, a line this logkit wrote: pydantic-core parses the JSON itself, one
+            # call per line (the union picks the model by its tag as fast as a sniffed kind's model
+            # would). Anything it refuses takes the slow path below, which names the problem.
+            try:
+                event = validate(chunk)
+            except (ValueError, RecursionError, OverflowError):
+                pass
+        if event is None:
+            if not chunk.strip():
+                continue
+            event = _slow(path, chunk, number, number - after == last and not ends_clean, problems)
+            if event is None:
+                continue
+        why = clash(event, number, seen)
+        if why:
+            problems.append(Problem(path, number, why + "; skipped (fix or delete that line)"))
+            continue
+        if event.kind in ("decision", "verdict"):
+            for ref in unknown_refs(event, seen):
+                problems.append(Problem(
+                    path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
+                    "the event is kept (fix or remove that reference)", field="evidence"))
+        yield number, at, event
+
+
+def _slow(path: Path, chunk: bytes, number: int, torn: bool, problems: list[Problem]) -> BaseEvent | None:
+    """A line the fast path refused (an older schema's, or a bad one): upgraded and validated, or its problem named."""
+    try:
+        data = files.load(chunk)
+    except SchemaTooNew as exc:
+        problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+        return None
+    except ValueError as exc:
+        if torn:
+            problems.append(Problem(path, number, "torn last line (logkit was killed while writing it); skipped",
+                                    torn=True))
+        else:
+            field_name = "v" if str(exc).startswith("'v'") else None
+            problems.append(Problem(path, number, f"{exc}; fix or delete that line", field=field_name))
+        return None
+    try:
+        return parse_event(data)
+    except SchemaTooNew as exc:
+        problems.append(Problem(path, number, f"{exc.message}; {exc.fix}", field="v"))
+    except ValidationError as exc:
+        problems.append(problem_from_validation(path, number, exc))
+    except (ValueError, RecursionError, OverflowError) as exc:
+        problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
+    return None
 
 
 def read_known(raw: bytes, skip: frozenset[int] | set[int],

@@ -121,7 +121,7 @@ def test_a_read_only_store_still_answers(kb: Path) -> None:
         kb.chmod(0o755)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "foreign", "newer", "derivation"])
+@pytest.mark.parametrize("damage", ["garbage", "foreign", "newer", "older", "derivation"])
 def test_a_damaged_or_foreign_index_is_rebuilt(kb: Path, damage: str) -> None:
     expected = rows(kb)
     path = kb / ".cache" / "index.sqlite"
@@ -135,6 +135,8 @@ def test_a_damaged_or_foreign_index_is_rebuilt(kb: Path, damage: str) -> None:
             conn.execute("PRAGMA application_id = 7")
         elif damage == "newer":
             conn.execute("PRAGMA user_version = 99")
+        elif damage == "older":  # rows derived under an older schema are rebuilt, not migrated in place
+            conn.execute("PRAGMA user_version = 1")
         else:
             conn.execute("UPDATE meta SET value = 'old' WHERE key = 'derivation'")
         conn.execute("DELETE FROM attempts")  # what it holds must not be believed
@@ -263,3 +265,96 @@ def test_the_filesystem_type_is_the_deepest_mount_above_the_path() -> None:
     assert filesystem_type(Path("/scratchy"), mountinfo) == "ext4"
     assert filesystem_type(Path("/x"), "rootfs / rootfs rw 0 0\nsrv:/a /x nfs rw 0 0\n") == "nfs"
     assert on_network_fs(Path("/")) in (True, False)
+
+
+def test_a_missing_index_is_built_aside_and_appears_only_whole(kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build from nothing fills a private file and links it into place when complete: a crash
+    half-way leaves no index (and no leftovers); the next refresh builds it, in WAL mode."""
+    from logkit.store import ingest
+
+    real, calls = ingest.Ingest.session, []
+
+    def dies_on_the_second(self: ingest.Ingest, sid: str, path: Path) -> int:
+        calls.append(sid)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return real(self, sid, path)
+
+    monkeypatch.setattr(ingest.Ingest, "session", dies_on_the_second)
+    with Index(kb) as ix, pytest.raises(RuntimeError):
+        ix.refresh()
+    cache = kb / ".cache"
+    assert not (cache / "index.sqlite").exists()
+    assert not list(cache.glob("*.build*"))
+    monkeypatch.setattr(ingest.Ingest, "session", real)
+    got = rows(kb)
+    assert got == from_scratch(kb)
+    assert not list(cache.glob("*.build*"))
+    conn = sqlite3.connect(cache / "index.sqlite")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert "json" not in [c[1] for c in conn.execute("PRAGMA table_info(events)")]  # offsets, not copies
+    conn.close()
+
+
+def test_whole_events_are_read_again_from_their_lines(kb: Path) -> None:
+    """The index keeps where each line is; a reader of whole events reads those lines (as written),
+    and a file rewritten after the last refresh is named, never misread."""
+    from logkit.errors import StoreError
+
+    rows(kb)
+    sid = sorted(p.name for p in kb.iterdir() if not p.name.startswith("."))[0]
+    path = kb / sid / "events.jsonl"
+    with Index(kb) as ix, ix.snapshot() as snap:
+        got = [(e["line"], e["event"]) for e in snap.events(sid)]
+        assert [d["decision_id"] for d in snap.decisions(session=sid)] == [
+            e["decision_id"] for _line, e in got if e["kind"] == "decision"]
+    assert got == [(n, json.loads(line)) for n, line in enumerate(path.read_text().splitlines(), start=1)]
+    raw = path.read_bytes()
+    path.write_bytes(raw.split(b"\n", 1)[1] + raw.split(b"\n", 1)[0] + b"\n")  # rewritten, no refresh
+    with Index(kb) as ix, ix.snapshot() as snap, pytest.raises(StoreError, match="rewritten"):
+        list(snap.events(sid))
+
+
+def test_an_outcome_appended_later_rederives_its_attempt_from_the_file(sessions: Path) -> None:
+    sid = Store(sessions).create("later outcome").id
+    path = sessions / sid / "events.jsonl"
+    attempt = files.event("attempt", sid, short_id="A1", argv=["python", "-m", "sglang.launch_server"], role="launch",
+                          started=files.utc(), environment={"gpus": [{"index": 0, "name": "X", "compute_cap": "12.0"}]})
+    files.append(path, (json.dumps(attempt) + "\n").encode())
+    assert [a["status"] for a in rows(sessions)["attempts"]] == [None]
+    outcome = files.event("outcome", sid, attempt="A1", status="oom", ended=files.utc())
+    files.append(path, (json.dumps(outcome) + "\n").encode())
+    got = rows(sessions)["attempts"]
+    assert [(a["status"], a["category"], a["arch"]) for a in got] == [("oom", "oom", "SM120")]
+    assert got == from_scratch(sessions)["attempts"]
+
+
+def test_rows_as_tuples_of_chosen_columns(kb: Path) -> None:
+    with Index(kb) as ix:
+        ix.refresh()
+        with ix.snapshot() as snap:
+            dicts = snap.attempts()
+            assert snap.attempts(tuples=True) == [tuple(d.values()) for d in dicts]
+            assert snap.attempts(columns=("short_id", "status"), tuples=True) == [
+                (d["short_id"], d["status"]) for d in dicts]
+            assert snap.metrics(columns=("name",)) == [{"name": m["name"]} for m in snap.metrics()]
+            with pytest.raises(ValueError, match="unknown columns"):
+                snap.attempts(columns=("short_id; DROP TABLE attempts",))
+
+
+@pytest.mark.parametrize("python", ["this", "false"])
+def test_a_large_build_shares_sessions_with_worker_processes(kb: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             python: str) -> None:
+    """Worker interpreters ingest shares of the sessions into their own files, merged into one; a
+    worker that fails (``false`` in place of python) has its share ingested by the caller."""
+    from logkit.store import fill
+
+    expected = from_scratch(kb)
+    monkeypatch.setattr(fill, "PARALLEL_BYTES", 0)
+    monkeypatch.setenv(fill.ENV_WORKERS, "3")
+    if python == "false":
+        monkeypatch.setattr(fill, "PYTHON", "false")
+    with Index(kb) as ix:
+        assert ix.refresh() == 3
+    assert rows(kb) == expected
+    assert sorted(p.name for p in (kb / ".cache").iterdir()) == [".gitignore", "index.sqlite", "index.sqlite.lock"]

@@ -103,7 +103,17 @@ def plain_parse(flags: list[str]) -> dict[str, Any]:
 
 def is_backend(key: str) -> bool:
     """A backend axis: the key ends with a ``backend_suffixes`` entry."""
-    return key.endswith(tuple(table()["fingerprint"]["backend_suffixes"]))
+    return key.endswith(_suffixes())
+
+
+@functools.cache
+def _suffixes() -> tuple[str, ...]:
+    return tuple(table()["fingerprint"]["backend_suffixes"])
+
+
+@functools.cache
+def _ignore_values() -> frozenset[str]:
+    return frozenset(str(v).lower() for v in table()["fingerprint"]["ignore_values"])
 
 
 def is_fingerprint_key(key: str) -> bool:
@@ -202,7 +212,7 @@ def ignored(value: Any) -> bool:
 
 
 def _ignored(value: Any) -> bool:
-    return value is None or str(value).strip().lower() in {str(v).lower() for v in table()["fingerprint"]["ignore_values"]}
+    return value is None or str(value).strip().lower() in _ignore_values()
 
 
 def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:

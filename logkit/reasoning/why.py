@@ -18,12 +18,14 @@ Nothing is written but the index.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import statuses
+from .. import files, statuses
+from ..store.index import lines_at
 from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict
 from ..capture.sglang.outcomes import classify_text
@@ -131,14 +133,19 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
     recorded (classified here), or the same status (the same class); their latest outcome."""
     failures = [s for s in statuses.names() if statuses.is_failure(s)]
     where = [f"a.status IN ({','.join('?' * len(failures))})", "(a.signature = ? OR a.signature IS NULL OR a.status = ?)"]
+    rows = snap.conn.execute(
+        "SELECT a.session, a.short_id, e.id, e.offset, e.length, o.id, o.offset, o.length"
+        " FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+        " JOIN events o ON o.session = a.session AND o.line = (SELECT max(x.line) FROM events x"
+        " WHERE x.session = a.session AND x.attempt = a.short_id AND x.kind = 'outcome')"
+        f" WHERE {' AND '.join(where)} ORDER BY a.session", (*failures, signature, status)).fetchall()
     out = []
-    for sid, short, attempt, outcome in snap.conn.execute(
-            "SELECT a.session, a.short_id, e.json, (SELECT o.json FROM events o WHERE o.session = a.session"
-            " AND o.attempt = a.short_id AND o.kind = 'outcome' ORDER BY o.line DESC LIMIT 1)"
-            " FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
-            f" WHERE {' AND '.join(where)}", (*failures, signature, status)):
-        if outcome is not None:
-            out.append((f"{sid}/{short}", json.loads(outcome), json.loads(attempt)))
+    for sid, group in itertools.groupby(rows, key=lambda r: r[0]):
+        group = list(group)
+        spans = [span for r in group for span in (r[2:5], r[5:8])]
+        events = list(lines_at(files.events_path(snap.root, sid), spans))
+        for r, attempt, outcome in zip(group, events[0::2], events[1::2], strict=True):
+            out.append((f"{sid}/{r[1]}", outcome, attempt))
     return out
 
 

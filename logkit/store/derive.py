@@ -23,7 +23,7 @@ from typing import Any
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 2
+DERIVATION = 3
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 
@@ -56,8 +56,11 @@ def _arch(environment: dict[str, Any] | None) -> str | None:
     return arch_of(environment)
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # one encoder, not one per value
+
+
 def _dumps(value: Any) -> str | None:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")) if value else None
+    return _ENCODE(value) if value else None
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -92,13 +95,22 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     from ..reasoning.matrix import hang_limit  # the one reading of the hang stop's label
 
     environment = environment or {}
-    gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
+    launch = launch or {}
+    outcome = outcome or {}
+    cell = cell or {}
+    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
     packages = environment.get("packages") or {}
-    versions = {col: next((packages[n] for n in names if packages.get(n)), None) for col, names in _PACKAGES.items()}
+    versions: dict[str, Any] = dict.fromkeys(_PACKAGES)
+    if packages:
+        for col, names in _PACKAGES.items():
+            for name in names:
+                if packages.get(name):
+                    versions[col] = packages[name]
+                    break
     if not versions["sglang"]:
-        versions["sglang"] = (launch or {}).get("sglang_version")
-    status = (outcome or {}).get("status")
-    label = (outcome or {}).get("label")
+        versions["sglang"] = launch.get("sglang_version")
+    status = outcome.get("status")
+    label = outcome.get("label")
     argv = attempt.get("argv") or []
     return {
         "session": session,
@@ -107,22 +119,22 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "role": attempt.get("role"),
         "label": attempt.get("label"),
         "started": attempt.get("started"),
-        "ended": (outcome or {}).get("ended"),
-        "command": " ".join(str(a) for a in argv),
+        "ended": outcome.get("ended"),
+        "command": " ".join(map(str, attempt.get("argv") or ())),
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
         "arch": _arch(environment),
         **versions,
-        "fingerprint": _dumps((launch or {}).get("fingerprint")),
+        "fingerprint": _dumps(launch.get("fingerprint")),
         "config": _dumps(flags.chosen(launch)),
         "backends": _dumps(flags.backend_axes(launch, resolved)),
         "tests": _dumps(attempt.get("tests")),
-        "sweep": (cell or {}).get("sweep"),
-        "cell": (cell or {}).get("cell"),
+        "sweep": cell.get("sweep"),
+        "cell": cell.get("cell"),
         "status": status,
         "category": statuses.category(status) if status else None,
-        "signature": (outcome or {}).get("signature"),
+        "signature": outcome.get("signature"),
         "hang_timeout": hang_limit(label) if status == "hang" else None,
         "smoke_ok": None if not smokes else all(smokes),
         "recorder_pid": attempt.get("recorder_pid"),
@@ -157,8 +169,7 @@ def light(event: Any) -> dict[str, Any]:
     """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
     (no JSON parsed again: the index builds rows of a whole file from the models)."""
     fields = event.__dict__
-    out = {k: v for k, v in fields.items() if k not in ("environment", "launch", "evidence", "tail", "timeline")}
-    out["kind"] = event.kind
+    out = dict(fields)  # nested records as models: attempt_row reads only the two below, made dicts
     for key in ("started", "ended"):
         if fields.get(key) is not None:
             out[key] = fields[key].isoformat().replace("+00:00", "Z")
@@ -169,20 +180,18 @@ def light(event: Any) -> dict[str, Any]:
     return out
 
 
-def metric_row(session: str, line: int, metric: Any) -> dict[str, Any]:
-    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``."""
-    labels = metric.labels or {}
-    workload = {col: next((labels[n] for n in names if labels.get(n) is not None), None)
-                for col, names in _WORKLOAD.items()}
-    return {
-        "session": session,
-        "line": line,
-        "name": metric.name,
-        "value": metric.value,
-        "unit": metric.unit,
-        "attempt": metric.attempt,
-        "server_attempt": metric.server_attempt,
-        "ts": metric.ts.isoformat(),
-        **{k: (v if v is None or isinstance(v, (int, float, str)) else json.dumps(v)) for k, v in workload.items()},
-        "labels": _dumps(labels),
-    }
+def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
+    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
+    :data:`METRIC_COLUMNS` order."""
+    fields = metric.__dict__
+    labels = fields["labels"]
+    workload: list[Any] = [None, None, None, None]
+    if labels:
+        for i, names in enumerate(_WORKLOAD.values()):
+            for name in names:
+                value = labels.get(name)
+                if value is not None:
+                    workload[i] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+                    break
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"],
+            fields["server_attempt"], fields["ts"].isoformat(), *workload, _dumps(labels))

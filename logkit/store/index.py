@@ -15,14 +15,23 @@ Contract:
   derivation version, the event schema version and the bytes of the data tables the rows are
   derived with). A file that is not a database, another application's, a newer schema's or another
   derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
+* **Built aside**: a missing file is made by the first full :meth:`Index.refresh`, in a private
+  file linked into place only when complete (:mod:`logkit.store.fill`: a crash leaves no half
+  index; a large store's sessions are shared with worker processes). ``refresh(only=[...])`` with
+  no file makes it empty and ingests those sessions only, as an append would.
 * **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
   inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
   line waits until it ends; :meth:`Snapshot.problems` names it meanwhile). Anything else: the
   session's rows are deleted and it is ingested whole; a vanished session's rows go. Every line is
-  validated once, here, by :func:`logkit.reader.read_events` (with the clash state of the lines
+  validated once, here, by :func:`logkit.reader.iter_events` (with the clash state of the lines
   before); its problems become ``problems`` rows, and a bad line never stops the rest. The rows of
   an attempt are derived by :func:`logkit.store.derive.attempt_row` whenever one of its events arrives.
+* **No copies**: an ``events`` row holds where its line is (byte offset, length) and the columns
+  readers filter on; a reader of whole events reads those lines from ``events.jsonl`` again
+  (:func:`lines_at`: dicts at the current schema, not validated again), and a line that is no
+  longer the event its row names (the file rewritten since the refresh) raises
+  :class:`~logkit.errors.StoreError`.
 * **Concurrency**: writers of ``events.jsonl`` never touch the index. Refreshing readers take
   SQLite's write lock (``BEGIN IMMEDIATE``) and, holding it, look at each file again, so two
   refreshes never ingest a line twice; a reader waits for another's refresh (it would have had to
@@ -30,7 +39,8 @@ Contract:
   commits every :data:`BATCH_SECONDS` (whole sessions), so a waiting one soon shares the work. Readers query
   inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
   refresh does not change.
-* **Reads** return plain dicts, one per row, keyed by column name:
+* **Reads** return plain dicts, one per row, keyed by column name (``attempts``/``metrics``:
+  ``columns=`` picks some, ``tuples=True`` makes each row a tuple of them, for readers of every row):
   ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
   ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
   ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet; ``label`` the attempt's,
@@ -39,7 +49,8 @@ Contract:
   ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
   line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
   (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
-  (the event dict); ``events``: session, line, kind, id, short_id, attempt, ts, event (the dict).
+  (the event dict, read from its line); ``events``: session, line, kind, id, short_id, attempt, ts,
+  event (the dict, read from its line).
   Times are ISO 8601 text as written.
 
 Only :meth:`Index.refresh` imports pydantic (when a line is to be validated); opening the index
@@ -50,7 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
+import itertools
 import os
 import re
 import sqlite3
@@ -60,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
+from ..errors import StoreError
 from .derive import ATTEMPT_COLUMNS, DERIVATION, METRIC_COLUMNS
 from .schema import MIGRATIONS
 
@@ -75,6 +87,7 @@ __all__ = [
     "Snapshot",
     "filesystem_type",
     "index_path",
+    "lines_at",
     "on_network_fs",
 ]
 
@@ -159,11 +172,13 @@ class Index:
         self.busy = busy
         wanted = index_path(self.root) if path is True else (path or None)
         self.path: Path | None = None
+        #: the file is still to be built (by the next :meth:`refresh`); meanwhile an empty index in memory
+        self._build = False
         self.conn = self._open(wanted) if wanted is not None and self.root.is_dir() else None
+        if self.conn is not None or self._build:
+            self.path = wanted
         if self.conn is None:
             self.conn = self._connect(None)
-        else:
-            self.path = wanted
 
     def __enter__(self) -> Index:
         return self
@@ -178,17 +193,18 @@ class Index:
 
     def _open(self, path: Path) -> sqlite3.Connection | None:
         """The file's connection, migrated; a damaged or foreign file is deleted and made again once;
-        None when SQLite cannot use a file there."""
+        None when SQLite cannot use a file there, or when there is none yet (``_build`` is then set)."""
         for _try in range(2):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if path.parent.name == ".cache" and not (path.parent / ".gitignore").exists():
                     (path.parent / ".gitignore").write_text("# logkit's index: derived from events.jsonl, never committed\n*\n")
+                if not path.exists():
+                    self._build = True
+                    return None
                 return self._connect(path)
             except _Untrusted:
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(OSError):
-                        os.unlink(f"{path}{suffix}")
+                _unlink(path)
             except (sqlite3.Error, OSError):
                 return None
         return None
@@ -225,7 +241,9 @@ class Index:
                 raise _Untrusted(str(exc)) from exc
 
         def check(app: int, version: int, tables: int) -> None:
-            if (app, version, tables) != (0, 0, 0) and (app != APPLICATION_ID or version > len(MIGRATIONS)):
+            if (app, version, tables) != (0, 0, 0) and (app != APPLICATION_ID or version != len(MIGRATIONS)):
+                # an older schema too: its rows were derived under it (a migration that reshapes a
+                # table would leave the sessions it held marked ingested), so it is rebuilt, not migrated
                 raise _Untrusted(f"application id {app}, schema {version}")
 
         app, version, tables = state()
@@ -257,14 +275,29 @@ class Index:
         returns the number of sessions (re)ingested. ``fallback=False``: an error raises instead of
         ingesting into memory (a refresh done only for the next reader)."""
         try:
-            return self._refresh(only)
-        except sqlite3.Error:
+            built = self._build_file(only) if self._build else 0
+            return built + self._refresh(only)
+        except (sqlite3.Error, OSError, _Untrusted):  # _Untrusted: a foreign file linked in meanwhile
             if self.path is None or not fallback:
                 raise
             # a full disk, a lock that fails or waits too long: ingest into memory (correct, slower)
             self.conn.close()
-            self.conn, self.path = self._connect(None), None
+            self.conn, self.path, self._build = self._connect(None), None, False
             return self._refresh(only)
+
+    def _build_file(self, only: list[str] | None) -> int:
+        """Make the missing index file (:func:`logkit.store.fill.build`: aside, linked into place when
+        complete); with ``only`` (one session wanted now) it is made empty and filled as always."""
+        assert self.path is not None
+        count = 0
+        if only is None:
+            from .fill import build
+
+            count = build(self.root, self.path, self._migrate, BUSY_SECONDS)
+        conn = self._connect(self.path)
+        self.conn.close()
+        self.conn, self._build = conn, False
+        return count
 
     def _refresh(self, only: list[str] | None) -> int:
         found = _scan(self.root, only)
@@ -312,9 +345,48 @@ def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+def _unlink(path: Path) -> None:
+    """Delete an index file with its WAL and shared-memory files."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(f"{path}{suffix}")
+
+
+def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
+    """The events whose lines are at ``spans`` (``(id, byte offset, length)``, from ``events`` rows) of
+    ``path``, as event dicts at the current schema. They are read again, not validated again (the
+    index validated each at ingest). :class:`~logkit.errors.StoreError` when a line is not the event
+    the row names: the file was rewritten after the last refresh."""
+    if not spans:
+        return
+    with open(path, "rb") as fh:
+        raw = []
+        for _id, offset, length in spans:
+            fh.seek(offset)
+            raw.append(fh.read(length))
+    for (event_id, offset, _length), line in zip(spans, raw, strict=True):
+        try:
+            data = files.load(line)
+        except (ValueError, StoreError):
+            data = None
+        if data is None or data.get("id") != event_id:
+            raise StoreError(f"{path}: the line at byte {offset} is not event {event_id}, which the index recorded "
+                             "there (the file was rewritten since the index was brought up to date)",
+                             fix="run the command again (it refreshes the index first)")
+        yield data
+
+
 def _scan(root: Path, only: list[str] | None = None) -> list[tuple[str, Path, os.stat_result]]:
     """Every session file with its stat (:func:`logkit.files.session_dirs`), or those of ``only``."""
     return [(d.id, Path(d.events), d.stat) for d in files.session_dirs(root, only)]
+
+
+def _columns(wanted: tuple[str, ...], known: tuple[str, ...]) -> str:
+    """``wanted`` as a SELECT list, each checked against the table's ``known`` columns."""
+    unknown = [c for c in wanted if c not in known]
+    if unknown or not wanted:
+        raise ValueError(f"unknown columns {unknown}: choose from {', '.join(known)}")
+    return ", ".join(wanted)
 
 
 class Snapshot:
@@ -324,8 +396,10 @@ class Snapshot:
         self.conn = conn
         self.root = root
 
-    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = (), tuples: bool = False) -> list[Any]:
         cursor = self.conn.execute(sql, args)
+        if tuples:
+            return cursor.fetchall()
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, r, strict=True)) for r in cursor]
 
@@ -359,14 +433,17 @@ class Snapshot:
 
     def attempts(self, *, session: str | None = None, short_id: str | list[str] | None = None,
                  role: str | None = None, status: str | list[str] | None = None, category: str | None = None,
-                 arch: str | None = None, model: str | None = None, open_only: bool = False) -> list[dict[str, Any]]:
+                 arch: str | None = None, model: str | None = None, open_only: bool = False,
+                 columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
         """Attempt rows in (session, line) order, filtered by the given columns (a list: any of them);
-        ``open_only``: those without an outcome."""
+        ``open_only``: those without an outcome. ``columns``: just these; ``tuples``: each row a tuple
+        of them in that order, not a dict (a reader of every row: a third faster)."""
         where, args = self._where(session=session, short_id=short_id, role=role, status=status,
                                   category=category, arch=arch, model=model)
         if open_only:
             where += (" AND " if where else " WHERE ") + "status IS NULL"
-        return self._rows(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line", args)
+        return self._rows(f"SELECT {_columns(columns, ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line",
+                          args, tuples)
 
     def choosing(self, backends: dict[str, Any], arch: str) -> list[dict[str, Any]]:
         """The attempt rows that chose one of ``backends``' axis=value (compared stripped, in lower case)
@@ -381,10 +458,12 @@ class Snapshot:
                           [arch, *(x for pair in pairs for x in pair)])
 
     def metrics(self, *, session: str | None = None, attempt: str | None = None,
-                name: str | list[str] | None = None) -> list[dict[str, Any]]:
-        """Metric rows in (session, line) order."""
+                name: str | list[str] | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
+                tuples: bool = False) -> list[Any]:
+        """Metric rows in (session, line) order (``columns``, ``tuples``: as :meth:`attempts`)."""
         where, args = self._where(session=session, attempt=attempt, name=name)
-        return self._rows(f"SELECT {', '.join(METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line", args)
+        return self._rows(f"SELECT {_columns(columns, METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line",
+                          args, tuples)
 
     def hypotheses(self, *, session: str | None = None) -> list[dict[str, Any]]:
         """Hypothesis rows in (session, line) order."""
@@ -399,32 +478,44 @@ class Snapshot:
                           " ORDER BY session, line", args)
 
     def decisions(self, *, session: str | None = None) -> list[dict[str, Any]]:
-        """Decision rows in (session, line) order, each with its whole event as ``event``."""
+        """Decision rows in (session, line) order, each with its whole event as ``event`` (read from
+        its line of ``events.jsonl``)."""
         where, args = self._where(session=session)
-        rows = self._rows(f"SELECT d.session, d.line, d.ts, d.decision_id, d.title, d.status, d.supersedes, e.json"
+        rows = self._rows(f"SELECT d.session, d.line, d.ts, d.decision_id, d.title, d.status, d.supersedes,"
+                          f" e.id AS _id, e.offset AS _offset, e.length AS _length"
                           f" FROM decisions d JOIN events e USING (session, line){where}"
                           " ORDER BY d.session, d.line", args)
-        for row in rows:
-            row["event"] = json.loads(row.pop("json"))
+        for sid, group in itertools.groupby(rows, key=lambda r: r["session"]):
+            group = list(group)
+            spans = [(r.pop("_id"), r.pop("_offset"), r.pop("_length")) for r in group]
+            for row, event in zip(group, lines_at(files.events_path(self.root, sid), spans), strict=True):
+                row["event"] = event
         return rows
 
     def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
         """The validated events of ``session`` in file order, one row at a time (a big session is never
-        all in memory), each with the event dict as ``event``."""
+        all in memory), each with the event dict as ``event`` (its line read again, not validated
+        again) and its ``ts`` as written."""
         where, args = self._where(session=session, kind=list(kinds) if kinds else None)
-        names = ("session", "line", "kind", "id", "short_id", "attempt", "ts")
-        for *found, text in self.conn.execute(f"SELECT {', '.join(names)}, json FROM events{where} ORDER BY line", args):
-            yield {**dict(zip(names, found, strict=True)), "event": json.loads(text)}
+        names = ("session", "line", "kind", "id", "short_id", "attempt")
+        cursor = self.conn.execute(f"SELECT {', '.join(names)}, offset, length FROM events{where} ORDER BY line", args)
+        path = files.events_path(self.root, session)
+        while batch := cursor.fetchmany(512):
+            for row, event in zip(batch, lines_at(path, [r[3:4] + r[6:] for r in batch]), strict=True):
+                yield {**dict(zip(names, row, strict=False)), "ts": event.get("ts"), "event": event}
 
     def attempt_events(self, session: str, short_ids: list[str]) -> dict[str, dict[str, Any]]:
         """The ``attempt`` events of ``short_ids`` in ``session`` (as dicts), by short id."""
         found: dict[str, dict[str, Any]] = {}
+        path = files.events_path(self.root, session)
         for start in range(0, len(short_ids), 500):
             part = short_ids[start:start + 500]
-            for short, text in self.conn.execute(
-                    "SELECT a.short_id, e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
-                    f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(part))})", (session, *part)):
-                found[short] = json.loads(text)
+            rows = self.conn.execute(
+                "SELECT a.short_id, e.id, e.offset, e.length FROM attempts a"
+                " JOIN events e ON e.session = a.session AND e.line = a.line"
+                f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(part))})", (session, *part)).fetchall()
+            for (short, *_), event in zip(rows, lines_at(path, [r[1:] for r in rows]), strict=True):
+                found[short] = event
         return found
 
     def problems(self, *, session: str | None = None) -> list[Any]:
@@ -455,16 +546,16 @@ class Snapshot:
                                 " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
         if row is None:
             return None
-        # by the (session, line) and (session, attempt) indexes: a few rows, whatever the session's size
-        found = self.conn.execute("SELECT json FROM events WHERE session = ? AND line = ?", (session, row[1])).fetchone()
-        if found is None:
-            return None
-        event = json.loads(found[0])
-        probed = self.conn.execute("SELECT line, json FROM events WHERE session = ? AND attempt = ? AND"
-                                   " kind = 'environment'", (session, row[0])).fetchall()
-        for _line, text in sorted(probed):  # sorted here: ORDER BY would walk every event of the session
-            event["environment"] = json.loads(text).get("environment")
-        return event
+        found: dict[str, Any] | None = None
+        spans = self.conn.execute(
+            "SELECT id, offset, length FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
+            " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])).fetchall()
+        for event in lines_at(files.events_path(self.root, session), spans):
+            if event["kind"] == "attempt":
+                found = event
+            elif found is not None:
+                found["environment"] = event.get("environment")
+        return found
 
     def ingested(self, session: str) -> dict[str, Any] | None:
         """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
@@ -476,9 +567,10 @@ class Snapshot:
     def open_attempts(self, session: str) -> list[dict[str, Any]]:
         """The ``attempt`` events (dicts, as stored) of ``session`` that have no outcome, in file order;
         by the status index (few attempts are open in a whole store), not a scan of the session's."""
-        return [json.loads(r[0]) for r in self.conn.execute(
-            "SELECT e.json FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
-            " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,))]
+        spans = self.conn.execute(
+            "SELECT e.id, e.offset, e.length FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+            " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,)).fetchall()
+        return list(lines_at(files.events_path(self.root, session), spans))
 
     def ids(self, session: str, prefix: str) -> list[str]:
         """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""

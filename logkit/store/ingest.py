@@ -3,11 +3,13 @@
 Contract: :meth:`Ingest.session` looks at the file again (another refresh may have ingested it
 meanwhile), ingests what it must (the appended complete lines, or the whole file), and records the
 file's inode, size, mtime, the ingested prefix's length, line count and the sha256 of its last 4 KiB.
-Each line is validated by :func:`logkit.reader.read_events`, which also carries the clash state of
+Each line is validated by :func:`logkit.reader.iter_events`, which also carries the clash state of
 the lines before (rebuilt from the ``events`` rows for an append); each event becomes an ``events``
-row (its line's own bytes when at the current schema, else the upgraded event) and, by kind, a row
-of ``hypotheses``, ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its
-row again from :func:`logkit.store.derive.attempt_row`.
+row (where its line is: byte offset and length, no copy of it) and, by kind, a row of ``hypotheses``,
+``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its row again from
+:func:`logkit.store.derive.attempt_row` (on an append, its earlier events are read again from the
+file at their offsets: :func:`logkit.store.index.lines_at`). Rows are inserted with one
+``executemany`` per table and session.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import files
-from ..reader import read_events
+from ..errors import StoreError
+from ..reader import Problem, iter_events
 from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, backend_rows, light, metric_row
+from .index import lines_at
 
 __all__ = ["Ingest", "TABLES"]
 
 #: The tables holding a session's rows.
 TABLES = ("events", "problems", "attempts", "attempt_backends", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
 _TAIL = 4096
-_PREFIX = b'{"v":%d,' % files.SCHEMA_VERSION
 
 
 def _sha(data: bytes) -> str:
@@ -77,7 +80,11 @@ class Ingest:
         body = data[:cut]
         lines = after + body.count(b"\n")
         torn = lines + 1 if data[cut:].strip() else None
-        added, meta = self._lines(sid, path, body, after, seen or {}) if body else (0, {})
+        try:
+            added, meta = self._lines(sid, path, body, after, start, seen or {}) if body else (0, {})
+        except StoreError:  # an earlier line moved (a same-size edit the tail hash missed): ingest it whole
+            self.forget(sid)
+            return self.session(sid, path)
         if row is None:
             self.conn.execute("INSERT INTO sessions (session, events) VALUES (?, 0)", (sid,))
         # the ids any line claims, a damaged or newer one too (never handed out again), the torn one included
@@ -104,52 +111,53 @@ class Ingest:
                 seen["outcome:" + attempt] = line
         return seen
 
-    def _lines(self, sid: str, path: Path, body: bytes, after: int,
+    def _lines(self, sid: str, path: Path, body: bytes, after: int, start: int,
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        """Validate and insert the complete lines ``body`` (after line ``after``); (events added, session meta)."""
-        result = read_events(path, body, seen=seen, after=after)
-        chunks = {number + after: chunk for number, chunk, _torn in files.lines(body)}
+        """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``);
+        (events added, session meta)."""
+        problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         meta: dict[str, Any] = {}
-        for event, number in zip(result.events, result.lines, strict=True):
+        find = body.find
+        for number, at, event in iter_events(path, body, problems, seen=seen, after=after):
             fields = event.__dict__
-            kind = event.kind
-            chunk = chunks[number]
-            text = chunk.decode() if chunk.startswith(_PREFIX) else event.model_dump_json(exclude_none=True)
+            kind = fields["kind"]
             ref = fields.get("attempt")
             if kind == "sweep_cell":
                 ref = fields["attempts"][0] if fields["attempts"] else None
-            ts = event.ts.isoformat()
-            events.append((sid, number, kind, event.id, fields.get("short_id"), ref, ts, text))
+            events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
+                           find(b"\n", at) - at))
             if kind in ATTEMPT_KINDS:
                 data = light(event)
                 owners = fields["attempts"] if kind == "sweep_cell" else [fields.get("short_id") if kind == "attempt" else ref]
                 for short in owners:
                     groups.setdefault(short, []).append((number, data))
             elif kind == "metric":
-                metrics.append(tuple(metric_row(sid, number, event).values()))
+                metrics.append(metric_row(sid, number, event))
             elif kind == "hypothesis":
-                hyps.append((sid, event.short_id, number, ts, event.text, event.priority, json.dumps(event.tags)))
+                hyps.append((sid, event.short_id, number, event.ts.isoformat(), event.text, event.priority,
+                             json.dumps(event.tags)))
             elif kind == "verdict":
-                verdicts.append((sid, number, ts, event.hypothesis, event.verdict, json.dumps(event.evidence),
-                                 event.because))
+                verdicts.append((sid, number, event.ts.isoformat(), event.hypothesis, event.verdict,
+                                 json.dumps(event.evidence), event.because))
             elif kind == "decision":
-                decisions.append((sid, number, ts, event.decision_id, event.title, event.status, event.supersedes))
+                decisions.append((sid, number, event.ts.isoformat(), event.decision_id, event.title, event.status,
+                                  event.supersedes))
             elif kind == "session" and not meta:
-                meta = {"title": event.title, "goal": event.goal, "started": ts, "host": event.host,
-                        "tags": json.dumps(event.tags)}
+                meta = {"title": event.title, "goal": event.goal, "started": event.ts.isoformat(),
+                        "host": event.host, "tags": json.dumps(event.tags)}
         run = self.conn.executemany
         run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
-        run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in result.problems])
+        run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in problems])
         run("INSERT OR REPLACE INTO hypotheses VALUES (?, ?, ?, ?, ?, ?, ?)", hyps)
         run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)
         run("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decisions)
         run(f"INSERT INTO metrics VALUES ({', '.join('?' * len(METRIC_COLUMNS))})", metrics)
         rows, backends = [], []
         for short, group in groups.items():
-            if after:  # an append: the attempt's earlier events are rows already
-                group = self._attempt_events(sid, short)
+            if after:  # an append: the attempt's earlier events are in the file, where its rows say
+                group = self._attempt_events(sid, short, path)
             row = attempt_row(sid, short, group)
             if row is not None:
                 rows.append(tuple(row.values()))
@@ -161,14 +169,12 @@ class Ingest:
         run("INSERT INTO attempt_backends VALUES (?, ?, ?, ?, ?)", backends)
         return len(events), meta
 
-    def _attempt_events(self, sid: str, short: str) -> list[tuple[int, dict[str, Any]]]:
-        """Every ingested event of attempt ``short`` (its sweep cells included), in file order."""
-        found = [(line, json.loads(text)) for line, text in self.conn.execute(
-            "SELECT line, json FROM events WHERE session = ? AND (short_id = ? AND kind = 'attempt' OR attempt = ?)",
-            (sid, short, short))]
-        for line, text in self.conn.execute("SELECT line, json FROM events WHERE kind = 'sweep_cell' AND session = ?",
-                                            (sid,)):
-            data = json.loads(text)
-            if short in (data.get("attempts") or [])[1:]:
-                found.append((line, data))
-        return sorted(found, key=lambda pair: pair[0])
+    def _attempt_events(self, sid: str, short: str, path: Path | None = None) -> list[tuple[int, dict[str, Any]]]:
+        """Every ingested event of attempt ``short`` (its sweep cells included), in file order, read
+        from the file at the offsets its rows hold."""
+        spans = self.conn.execute(
+            "SELECT line, id, offset, length FROM events WHERE session = ? AND (short_id = ? AND kind = 'attempt'"
+            " OR attempt = ? OR kind = 'sweep_cell') ORDER BY line", (sid, short, short)).fetchall()
+        found = lines_at(path or files.events_path(self.root, sid), [s[1:] for s in spans])
+        return [(line, data) for (line, *_), data in zip(spans, found, strict=True)
+                if data["kind"] != "sweep_cell" or short in (data.get("attempts") or [])]

@@ -59,4 +59,15 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 3: the last launch of a session (logkit run's config diff) without a scan of its attempts
     "CREATE INDEX attempts_role ON attempts (session, role, line)",
+    # 4: an event row keeps where its line is (byte offset, length) instead of a copy of its JSON:
+    # events.jsonl is read again for the few whole events a reader wants. Keyed by (session, line)
+    # alone: a session's rows are few enough to scan for a kind or an attempt. Attempts are read in
+    # (session, line) order without a sort.
+    """
+    CREATE INDEX attempts_line ON attempts (session, line);
+    DROP TABLE events;
+    CREATE TABLE events (
+        session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
+        attempt TEXT, offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (session, line)) WITHOUT ROWID
+    """,
 )
