@@ -6,8 +6,8 @@ sessions, ~1,000,000 events, ~216,000 attempts at its 4.6 events per attempt; ``
 the attempts instead), then times in this process:
 
 * baseline: ``json.loads`` of every line of every ``events.jsonl`` (no validation);
-* from nothing: ``Index(root).refresh()`` with no ``.cache/`` (every line validated, every row made;
-  over 50 MB of JSONL with worker processes: ``LOGKIT_INDEX_WORKERS=1`` times one process alone);
+* from nothing: ``Index(root).refresh()`` with no ``.cache/`` (every line validated, every row made,
+  in this one process);
 * nothing changed: opening the index and ``refresh()`` again;
 * one new attempt: a launch and its outcome appended to one session, then ``refresh()``;
 * read: one snapshot reading every attempt and metric row, every column, as tuples (``tuples=True``,

@@ -342,18 +342,12 @@ def test_rows_as_tuples_of_chosen_columns(kb: Path) -> None:
                 snap.attempts(columns=("short_id; DROP TABLE attempts",))
 
 
-@pytest.mark.parametrize("python", ["this", "false"])
-def test_a_large_build_shares_sessions_with_worker_processes(kb: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             python: str) -> None:
-    """Worker interpreters ingest shares of the sessions into their own files, merged into one; a
-    worker that fails (``false`` in place of python) has its share ingested by the caller."""
-    from logkit.store import fill
+def test_a_build_from_nothing_leaves_only_the_index(kb: Path) -> None:
+    """One process fills a private file and links it into place: nothing else is left beside it."""
+    import shutil
 
     expected = from_scratch(kb)
-    monkeypatch.setattr(fill, "PARALLEL_BYTES", 0)
-    monkeypatch.setenv(fill.ENV_WORKERS, "3")
-    if python == "false":
-        monkeypatch.setattr(fill, "PYTHON", "false")
+    shutil.rmtree(kb / ".cache", ignore_errors=True)
     with Index(kb) as ix:
         assert ix.refresh() == 3
     assert rows(kb) == expected

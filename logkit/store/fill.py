@@ -8,12 +8,8 @@ Contract:
   complete. A crash leaves no half index; a file another process linked first wins and is never
   replaced under its readers. Builders serialise on ``<path>.lock`` (a waiter then finds the file
   made and builds nothing), waiting up to :data:`~logkit.store.index.BUSY_SECONDS`.
-* **Workers**: a build of more than :data:`PARALLEL_BYTES` of ``events.jsonl`` shares the sessions
-  (runs of about equal bytes, in id order) with up to :func:`workers` ``- 1`` worker processes. Each is a fresh
-  interpreter (``python -m logkit.store.fill``, spawned, never a fork of the caller) that ingests
-  its share into its own file with the same code; the caller ingests its own share meanwhile, then
-  copies the workers' rows in (``INSERT ... SELECT``). A worker that fails has its sessions ingested
-  by the caller. ``$LOGKIT_INDEX_WORKERS`` sets the number of processes (``1``: the caller alone).
+* One process: worker interpreters were tried and bought about 3% at a million events on this
+  2-core machine (bench/RESULTS.md), not worth a second way to build.
 """
 
 from __future__ import annotations
@@ -22,34 +18,13 @@ import contextlib
 import fcntl
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["ENV_WORKERS", "PARALLEL_BYTES", "build", "fill", "workers"]
-
-ENV_WORKERS = "LOGKIT_INDEX_WORKERS"
-#: Below this much JSONL a build is quicker than starting a worker interpreter (about half a second).
-PARALLEL_BYTES = 50_000_000
-#: The interpreter a worker runs (this one).
-PYTHON = sys.executable
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent.parent)
+__all__ = ["build", "fill"]
 
 Migrate = Callable[[sqlite3.Connection], None]
-
-
-def workers() -> int:
-    """Processes a large build uses: ``$LOGKIT_INDEX_WORKERS``, else the CPUs this process may run on (at most 4)."""
-    forced = os.environ.get(ENV_WORKERS, "")
-    if forced.isdigit() and int(forced) > 0:
-        return int(forced)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus))
 
 
 def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
@@ -81,32 +56,11 @@ def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
 
 
 def _build(root: Path, tmp: Path, sessions: list[tuple[str, Path, int]], migrate: Migrate) -> int:
-    """Fill ``tmp`` with ``sessions``, sharing them with worker processes when there are many bytes."""
-    from .ingest import TABLES
-
-    shares = _shares(sessions, workers() if sum(s[2] for s in sessions) > PARALLEL_BYTES else 1)
-    started = []
-    for number, share in enumerate(shares[1:], start=1):
-        part = tmp.with_name(f"{tmp.name}.{number}")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}
-        proc = subprocess.Popen([PYTHON, "-m", "logkit.store.fill", str(root), str(part), *share],
-                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started.append((proc, part, share))
+    """Fill ``tmp`` with ``sessions``: the rows first, then the non-unique indexes, then WAL."""
     conn = _open(tmp, migrate)
     try:
         later = _drop_indexes(conn)
-        count = fill(conn, root, shares[0] if shares else [])
-        for proc, part, share in started:
-            if proc.wait() == 0:
-                conn.execute("ATTACH DATABASE ? AS part", (str(part),))
-                conn.execute("BEGIN")
-                for table in TABLES:
-                    conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
-                conn.execute("COMMIT")
-                conn.execute("DETACH DATABASE part")
-                count += len(share)
-            else:  # the caller does its share (correct, slower)
-                count += fill(conn, root, share)
+        count = fill(conn, root, [sid for sid, _events, _size in sessions])
         for sql in later:
             conn.execute(sql)
         conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: every later connection uses WAL
@@ -115,19 +69,6 @@ def _build(root: Path, tmp: Path, sessions: list[tuple[str, Path, int]], migrate
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     return count
-
-
-def _shares(sessions: list[tuple[str, Path, int]], count: int) -> list[list[str]]:
-    """The sessions (in id order) cut into ``count`` runs of about equal bytes. Runs, not a deal: the
-    caller fills the first and appends the others' rows after it, so the file's rows stay in session
-    order and a reader of every row reads it front to back."""
-    total = sum(s[2] for s in sessions) or 1
-    shares: list[list[str]] = [[] for _ in range(max(1, count))]
-    done = 0
-    for sid, _events, size in sorted(sessions):
-        shares[min(count - 1, (2 * done + size) * count // (2 * total))].append(sid)  # where its middle falls
-        done += size
-    return [share for share in shares if share]
 
 
 def _open(tmp: Path, migrate: Migrate) -> sqlite3.Connection:
@@ -185,21 +126,3 @@ def _flock(path: Path, busy: float) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def _main(argv: list[str]) -> int:
-    """A worker: ``python -m logkit.store.fill ROOT PART SESSION...`` fills the new file PART."""
-    from .index import Index
-
-    root, part, *sessions = argv
-    conn = _open(Path(part), Index._migrate)
-    try:
-        _drop_indexes(conn)
-        fill(conn, Path(root), sessions)
-    finally:
-        conn.close()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
