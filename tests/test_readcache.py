@@ -140,29 +140,3 @@ def test_logkit_run_warns_from_the_cache_and_lists_no_cache_session(store: Store
     from logkit.reasoning.refuted import warning
     text = warning(refuted.check(LIVE, "SM120", store)[0])
     assert "s-one A1" in text and _cache(store).read_bytes() == before  # nothing changed: not rewritten
-
-
-def test_the_builder_reads_and_makes_frames_without_cyclic_gc(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Full collections rescan every event object read so far: load 19.4 s with them, 7.9 s without (100k events)."""
-    import gc
-
-    from logkit.builder import frames as frames_mod
-    from logkit.builder import load as load_mod
-    from logkit.builder.load import load
-
-    seen: list[bool] = []
-    real_read = load_mod._read_cached
-    monkeypatch.setattr(load_mod, "_read_cached", lambda *a: seen.append(gc.isenabled()) or real_read(*a))
-    real_make = frames_mod._make_frames
-    monkeypatch.setattr(frames_mod, "_make_frames", lambda loaded: seen.append(gc.isenabled()) or real_make(loaded))
-    assert gc.isenabled()
-    loaded = load(store.root)
-    frames = frames_mod.make_frames(loaded)
-    assert seen == [False, False] and gc.isenabled()  # paused inside, restored after
-    assert len(frames.attempts) == 2
-    gc.disable()
-    try:
-        load(store.root)
-        assert not gc.isenabled()  # nested: a caller's own pause is kept
-    finally:
-        gc.enable()

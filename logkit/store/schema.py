@@ -47,4 +47,13 @@ MIGRATIONS: tuple[str, ...] = (
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
     """,
+    # 2: the facts the site shows (logkit.builder reads them instead of deriving them again)
+    """
+    ALTER TABLE attempts ADD COLUMN configuration TEXT;
+    ALTER TABLE attempts ADD COLUMN config_key TEXT;
+    ALTER TABLE attempts ADD COLUMN versions TEXT;
+    ALTER TABLE attempts ADD COLUMN source TEXT;
+    ALTER TABLE attempts ADD COLUMN outcome_label TEXT;
+    ALTER TABLE metrics ADD COLUMN item TEXT
+    """,
 )
