@@ -150,7 +150,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "recorder_host": attempt.get("recorder_host"),
         "configuration": _dumps(flags.configuration(launch)),
         "config_key": flags.config_key(launch),
-        "versions": _dumps(shown),
+        "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
         "outcome_label": (outcome or {}).get("label"),
     }
