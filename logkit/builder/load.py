@@ -34,7 +34,7 @@ from ..events import (
     event_adapter,
 )
 from ..files import events_path
-from ..reader import Problem
+from ..reader import Problem, ReadResult, cross_check
 
 __all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time",
            "tables"]
@@ -277,12 +277,14 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     return part
 
 
-def _events(conn: Any, sid: str, light: bool) -> list[BaseEvent]:
-    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``), from the index."""
+def _events(conn: Any, sid: str, light: bool) -> tuple[list[BaseEvent], list[int]]:
+    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``) and
+    their line numbers, from the index."""
     validate = event_adapter().validate_json
     where = f" AND kind NOT IN ({','.join('?' * len(HEAVY))})" if light else ""
-    return [validate(text) for (text,) in conn.execute(
-        f"SELECT json FROM events WHERE session = ?{where} ORDER BY line", (sid, *(HEAVY if light else ())))]
+    rows = conn.execute(f"SELECT json, line FROM events WHERE session = ?{where} ORDER BY line",
+                        (sid, *(HEAVY if light else ()))).fetchall()
+    return [validate(text) for text, _n in rows], [n for _t, n in rows]
 
 
 def _group_light(data: SessionData, light: list[BaseEvent]) -> None:
@@ -311,10 +313,13 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
     for sid, ino, size, mtime, tail in conn.execute("SELECT session, ino, size, mtime, tail FROM sessions ORDER BY session"):
         data = sessions[sid] = SessionData(id=sid, path=events_path(root, sid), resident=resident)
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
-        data.reader = (lambda sid=sid: _heavy_of(_events(conn, sid, light=False)))
+        data.reader = (lambda sid=sid: _heavy_of(_events(conn, sid, light=False)[0]))
+    few: dict[str, ReadResult] = {}
     with gc_paused():
         for sid, data in sessions.items():
-            _group_light(data, sorted(_events(conn, sid, light=True), key=_BY_TS))
+            events, lines = _events(conn, sid, light=True)
+            few[sid] = ReadResult(data.path, events, [], lines)
+            _group_light(data, sorted(events, key=_BY_TS))
         for sid, first, last in conn.execute("SELECT session, min(ts), max(ts) FROM events GROUP BY session"):
             if sid in sessions and first:
                 sessions[sid].first, sessions[sid].last = parse_time(first), parse_time(last)
@@ -334,7 +339,12 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
                 name, float(value), unit, attempt, server, _num(conc), item, when,
                 None if dataset is None else str(dataset), _num(inp), _num(outp)))
         attempts = snap.attempts()
-    problems = snap.problems()
+    # what a session cites of another (a decision's supersedes, evidence): named, the event kept
+    shorts: dict[str, list[str]] = {}
+    for row in attempts:
+        shorts.setdefault(row["session"], []).append(row["short_id"])
+    problems = snap.problems() + [p for r in cross_check(few, shorts).values() for p in r.problems]
+    problems.sort(key=lambda p: (str(p.path), p.line))
     for p in problems:
         sid = p.path.parent.name
         if sid in sessions:
