@@ -23,7 +23,9 @@ pytestmark = pytest.mark.slow  # real `logkit run` processes beside repeated bui
 def test_repeated_builds_beside_a_running_logkit_run_never_fail(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     kb_factory.realistic(sessions)
-    sid = scenarios.new_session(sessions, "busy")
+    for i in range(10):  # more sessions than a build keeps in memory
+        scenarios.new_session(sessions, f"a{i}")
+    sid = scenarios.new_session(sessions, "busy")  # the current session: `logkit run` records there
     stop = threading.Event()
     runs: list[int] = []
 
@@ -34,12 +36,13 @@ def test_repeated_builds_beside_a_running_logkit_run_never_fail(tmp_path: Path) 
                                    child], capture_output=True, env=scenarios.env_for(sessions), timeout=120)
             runs.append(done.returncode)
 
-    writer = threading.Thread(target=loop)
-    writer.start()
+    writers = [threading.Thread(target=loop) for _ in range(3)]
+    for writer in writers:
+        writer.start()
     try:
         deadline = time.monotonic() + 60
         builds = 0
-        while builds < 6 and time.monotonic() < deadline:
+        while builds < 10 and time.monotonic() < deadline:
             warnings: list[str] = []
             result = generate(sessions, tmp_path / "docs", warn=warnings.append)
             assert result.pages > 0
@@ -47,9 +50,10 @@ def test_repeated_builds_beside_a_running_logkit_run_never_fail(tmp_path: Path) 
             builds += 1
     finally:
         stop.set()
-        writer.join()
+        for writer in writers:
+            writer.join()
     assert builds >= 3 and len(runs) >= 2 and set(runs) == {0}, (builds, runs)
     # what the last build saw is on its session page; the next build shows every run
     generate(sessions, tmp_path / "docs")
     page = (tmp_path / "docs" / "sessions" / sid / "index.md").read_text()
-    assert f"A{len(runs)}" in page
+    assert f"A{len(runs)} " in page
