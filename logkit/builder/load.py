@@ -239,8 +239,7 @@ class Loaded:
     #: session id -> what identifies its file's content as ingested (a page kept from the last build
     #: needs the same): the index's inode, size, mtime and tail hash
     digests: dict[str, str] = field(default_factory=dict)
-    #: the snapshot the heavy parts are read from (held open while this is in use)
-    snapshot: Any = field(default=None, repr=False)
+    #: the index and snapshot :func:`load` opened itself (held open while this is in use)
     _hold: Any = field(default=None, repr=False)
 
 
@@ -353,7 +352,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
     from ..store import Store
 
     return Loaded(root=root, sessions=sessions, problems=problems, moved=aliases(Store(root)), attempts=attempts,
-                  resident=resident, digests=digests, snapshot=snap)
+                  resident=resident, digests=digests)
 
 
 def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None,
