@@ -93,12 +93,22 @@ class Frames:
     metrics: pd.DataFrame
 
 
-def _json(text: str | None) -> dict[str, Any]:
-    return json.loads(text) if text else {}
+def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, Any] | None = None) -> AttemptFacts:
+    """The facts of one ``attempts`` row of the index (every fact derived there, once). With ``memo``,
+    one object per distinct string and JSON dict the rows repeat (models, GPUs, versions,
+    configurations: the pages read them and never change them)."""
+    memo = {} if memo is None else memo
 
+    def _json(text: str | None) -> dict[str, Any]:
+        if not text:
+            return {}
+        got = memo.get(("json", text))
+        if got is None:
+            got = memo[("json", text)] = json.loads(text)
+        return got
 
-def facts_of(row: dict[str, Any], session: SessionData | None) -> AttemptFacts:
-    """The facts of one ``attempts`` row of the index (every fact derived there, once)."""
+    row = {k: memo.setdefault(v, v) if type(v) is str and k not in ("started", "ended", "short_id") else v
+           for k, v in row.items()}
     smoke_failed = row["smoke_ok"] == 0
     category = row["category"]
     if category == "works" and smoke_failed:
@@ -146,8 +156,9 @@ _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "mod
 
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
-    for row in loaded.attempts:
-        f = facts_of(row, loaded.sessions.get(row["session"]))
+    memo: dict[Any, Any] = {}
+    for row in loaded.attempt_rows():
+        f = facts_of(row, loaded.sessions.get(row["session"]), memo)
         facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves
     rows_ = [

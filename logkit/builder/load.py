@@ -3,7 +3,7 @@
 Contract: :func:`load` reads one :class:`~logkit.store.index.Snapshot` (a read transaction: every
 query of the build sees the same state, however many lines a running ``logkit run`` appends
 meanwhile). Nothing is validated here: the index validated every line once, at ingest. What
-the aggregate pages read are the index's rows: :attr:`Loaded.attempts` (the ``attempts`` rows,
+the aggregate pages read are the index's rows: :meth:`Loaded.attempt_rows` (the ``attempts`` rows,
 :func:`logkit.store.derive.attempt_row`) and each session's :attr:`SessionData.metric_rows` (the
 ``metrics`` rows as :class:`MetricFact`). A session's few events (its session line, decisions,
 hypotheses, verdicts, sweeps, kinds added later) are read with it; its many (:data:`HEAVY`: per
@@ -232,15 +232,22 @@ class Loaded:
     problems: list[Problem]
     #: decision ids that moved (the ledger's ``moved to`` lines): old id -> [(session, new id)]
     moved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    #: the index's ``attempts`` rows, in (session, line) order
-    attempts: list[dict[str, Any]] = field(default_factory=list)
     #: the sessions whose many events are in memory
     resident: Resident = field(default_factory=Resident)
     #: session id -> what identifies its file's content as ingested (a page kept from the last build
     #: needs the same): the index's inode, size, mtime and tail hash
     digests: dict[str, str] = field(default_factory=dict)
+    #: the snapshot's connection (its read transaction) the rows and heavy parts are read from
+    conn: Any = field(default=None, repr=False)
     #: the index and snapshot :func:`load` opened itself (held open while this is in use)
     _hold: Any = field(default=None, repr=False)
+
+    def attempt_rows(self) -> Iterator[dict[str, Any]]:
+        """The index's ``attempts`` rows in (session, line) order, one at a time (never all in memory)."""
+        from ..store.derive import ATTEMPT_COLUMNS
+
+        for row in self.conn.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts ORDER BY session, line"):
+            yield dict(zip(ATTEMPT_COLUMNS, row, strict=True))
 
 
 _BY_TS = lambda event: event.ts  # noqa: E731
@@ -330,18 +337,20 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
                 else:
                     sessions[sid].declared.append(source)
         times: dict[str, datetime] = {}
+        strings: dict[str, str] = {}
         for row in conn.execute("SELECT session, name, value, unit, attempt, server_attempt, concurrency, item, ts,"
                                 " dataset, input_len, output_len FROM metrics ORDER BY session, ts, line"):
             sid, name, value, unit, attempt, server, conc, item, ts, dataset, inp, outp = row
             when = times.get(ts) or times.setdefault(ts, parse_time(ts))
+            one = strings.setdefault  # one object per distinct string the rows repeat
             sessions[sid].metric_rows.append(MetricFact(
-                name, float(value), unit, attempt, server, _num(conc), item, when,
-                None if dataset is None else str(dataset), _num(inp), _num(outp)))
-        attempts = snap.attempts()
+                one(name, name), float(value), unit and one(unit, unit), attempt and one(attempt, attempt),
+                server and one(server, server), _num(conc), item, when,
+                None if dataset is None else one(str(dataset), str(dataset)), _num(inp), _num(outp)))
     # what a session cites of another (a decision's supersedes, evidence): named, the event kept
     shorts: dict[str, list[str]] = {}
-    for row in attempts:
-        shorts.setdefault(row["session"], []).append(row["short_id"])
+    for sid, short in conn.execute("SELECT session, short_id FROM attempts"):
+        shorts.setdefault(sid, []).append(short)
     problems = snap.problems() + [p for r in cross_check(few, shorts).values() for p in r.problems]
     problems.sort(key=lambda p: (str(p.path), p.line))
     for p in problems:
@@ -351,8 +360,8 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
     from ..reasoning.decisions import aliases
     from ..store import Store
 
-    return Loaded(root=root, sessions=sessions, problems=problems, moved=aliases(Store(root)), attempts=attempts,
-                  resident=resident, digests=digests)
+    return Loaded(root=root, sessions=sessions, problems=problems, moved=aliases(Store(root)),
+                  resident=resident, digests=digests, conn=conn)
 
 
 def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None,
