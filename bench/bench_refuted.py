@@ -3,10 +3,9 @@
 
 Writes a store of SESSIONS x ATTEMPTS reconstructed launches (the flashinfer_trtllm fifth of them failed) with the
 store API, then times :func:`logkit.reasoning.refuted.check` against a baseline measured in the
-same process: reading every ``events.jsonl`` as bytes. The first check derives every session and
-writes the read cache (``sessions/.cache/refuted.json``, :mod:`logkit.readcache`); the next ones
-read only that cache while the files are unchanged (goal <= 100 ms at 2,000 sessions / 100,000
-attempts). Run: ``.venv/bin/python bench/bench_refuted.py [--sessions 2000 --attempts 50]``.
+same process: reading every ``events.jsonl`` as bytes. The first check builds the one index
+(``sessions/.cache/index.sqlite``, :mod:`logkit.store.index`); the next ones only query it while the
+files are unchanged (issue 19's goal: <= 50 ms at 2,000 sessions / 100,000 attempts). Run: ``.venv/bin/python bench/bench_refuted.py [--sessions 2000 --attempts 50]``.
 
 ``--against CHECKOUT`` also loads ``logkit/reasoning/refuted.py`` of another checkout (say main before
 a change) into this process and times both checks interleaved, in CPU time (steadier than the wall

@@ -10,8 +10,7 @@ Contract:
   it (a repeated event or short id, an outcome of an attempt no earlier line records, a second
   outcome; a decision or verdict citing what the session does not record); every reader that folds
   a session line by line (``status``, ``session show``) calls them, so all say the same.
-* :func:`read_known` validates again a file whose bytes the read cache vouches for, without the
-  checks; :func:`cross_check` adds the problems found across sessions.
+* :func:`cross_check` adds the problems found across sessions.
 * Writing is :mod:`logkit.store`'s; the bytes of lines, ids and paths are :mod:`logkit.files`'.
 """
 
@@ -20,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from . import files
 from .errors import SchemaTooNew
@@ -36,7 +34,6 @@ __all__ = [
     "iter_events",
     "problem_from_validation",
     "read_events",
-    "read_known",
     "unknown_refs",
 ]
 
@@ -176,87 +173,6 @@ def _slow(path: Path, chunk: bytes, number: int, torn: bool, problems: list[Prob
     except (ValueError, RecursionError, OverflowError) as exc:
         problems.append(Problem(path, number, f"{exc}; fix or delete that line"))
     return None
-
-
-def read_known(raw: bytes, skip: frozenset[int] | set[int],
-               shared: list[tuple[str, bytes, Any, list[int]]] | None = None,
-               only: frozenset[int] | set[int] | None = None) -> tuple[list[BaseEvent], list[int]] | None:
-    """The events of a file :func:`read_events` has already judged, validated again without its checks.
-
-    For a file whose bytes are unchanged since :func:`read_events` read them (the read cache,
-    :mod:`logkit.readcache`, vouches for that): every line but those in ``skip`` (the problems
-    found then) is validated as an event, in file order, and nothing else is checked (the clash and
-    reference checks are functions of the same bytes). The lines are validated as one JSON list
-    (one call into pydantic). ``shared`` holds ``(field, bytes, value, lines)``: on those lines
-    ``field`` is written as exactly ``bytes``, which is replaced by ``null`` before validating and
-    the already-validated ``value`` put in its place, so a nested record repeated on many lines (an
-    attempt's environment) is validated once. Returns None when a line does not validate or a
-    replacement does not apply as described: the caller reads the file with :func:`read_events`.
-    ``only``: validate just these lines (the builder reads a session's few decisions, hypotheses
-    and notes first and its many attempts when a page shows them); a line it names must be there.
-    """
-    current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
-    body = _joined(raw, current_prefix) if not skip and only is None else None
-    if body is not None:
-        numbers = list(range(1, raw.count(b"\n") + 1))
-    else:
-        kept: list[bytes] = []
-        numbers = []
-        for number, chunk in enumerate(raw.split(b"\n"), start=1):
-            if number in skip or (only is not None and number not in only) or not chunk.strip():
-                continue
-            if not chunk.startswith(current_prefix):
-                return None  # a line to upgrade first: the caller takes the general path
-            kept.append(chunk)
-            numbers.append(number)
-        if only is not None and len(numbers) != len(only):
-            return None  # a line it names is not there (or blank)
-        body = b"[" + b",".join(kept) + b"]"
-        del kept
-    patches: list[tuple[str, list[int], Any]] = []
-    if shared:
-        where = set(numbers)
-        for name, value_json, value, lines in shared:
-            needle = b'"%s":%s' % (name.encode(), value_json)
-            if not set(lines) <= where or body.count(needle) != len(lines):
-                return None
-            body = body.replace(needle, b'"%s":null' % name.encode())
-            patches.append((name, lines, value))
-    try:
-        events: list[BaseEvent] = _list_adapter().validate_json(body)
-    except (ValueError, RecursionError, OverflowError):
-        return None
-    if patches:
-        index = {n: i for i, n in enumerate(numbers)}
-        for name, lines, value in patches:
-            for n in lines:
-                fields = events[index[n]].__dict__
-                if fields.get(name, 0) is not None:
-                    return None  # the replaced bytes were not that field of the event
-                fields[name] = value
-    return events, numbers
-
-
-def _joined(raw: bytes, prefix: bytes) -> bytes | None:
-    """``raw``'s lines as one JSON list, when every line starts with ``prefix`` (so none is blank) and
-    the file ends with its newline; None otherwise (the caller goes line by line)."""
-    if not raw.endswith(b"\n") or not raw.startswith(prefix):
-        return None
-    if raw.count(b"\n" + prefix) != raw.count(b"\n") - 1:  # every line after the first starts so
-        return None
-    return b"[" + raw[:-1].replace(b"\n", b",") + b"]"
-
-
-_LIST_ADAPTER: TypeAdapter[list[Any]] | None = None
-
-
-def _list_adapter() -> TypeAdapter[list[Any]]:
-    global _LIST_ADAPTER
-    if _LIST_ADAPTER is None:
-        from .events import Event
-
-        _LIST_ADAPTER = TypeAdapter(list[Event])  # type: ignore[valid-type]
-    return _LIST_ADAPTER
 
 
 def unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:

@@ -136,7 +136,7 @@ def test_a_damaged_or_foreign_index_is_rebuilt(kb: Path, damage: str) -> None:
         elif damage == "newer":
             conn.execute("PRAGMA user_version = 99")
         elif damage == "older":  # rows derived under an older schema are rebuilt, not migrated in place
-            conn.execute("PRAGMA user_version = 1")
+            conn.execute("PRAGMA user_version = 0")
         else:
             conn.execute("UPDATE meta SET value = 'old' WHERE key = 'derivation'")
         conn.execute("DELETE FROM attempts")  # what it holds must not be believed

@@ -3,17 +3,19 @@
 Contract: :func:`build` is one linear function of named stages, in one process; every stage but
 the writes is a pure function of the previous one's output:
 
-1. ``load``     validate every session's few events and read the facts the aggregate pages need
-                (:mod:`.load`; a session's many events are validated when a page first reads them);
-                bad lines warned about and skipped
-2. ``frames``   pandas DataFrames of attempts, outcomes, metrics (:mod:`.frames`)
+1. ``load``     refresh the index (:mod:`logkit.store.index`) and take ONE snapshot of it for the
+                whole build (a ``logkit run`` appending meanwhile changes nothing this build sees);
+                its attempt and metric rows and each session's few events (:mod:`.load`; a
+                session's many events are read from the snapshot when its page is written); bad
+                lines (the index's problems) warned about and skipped
+2. ``frames``   pandas DataFrames of the attempt and metric rows (:mod:`.frames`)
 3. ``charts``   Altair specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
 4. ``pages``    one typed context per page (:mod:`.pages_kb`, :mod:`.pages_configs`,
                 :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)
                 kind by kind, so what is held is one kind's contexts, never every page's
 5. ``sessions`` session pages, one session at a time (its many events read, its pages written, the
-                events let go), and decision records; both kept when their inputs did not change
-                (:mod:`.incremental`)
+                events let go), and decision records; both kept when the index says their inputs
+                did not change (:mod:`.incremental`)
 6. ``svg``      the charts to SVG files with vl-convert, in this process, through the chart cache
 7. ``mkdocs``   ``mkdocs build`` with Material into ``out`` (:mod:`.site`)
 
@@ -75,10 +77,25 @@ class _Stages:
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
              templates: Path | None = None, chart_cache: Path | None = None) -> BuildResult:
     """Stages 1-6: write the Markdown knowledge base of ``sessions``, charts included, into ``docs``."""
+    from ..store.index import Index
+
+    result = BuildResult(docs=docs, out=None)
+    stages = _Stages(result, warn)
+
+    # 1-2. load, frames: one snapshot of the refreshed index for the whole build
+    with Index(sessions) as db:
+        db.refresh()
+        with db.snapshot() as snap:
+            return _generate(sessions, docs, snap, stages, strict=strict, templates=templates, chart_cache=chart_cache)
+
+
+def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict: bool, templates: Path | None,
+              chart_cache: Path | None) -> BuildResult:
+    """:func:`generate` inside one snapshot of the index."""
     from .charts import SpecCache, metrics_pages, prune_svgs, render_svgs
     from .contexts import DecisionPage, Page
     from .frames import make_frames
-    from .incremental import Manifest, build_key, content_digests
+    from .incremental import Manifest, build_key
     from .index import KBIndex
     from .load import load
     from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
@@ -87,16 +104,10 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     from .render import Renderer
     from .site import copy_assets
 
-    result = BuildResult(docs=docs, out=None)
-    stages = _Stages(result, warn)
-
-    # 1-2. load, frames
-    digests = content_digests(sessions)  # before reading: a file written meanwhile is redone next time
-    loaded = load(sessions, strict=strict, warn=stages.warn)
+    result = stages.result
+    loaded = load(sessions, strict=strict, warn=stages.warn, snapshot=snap)
     stages.done("load")
     frames = make_frames(loaded)
-    for session in loaded.sessions.values():
-        session.fact_rows = {}  # in the frames' facts now: one copy, not two
     stages.done("frames")
 
     # 3. charts: the metrics pages and the chart specs they show
@@ -142,7 +153,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     stages.done("pages")
 
     # 5. decision records, then session pages one session at a time; unchanged ones kept
-    manifest = Manifest(docs, key, digests)
+    manifest = Manifest(docs, key, loaded.digests)
     table = index.decisions_digest()
     unresolved: list[tuple[str, str, list[str]]] = []
     decisions_kept = 0

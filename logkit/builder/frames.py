@@ -1,29 +1,25 @@
 """Stage 2, frames: the facts of every attempt, outcome and metric as pandas DataFrames.
 
 Contract: :func:`make_frames` is a pure function of :class:`~logkit.builder.load.Loaded`. Each
-attempt becomes one :class:`AttemptFacts` (model, GPU, architecture (:mod:`logkit.gpu`), versions,
-backend axes, its configuration and its key (:func:`logkit.launch.flags.configuration`), its
-matrix category) and one row of ``attempts``; every metric one row of
-``metrics`` joined to the launch it measured. Fingerprint keys are treated generically: any key
-ending in ``_backend`` is a backend axis. Missing data stays ``None``; nothing is guessed.
+``attempts`` row of the index becomes one :class:`AttemptFacts` (:func:`facts_of`: every fact as
+the index derived it, :func:`logkit.store.derive.attempt_row`; nothing derived again) and one row
+of ``attempts``; every ``metrics`` row one row of ``metrics`` joined to the launch it measured.
+Missing data stays ``None``; nothing is guessed.
 """
 
 from __future__ import annotations
 
-import shlex
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import pandas as pd
 
-from .. import statuses
 from ..events import Attempt, Outcome
-from ..gpu import arch_of
-from ..launch.flags import backend_axes, config_key, configuration, model_of
-from .load import Loaded, SessionData, gc_paused, norm_time, tables
+from .load import Loaded, SessionData, gc_paused, parse_time
 
-__all__ = ["AttemptFacts", "Frames", "WORKLOAD", "fact_row", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "Frames", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -33,8 +29,8 @@ def ref_of(session: str, short_id: str) -> str:
 
 @dataclass(eq=False, slots=True)
 class AttemptFacts:
-    """What the site says about one attempt, derived once (and kept in the read cache): the aggregate
-    pages read these; :attr:`attempt` and :attr:`outcome` read the session's events on first use."""
+    """What the site says about one attempt (an ``attempts`` row of the index): the aggregate pages
+    read these; :attr:`attempt` and :attr:`outcome` read the session's events on first use."""
 
     ref: str
     session: str
@@ -97,109 +93,49 @@ class Frames:
     metrics: pd.DataFrame
 
 
-def _versions(attempt: Attempt, env: Any) -> dict[str, str]:
-    packages = dict(getattr(env, "packages", None) or {})
-    found: dict[str, str] = {}
-    for name, keys in tables()["versions"].items():
-        for key in keys:
-            if packages.get(key):
-                found[name] = str(packages[key])
-                break
-    launch = attempt.launch
-    if launch is not None and launch.sglang_version and "sglang" not in found:
-        found["sglang"] = launch.sglang_version
-    cuda = getattr(env, "torch_cuda", None)
-    if cuda:
-        found["cuda"] = str(cuda)
-    gpus = getattr(env, "gpus", None) or []
-    if gpus and getattr(gpus[0], "driver", None):
-        found["driver"] = str(gpus[0].driver)
-    return found
+def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, Any] | None = None) -> AttemptFacts:
+    """The facts of one ``attempts`` row of the index (every fact derived there, once). With ``memo``,
+    one object per distinct string and JSON dict the rows repeat (models, GPUs, versions,
+    configurations: the pages read them and never change them)."""
+    memo = {} if memo is None else memo
 
+    def _json(text: str | None) -> dict[str, Any]:
+        if not text:
+            return {}
+        got = memo.get(("json", text))
+        if got is None:
+            got = memo[("json", text)] = json.loads(text)
+        return got
 
-def _category(status: str | None) -> str | None:
-    return statuses.category(status)  # None: the status says nothing about the backend (ignore)
-
-
-def fact_row(session: SessionData, attempt: Attempt) -> list[Any]:
-    """What :class:`AttemptFacts` holds of one attempt beyond its reference, as a JSON list for the
-    read cache (:mod:`logkit.builder.load`): dict fields at 4, 6 and 17, times as ISO strings."""
-    f = _derive_facts(session, attempt)
-    return [f.model, f.gpu_name, f.gpu_count, f.arch, f.versions, f.fp_hash, f.backends, f.category,
-            f.smoke_failed, f.command, f.role, f.started.isoformat(), f.status, f.signature, f.label, f.name,
-            f.source, f.fingerprint, f.ended.isoformat() if f.ended else None]
-
-
-_S = (str, type(None))
-
-
-def _from_row(session: SessionData, short: str, row: Any) -> AttemptFacts | None:
-    """:class:`AttemptFacts` from a cached :func:`fact_row`; None when the row is not shaped as written."""
-    if type(row) is not list or len(row) != 19:
-        return None
-    (model, gpu_name, gpu_count, arch, versions, fp_hash, backends, category, smoke_failed, command, role, started,
-     status, signature, label, name, source, fingerprint, ended) = row
-    if (not isinstance(model, _S) or not isinstance(gpu_name, _S) or type(gpu_count) is not int
-            or not isinstance(arch, _S) or type(versions) is not dict or not isinstance(fp_hash, _S)
-            or type(backends) is not dict or not isinstance(category, _S) or type(smoke_failed) is not bool
-            or type(command) is not str or type(role) is not str or type(started) is not str
-            or not isinstance(status, _S) or not isinstance(signature, _S) or not isinstance(label, _S)
-            or not isinstance(name, _S) or type(source) is not str or type(fingerprint) is not dict
-            or not isinstance(ended, _S)):
-        return None
-    try:
-        when = norm_time(datetime.fromisoformat(started))
-        end = norm_time(datetime.fromisoformat(ended)) if ended is not None else None
-    except ValueError:
-        return None
-    return AttemptFacts(
-        ref=ref_of(session.id, short), session=session.id, short_id=short, role=role, started=when, command=command,
-        model=model, gpu_name=gpu_name, gpu_count=gpu_count, arch=arch, versions=versions, fingerprint=fingerprint,
-        fp_hash=fp_hash, backends=backends, status=status, category=category, smoke_failed=smoke_failed, source=source,
-        name=name, label=label, signature=signature, ended=end, data=session,
-    )
-
-
-def _derive_facts(session: SessionData, attempt: Attempt) -> AttemptFacts:
-    outcome = session.outcomes.get(attempt.short_id)
-    launch = attempt.launch
-    stored = ({"parser": launch.parser, "fingerprint": launch.fingerprint, "non_default": launch.non_default,
-               "args": launch.args} if launch is not None else None)
-    fingerprint = configuration(stored)
-    model = model_of(stored) or getattr(attempt, "model", None)
-    info = session.server_info.get(attempt.short_id)
-    env = session.environments.get(attempt.short_id) or attempt.environment
-    gpus = list(getattr(env, "gpus", None) or [])
-    status = outcome.status if outcome else None
-    smokes = session.smokes.get(attempt.short_id, [])
-    smoke_failed = any(not s.ok for s in smokes)
-    category = _category(status)
+    row = {k: memo.setdefault(v, v) if type(v) is str and k not in ("started", "ended", "short_id") else v
+           for k, v in row.items()}
+    smoke_failed = row["smoke_ok"] == 0
+    category = row["category"]
     if category == "works" and smoke_failed:
-        category = "garbage"
-    provenance = attempt.provenance
+        category = "garbage"  # the matrix's rule (:func:`logkit.reasoning.matrix.category`)
     return AttemptFacts(
-        ref=ref_of(session.id, attempt.short_id),
-        session=session.id,
-        short_id=attempt.short_id,
-        role=attempt.role,
-        started=norm_time(attempt.started),
-        command=shlex.join(attempt.argv),
-        model=str(model) if model else None,
-        gpu_name=gpus[0].name if gpus else None,
-        gpu_count=len(gpus),
-        arch=arch_of(env),
-        versions=_versions(attempt, env),
-        fingerprint=fingerprint,
-        fp_hash=config_key(stored),
-        backends=backend_axes(stored, info.resolved if info is not None else None),
-        status=status,
+        ref=ref_of(row["session"], row["short_id"]),
+        session=row["session"],
+        short_id=row["short_id"],
+        role=row["role"] or "",
+        started=parse_time(row["started"]),
+        command=row["command"] or "",
+        model=row["model"],
+        gpu_name=row["gpu"],
+        gpu_count=row["gpu_count"] or 0,
+        arch=row["arch"],
+        versions=_json(row["versions"]),
+        fingerprint=_json(row["configuration"]),
+        fp_hash=row["config_key"],
+        backends=_json(row["backends"]),
+        status=row["status"],
         category=category,
         smoke_failed=smoke_failed,
-        source=provenance.source if provenance else "captured",
-        name=attempt.label,
-        label=outcome.label if outcome else None,
-        signature=outcome.signature if outcome else None,
-        ended=norm_time(outcome.ended) if outcome is not None and outcome.ended is not None else None,
+        source=row["source"] or "captured",
+        name=row["label"],
+        label=row["outcome_label"],
+        signature=row["signature"],
+        ended=parse_time(row["ended"]) if row["ended"] else None,
         data=session,
     )
 
@@ -220,16 +156,10 @@ _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "mod
 
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
-    for session in loaded.sessions.values():
-        rows = session.fact_rows
-        made = [_from_row(session, short, row) for short, row in rows.items()] if rows else []
-        if rows and None not in made:
-            for f in made:
-                facts[f.ref] = f  # type: ignore[union-attr]
-            continue
-        for attempt in session.attempts.values():  # no facts kept, or damaged: from the events
-            f = _derive_facts(session, attempt)
-            facts[f.ref] = f
+    memo: dict[Any, Any] = {}
+    for row in loaded.attempt_rows():
+        f = facts_of(row, loaded.sessions.get(row["session"]), memo)
+        facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves
     rows_ = [
         (f.ref, f.session, f.short_id, f.role, f.started, f.model, f.gpu_label, f.arch, f.versions.get("sglang"),

@@ -4,9 +4,10 @@ Contract:
 
 * A session page is a function of its own session's events and of the sessions its references
   name (``other-session/A4`` in a verdict's evidence or a note's refs; a name that did not resolve
-  counts too, so the page is redone once it does). :class:`Manifest` records, per session page, the
-  sha256 of each of those ``events.jsonl`` files (from the read cache, :mod:`logkit.readcache`: no
-  file is read again while its stat is unchanged) and the sha256 of the Markdown written.
+  counts too, so the page is redone once it does). :class:`Manifest` records, per session page, what
+  the index knows of each of those ``events.jsonl`` files as ingested (inode, size, mtime and the
+  hash of its tail: :attr:`logkit.builder.load.Loaded.digests`; nothing is read to know it) and
+  the sha256 of the Markdown written.
 * A decision record's page is a function of its session, of the sessions its evidence and options
   name (the same rule), and of what it shows of other decisions (titles, statuses, supersedes
   links, shared and moved ids: :meth:`~logkit.builder.index.KBIndex.decisions_digest`); the
@@ -28,13 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..files import session_dirs
-from ..readcache import SessionCache
-
-__all__ = ["MANIFEST", "Manifest", "build_key", "content_digests"]
+__all__ = ["MANIFEST", "Manifest", "build_key"]
 
 MANIFEST = ".logkit-pages.json"
-_FORMAT = 2
+_FORMAT = 3
 
 
 def build_key(templates: Path | None) -> str:
@@ -53,21 +51,6 @@ def build_key(templates: Path | None) -> str:
                 h.update(str(path.relative_to(folder)).encode())
                 h.update(path.read_bytes())
     return h.hexdigest()
-
-
-def content_digests(sessions: Path) -> dict[str, str]:
-    """The sha256 of every session's ``events.jsonl``, through the ``digest`` read cache."""
-    cache = SessionCache(sessions, "digest", 1)
-    found = session_dirs(sessions)
-    digests = {}
-    for sid, path, st in found:
-        cache.get(sid, path, lambda _raw: None, st=st)
-        digest = cache.digest(sid)
-        if digest is not None:
-            digests[sid] = digest
-    cache.prune({f[0] for f in found})
-    cache.save()
-    return digests
 
 
 class Manifest:

@@ -18,12 +18,14 @@ Contract:
 from __future__ import annotations
 
 import json
+import shlex
+from functools import cache
 from typing import Any
 
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 3
+DERIVATION = 4
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 
@@ -32,22 +34,40 @@ ATTEMPT_COLUMNS = (
     "session", "short_id", "line", "role", "label", "started", "ended", "command", "model", "gpu", "gpu_count",
     "arch", "sglang", "flashinfer", "torch", "fingerprint", "config", "backends", "tests", "sweep", "cell",
     "status", "category", "signature", "hang_timeout", "smoke_ok", "recorder_pid", "recorder_host", "outcome_label",
+    # the site's facts: the configuration (JSON) and its key, every version the site shows (JSON),
+    # the provenance source
+    "configuration", "config_key", "versions", "source",
 )
 
 METRIC_COLUMNS = (
     "session", "line", "name", "value", "unit", "attempt", "server_attempt", "ts",
-    "concurrency", "dataset", "input_len", "output_len", "labels",
+    "concurrency", "dataset", "input_len", "output_len", "labels", "item",
 )
 
-#: The packages whose versions are columns: column -> names it goes by in ``environment.packages``.
-_PACKAGES = {"sglang": ("sglang",), "flashinfer": ("flashinfer-python", "flashinfer_python", "flashinfer"), "torch": ("torch",)}
-#: Workload columns -> the benchmark labels that carry them (``capture/sglang/bench``'s names).
-_WORKLOAD = {
-    "concurrency": ("max_concurrency", "concurrency"),
-    "dataset": ("dataset_name", "dataset"),
-    "input_len": ("random_input_len", "input_len"),
-    "output_len": ("random_output_len", "output_len"),
-}
+@cache
+def _knowledge() -> dict[str, Any]:
+    """``logkit/data/knowledge.toml``: the versions the site shows, the metric labels it reads."""
+    import tomllib
+    from importlib import resources
+
+    with resources.files("logkit").joinpath("data/knowledge.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict[str, str]:
+    """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, first name found wins;
+    SGLang from the launch parse when no package names it; the CUDA torch was built for; the driver)."""
+    packages = environment.get("packages") or {}
+    found = {name: str(packages[k]) for name, keys in _knowledge()["versions"].items()
+             for k in [next((k for k in keys if packages.get(k)), None)] if k}
+    if "sglang" not in found and (launch or {}).get("sglang_version"):
+        found["sglang"] = str(launch["sglang_version"])  # type: ignore[index]
+    if environment.get("torch_cuda"):
+        found["cuda"] = str(environment["torch_cuda"])
+    gpus = [g for g in environment.get("gpus") or [] if isinstance(g, dict)]
+    if gpus and gpus[0].get("driver"):
+        found["driver"] = str(gpus[0]["driver"])
+    return found
 
 
 def _arch(environment: dict[str, Any] | None) -> str | None:
@@ -99,16 +119,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     outcome = outcome or {}
     cell = cell or {}
     gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
-    packages = environment.get("packages") or {}
-    versions: dict[str, Any] = dict.fromkeys(_PACKAGES)
-    if packages:
-        for col, names in _PACKAGES.items():
-            for name in names:
-                if packages.get(name):
-                    versions[col] = packages[name]
-                    break
-    if not versions["sglang"]:
-        versions["sglang"] = launch.get("sglang_version")
+    shown = versions(environment, launch)
     status = outcome.get("status")
     label = outcome.get("label")
     argv = attempt.get("argv") or []
@@ -120,12 +131,14 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
-        "command": " ".join(map(str, attempt.get("argv") or ())),
+        "command": shlex.join(str(a) for a in argv),
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
         "arch": _arch(environment),
-        **versions,
+        "sglang": shown.get("sglang"),
+        "flashinfer": shown.get("flashinfer"),
+        "torch": shown.get("torch"),
         "fingerprint": _dumps(launch.get("fingerprint")),
         "config": _dumps(flags.chosen(launch)),
         "backends": _dumps(flags.backend_axes(launch, resolved)),
@@ -140,6 +153,10 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
         "outcome_label": label,
+        "configuration": _dumps(flags.configuration(launch)),
+        "config_key": flags.config_key(launch),
+        "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
+        "source": (attempt.get("provenance") or {}).get("source") or "captured",
     }
 
 
@@ -154,22 +171,26 @@ def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
 def _env(env: Any) -> dict[str, Any] | None:
     if env is None:
         return None
-    return {"gpus": [{"name": g.name, "compute_cap": g.compute_cap} for g in env.gpus],
-            "device_capability": env.device_capability, "packages": env.packages}
+    return {"gpus": [{"name": g.name, "compute_cap": g.compute_cap, "driver": g.driver} for g in env.gpus],
+            "device_capability": env.device_capability, "packages": env.packages, "torch_cuda": env.torch_cuda}
 
 
 def _launch(launch: Any) -> dict[str, Any] | None:
     if launch is None:
         return None
-    return {"fingerprint": launch.fingerprint, "non_default": launch.non_default, "args": launch.args,
-            "sglang_version": launch.sglang_version}
+    return {"parser": launch.parser, "fingerprint": launch.fingerprint, "non_default": launch.non_default,
+            "args": launch.args, "sglang_version": launch.sglang_version}
 
 
 def light(event: Any) -> dict[str, Any]:
     """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
     (no JSON parsed again: the index builds rows of a whole file from the models)."""
     fields = event.__dict__
-    out = dict(fields)  # nested records as models: attempt_row reads only the two below, made dicts
+    out = {k: v for k, v in fields.items()
+           if k not in ("environment", "launch", "evidence", "tail", "timeline", "provenance")}
+    out["kind"] = event.kind
+    if fields.get("provenance") is not None:
+        out["provenance"] = {"source": fields["provenance"].source}
     for key in ("started", "ended"):
         if fields.get(key) is not None:
             out[key] = fields[key].isoformat().replace("+00:00", "Z")
@@ -183,15 +204,24 @@ def light(event: Any) -> dict[str, Any]:
 def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
     :data:`METRIC_COLUMNS` order."""
-    fields = metric.__dict__
-    labels = fields["labels"]
-    workload: list[Any] = [None, None, None, None]
-    if labels:
-        for i, names in enumerate(_WORKLOAD.values()):
-            for name in names:
-                value = labels.get(name)
-                if value is not None:
-                    workload[i] = value if isinstance(value, (int, float, str)) else json.dumps(value)
-                    break
-    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"],
-            fields["server_attempt"], fields["ts"].isoformat(), *workload, _dumps(labels))
+    from ..launch.flags import workload  # the owner
+
+    labels = metric.labels or {}
+    table = _knowledge()["metrics"]
+    work = workload(labels, _first_number(labels, table["concurrency_labels"]))
+    item = next((str(labels[k]) for k in table.get("item_labels", []) if labels.get(k) is not None
+                 and str(labels[k]).strip()), None)
+    return (session, line, metric.name, metric.value, metric.unit, metric.attempt, metric.server_attempt,
+            metric.ts.isoformat(), *(v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work),
+            _dumps(labels), item)
+
+
+def _first_number(labels: dict[str, Any], keys: list[str]) -> float | None:
+    """The first of ``keys`` the labels hold, as a number (None when it is not one)."""
+    for key in keys:
+        if labels.get(key) is not None:
+            try:
+                return float(labels[key])
+            except (TypeError, ValueError):
+                return None
+    return None

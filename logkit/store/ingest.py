@@ -126,8 +126,9 @@ class Ingest:
             ref = fields.get("attempt")
             if kind == "sweep_cell":
                 ref = fields["attempts"][0] if fields["attempts"] else None
+            provenance = fields.get("provenance")
             events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
-                           find(b"\n", at) - at))
+                           find(b"\n", at) - at, fields["ts"].isoformat(), provenance.source if provenance else None))
             if kind in ATTEMPT_KINDS:
                 data = light(event)
                 owners = fields["attempts"] if kind == "sweep_cell" else [fields.get("short_id") if kind == "attempt" else ref]
@@ -148,7 +149,7 @@ class Ingest:
                 meta = {"title": event.title, "goal": event.goal, "started": event.ts.isoformat(),
                         "host": event.host, "tags": json.dumps(event.tags)}
         run = self.conn.executemany
-        run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+        run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", events)
         run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in problems])
         run("INSERT OR REPLACE INTO hypotheses VALUES (?, ?, ?, ?, ?, ?, ?)", hyps)
         run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)

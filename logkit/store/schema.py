@@ -1,12 +1,20 @@
 """The index's schema as numbered migrations (simonw/llm's habit): ``MIGRATIONS[n]`` takes a database
-at ``PRAGMA user_version`` ``n`` to ``n + 1``. Append a migration; never edit a shipped one (a
-change to what a column *means* bumps :data:`logkit.store.derive.DERIVATION` instead)."""
+at ``PRAGMA user_version`` ``n`` to ``n + 1``. The index is derived data: a file at an older version
+is rebuilt from ``events.jsonl``, not migrated in place (:class:`logkit.store.index.Index`), so a new
+migration may reshape tables freely; a change to what a column *means* bumps
+:data:`logkit.store.derive.DERIVATION` instead. Column order: :data:`~logkit.store.derive.ATTEMPT_COLUMNS`
+and :data:`~logkit.store.derive.METRIC_COLUMNS` (metric rows are inserted by position)."""
 
 from __future__ import annotations
 
 __all__ = ["MIGRATIONS"]
 
 MIGRATIONS: tuple[str, ...] = (
+    # 1 (the index of issue 19). events: where each line is (byte offset, length), not a copy of its
+    # JSON (events.jsonl is read again for the few whole events a reader wants); attempt_backends:
+    # each attempt's backend axes as rows, so the pre-launch check reads only the attempts that chose
+    # a value; attempts_role: the last launch of a session without a scan of its attempts. An event's
+    # ts and provenance source are columns: the site's time span and provenance of each session.
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
     CREATE TABLE sessions (
@@ -15,10 +23,8 @@ MIGRATIONS: tuple[str, ...] = (
         title TEXT, goal TEXT, started TEXT, host TEXT, tags TEXT);
     CREATE TABLE events (
         session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
-        attempt TEXT, ts TEXT, json TEXT NOT NULL);
-    CREATE UNIQUE INDEX events_line ON events (session, line);
-    CREATE INDEX events_kind ON events (kind, session);
-    CREATE INDEX events_attempt ON events (session, attempt) WHERE attempt IS NOT NULL;
+        attempt TEXT, offset INTEGER NOT NULL, length INTEGER NOT NULL, ts TEXT, source TEXT,
+        PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE TABLE problems (
         session TEXT NOT NULL, line INTEGER NOT NULL, message TEXT NOT NULL, field TEXT);
     CREATE INDEX problems_session ON problems (session, line);
@@ -27,13 +33,21 @@ MIGRATIONS: tuple[str, ...] = (
         ended TEXT, command TEXT, model TEXT, gpu TEXT, gpu_count INTEGER, arch TEXT, sglang TEXT,
         flashinfer TEXT, torch TEXT, fingerprint TEXT, config TEXT, backends TEXT, tests TEXT, sweep TEXT,
         cell TEXT, status TEXT, category TEXT, signature TEXT, hang_timeout REAL, smoke_ok INTEGER,
-        recorder_pid INTEGER, recorder_host TEXT);
+        recorder_pid INTEGER, recorder_host TEXT, outcome_label TEXT, configuration TEXT, config_key TEXT,
+        versions TEXT, source TEXT);
     CREATE UNIQUE INDEX attempts_id ON attempts (session, short_id);
     CREATE INDEX attempts_status ON attempts (status);
     CREATE INDEX attempts_cell ON attempts (arch, model);
+    CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL;
+    CREATE INDEX attempts_role ON attempts (session, role, line);
+    CREATE INDEX attempts_line ON attempts (session, line);
+    CREATE TABLE attempt_backends (
+        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT);
+    CREATE INDEX attempt_backends_value ON attempt_backends (axis, value, arch);
+    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
     CREATE TABLE metrics (
         session TEXT NOT NULL, line INTEGER NOT NULL, name TEXT NOT NULL, value REAL, unit TEXT, attempt TEXT,
-        server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT);
+        server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT, item TEXT);
     CREATE UNIQUE INDEX metrics_line ON metrics (session, line);
     CREATE INDEX metrics_name ON metrics (name);
     CREATE TABLE hypotheses (
@@ -46,28 +60,5 @@ MIGRATIONS: tuple[str, ...] = (
         session TEXT NOT NULL, line INTEGER NOT NULL, ts TEXT, decision_id TEXT, title TEXT, status TEXT,
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
-    """,
-    # 2: the outcome's label (the matrix row's), and each attempt's backend axes as rows, so the
-    # pre-launch check reads only the attempts that chose a value (logkit.reasoning.refuted)
-    """
-    ALTER TABLE attempts ADD COLUMN outcome_label TEXT;
-    CREATE TABLE attempt_backends (
-        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT);
-    CREATE INDEX attempt_backends_value ON attempt_backends (axis, value, arch);
-    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
-    CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL
-    """,
-    # 3: the last launch of a session (logkit run's config diff) without a scan of its attempts
-    "CREATE INDEX attempts_role ON attempts (session, role, line)",
-    # 4: an event row keeps where its line is (byte offset, length) instead of a copy of its JSON:
-    # events.jsonl is read again for the few whole events a reader wants. Keyed by (session, line)
-    # alone: a session's rows are few enough to scan for a kind or an attempt. Attempts are read in
-    # (session, line) order without a sort.
-    """
-    CREATE INDEX attempts_line ON attempts (session, line);
-    DROP TABLE events;
-    CREATE TABLE events (
-        session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
-        attempt TEXT, offset INTEGER NOT NULL, length INTEGER NOT NULL, PRIMARY KEY (session, line)) WITHOUT ROWID
     """,
 )
