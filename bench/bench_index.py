@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast the one derived index (``logkit.store.index``) is kept up to date and read, on a big store.
 
-Generates the store as ``bench/bench_load.py`` does (``tests/kb_factory.synthetic``; default 2,000
+Generates the store with ``bench/bigstore.py`` (``tests/kb_factory.synthetic``; default 2,000
 sessions, ~1,000,000 events, ~216,000 attempts at its 4.6 events per attempt; ``--attempts`` sets
 the attempts instead), then times in this process:
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_load import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
+from bigstore import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
 
 from logkit import files  # noqa: E402
 from logkit.store.index import Index  # noqa: E402

@@ -4,7 +4,7 @@
 logkit tree (e.g. ``git archive fde36e4``), as ratios to a ``json.loads`` baseline of the same store
 in the same run.
 
-Generates the store as ``bench/bench_load.py`` does (``tests/kb_factory.synthetic``; default 200
+Generates the store with ``bench/bigstore.py`` (``tests/kb_factory.synthetic``; default 200
 sessions, ~100,000 events). Each tree runs in its own process (its ``logkit`` on ``PYTHONPATH``):
 the first call (its caches or index made from nothing) and the best of three warm calls of
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_load import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
+from bigstore import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
 
 CHILD = r"""
 import json, sys, time
