@@ -30,7 +30,7 @@ from typing import Any
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "row_of", "state"]
+__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "refutes", "row_of", "state"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -86,19 +86,24 @@ def row_of(attempt: dict[str, Any]) -> Row:
         smoke_failed=attempt["smoke_ok"] == 0, label=attempt["outcome_label"])
 
 
+def refutes(status: str | None, hang_timeout: float | None = None) -> bool:
+    """Whether a launch that ended ``status`` speaks against the backend values it chose: a refuting
+    category of ``statuses.toml``, less a hang stopped by a ``--hang-timeout`` (``hang_timeout``)
+    shorter than the default (the user cut it short: that says nothing of the backend)."""
+    if status is None or statuses.category(status) is None or not statuses.row(status).refutes:
+        return False
+    default = float(launch_table()["attribution"]["hang_timeout_default"])
+    return not (status == "hang" and hang_timeout is not None and hang_timeout < default)
+
+
 def category(row: Row) -> str | None:
     """The row's attributable category (works, crash, garbage, oom), or None (see the contract)."""
     if row.role != "launch" or row.status is None:
         return None
     cat = statuses.category(row.status)
-    if cat is None:
-        return None
     if cat == "works":
         return "garbage" if row.smoke_failed else "works"
-    if row.status == "hang" and row.hang_timeout is not None:
-        if row.hang_timeout < float(launch_table()["attribution"]["hang_timeout_default"]):
-            return None
-    return cat if statuses.row(row.status).refutes else None
+    return cat if refutes(row.status, row.hang_timeout) else None
 
 
 def state(categories: Iterable[str | None]) -> str:

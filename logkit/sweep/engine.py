@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadInput
+from ..reasoning import matrix
 from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
 from ..store import SessionHandle, Store
 from .cell import CellContext, CellRun, Interrupted, run_cell
@@ -246,9 +247,11 @@ def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep
     if run_.status == "works" and spec.bench_argv and not any(p.output_throughput is not None for p in pts):
         run_.status, run_.outcome, reason = "failed", run_.outcome, "the benchmark produced no throughput"
     verdict = "confirmed" if run_.status == "works" else "refuted"
+    if verdict == "refuted" and not matrix.refutes(run_.outcome, ctx.ready_timeout if run_.outcome == "hang" else None):
+        verdict = "inconclusive"  # the one rule of the matrix cell: a shortened hang, an import error, ... refute nothing
     because = None if verdict == "confirmed" else f"{run_.outcome}: {run_.reason or ''}".rstrip(": ")
     if attempts or because:
-        _close(handle, hyp, verdict, attempts, because if verdict == "refuted" else "launched, smoke passed, benchmarked")
+        _close(handle, hyp, verdict, attempts, because if because else "launched, smoke passed, benchmarked")
     wrapped = run_.seconds.get("wrapped", 0.0)
     return SweepCellResult(**base, status=run_.status, outcome=run_.outcome, reason=reason, attempts=attempts,
                            points=pts), wrapped
