@@ -16,7 +16,7 @@ from typing import Any
 
 from .events import Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
 
-__all__ = ["render_rows", "render_text", "shown_events", "summaries", "to_json"]
+__all__ = ["render_rows", "shown_events", "summaries", "to_json"]
 
 
 def summaries(root: Path) -> list[dict[str, Any]]:
@@ -62,15 +62,9 @@ def _line(event: BaseEvent) -> str:
     return f"{when}  {getattr(event, 'kind', '?')}"
 
 
-def render_text(session_id: str, events: list[BaseEvent]) -> str:
-    """The session as a time-ordered list of one-line events."""
-    lines = [f"session {session_id}"]
-    lines += [_line(e) for e in sorted(events, key=lambda e: e.ts)]
-    return "\n".join(lines)
-
-
 def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
-    """:func:`render_text` from ``(ts, line)`` pairs in file order (:func:`_line` of each event)."""
+    """The session as a time-ordered list of one-line events, from ``(ts, line)`` pairs in file order
+    (:func:`_line` of each event)."""
     return "\n".join([f"session {session_id}", *(text for _ts, text in sorted(rows, key=lambda r: r[0]))])
 
 

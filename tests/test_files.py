@@ -19,7 +19,7 @@ from logkit import files
 from logkit.capture.journal import Journal
 from logkit.errors import StoreError
 from logkit.events import EVENT_TYPES, Attempt, AttemptEnvironment, Outcome, parse_event
-from logkit.reasoning import decisions, refuted
+from logkit.reasoning import decisions, ledger, refuted
 from logkit.reader import read_events
 from logkit.store import Store
 
@@ -157,7 +157,7 @@ def _two_decisions(sessions: Path) -> Store:
     handle = store.create("t", session_id="s", make_current=False)
     for n in (1, 2):
         handle.append(Decision(session="s", decision_id=f"DR-000{n}", title=f"d{n}"))
-    decisions._append_ledger(store, "DR-0001\ts\td1\n")
+    ledger.append_ledger(store, "DR-0001\ts\td1\n")
     return store
 
 

@@ -112,9 +112,10 @@ def test_todo_import_maps_items_visibly(logkit, sessions: Path, tmp_path: Path) 
     assert "-> H1 (4 shared words" in out and "-> H2 (explicit H2: prefix)" in out and "no match" in out
     todo.write_text(json.dumps([{"content": "Write the systemd unit", "status": "completed"}]))  # a bare list
     _ok(logkit("todo", "import", str(todo)))
-    from logkit.reasoning.todo import diff, snapshots
+    from logkit.events import Todo
+    from logkit.reasoning.todo import diff
 
-    snaps = snapshots(Store(sessions).handle("s1").read().events)
+    snaps = sorted((e for e in Store(sessions).handle("s1").read().events if isinstance(e, Todo)), key=lambda e: e.ts)
     assert [i.hypothesis for i in snaps[0].items] == ["H1", "H2", None]
     changed = diff(snaps[0], snaps[1])
     assert changed["changed"] == [{"content": "Write the systemd unit", "from": "pending", "to": "completed"}]

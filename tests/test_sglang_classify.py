@@ -117,3 +117,35 @@ def test_cause_beats_final_kill() -> None:
     oom = Classifier()
     oom.feed((LOGS / "oom-sglang-4547.log").read_bytes() + b"Killed\n", 1)
     assert oom.decide(exit_code=137).status == "oom"
+
+
+def _mangled(text: bytes, needles: tuple[bytes, ...]) -> bytes:
+    """``text`` with every occurrence of every needle broken by a NUL after its first byte."""
+    for n in needles:
+        text = text.replace(n, n[:1] + b"\0" + n[1:])
+    return text
+
+
+def test_each_rows_needles_are_required_by_its_regex_on_the_corpus() -> None:
+    """A row's ``needles`` (signatures.toml) let a chunk without them skip the regex: on every corpus
+    log, each match contains one of them, and the matched line with them all broken no longer matches."""
+    import re
+
+    logs = [p.read_bytes() for p in sorted(LOGS.rglob("*.log"))]
+    checked = set()
+    for sig in load_signatures():
+        if not sig.needles:
+            continue
+        regex = re.compile(sig.pattern.encode())
+        nocase = bool(regex.flags & re.IGNORECASE)
+        needles = tuple(n.encode().lower() if nocase else n.encode() for n in sig.needles)
+        for blob in logs:
+            text = blob.lower() if nocase else blob
+            for m in regex.finditer(text):
+                assert any(n in m.group(0) for n in needles), f"{sig.id}: match {m.group(0)[:120]!r} holds no needle"
+                start, end = text.rfind(b"\n", 0, m.start()) + 1, text.find(b"\n", m.end())
+                line = text[start: end if end >= 0 else len(text)]
+                assert regex.search(_mangled(line, needles)) is None, f"{sig.id}: {line[:120]!r} matches without its needles"
+                checked.add(sig.id)
+    with_needles = [s.id for s in load_signatures() if s.needles]
+    assert len(checked) >= len(with_needles) // 2, f"only {sorted(checked)} of {len(with_needles)} rows seen in the corpus"

@@ -8,8 +8,6 @@ pulls in ``inspect``, ``ast`` and ``dis`` (~10 ms of every ``logkit run`` start-
 
 from __future__ import annotations
 
-from typing import Any
-
 __all__ = ["Slotted"]
 
 
@@ -35,6 +33,3 @@ class Slotted:
         return all(getattr(self, n, None) == getattr(other, n, None) for n in self._fields())
 
     __hash__ = None  # type: ignore[assignment]  # mutable records are unhashable, like dataclasses
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n, None) for n in self._fields())

@@ -130,9 +130,8 @@ class Journal:
         self.view.catch_up()
         return list(self.view.hyps)
 
-    def reconcile(self, *, complete: bool = False) -> None:
-        """Mark attempts whose recorder died as abandoned; never raises. (``complete`` is accepted for
-        callers of the run index: the view always covers the whole file.)"""
+    def reconcile(self) -> None:
+        """Mark attempts whose recorder died as abandoned; never raises."""
         try:
             self._reconcile()
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command

@@ -44,7 +44,6 @@ class Rules(NamedTuple):
     """The compiled content of ``secrets.toml`` (read-only, hashable)."""
 
     placeholder: str
-    env_names: tuple[str, ...]
     env_re: re.Pattern[str]
     flag_names: frozenset[str]
     flag_pattern: re.Pattern[str]
@@ -65,7 +64,6 @@ def load_rules() -> Rules:
     text = data["text"]
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
-        env_names=tuple(n.upper() for n in data["env"]["names"]),
         env_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in data["env"]["names"])),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
@@ -300,10 +298,6 @@ class Redactor:
     def is_secret_env(self, name: str) -> bool:
         """Whether an environment variable of this name holds a secret."""
         return _secret_env(self.rules, name)
-
-    def is_secret_flag(self, flag: str) -> bool:
-        """Whether a command-line flag (``--api-key``) takes a secret value."""
-        return _secret_flag(self.rules, flag)
 
     def is_secret_key(self, key: str) -> bool:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""

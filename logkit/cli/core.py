@@ -78,7 +78,7 @@ def cmd_session_show(args: argparse.Namespace) -> int:
 
     st = store(args)
     handle = st.handle(args.session_id or st.current_or_fail())
-    Journal(st.root, handle.id).reconcile(complete=True)  # through the run index: no typed read
+    Journal(st.root, handle.id).reconcile()  # through the session view: no typed read
     # one line (or JSON element) per event is kept, never the events: bounded by the output itself
     shown: list[Any] = []
     take = (lambda e: shown.append(to_json(e))) if args.json else (lambda e: shown.append((e.ts, _line(e))))

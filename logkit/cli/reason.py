@@ -368,7 +368,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     st = store(args)
     handle = st.handle(args.session_id or st.current_or_fail())
-    Journal(st.root, handle.id).reconcile(complete=True)  # through the run index: no typed read of the session
+    Journal(st.root, handle.id).reconcile()  # through the session view: no typed read of the session
     data, problems = session_status(st.root, handle.id, last=args.last)
     for problem in problems:
         print_text(f"logkit: warning: {problem}", file=sys.stderr)

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..events import BaseEvent, Hypothesis, Todo, TodoItem
+from ..events import Hypothesis, Todo, TodoItem
 from ..store import SessionHandle
 from .common import now, provenance
 from .tables import tables
 
-__all__ = ["Match", "diff", "match", "parse", "record", "snapshots", "tokens"]
+__all__ = ["Match", "diff", "match", "parse", "record", "tokens"]
 
 _PREFIX = re.compile(r"^\s*\[?(H[0-9]+)\]?\s*[:\-]\s*")
 _TOKEN = re.compile(r"[a-z0-9_]+")
@@ -170,8 +170,3 @@ def diff(before: Todo | None, after: Todo) -> dict[str, list[dict[str, Any]]]:
             if c in old and old[c].status != i.status
         ],
     }
-
-
-def snapshots(events: list[BaseEvent]) -> list[Todo]:
-    """The todo snapshots of a session in time order."""
-    return sorted((e for e in events if isinstance(e, Todo)), key=lambda e: e.ts)

@@ -8,7 +8,9 @@ Contract:
 * :class:`Classifier` is fed chunks of complete lines as bytes (the recorder's hot path): each
   signature is a compiled regex scanned with ``finditer`` over the whole chunk (one alternation of
   all rows measured 7x slower: it defeats the regex engine's literal-prefix search), and lines are
-  counted with ``bytes.count``; nothing loops per line in Python.
+  counted with ``bytes.count``; nothing loops per line in Python. A row's ``needles`` (literals
+  of which every match contains one, checked on the corpus by ``tests/test_sglang_classify.py``)
+  let a chunk holding none of them skip the regex at ``bytes.__contains__`` speed.
 * :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets
@@ -82,6 +84,8 @@ class Signature:
     source: str = ""
     source_file: str = ""
     detector: str | None = None
+    #: Literals of which every match contains at least one: a chunk with none skips the regex.
+    needles: tuple[str, ...] = ()
 
 
 @dataclass
@@ -141,6 +145,10 @@ def load_signatures() -> tuple[Signature, ...]:
                 re.compile(_scoped(row["pattern"]).encode())
             except (KeyError, re.error) as exc:
                 raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
+        needles = row.get("needles", [])
+        if not isinstance(needles, list) or not all(isinstance(n, str) and len(n) >= 3 for n in needles):
+            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: needles {needles!r} is not a list of literals",
+                           fix="list literals of 3+ characters, one of which every match contains, or drop the key")
         out.append(
             Signature(
                 id=sid,
@@ -152,57 +160,10 @@ def load_signatures() -> tuple[Signature, ...]:
                 source=row.get("source", ""),
                 source_file=row["source_file"],
                 detector=row.get("detector"),
+                needles=tuple(needles),
             )
         )
     return tuple(out)
-
-
-def _needles(pattern: str) -> tuple[bytes, ...] | None:
-    """Literals of which every match contains at least one (a prefilter), or None if none found.
-
-    Derived from the regex's parse tree: the longest literal run of the top-level sequence, or an
-    alternation whose every branch has one. Checking ``needle in chunk`` runs at memchr speed, so
-    a chunk without any needle skips the regex (healthy logs: almost every chunk, every row).
-    """
-    from re import _constants as c  # type: ignore[attr-defined]
-    from re import _parser  # type: ignore[attr-defined]
-
-    def seq(items: Any) -> set[str] | None:
-        best: set[str] | None = None
-        run: list[str] = []
-
-        def score(opt: set[str] | None) -> int:
-            return min((len(x) for x in opt), default=0) if opt else 0
-
-        def close() -> None:
-            nonlocal best, run
-            if run:
-                cand = {"".join(run)}
-                if score(cand) > score(best):
-                    best = cand
-            run = []
-
-        for op, av in items:
-            if op is c.LITERAL:
-                run.append(chr(av))
-                continue
-            close()
-            cand: set[str] | None = None
-            if op is c.SUBPATTERN:
-                cand = seq(av[-1])
-            elif op is c.BRANCH:
-                opts = [seq(b) for b in av[1]]
-                cand = set().union(*opts) if opts and all(opts) else None  # type: ignore[arg-type]
-            if cand and score(cand) > score(best):
-                best = cand
-        close()
-        return best
-
-    parsed = _parser.parse(pattern)
-    found = seq(parsed.data)
-    if not found or min(len(x) for x in found) < 3:
-        return None
-    return tuple(sorted(x.encode() for x in found))
 
 
 _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool]
@@ -219,9 +180,7 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
             continue
         regex = re.compile(s.pattern.encode())
         nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
-        needles = _needles(s.pattern)
-        if needles and nocase:
-            needles = tuple(n.lower() for n in needles)
+        needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
         rows.append((regex, s, needles, nocase, gated))
     return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), lambda low: not gate or any(w in low for w in gate)

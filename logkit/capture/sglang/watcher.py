@@ -76,7 +76,6 @@ class LaunchWatcher:
         self.base = probe_url(launch.get("host") if launch else None, launch.get("port") if launch else None)
         self.ctx: WatchContext | None = None
         self.last_output = time.monotonic()
-        self.started_at = time.monotonic()
         self.http_ready_at: datetime | None = None
         self.log_ready_at: datetime | None = None
         self.hang: str | None = None
@@ -91,7 +90,7 @@ class LaunchWatcher:
     # --- hot path ---------------------------------------------------------------------------
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
-        self.started_at = self.last_output = time.monotonic()
+        self.last_output = time.monotonic()
         if self.base:
             self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
             self._thread.start()
@@ -359,7 +358,3 @@ class BenchWatcher:
         if d.status == "exit_ok" and result is not None:
             label = f"{len(result.metrics)} metrics from the {result.source} result"
         return WatchResult(status=d.status, label=label, signature=d.signature, evidence=d.evidence)
-
-
-def _unused(_: Any) -> None:  # keep linters quiet about optional imports
-    return None

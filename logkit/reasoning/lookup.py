@@ -1,0 +1,101 @@
+"""Reading decision records: every record by id, which record replaces which, what a cited id names.
+
+Contract:
+
+* :func:`decisions_by_id` reads the index's ``decisions`` table (:mod:`logkit.store.index`): every
+  record of the store grouped by id (more than one means a collision), in (session, line) order.
+* :func:`supersession` is the one answer to "which record replaces which" (``supersedes`` is
+  written once, on the newer record); ``decision list``, ``decision check`` and the site read it.
+* :func:`resolve` accepts an id, a longer form of a record's own id (how two records that drew one
+  short id stay reachable), or an id that moved (:func:`logkit.reasoning.ledger.aliases`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import BadInput, NotFound
+from ..events import Decision
+from ..store import Store
+from .ledger import aliases, id_digits, normalize_id
+
+__all__ = ["Resolved", "decisions_by_id", "resolve", "resolve_longer", "supersession"]
+
+
+def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
+    """Every decision of the store, grouped by id (more than one means a collision), from the index's
+    ``decisions`` table (:mod:`logkit.store.index`), in (session, line) order."""
+    from ..store.index import Index
+
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            rows = snap.decisions()
+    found: dict[str, list[Decision]] = {}
+    for row in rows:  # validated at ingest: the model is made again from the stored event, not checked anew
+        found.setdefault(row["decision_id"], []).append(Decision.model_validate(row["event"]))
+    return found
+
+
+def supersession(records: Iterable[Decision]) -> dict[str, list[str]]:
+    """Which record replaces which: decision id -> the ids whose ``supersedes`` names it, sorted
+    (a record naming its own id replaces nothing)."""
+    by: dict[str, set[str]] = {}
+    for d in records:
+        if d.supersedes and d.supersedes != d.decision_id:
+            by.setdefault(d.supersedes, set()).add(d.decision_id)
+    return {did: sorted(ids) for did, ids in by.items()}
+
+
+def _longer_matches(decisions: list[Decision], cited: str) -> list[Decision]:
+    """The records whose own event id spells ``cited`` (a longer form of their permanent id)."""
+    body = cited[3:]
+    return [d for d in decisions if len(body) > len(d.decision_id) - 3 and id_digits(d.id).startswith(body)
+            and body.startswith(d.decision_id[3:])]
+
+
+def resolve_longer(store: Store, cited: str) -> str | None:
+    """The one record whose own id ``cited`` is a longer form of, if exactly one."""
+    found = _longer_matches([d for ds in decisions_by_id(store).values() for d in ds], cited)
+    return found[0].decision_id if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a cited id names: the record, how it was found, and the other records it could mean."""
+
+    decision: Decision
+    cited: str
+    #: "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
+    how: str
+    others: tuple[Decision, ...] = ()
+
+
+def resolve(store: Store, text: str) -> Resolved:
+    """The decision ``text`` names: its id, a longer form of it, or an id that moved to it."""
+    cited = normalize_id(text)
+    if cited is None:
+        raise BadInput(f"{text!r} is not a decision id", fix="decision ids look like DR-7K3FQ (or DR-0003 for older ones)")
+    by_id = decisions_by_id(store)
+    everything = [d for ds in by_id.values() for d in ds]
+
+    def latest(records: list[Decision]) -> Decision:
+        return max(records, key=lambda d: d.ts)
+
+    if cited in by_id:
+        records = by_id[cited]
+        first = min(records, key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
+        sessions = sorted({d.session for d in records} - {first})
+        others = tuple(latest([d for d in records if d.session == s]) for s in sessions)
+        return Resolved(latest([d for d in records if d.session == first]), cited, "id", others)
+    longer = _longer_matches(everything, cited)
+    if len(longer) == 1:
+        return Resolved(longer[0], cited, "longer")
+    moved = aliases(store).get(cited, [])
+    targets = [latest(by_id[new]) for _sid, new in moved if new in by_id]
+    if targets:
+        return Resolved(targets[0], cited, "moved", tuple(targets[1:]))
+    known = sorted(by_id)
+    raise NotFound(f"no decision {cited} in {store.root}",
+                   fix="pick one of: " + (", ".join(known[-8:]) or "none recorded yet") + " (logkit decision list)")
