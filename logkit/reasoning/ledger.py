@@ -4,7 +4,9 @@ Contract:
 
 * :func:`permanent_id` draws an id from a decision's own random event id: ``DR-`` and the first
   five Crockford base32 digits of it, lengthened while it clashes with an id in ``taken`` (the
-  store's sessions and ledger: :func:`known_ids`). :func:`normalize_id` reads what a person typed.
+  store's sessions and ledger: :func:`known_ids`, which brings the index up to date and queries its
+  decisions; called under the store's lock, it sees a decision another process appended a moment
+  ago). :func:`normalize_id` reads what a person typed.
 * The ledger ``<sessions>/DECISIONS.tsv`` (tracked in git) has one line per id,
   ``DR-7K3FQ<TAB>session<TAB>title``, a 4th column ``moved to DR-...`` marking an id that moved
   (:func:`aliases`). :func:`append_ledger` writes ``<sessions>/.gitattributes`` beside it so git's
@@ -22,7 +24,7 @@ from pathlib import Path
 from .. import files
 from ..errors import BadInput, StoreError
 from ..events import DECISION_ID_BODY, DECISION_ID_RE
-from ..store import EVENTS_FILE, Store
+from ..store import Store
 
 __all__ = [
     "CONFLICT_MARKERS", "CROCKFORD", "LEDGER", "LedgerRow", "aliases", "append_ledger", "id_digits", "known_ids",
@@ -40,7 +42,6 @@ GITATTRIBUTES = "DECISIONS.tsv merge=union\n"
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: Digits of a new id: 32**5, about 33.5 million.
 SHORT = 5
-_DR_BYTES = re.compile(rb'"decision_id":\s*"(' + DECISION_ID_BODY.encode() + rb')"')
 _MOVED = re.compile(rf"^moved to ({DECISION_ID_BODY})$")
 #: Lines git leaves in a file it could not merge.
 CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
@@ -143,14 +144,14 @@ def refuse_unmerged(store: Store) -> None:
 
 
 def known_ids(store: Store) -> set[str]:
-    """Every decision id the store's sessions record or its ledger ever listed (no validation)."""
-    ids: set[str] = set()
-    for sid in store.session_ids():
-        try:
-            raw = (store.root / sid / EVENTS_FILE).read_bytes()
-        except OSError:
-            continue
-        ids.update(m.decode("ascii") for m in _DR_BYTES.findall(raw))
+    """Every decision id the store's sessions record (the index's decisions, refreshed first) or its
+    ledger ever listed."""
+    from ..store.index import Index
+
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            ids = {row["decision_id"] for row in snap.decisions()}
     rows, _bad = ledger_rows(store)
     ids.update(r.id for r in rows)
     return ids

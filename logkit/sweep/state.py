@@ -1,7 +1,8 @@
 """Sweeps as recorded: find one (by id or by spec hash), fold its cells, rank them.
 
-Contract: :func:`find` scans the store for ``sweep`` events with a byte test first (only lines
-that are sweep events are decoded), :func:`load` returns a :class:`SweepView` (the sweep event,
+Contract: :func:`find` and :func:`load` query one snapshot of the store's index
+(:class:`logkit.store.index.Index`, brought up to date first) for its ``sweep`` and ``sweep_cell``
+events, validated once at ingest; :func:`load` returns a :class:`SweepView` (the sweep event,
 its session, the latest ``sweep_cell`` result per cell), :func:`ranking` orders the cells (working
 ones by their best throughput within the latency limit, then the failed ones, then those that
 never ran) and :func:`table` renders that ranking as plain text. Pure readers: nothing is written.
@@ -9,8 +10,6 @@ never ran) and :func:`table` renders that ranking as plain text. Pure readers: n
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from ..store import Store
 
 __all__ = ["RankRow", "SweepView", "find", "load", "ranking", "table"]
 
-_SWEEP_LINE = re.compile(rb'^.*"kind":\s*"sweep(?:_cell)?".*$', re.M)
+_KINDS = ("sweep", "sweep_cell")
 
 
 @dataclass
@@ -57,54 +56,41 @@ class SweepView:
         return [c.id for c in self.sweep.cells if c.id not in self.results]
 
 
-def _scan(store: Store) -> list[tuple[str, dict[str, Any]]]:
-    found: list[tuple[str, dict[str, Any]]] = []
-    for sid in store.session_ids():
-        try:
-            raw = (store.root / sid / "events.jsonl").read_bytes()
-        except OSError:
-            continue
-        if b'"sweep' not in raw:
-            continue
-        for match in _SWEEP_LINE.finditer(raw):
-            try:
-                found.append((sid, json.loads(match.group(0))))
-            except ValueError:
-                continue  # a torn line: the reader names it elsewhere
-    return found
+def _recorded(store: Store) -> list[tuple[str, dict[str, Any]]]:
+    """``(session, event dict)`` of every ``sweep`` and ``sweep_cell`` event, in (session, line) order,
+    from one snapshot of the index."""
+    from ..store.index import Index
+
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            return [(row["session"], row["event"]) for s in snap.sessions() for row in snap.events(s["session"], _KINDS)]
+
+
+def _sweeps(recorded: list[tuple[str, dict[str, Any]]], sweep_id: str | None, spec_hash: str | None) -> list[tuple[str, Sweep]]:
+    out = [(sid, Sweep.model_validate(data)) for sid, data in recorded if data["kind"] == "sweep"
+           and (sweep_id is None or data.get("sweep") == sweep_id)
+           and (spec_hash is None or data.get("spec_hash") == spec_hash)]
+    return sorted(out, key=lambda pair: pair[1].ts)
 
 
 def find(store: Store, *, sweep_id: str | None = None, spec_hash: str | None = None) -> list[tuple[str, Sweep]]:
     """``(session, sweep)`` for every sweep with this id or spec hash, oldest first."""
-    out = []
-    for sid, data in _scan(store):
-        if data.get("kind") != "sweep":
-            continue
-        if sweep_id is not None and data.get("sweep") != sweep_id:
-            continue
-        if spec_hash is not None and data.get("spec_hash") != spec_hash:
-            continue
-        try:
-            out.append((sid, Sweep.model_validate(data)))
-        except ValueError:
-            continue
-    return sorted(out, key=lambda pair: pair[1].ts)
+    return _sweeps(_recorded(store), sweep_id, spec_hash)
 
 
 def load(store: Store, sweep_id: str) -> SweepView:
     """The sweep ``sweep_id`` with its cell results; :class:`NotFound` names the sweeps that exist."""
-    hits = find(store, sweep_id=sweep_id)
+    recorded = _recorded(store)
+    hits = _sweeps(recorded, sweep_id, None)
     if not hits:
-        known = sorted({d.get("sweep", "?") for _s, d in _scan(store) if d.get("kind") == "sweep"})
+        known = sorted({d.get("sweep", "?") for _s, d in recorded if d["kind"] == "sweep"})
         raise NotFound(f"no sweep {sweep_id!r} in {store.root}", fix="known sweeps: " + (", ".join(known) or "none yet"))
     session, sweep = hits[0]
     view = SweepView(sweep, session)
-    for sid, data in _scan(store):
-        if sid == session and data.get("kind") == "sweep_cell" and data.get("sweep") == sweep_id:
-            try:
-                result = SweepCellResult.model_validate(data)
-            except ValueError:
-                continue
+    for sid, data in recorded:
+        if sid == session and data["kind"] == "sweep_cell" and data.get("sweep") == sweep_id:
+            result = SweepCellResult.model_validate(data)
             view.results[result.cell] = result
     return view
 
