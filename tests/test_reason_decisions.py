@@ -87,6 +87,19 @@ def test_decide_draws_permanent_ids_and_validates(logkit, sessions: Path) -> Non
     assert f"[superseded by {second}]" in _ok(logkit("decision", "list"))
 
 
+def test_known_ids_sees_a_decision_another_process_appended_after_the_index_was_read(logkit, sessions: Path) -> None:
+    from logkit.reasoning.ledger import known_ids
+
+    _ok(logkit("record", "session", "one", "--id", "one", *SRC))
+    store = Store(sessions)
+    assert known_ids(store) == set()  # the index is built and up to date here
+    first = _ok(logkit("decide", "Use triton", "--context", "c"))  # another process appends a decision
+    (sessions / "DECISIONS.tsv").unlink()  # so only the session's line can name it
+    assert known_ids(store) == {first}  # the index is refreshed before it is queried
+    second = _ok(logkit("decide", "Use cutlass", "--context", "c"))
+    assert second != first and known_ids(store) == {first, second}
+
+
 def test_permanent_id_lengthens_on_a_clash_and_never_looks_sequential() -> None:
     event_id = "0" * 8 + "f" * 24  # base32 0000007ZZZ...: lengthened until it is not all digits
     digits = permanent_id("d3adbeef" * 4)
