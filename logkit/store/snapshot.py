@@ -1,0 +1,239 @@
+"""One read transaction of the index (:meth:`logkit.store.index.Index.snapshot`): the queries every
+reader makes, and :func:`lines_at`, which reads whole events back from their lines in
+``events.jsonl`` (the index keeps where a line is, not a copy of it). The columns are documented in
+:mod:`logkit.store.index`."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import files
+from ..errors import StoreError
+from .derive import ATTEMPT_COLUMNS, METRIC_COLUMNS
+
+__all__ = ["Snapshot", "lines_at"]
+
+
+def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
+    """The events whose lines are at ``spans`` (``(id, byte offset, length)``, from ``events`` rows) of
+    ``path``, as event dicts at the current schema. They are read again, not validated again (the
+    index validated each at ingest). :class:`~logkit.errors.StoreError` when a line is not the event
+    the row names: the file was rewritten after the last refresh."""
+    if not spans:
+        return
+    with open(path, "rb") as fh:
+        raw = []
+        for _id, offset, length in spans:
+            fh.seek(offset)
+            raw.append(fh.read(length))
+    for (event_id, offset, _length), line in zip(spans, raw, strict=True):
+        try:
+            data = files.load(line)
+        except (ValueError, StoreError):
+            data = None
+        if data is None or data.get("id") != event_id:
+            raise StoreError(f"{path}: the line at byte {offset} is not event {event_id}, which the index recorded "
+                             "there (the file was rewritten since the index was brought up to date)",
+                             fix="run the command again (it refreshes the index first)")
+        yield data
+
+
+def _columns(wanted: tuple[str, ...], known: tuple[str, ...]) -> str:
+    """``wanted`` as a SELECT list, each checked against the table's ``known`` columns."""
+    unknown = [c for c in wanted if c not in known]
+    if unknown or not wanted:
+        raise ValueError(f"unknown columns {unknown}: choose from {', '.join(known)}")
+    return ", ".join(wanted)
+
+
+class Snapshot:
+    """The queries of one read transaction (see the module's contract for the columns)."""
+
+    def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
+        self.conn = conn
+        self.root = root
+
+    def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = (), tuples: bool = False) -> list[Any]:
+        cursor = self.conn.execute(sql, args)
+        if tuples:
+            return cursor.fetchall()
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor]
+
+    @staticmethod
+    def _where(**filters: Any) -> tuple[str, list[Any]]:
+        terms, args = [], []
+        for column, value in filters.items():
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple, set, frozenset)):
+                terms.append(f"{column} IN ({','.join('?' * len(value))})")
+                args += list(value)
+            else:
+                terms.append(f"{column} = ?")
+                args.append(value)
+        return (" WHERE " + " AND ".join(terms)) if terms else "", args
+
+    def sessions(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """One row per session (``session``: that one alone), sorted by id, with its counts of events,
+        attempts and problems."""
+        where, args = self._where(**{"s.session": session})
+        rows = self._rows(
+            "SELECT s.session, s.title, s.goal, s.started, s.host, s.tags, s.events, s.torn,"
+            " (SELECT count(*) FROM attempts a WHERE a.session = s.session) AS attempts,"
+            " (SELECT count(*) FROM problems p WHERE p.session = s.session) AS problems"
+            f" FROM sessions s{where} ORDER BY s.session", args)
+        for row in rows:
+            row["problems"] += 1 if row.pop("torn") else 0
+            row["path"] = str(files.events_path(self.root, row["session"]))
+        return rows
+
+    def attempts(self, *, session: str | None = None, short_id: str | list[str] | None = None,
+                 role: str | None = None, status: str | list[str] | None = None, category: str | None = None,
+                 arch: str | None = None, model: str | None = None, open_only: bool = False,
+                 columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
+        """Attempt rows in (session, line) order, filtered by the given columns (a list: any of them);
+        ``open_only``: those without an outcome. ``columns``: just these; ``tuples``: each row a tuple
+        of them in that order, not a dict (a reader of every row: a third faster)."""
+        where, args = self._where(session=session, short_id=short_id, role=role, status=status,
+                                  category=category, arch=arch, model=model)
+        if open_only:
+            where += (" AND " if where else " WHERE ") + "status IS NULL"
+        return self._rows(f"SELECT {_columns(columns, ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line",
+                          args, tuples)
+
+    def choosing(self, backends: dict[str, Any], arch: str) -> list[dict[str, Any]]:
+        """The attempt rows that chose one of ``backends``' axis=value (compared stripped, in lower case)
+        on ``arch``, in (session, line) order: every row of the matrix cells such a launch falls in."""
+        pairs = [(axis, str(value).strip().lower()) for axis, value in backends.items()]
+        if not pairs:
+            return []
+        match = " OR ".join("(b.axis = ? AND b.value = ?)" for _ in pairs)
+        names = ", ".join(f"a.{c}" for c in ATTEMPT_COLUMNS)
+        return self._rows(f"SELECT DISTINCT {names} FROM attempt_backends b JOIN attempts a USING (session, short_id)"
+                          f" WHERE b.arch = ? AND ({match}) ORDER BY a.session, a.line",
+                          [arch, *(x for pair in pairs for x in pair)])
+
+    def metrics(self, *, session: str | None = None, attempt: str | None = None,
+                name: str | list[str] | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
+                tuples: bool = False) -> list[Any]:
+        """Metric rows in (session, line) order (``columns``, ``tuples``: as :meth:`attempts`)."""
+        where, args = self._where(session=session, attempt=attempt, name=name)
+        return self._rows(f"SELECT {_columns(columns, METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line",
+                          args, tuples)
+
+    def hypotheses(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """Hypothesis rows in (session, line) order."""
+        where, args = self._where(session=session)
+        return self._rows(f"SELECT session, short_id, line, ts, text, priority, tags FROM hypotheses{where}"
+                          " ORDER BY session, line", args)
+
+    def verdicts(self, *, session: str | None = None, hypothesis: str | None = None) -> list[dict[str, Any]]:
+        """Verdict rows in (session, line) order (the last of a hypothesis is its verdict)."""
+        where, args = self._where(session=session, hypothesis=hypothesis)
+        return self._rows(f"SELECT session, line, ts, hypothesis, verdict, evidence, because FROM verdicts{where}"
+                          " ORDER BY session, line", args)
+
+    def decisions(self, *, session: str | None = None) -> list[dict[str, Any]]:
+        """Decision rows in (session, line) order, each with its whole event as ``event`` (read from
+        its line of ``events.jsonl``)."""
+        where, args = self._where(session=session)
+        rows = self._rows(f"SELECT d.session, d.line, d.ts, d.decision_id, d.title, d.status, d.supersedes,"
+                          f" e.id AS _id, e.offset AS _offset, e.length AS _length"
+                          f" FROM decisions d JOIN events e USING (session, line){where}"
+                          " ORDER BY d.session, d.line", args)
+        for sid, group in itertools.groupby(rows, key=lambda r: r["session"]):
+            group = list(group)
+            spans = [(r.pop("_id"), r.pop("_offset"), r.pop("_length")) for r in group]
+            for row, event in zip(group, lines_at(files.events_path(self.root, sid), spans), strict=True):
+                row["event"] = event
+        return rows
+
+    def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+        """The validated events of ``session`` in file order, one row at a time (a big session is never
+        all in memory), each with the event dict as ``event`` (its line read again, not validated
+        again) and its ``ts`` as written."""
+        where, args = self._where(session=session, kind=list(kinds) if kinds else None)
+        names = ("session", "line", "kind", "id", "short_id", "attempt")
+        cursor = self.conn.execute(f"SELECT {', '.join(names)}, offset, length FROM events{where} ORDER BY line", args)
+        path = files.events_path(self.root, session)
+        while batch := cursor.fetchmany(512):
+            for row, event in zip(batch, lines_at(path, [r[3:4] + r[6:] for r in batch]), strict=True):
+                yield {**dict(zip(names, row, strict=False)), "ts": event.get("ts"), "event": event}
+
+    def attempt_events(self, session: str, short_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The ``attempt`` events of ``short_ids`` in ``session`` (as dicts), by short id."""
+        found: dict[str, dict[str, Any]] = {}
+        path = files.events_path(self.root, session)
+        for start in range(0, len(short_ids), 500):
+            part = short_ids[start:start + 500]
+            rows = self.conn.execute(
+                "SELECT a.short_id, e.id, e.offset, e.length FROM attempts a"
+                " JOIN events e ON e.session = a.session AND e.line = a.line"
+                f" WHERE a.session = ? AND a.short_id IN ({','.join('?' * len(part))})", (session, *part)).fetchall()
+            for (short, *_), event in zip(rows, lines_at(path, [r[1:] for r in rows]), strict=True):
+                found[short] = event
+        return found
+
+    def problems(self, *, session: str | None = None) -> list[Any]:
+        """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)
+        order; a torn last line (still being written, or left by a killed writer) is named too."""
+        from ..reader import Problem
+
+        where, args = self._where(session=session)
+        out = [Problem(files.events_path(self.root, r["session"]), r["line"], r["message"], field=r["field"])
+               for r in self._rows(f"SELECT session, line, message, field FROM problems{where}"
+                                   " ORDER BY session, line", args)]
+        for r in self._rows(f"SELECT session, torn FROM sessions{where} ORDER BY session", args):
+            if r["torn"]:
+                out.append(Problem(files.events_path(self.root, r["session"]), r["torn"],
+                                   "torn last line (logkit was killed while writing it); skipped", torn=True))
+        return out
+
+    def next_short_id(self, session: str, prefix: str) -> str:
+        """The next ``A<n>``/``H<n>`` no line of ``session`` claims (as of the last refresh), counting
+        lines that did not validate (a newer schema's, a damaged one that still names its id)."""
+        row = self.conn.execute(f"SELECT max_{prefix.lower()} FROM sessions WHERE session = ?", (session,)).fetchone()
+        return f"{prefix}{(row[0] if row else 0) + 1}"
+
+    def last_launch(self, session: str) -> dict[str, Any] | None:
+        """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
+        after its start (an ``environment`` event) in place of the one it started with; or None."""
+        row = self.conn.execute("SELECT short_id, line FROM attempts WHERE session = ? AND role = 'launch'"
+                                " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
+        if row is None:
+            return None
+        found: dict[str, Any] | None = None
+        spans = self.conn.execute(
+            "SELECT id, offset, length FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
+            " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])).fetchall()
+        for event in lines_at(files.events_path(self.root, session), spans):
+            if event["kind"] == "attempt":
+                found = event
+            elif found is not None:
+                found["environment"] = event.get("environment")
+        return found
+
+    def ingested(self, session: str) -> dict[str, Any] | None:
+        """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
+        ``tail`` (the sha256 of that prefix's last 4 KiB), ``max_a``/``max_h`` (the highest numbers any
+        line claims, as :meth:`next_short_id`); None for a session the index does not hold."""
+        rows = self._rows("SELECT ino, size, tail, max_a, max_h FROM sessions WHERE session = ?", (session,))
+        return rows[0] if rows else None
+
+    def open_attempts(self, session: str) -> list[dict[str, Any]]:
+        """The ``attempt`` events (dicts, as stored) of ``session`` that have no outcome, in file order;
+        by the status index (few attempts are open in a whole store), not a scan of the session's."""
+        spans = self.conn.execute(
+            "SELECT e.id, e.offset, e.length FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
+            " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,)).fetchall()
+        return list(lines_at(files.events_path(self.root, session), spans))
+
+    def ids(self, session: str, prefix: str) -> list[str]:
+        """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT short_id FROM events WHERE session = ? AND short_id LIKE ? ORDER BY line", (session, prefix + "%"))]
