@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bigstore import REPO, baseline, generate, timed  # noqa: E402  (the same store, the same baseline)
 
-from logkit import files  # noqa: E402
+from logkit.store import files  # noqa: E402
 from logkit.store.index import Index  # noqa: E402
 
 GOALS = {"from nothing": 20.0, "nothing changed": 0.1, "one new attempt": 0.2, "read attempts + metrics": 2.0,

@@ -35,7 +35,7 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 root = Path(sys.argv[1])
-from logkit import files
+from logkit.store import files
 from logkit.store import Store
 from logkit.reasoning import refuted
 from logkit.reasoning.status import session_status

@@ -15,7 +15,7 @@ from .errors import LogkitError
 
 if TYPE_CHECKING:
     from . import events
-    from .reader import ReadResult
+    from .store.reader import ReadResult
     from .store import SessionHandle, Store
 
 # `events` and `store` import pydantic; load them on first use so `logkit run -- true` starts fast.

@@ -10,7 +10,7 @@ Contract:
   ``Event``, run ``logkit schema --write``. Adding an optional field needs no version bump;
   renaming or removing one does, with an upgrade step in :data:`UPGRADES`.
 * Lines written by an older logkit are upgraded step by step on read (:func:`upgrade`, which
-  lives with :data:`SCHEMA_VERSION` and :data:`UPGRADES` in the pydantic-free :mod:`logkit.files`);
+  lives with :data:`SCHEMA_VERSION` and :data:`UPGRADES` in the pydantic-free :mod:`logkit.store.files`);
   lines from a newer one are refused with :class:`~logkit.errors.SchemaTooNew`.
 * The closed records nested inside events (environment, launch configuration, evidence lines,
   a decision's options...) live in :mod:`logkit.event_records`; this module re-exports them, so
@@ -46,7 +46,7 @@ from .event_records import (
     Survivor,
     TodoItem,
 )
-from .files import SCHEMA_VERSION, UPGRADES, upgrade
+from .store.files import SCHEMA_VERSION, UPGRADES, upgrade
 
 __all__ = [
     "ATTEMPT_ROLES",

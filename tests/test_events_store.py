@@ -82,7 +82,10 @@ def test_newer_schema_is_refused_with_upgrade_hint(sessions: Path) -> None:
 
 
 def test_old_events_are_upgraded_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    from logkit import events, files
+    from logkit import events
+
+    # Pretend the current schema is one newer than v1 and v1 called the note text "body".
+    from logkit.store import files
 
     # Pretend the current schema is one newer than v1 and v1 called the note text "body".
     monkeypatch.setattr(files, "SCHEMA_VERSION", SCHEMA_VERSION + 1)

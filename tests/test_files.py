@@ -1,4 +1,4 @@
-"""The one layer for the session files (logkit/files.py): ids, the store's root, reading with upgrade()
+"""The one layer for the session files (logkit/store/files.py): ids, the store's root, reading with upgrade()
 applied by every reader, the run path's event constructor, whole-line appends and atomic rewrites."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from logkit import files
+from logkit.store import files
 from logkit.capture.journal import Journal
 from logkit.errors import StoreError
 from logkit.events import EVENT_TYPES, Attempt, AttemptEnvironment, Outcome, parse_event
 from logkit.reasoning import decisions, ledger, refuted
-from logkit.reader import read_events
+from logkit.store.reader import read_events
 from logkit.store import Store
 
 # -- the run path's constructor, checked against the models --------------------------------------
@@ -133,7 +133,7 @@ def test_a_failed_write_leaves_no_torn_line(tmp_path: Path) -> None:
     script = f"""
 import resource, sys
 from pathlib import Path
-from logkit import files
+from logkit.store import files
 from logkit.errors import StoreError
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 try:

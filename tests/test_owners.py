@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import run_logkit
 
-from logkit import files
+from logkit.store import files
 from logkit.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,10 +51,10 @@ def test_every_reader_lists_the_same_sessions(tmp_path: Path) -> None:
 
 
 def test_no_module_lists_session_directories_itself() -> None:
-    """`logkit.files.session_dirs` is the only listing: no other glob or scandir of the store's root."""
-    found = [f"{name}: {m.group(0)}" for name, text in _sources().items() if name != "logkit/files.py"
+    """`logkit.store.files.session_dirs` is the only listing: no other glob or scandir of the store's root."""
+    found = [f"{name}: {m.group(0)}" for name, text in _sources().items() if name != "logkit/store/files.py"
              for m in re.finditer(r"glob\(f?[\"']\*/(?:events\.jsonl|\{EVENTS_FILE\})|os\.scandir\(|sessions_with_stat", text)]
-    assert found == [], "use logkit.files.session_dirs:\n" + "\n".join(found)
+    assert found == [], "use logkit.store.files.session_dirs:\n" + "\n".join(found)
 
 
 def test_secret_key_names_live_in_secrets_toml_only() -> None:

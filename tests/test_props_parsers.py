@@ -21,7 +21,7 @@ from logkit.events import OUTCOME_STATUSES, Attempt, Decision, Hypothesis, Metri
 from logkit.launch import config as launch_config
 from logkit.launch import flags as launch_flags
 from logkit.reasoning import common, todo
-from logkit.reader import read_events
+from logkit.store.reader import read_events
 
 import scenarios
 

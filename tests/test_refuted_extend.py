@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logkit import files
+from logkit.store import files
 from logkit.reasoning import refuted
 from logkit.store import Store
 

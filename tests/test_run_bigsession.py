@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from logkit import files, procs
+from logkit import procs
+
+from logkit.store import files
 from logkit.capture import runner, sessionview
 from logkit.capture.journal import Journal
 from logkit.capture.sessionview import SCAN_LIMIT, SessionView

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import kb_factory
-from logkit import files
+from logkit.store import files
 from logkit.events import Note
 from logkit.store import Store
 from logkit.store.index import Index, index_path

@@ -11,7 +11,7 @@ derives the other direction so both pages show the link and it can never be one-
 from __future__ import annotations
 
 from ..events import Decision
-from ..files import REF_RE
+from ..store.files import REF_RE
 from ..reasoning.decisions import supersession
 from ..reasoning.hypotheses import current_verdict
 from .contexts import DecisionRow, HypRef

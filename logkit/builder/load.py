@@ -33,8 +33,8 @@ from ..events import (
     Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
     event_adapter,
 )
-from ..files import events_path
-from ..reader import Problem, ReadResult, cross_check
+from ..store.files import events_path
+from ..store.reader import Problem, ReadResult, cross_check
 
 __all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time",
            "tables"]

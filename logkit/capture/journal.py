@@ -4,9 +4,9 @@ Contract:
 
 * Everything about the files (where the store and the current session are, ids, whole-line locked
   appends, reading lines with ``upgrade()`` applied, who counts as abandoned) is
-  :mod:`logkit.files`, the layer the typed :mod:`logkit.store` uses too; so this writer and
+  :mod:`logkit.store.files`, the layer the typed :mod:`logkit.store` uses too; so this writer and
   :class:`logkit.store.SessionHandle` writers can share a session.
-* Events are plain dicts built by :func:`logkit.files.event` (checked against the models by
+* Events are plain dicts built by :func:`logkit.store.files.event` (checked against the models by
   ``tests/test_files.py``; ``tests/test_run_*`` validate everything ``logkit run`` writes).
 * Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
   last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`:
@@ -38,9 +38,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import files, procs
+from .. import procs
+
+from ..store import files
 from ..errors import NotFound, StoreError
-from ..lockfile import appending
+from ..store.lockfile import appending
 from .sessionview import SCAN_LIMIT, SessionView, refresh
 
 __all__ = ["Journal", "REFRESH_BYTES", "REFRESH_DELAY_S", "RESERVE_BYTES"]

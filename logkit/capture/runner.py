@@ -30,7 +30,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import files, procs, statuses
+from .. import procs, statuses
+
+from ..store import files
 from ..errors import BadInput, NotFound
 from . import environment as envmod
 from ._slotted import Slotted

@@ -13,8 +13,8 @@ Contract:
   ingested offset are scanned: when the file has the inode the index saw and the sha256 of the
   4 KiB before that offset matches. Anything else (no index, a session it does not hold, a rewritten
   file, an index that cannot be opened or read, any error) scans the whole file: slower, never wrong.
-* The scan is bytes and :mod:`json`: ids by :func:`logkit.files.short_numbers` over every byte, and
-  only lines whose ``kind`` is one it needs are decoded (:func:`logkit.files.decode`); a torn last
+* The scan is bytes and :mod:`json`: ids by :func:`logkit.store.files.short_numbers` over every byte, and
+  only lines whose ``kind`` is one it needs are decoded (:func:`logkit.store.files.decode`); a torn last
   line is read again once it ends.
 * :meth:`SessionView.catch_up` scans what was appended since (the journal calls it under the
   session lock before it allocates an id). :attr:`SessionView.behind` says how many bytes the index
@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import files
+from ..store import files
 from ._slotted import Slotted
 
 __all__ = ["INDEX_BUSY_S", "SCAN_LIMIT", "SessionView", "refresh"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from .. import files
+from ..store import files
 from ..errors import BadInput, NotFound
 from ..events import Attempt, BaseEvent, Hypothesis, Provenance
 from ..store import SessionHandle, Store

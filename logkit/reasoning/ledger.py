@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import files
+from ..store import files
 from ..errors import BadInput, StoreError
 from ..events import DECISION_ID_BODY, DECISION_ID_RE
 from ..store import Store

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import files
+from ..store import files
 from ..errors import NotFound
 from ..events import Decision
 from ..store import Store
@@ -123,7 +123,7 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
 
     The fix for an id two sessions use. Rewrites that session's ``decision`` line (and
     ``supersedes`` references to the old id inside the same session) and the ledger, each by
-    writing a new file and renaming it over the old one (:func:`logkit.files.rewrite`): a crash at
+    writing a new file and renaming it over the old one (:func:`logkit.store.files.rewrite`): a crash at
     any point leaves each file whole, old or new. The ledger keeps the old line, marked
     ``moved to``, so the old id still resolves. Run it when nothing is recording into that session.
     """

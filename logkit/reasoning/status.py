@@ -26,7 +26,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .. import files, procs
+from .. import procs
+
+from ..store import files
 from . import matrix
 
 __all__ = ["PROBLEMS_KEPT", "render", "session_status", "status"]

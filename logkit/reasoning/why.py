@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import files, statuses
+from .. import statuses
+
+from ..store import files
 from ..store.index import lines_at
 from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict

@@ -8,7 +8,7 @@
 Import-light on purpose: ``logkit run`` imports this package before it spawns its child, so the
 names that need pydantic (everything of :mod:`.sessions`) are loaded on first use
 (``__getattr__``), and :mod:`.index` needs only the standard library until it ingests a line.
-The bytes of lines, ids and paths stay :mod:`logkit.files`'; line validation :mod:`logkit.reader`'s.
+The bytes of lines, ids and paths stay :mod:`logkit.store.files`'; line validation :mod:`logkit.store.reader`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ..files import ENV_SESSIONS, EVENTS_FILE
+from .files import ENV_SESSIONS, EVENTS_FILE
 
 if TYPE_CHECKING:
     from .index import Index

@@ -91,7 +91,7 @@ def _drop_indexes(conn: sqlite3.Connection) -> list[str]:
 
 def fill(conn: sqlite3.Connection, root: Path, sessions: list[str]) -> int:
     """Ingest ``sessions`` of ``root`` into ``conn`` in one transaction; sessions ingested."""
-    from .. import files
+    from . import files
     from .ingest import Ingest
 
     conn.execute("BEGIN")

@@ -24,7 +24,7 @@ Contract:
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
   line waits until it ends; :meth:`Snapshot.problems` names it meanwhile). Anything else: the
   session's rows are deleted and it is ingested whole; a vanished session's rows go. Every line is
-  validated once, here, by :func:`logkit.reader.iter_events` (with the clash state of the lines
+  validated once, here, by :func:`logkit.store.reader.iter_events` (with the clash state of the lines
   before); its problems become ``problems`` rows, and a bad line never stops the rest. The rows of
   an attempt are derived by :func:`logkit.store.derive.attempt_row` whenever one of its events arrives.
 * **No copies**: an ``events`` row holds where its line is (byte offset, length) and the columns
@@ -68,7 +68,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import files
+from . import files
 from .derive import DERIVATION
 from .schema import MIGRATIONS
 from .snapshot import Snapshot, lines_at
@@ -351,5 +351,5 @@ def _unlink(path: Path) -> None:
 
 
 def _scan(root: Path, only: list[str] | None = None) -> list[tuple[str, Path, os.stat_result]]:
-    """Every session file with its stat (:func:`logkit.files.session_dirs`), or those of ``only``."""
+    """Every session file with its stat (:func:`logkit.store.files.session_dirs`), or those of ``only``."""
     return [(d.id, Path(d.events), d.stat) for d in files.session_dirs(root, only)]

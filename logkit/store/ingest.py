@@ -3,7 +3,7 @@
 Contract: :meth:`Ingest.session` looks at the file again (another refresh may have ingested it
 meanwhile), ingests what it must (the appended complete lines, or the whole file), and records the
 file's inode, size, mtime, the ingested prefix's length, line count and the sha256 of its last 4 KiB.
-Each line is validated by :func:`logkit.reader.iter_events`, which also carries the clash state of
+Each line is validated by :func:`logkit.store.reader.iter_events`, which also carries the clash state of
 the lines before (rebuilt from the ``events`` rows for an append); each event becomes an ``events``
 row (where its line is: byte offset and length, no copy of it) and, by kind, a row of ``hypotheses``,
 ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its row again from
@@ -21,9 +21,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .. import files
+from . import files
 from ..errors import StoreError
-from ..reader import Problem, iter_events
+from .reader import Problem, iter_events
 from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, backend_rows, light, metric_row
 from .index import lines_at
 
@@ -100,7 +100,7 @@ class Ingest:
         return 1
 
     def _seen(self, sid: str) -> dict[str, int]:
-        """The :func:`logkit.reader.clash` state of the lines ingested so far."""
+        """The :func:`logkit.store.reader.clash` state of the lines ingested so far."""
         seen: dict[str, int] = {}
         for line, kind, event_id, short, attempt in self.conn.execute(
                 "SELECT line, kind, id, short_id, attempt FROM events WHERE session = ?", (sid,)):

@@ -10,8 +10,8 @@ Contract:
 * Short ids (``A7``, ``H3``) are allocated under that lock; decision ids are permanent, drawn from
   the decision's own random id and checked unique under a lock on the whole store
   (:mod:`logkit.reasoning.decisions`).
-* Reading is :mod:`logkit.reader`'s (it never raises on a bad line: each becomes a
-  :class:`~logkit.reader.Problem` naming ``file:line``); :meth:`SessionHandle.read` with
+* Reading is :mod:`logkit.store.reader`'s (it never raises on a bad line: each becomes a
+  :class:`~logkit.store.reader.Problem` naming ``file:line``); :meth:`SessionHandle.read` with
   ``strict=True`` turns problems into :class:`BadInput`.
 * Opening a session for writing (:meth:`Store.open`) reconciles it: an attempt whose recording
   logkit is gone (SIGKILLed, machine rebooted) gets an ``abandoned`` outcome, with the pids of any
@@ -31,7 +31,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import files, procs
+from .. import procs
+
+from . import files
 from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
 from ..events import (
@@ -41,9 +43,9 @@ from ..events import (
     Provenance,
     Session,
 )
-from ..files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
-from ..lockfile import appending
-from ..reader import ReadResult, cross_check, read_events
+from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
+from .lockfile import appending
+from .reader import ReadResult, cross_check, read_events
 
 __all__ = [
     "ENV_SESSIONS",

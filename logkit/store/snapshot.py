@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import files
+from . import files
 from ..errors import StoreError
 from .derive import ATTEMPT_COLUMNS, METRIC_COLUMNS
 
@@ -180,9 +180,9 @@ class Snapshot:
         return found
 
     def problems(self, *, session: str | None = None) -> list[Any]:
-        """The :class:`logkit.reader.Problem` of every line that did not validate, in (session, line)
+        """The :class:`logkit.store.reader.Problem` of every line that did not validate, in (session, line)
         order; a torn last line (still being written, or left by a killed writer) is named too."""
-        from ..reader import Problem
+        from .reader import Problem
 
         where, args = self._where(session=session)
         out = [Problem(files.events_path(self.root, r["session"]), r["line"], r["message"], field=r["field"])

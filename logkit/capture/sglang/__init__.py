@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import files
+from ...store import files
 from ..hooks import Plan
 
 __all__ = ["plan"]

@@ -2,10 +2,10 @@
 
 :func:`appending` opens the file ``O_APPEND``, takes an exclusive ``flock`` and makes sure the file
 ends in a newline before anyone appends (a writer killed mid-line leaves a torn line that must not
-swallow the next one). Each line is then written with one ``write`` (:func:`logkit.files.write_line`
+swallow the next one). Each line is then written with one ``write`` (:func:`logkit.store.files.write_line`
 checks that it was written whole); closing releases the lock.
 
-A file replaced by a rename while a writer waited for its lock (:func:`logkit.files.rewrite`) is
+A file replaced by a rename while a writer waited for its lock (:func:`logkit.store.files.rewrite`) is
 noticed after the lock is granted: the writer holds a lock on the old inode, so it lets go and
 locks the file now at ``path``. A line is never appended to a file that was renamed away.
 """
@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import StoreError
+from ..errors import StoreError
 
 __all__ = ["appending"]
 

@@ -13,7 +13,7 @@ Contract:
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
   :func:`load` says why instead. :func:`dicts` reads a file's usable lines. Readers of derived
   facts query the index (:mod:`logkit.store.index`), not the bytes.
-* **Writing**: :func:`append` writes whole lines under :func:`logkit.lockfile.appending`; a short
+* **Writing**: :func:`append` writes whole lines under :func:`logkit.store.lockfile.appending`; a short
   or failed write (disk full, size limit) is cut back so the file ends in a whole line, and raises
   :class:`~logkit.errors.StoreError`. :func:`rewrite` replaces a file under its lock by writing a new
   file, fsyncing it and renaming it over the old one: a crash leaves the old file whole.
@@ -40,8 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import procs
-from .errors import BadInput, SchemaTooNew, StoreError
+from .. import procs
+from ..errors import BadInput, SchemaTooNew, StoreError
 from .lockfile import appending
 
 __all__ = [
@@ -368,7 +368,7 @@ def rewrite(path: Path, transform: Callable[[bytes], bytes]) -> None:
     """Replace ``path`` with ``transform(its bytes)`` under its lock: new file, fsync, rename.
 
     A crash (or a failure) at any point leaves either the old file or the new one, whole. Writers
-    blocked on the old file's lock notice the rename and lock the new file (:mod:`logkit.lockfile`).
+    blocked on the old file's lock notice the rename and lock the new file (:mod:`logkit.store.lockfile`).
     """
     with appending(path, fix=f"check that {path.parent} is writable"):
         body = transform(path.read_bytes())

@@ -11,7 +11,7 @@ Contract:
   outcome; a decision or verdict citing what the session does not record); every reader that folds
   a session line by line (``status``, ``session show``) calls them, so all say the same.
 * :func:`cross_check` adds the problems found across sessions.
-* Writing is :mod:`logkit.store`'s; the bytes of lines, ids and paths are :mod:`logkit.files`'.
+* Writing is :mod:`logkit.store`'s; the bytes of lines, ids and paths are :mod:`logkit.store.files`'.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from . import files
-from .errors import SchemaTooNew
-from .events import BaseEvent, event_adapter, parse_event
+from ..errors import SchemaTooNew
+from ..events import BaseEvent, event_adapter, parse_event
 
 __all__ = [
     "Problem",
