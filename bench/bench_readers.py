@@ -35,12 +35,18 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 root = Path(sys.argv[1])
-from logkit.store import files
+try:  # the tree timed may be from before storage became one package
+    from logkit.store import files
+except ImportError:
+    from logkit import files
 from logkit.store import Store
 from logkit.reasoning import refuted
 from logkit.reasoning.status import session_status
 from logkit.capture.sglang.outcomes import classify_text
-from logkit.capture.sglang.seen import seen_before
+try:  # why moved beside the other reasoning
+    from logkit.reasoning.why import seen_before
+except ImportError:
+    from logkit.capture.sglang.seen import seen_before
 
 class Root:
     pass
