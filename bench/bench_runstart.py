@@ -31,21 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from bench_bigsession import SID, make_session  # noqa: E402
+from bench_bigsession import make_session  # noqa: E402
+from bench_launch import _stub  # noqa: E402  (the stand-in launch_server that stamps its start)
 
 FLAGS = ["--model-path", "zai-org/GLM-5-NVFP4", "--tp", "8", "--mem-fraction", "0.85", "--moe-runner-backend",
          "flashinfer_cutlass", "--kv-cache-dtype", "fp8_e4m3"]
-STUB = "import os, time\nopen(os.environ['BENCH_STAMP'], 'w').write(repr(time.monotonic()))\n"
-
-
-def _stub(root: Path) -> Path:
-    pkg = root / "stub" / "sglang"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "launch_server.py").write_text(STUB)
-    return root / "stub"
-
-
 def _wall(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

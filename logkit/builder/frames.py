@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..events import Attempt, Outcome
+from ..reasoning.matrix import with_smoke
 from .load import Loaded, SessionData, gc_paused, parse_time
 
 __all__ = ["AttemptFacts", "Frames", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
@@ -110,9 +111,7 @@ def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, A
     row = {k: memo.setdefault(v, v) if type(v) is str and k not in ("started", "ended", "short_id") else v
            for k, v in row.items()}
     smoke_failed = row["smoke_ok"] == 0
-    category = row["category"]
-    if category == "works" and smoke_failed:
-        category = "garbage"  # the matrix's rule (:func:`logkit.reasoning.matrix.category`)
+    category = with_smoke(row["category"], smoke_failed)  # the matrix cell's rule, one owner
     return AttemptFacts(
         ref=ref_of(row["session"], row["short_id"]),
         session=row["session"],

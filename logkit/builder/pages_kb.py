@@ -258,12 +258,11 @@ def _s(value: Any) -> str:
 def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
     if prev is None:
         return []
-    before = {i.content: i.status for i in prev.items}
-    after = {i.content: i.status for i in cur.items}
-    changes = [f"added: {c}" for c in after if c not in before]
-    changes += [f"dropped: {c}" for c in before if c not in after]
-    changes += [f"{c}: {before[c]} → {after[c]}" for c in after if c in before and before[c] != after[c]]
-    return changes
+    from ..reasoning.todo import diff  # the one rule of what changed between two snapshots
+
+    d = diff(prev, cur)
+    return ([f"added: {i['content']}" for i in d["added"]] + [f"dropped: {i['content']}" for i in d["removed"]]
+            + [f"{c['content']}: {c['from']} → {c['to']}" for c in d["changed"]])
 
 
 def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:

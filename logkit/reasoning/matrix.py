@@ -30,7 +30,7 @@ from typing import Any
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "refutes", "row_of", "state"]
+__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -96,13 +96,19 @@ def refutes(status: str | None, hang_timeout: float | None = None) -> bool:
     return not (status == "hang" and hang_timeout is not None and hang_timeout < default)
 
 
+def with_smoke(cat: str | None, smoke_failed: bool) -> str | None:
+    """A status category as the smoke test leaves it: a launch that came up but failed its smoke
+    prompts produced garbage."""
+    return "garbage" if cat == "works" and smoke_failed else cat
+
+
 def category(row: Row) -> str | None:
     """The row's attributable category (works, crash, garbage, oom), or None (see the contract)."""
     if row.role != "launch" or row.status is None:
         return None
     cat = statuses.category(row.status)
     if cat == "works":
-        return "garbage" if row.smoke_failed else "works"
+        return with_smoke(cat, row.smoke_failed)
     return cat if refutes(row.status, row.hang_timeout) else None
 
 
