@@ -30,7 +30,7 @@ from typing import Any
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Key", "Row", "STATES", "category", "cells", "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
+__all__ = ["Cell", "Key", "Row", "STATES", "aggregated", "category", "category_of", "cells", "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -104,12 +104,17 @@ def with_smoke(cat: str | None, smoke_failed: bool) -> str | None:
 
 def category(row: Row) -> str | None:
     """The row's attributable category (works, crash, garbage, oom), or None (see the contract)."""
-    if row.role != "launch" or row.status is None:
+    return category_of(row.role, row.status, row.smoke_failed, row.hang_timeout)
+
+
+def category_of(role: str | None, status: str | None, smoke_failed: bool, hang_timeout: float | None) -> str | None:
+    """:func:`category` of an attempt's parts (the index stores it with each attempt's row)."""
+    if role != "launch" or status is None:
         return None
-    cat = statuses.category(row.status)
+    cat = statuses.category(status)
     if cat == "works":
-        return with_smoke(cat, row.smoke_failed)
-    return cat if refutes(row.status, row.hang_timeout) else None
+        return with_smoke(cat, smoke_failed)
+    return cat if refutes(status, hang_timeout) else None
 
 
 def state(categories: Iterable[str | None]) -> str:
@@ -129,7 +134,8 @@ class Cell:
     arch: str | None
     sglang: str | None
     flashinfer: str | None
-    #: attributable attempts, in time order
+    #: attributable attempts, in time order: all of them (:func:`cells`), or the latest working and
+    #: the latest refuting one (:func:`aggregated`: the cell as the index's counts give it)
     rows: list[Row] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -167,7 +173,7 @@ class Cell:
 def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
     """Every cell the attributable rows fill (see the contract), rows in (start, reference) order."""
     out: dict[Key, Cell] = {}
-    for row in sorted(rows, key=lambda r: (r.started, r.session, _num(r.attempt))):
+    for row in sorted(rows, key=_order):
         cat = category(row)
         if cat is None:
             continue
@@ -179,6 +185,16 @@ def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
             cell.rows.append(row)
             cell.counts[cat] = cell.counts.get(cat, 0) + 1
     return out
+
+
+def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
+    """The cell ``key`` from the index's aggregate: its ``counts`` per category and ``latest``, the
+    latest working and latest refuting attempts (put in time order here)."""
+    return Cell(*key, rows=sorted(latest, key=_order), counts=dict(counts))
+
+
+def _order(row: Row) -> tuple[str, str, int]:
+    return (row.started, row.session, _num(row.attempt))
 
 
 def matching(found: dict[Key, Cell], backends: dict[str, Any], arch: str | None, *, model: str | None = None,

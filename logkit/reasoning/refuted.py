@@ -2,12 +2,13 @@
 
 Contract:
 
-* The launches come from the index (:mod:`logkit.store.index`, brought up to date first; pydantic is
-  imported only when it has new lines to ingest): only the attempts that chose one of the new
-  launch's backend values on its architecture (:meth:`~logkit.store.index.Snapshot.choosing`),
-  each made a matrix row by :func:`logkit.reasoning.matrix.row_of`. The cells of
-  :func:`logkit.reasoning.matrix.cells` decide: the same rule as the site's matrix, the sweep's
-  skip and ``status``'s proposals.
+* The cells come from the index (:mod:`logkit.store.index`, brought up to date first; pydantic is
+  imported only when it has new lines to ingest), aggregated there: each attempt's matrix category
+  is :func:`logkit.reasoning.matrix.category`, stored at ingest, and the cells the new launch's
+  backend values fall in on its architecture are counted per category in SQL
+  (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`); only a cell that is not ``works`` has its
+  latest attempts read (:func:`logkit.reasoning.matrix.aggregated`). The same rule as the site's
+  matrix, the sweep's skip and ``status``'s proposals.
 * :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
   (same backend axis and value, architecture, and model and SGLang version where both are known):
   its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both
@@ -55,18 +56,29 @@ class RefutedRun:
 
 def _cells(backends: dict[str, Any], arch: str | None, store: Any, model: str | None,
            sglang: str | None) -> list[matrix.Cell]:
-    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, from the index: only the
-    attempts that chose one of those values on that architecture are read."""
+    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index aggregates
+    them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts per category, and the
+    latest attempt of each category only of the cells that are not ``works``."""
     if not arch or not backends:
         return []
     from ..store.index import Index
 
     arch = arch_name(arch) or arch
+    counts: dict[matrix.Key, dict[str, int]] = {}
     with Index(store.root) as index:
         index.refresh()
         with index.snapshot() as snap:
-            rows = [matrix.row_of(r) for r in snap.choosing(backends, arch)]
-    return matrix.matching(matrix.cells(rows), backends, arch, model=model, sglang=sglang)
+            for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(
+                    backends, arch, model=model, sglang=sglang):
+                counts.setdefault((cmodel, axis, value, arch, csglang, flashinfer), {})[cat] = count
+            found = []
+            for key, cats in counts.items():
+                latest = []
+                if matrix.state(cats) != "works":
+                    latest = [matrix.row_of(row) for cat in cats for row in [snap.cell_latest(key, cat)] if row]
+                found.append(matrix.aggregated(key, cats, latest))
+    # said in the order of their latest attempts
+    return sorted(found, key=lambda c: (c.latest.started, c.latest.session, c.latest.attempt) if c.latest else ("", "", ""))
 
 
 def _run(cell: matrix.Cell) -> RefutedRun:

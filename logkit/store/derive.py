@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 4
+DERIVATION = 5
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 
@@ -37,6 +37,8 @@ ATTEMPT_COLUMNS = (
     # the site's facts: the configuration (JSON) and its key, every version the site shows (JSON),
     # the provenance source
     "configuration", "config_key", "versions", "source",
+    # the matrix category (reasoning.matrix.category): None for an attempt that says nothing of a cell
+    "matrix",
 )
 
 METRIC_COLUMNS = (
@@ -112,7 +114,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         return None
     from .. import statuses  # the tables: read when a row is derived, not when the index opens
     from ..launch import flags
-    from ..reasoning.matrix import hang_limit  # the one reading of the hang stop's label
+    from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
 
     environment = environment or {}
     launch = launch or {}
@@ -123,6 +125,8 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     status = outcome.get("status")
     label = outcome.get("label")
     argv = attempt.get("argv") or []
+    hang = hang_limit(label) if status == "hang" else None
+    smoke_ok = None if not smokes else all(smokes)
     return {
         "session": session,
         "short_id": short_id,
@@ -148,8 +152,8 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "status": status,
         "category": statuses.category(status) if status else None,
         "signature": outcome.get("signature"),
-        "hang_timeout": hang_limit(label) if status == "hang" else None,
-        "smoke_ok": None if not smokes else all(smokes),
+        "hang_timeout": hang,
+        "smoke_ok": smoke_ok,
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
         "outcome_label": label,
@@ -157,14 +161,19 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "config_key": flags.config_key(launch),
         "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
+        "matrix": category_of(attempt.get("role") or "command", status, smoke_ok is False, hang),
     }
 
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch), the value
-    as :func:`logkit.reasoning.matrix.matching` compares it (stripped, lower case)."""
+    """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
+    model, sglang, flashinfer, started, num), the value as :func:`logkit.reasoning.matrix.matching`
+    compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
     chosen = json.loads(row["backends"]) if row["backends"] else {}
-    return [(row["session"], row["short_id"], axis, str(value).strip().lower(), row["arch"])
+    short = row["short_id"]
+    num = int(short[1:]) if short[1:].isdigit() else 0
+    tail = (row["matrix"], row["model"], row["sglang"], row["flashinfer"], row["started"] or "", num)
+    return [(row["session"], short, axis, str(value).strip().lower(), row["arch"], *tail)
             for axis, value in chosen.items()]
 
 

@@ -44,8 +44,10 @@ Contract:
   ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
   ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
   ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet; ``label`` the attempt's,
-  ``outcome_label`` its outcome's); ``attempt_backends``: session, short_id, axis, value (stripped,
-  lower case), arch: one row per backend axis an attempt chose (:meth:`Snapshot.choosing`);
+  ``outcome_label`` its outcome's, ``matrix`` its matrix category); ``attempt_backends``: session,
+  short_id, axis, value (stripped, lower case), arch, matrix, model, sglang, flashinfer, started,
+  num: one row per backend axis an attempt chose, the matrix cells aggregated in SQL
+  (:meth:`Snapshot.cell_counts`, :meth:`Snapshot.cell_latest`);
   ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
   line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
   (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event

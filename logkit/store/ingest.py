@@ -167,7 +167,7 @@ class Ingest:
             run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])
         run(f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)})"
             f" VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
-        run("INSERT INTO attempt_backends VALUES (?, ?, ?, ?, ?)", backends)
+        run(f"INSERT INTO attempt_backends VALUES ({', '.join('?' * 11)})", backends)
         return len(events), meta
 
     def _attempt_events(self, sid: str, short: str, path: Path | None = None) -> list[tuple[int, dict[str, Any]]]:

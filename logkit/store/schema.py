@@ -61,4 +61,18 @@ MIGRATIONS: tuple[str, ...] = (
         supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX decisions_id ON decisions (decision_id)
     """,
+    # 2. the matrix cell aggregated in SQL: each attempt's matrix category
+    # (:func:`logkit.reasoning.matrix.category`, made at ingest), and each backend row carrying what
+    # a cell is keyed and ordered by, so the pre-launch check counts a cell's attempts per category
+    # in its covering index (GROUP BY) and seeks each side's latest attempt, reading no attempt row.
+    """
+    ALTER TABLE attempts ADD COLUMN matrix TEXT;
+    DROP TABLE attempt_backends;
+    CREATE TABLE attempt_backends (
+        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT,
+        matrix TEXT, model TEXT, sglang TEXT, flashinfer TEXT, started TEXT, num INTEGER);
+    CREATE INDEX attempt_backends_cell ON attempt_backends
+        (axis, value, arch, matrix, model, sglang, flashinfer, started, session, num);
+    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id)
+    """,
 )

@@ -106,17 +106,38 @@ class Snapshot:
         return self._rows(f"SELECT {_columns(columns, ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line",
                           args, tuples)
 
-    def choosing(self, backends: dict[str, Any], arch: str) -> list[dict[str, Any]]:
-        """The attempt rows that chose one of ``backends``' axis=value (compared stripped, in lower case)
-        on ``arch``, in (session, line) order: every row of the matrix cells such a launch falls in."""
+    def cell_counts(self, backends: dict[str, Any], arch: str, *, model: str | None = None,
+                    sglang: str | None = None) -> list[tuple[Any, ...]]:
+        """The matrix cells a launch choosing ``backends`` (axis=value, compared stripped and in lower
+        case) on ``arch`` falls in, aggregated in the index: ``(axis, value, model, sglang, flashinfer,
+        category, count)`` per cell and matrix category (attributable attempts only; ``model`` and
+        ``sglang``: only cells that know another one are left out, as
+        :func:`logkit.reasoning.matrix.matching` says)."""
         pairs = [(axis, str(value).strip().lower()) for axis, value in backends.items()]
         if not pairs:
             return []
-        match = " OR ".join("(b.axis = ? AND b.value = ?)" for _ in pairs)
-        names = ", ".join(f"a.{c}" for c in ATTEMPT_COLUMNS)
-        return self._rows(f"SELECT DISTINCT {names} FROM attempt_backends b JOIN attempts a USING (session, short_id)"
-                          f" WHERE b.arch = ? AND ({match}) ORDER BY a.session, a.line",
-                          [arch, *(x for pair in pairs for x in pair)])
+        match = " OR ".join("(axis = ? AND value = ?)" for _ in pairs)
+        return self._rows(
+            "SELECT axis, value, model, sglang, flashinfer, matrix, count(*) FROM attempt_backends"
+            f" WHERE arch = ? AND matrix IS NOT NULL AND ({match})"
+            " AND (? IS NULL OR model IS NULL OR model = ?) AND (? IS NULL OR sglang IS NULL OR sglang = ?)"
+            " GROUP BY axis, value, model, sglang, flashinfer, matrix",
+            [arch, *(x for pair in pairs for x in pair), model, model, sglang, sglang], tuples=True)
+
+    def cell_latest(self, key: tuple[Any, ...], category: str) -> dict[str, Any] | None:
+        """The attempt row of cell ``key`` ((model, axis, value, arch, sglang, flashinfer), as
+        :meth:`cell_counts` gives it) latest in the matrix's order (start, session, number) among
+        those of matrix ``category``; one seek in the cell's index."""
+        model, axis, value, arch, sglang, flashinfer = key
+        found = self.conn.execute(
+            "SELECT session, short_id FROM attempt_backends WHERE axis = ? AND value = ? AND arch = ?"
+            " AND matrix = ? AND model IS ? AND sglang IS ? AND flashinfer IS ?"
+            " ORDER BY started DESC, session DESC, num DESC LIMIT 1",
+            (axis, value, arch, category, model, sglang, flashinfer)).fetchone()
+        if found is None:
+            return None
+        rows = self.attempts(session=found[0], short_id=found[1])
+        return rows[0] if rows else None
 
     def metrics(self, *, session: str | None = None, attempt: str | None = None,
                 name: str | list[str] | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
