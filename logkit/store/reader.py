@@ -65,8 +65,6 @@ class ReadResult:
     lines: list[int] = field(default_factory=list)
     #: the byte offset of each event's line in the bytes read (same order; the index keeps it to read the line again)
     offsets: list[int] = field(default_factory=list)
-    #: the byte offset of each event's line in the bytes read (same order; the index keeps it to read the line again)
-    offsets: list[int] = field(default_factory=list)
 
 
 def problem_from_validation(path: Path, line: int, err: ValidationError) -> Problem:
