@@ -28,7 +28,7 @@ if [ "$want_test" = 1 ]; then
   done_step
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with
   # --no-deps next to the few small packages its modules import. All pins live in that one file.
-  say "installing SGLang 0.5.23 lean (--no-deps) with torch 2.13.0 CPU and the small packages its flag parser imports: requirements/sglang-lean.txt (2-5 min)"
+  say "installing SGLang 0.5.23 lean (--no-deps) with torch 2.13.0 CPU, the small packages its flag parser imports and its benchmark client (transformers, tokenizers, datasets): requirements/sglang-lean.txt (2-5 min)"
   pip install --no-deps -r requirements/sglang-lean.txt
   done_step
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then

@@ -14,13 +14,26 @@ own f-strings (see the reference notes, with file:line), printed to stderr with 
 
 Per backend (for sweeps): ``FAKE_SGLANG_BACKENDS="flashinfer_trtllm=sm100,triton=healthy:2.5"`` maps
 a ``--moe-runner-backend`` value to a mode and an optional speed factor, which ``/server_info``
-reports as ``fake_speed`` for the stand-in bench client to scale its figures by.
+reports as ``fake_speed``.
+
+What SGLang's real benchmark client (``python -m sglang.benchmark.serving``) needs: ``/generate``
+and ``/v1/completions`` stream server-sent events when asked (``"stream": true``), one
+``data: {...}`` line per token and ``data: [DONE]`` at the end; ``/generate``'s chunks carry the
+text so far and ``meta_info.completion_tokens`` (serving.py ``async_request_sglang_generate``),
+the completions chunks each new piece (``async_request_openai_completions``). A request
+generates ``max_new_tokens`` / ``max_tokens`` tokens (the client sets ``ignore_eos``), one word
+each, ``FAKE_SGLANG_TOKEN_MS`` (default 2) milliseconds apart divided by the speed factor, so
+a faster backend measures faster for real. ``FAKE_SGLANG_WRONG=0.3`` (or ``--wrong 0.3``) makes
+the server answer that share of the accuracy questions wrong (``logkit run --accuracy``): each
+question (by its text) is answered wrong or right consistently.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import os
 import signal
 import sys
@@ -42,7 +55,57 @@ def log(msg: str, rank: str = "") -> None:
 def reply_text(prompt: str) -> str:
     if ARGS.mode == "garbage":
         return "!!!!!!!!!!!!!!!!!!!!!!!!"
+    answer = accuracy_answer(prompt)
+    if answer is not None:
+        return answer
     return "3 + 5 = 8." if "3 + 5" in prompt else "The capital of France is Paris."
+
+
+# The last "Question: ... Answer:" of a few-shot prompt (logkit/data/accuracy.toml's format).
+_QUESTION = re.compile(r"Question: (.*?)\s*Answer:\s*$", re.S)
+_SUM = re.compile(r"What is (-?\d+) ([-+*]) (-?\d+)\?")
+
+
+def accuracy_answer(prompt: str) -> str | None:
+    """The answer to the last question of an accuracy prompt (wrong for a ``--wrong`` share of the
+    questions), or None when the prompt is not one. Arithmetic is computed; a factual item is
+    answered from the shots' own format (the prompt carries no answer, so the server knows a small
+    table of them, as a model would)."""
+    m = _QUESTION.search(prompt)
+    if not m:
+        return None
+    question = m.group(1).strip()
+    right = _solve(question)
+    share = int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    if right is None or share < ARGS.wrong:
+        return "0" if right != "0" else "1"
+    return right
+
+
+_FACTS = {"capital of France": "Paris", "capital of Japan": "Tokyo", "capital of Italy": "Rome",
+          "capital of Spain": "Madrid", "capital of Germany": "Berlin", "capital of Canada": "Ottawa",
+          "capital of Egypt": "Cairo", "capital of Kenya": "Nairobi", "chemical symbol for gold": "Au",
+          "chemical symbol for iron": "Fe", "chemical symbol for sodium": "Na", "chemical symbol for silver": "Ag",
+          "days in a week": "7", "legs does a spider have": "8", "sides does a hexagon have": "6",
+          "planet is closest to the sun": "Mercury", "largest planet": "Jupiter", "freezing point of water in Celsius": "0"}
+
+
+def _solve(question: str) -> str | None:
+    m = _SUM.search(question)
+    if m:
+        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
+        return str(a + b if op == "+" else a - b if op == "-" else a * b)
+    return next((v for k, v in _FACTS.items() if k in question), None)
+
+
+def tokens(n: int) -> list[str]:
+    """``n`` generated tokens, one word each (the tiny test tokenizer knows these words)."""
+    words = ("the", "model", "said", "tokens", "here", "and", "more", "text")
+    return [(" " if i else "") + words[i % len(words)] for i in range(max(0, n))]
+
+
+def token_delay() -> float:
+    return float(os.environ.get("FAKE_SGLANG_TOKEN_MS", "2")) / 1000.0 / (ARGS.speed or 1.0)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -60,6 +123,19 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, chunks: "list[dict] | object") -> None:
+        """Server-sent events: ``data: {json}`` per chunk, then ``data: [DONE]`` (SGLang's framing)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for chunk in chunks:  # type: ignore[attr-defined]
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
 
     def do_GET(self) -> None:  # noqa: N802
         path = self.path.split("?")[0]
@@ -91,14 +167,47 @@ class Handler(BaseHTTPRequestHandler):
                                           "finish_reason": "stop"}],
                              "usage": {"prompt_tokens": 8, "completion_tokens": len(text.split()), "total_tokens": 8 + len(text.split())}})
         elif path == "/v1/completions":
-            text = reply_text(str(body.get("prompt", "")))
+            prompt = body.get("prompt", "")
+            n_in = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
+            if body.get("stream"):
+                self._stream(self._completion_chunks(int(body.get("max_tokens") or 16), n_in))
+                return
+            text = reply_text(str(prompt))
             self._json(200, {"id": "1", "object": "text_completion", "model": ARGS.model_path,
                              "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}],
-                             "usage": {"prompt_tokens": 8, "completion_tokens": 8, "total_tokens": 16}})
+                             "usage": {"prompt_tokens": n_in, "completion_tokens": len(text.split()),
+                                       "total_tokens": n_in + len(text.split())}})
         elif path == "/generate":
-            self._json(200, {"text": reply_text(str(body.get("text", ""))), "meta_info": {"id": "1", "finish_reason": {"type": "length"}}})
+            ids = body.get("input_ids")
+            n_in = len(ids) if isinstance(ids, list) else len(str(body.get("text", "")).split())
+            if body.get("stream"):
+                want = int((body.get("sampling_params") or {}).get("max_new_tokens") or 16)
+                self._stream(self._generate_chunks(want, n_in))
+                return
+            text = reply_text(str(body.get("text", "")))
+            self._json(200, {"text": text, "meta_info": {"id": "1", "prompt_tokens": n_in,
+                                                          "completion_tokens": len(text.split()),
+                                                          "finish_reason": {"type": "length"}}})
         else:
             self._json(404, {"detail": "Not Found"})
+
+    def _generate_chunks(self, want: int, n_in: int):  # type: ignore[no-untyped-def]
+        """``/generate``'s stream: the text so far and ``meta_info`` with the token counts."""
+        text = ""
+        for i, tok in enumerate(tokens(want), 1):
+            time.sleep(token_delay())
+            text += tok
+            yield {"text": text, "meta_info": {"id": "1", "prompt_tokens": n_in, "completion_tokens": i,
+                                               "finish_reason": {"type": "length"} if i == want else None}}
+
+    def _completion_chunks(self, want: int, n_in: int):  # type: ignore[no-untyped-def]
+        """``/v1/completions``' stream: each new piece, and ``usage`` with the token counts."""
+        for i, tok in enumerate(tokens(want), 1):
+            time.sleep(token_delay())
+            yield {"id": "1", "object": "text_completion", "model": ARGS.model_path,
+                   "choices": [{"index": 0, "text": tok, "logprobs": None,
+                                "finish_reason": "length" if i == want else None}],
+                   "usage": {"prompt_tokens": n_in, "completion_tokens": i, "total_tokens": n_in + i}}
 
 
 READY = threading.Event()
@@ -114,6 +223,8 @@ def main() -> None:
     ap.add_argument("--tp-size", "--tp", type=int, default=1)
     ap.add_argument("--api-key")
     ap.add_argument("--moe-runner-backend", default="auto")
+    ap.add_argument("--wrong", type=float, default=float(os.environ.get("FAKE_SGLANG_WRONG", "0")),
+                    help="the share of accuracy questions answered wrong")
     ap.add_argument("--mode", default="healthy",
                     choices=("healthy", "garbage", "nan", "hang", "stuck", "warning", "sm100", "oom"))
     ARGS, _ = ap.parse_known_args()

@@ -1,0 +1,56 @@
+"""SGLang's real benchmark client in the tests: its argv, its environment and a tiny offline tokenizer.
+
+``python -m sglang.benchmark.serving`` (0.5.23) runs here for real: the lean SGLang install with the
+client's few dependencies and transformers (requirements/sglang-lean.txt) and the stand-in
+torchvision of tests/fake_torchvision (every import succeeds, any call fails loudly) on the
+client's PYTHONPATH only. With ``--dataset-name random-ids`` it needs no download; the tokenizer is
+a word-level one written at test time by :func:`tiny_tokenizer` (a few kB, made in milliseconds),
+so nothing is fetched from a hub (``HF_HUB_OFFLINE=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE_TORCHVISION = str(ROOT / "tests" / "fake_torchvision")
+#: the words the stand-in server generates (tests/fakeserver.py ``tokens``) and some filler
+WORDS = ("the", "model", "said", "tokens", "here", "and", "more", "text", "alpha", "beta", "gamma", "delta")
+
+
+def tiny_tokenizer(where: Path) -> Path:
+    """A word-level tokenizer directory AutoTokenizer loads offline: tokenizer.json (the
+    ``tokenizers`` library's own format) and tokenizer_config.json."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    where.mkdir(parents=True, exist_ok=True)
+    vocab = {"[UNK]": 0, **{w: i for i, w in enumerate(WORDS, 1)}}
+    vocab |= {f"w{i}": len(vocab) + i for i in range(100)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
+    tok.save(str(where / "tokenizer.json"))
+    (where / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "model_max_length": 4096}))
+    return where
+
+
+def client_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the client: the stand-in torchvision first on PYTHONPATH, no hub access."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (FAKE_TORCHVISION, env.get("PYTHONPATH")) if p)
+    env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
+            "PYTHONWARNINGS": "ignore::UserWarning", **(extra or {})}
+    return env
+
+
+def client_argv(port: int, tokenizer: Path, *extra: str, num_prompts: int = 8, concurrency: int = 2,
+                input_len: int = 16, output_len: int = 8, backend: str = "sglang") -> list[str]:
+    """``python -m sglang.benchmark.serving`` against 127.0.0.1:``port``, a small random-ids load."""
+    return [sys.executable, "-m", "sglang.benchmark.serving", "--backend", backend, "--host", "127.0.0.1",
+            "--port", str(port), "--tokenizer", str(tokenizer), "--model", "fake/model",
+            "--dataset-name", "random-ids", "--num-prompts", str(num_prompts), "--max-concurrency", str(concurrency),
+            "--random-input-len", str(input_len), "--random-output-len", str(output_len), *extra]
