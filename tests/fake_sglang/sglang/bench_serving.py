@@ -1,5 +1,7 @@
-"""``python -m sglang.bench_serving`` of the stand-in package (the real client imports torchvision,
-which is not installed here): asks the server for /server_info like the real client, appends one
+"""``python -m sglang.bench_serving`` of the stand-in package, kept for the tests that run many
+benchmarks and compare their figures (sweeps: fixed figures scaled by the server's ``fake_speed``,
+in a fraction of a second, where SGLang's real client, tests/benchclient.py, takes ~10 s to import
+and measures noise). The real client runs in tests/test_bench_client.py and test_sglang_live.py. Asks the server for /server_info like the real client, appends one
 JSONL record with the real client's key names to --output-file (``open(path, "a")`` and one
 ``json.dumps(record) + "\\n"`` write, like SGLang; ``--output-details`` adds the per-request lists)
 and prints a real result block (tests/fixtures/bench/sglang-33108-2026.txt)."""
