@@ -83,9 +83,11 @@ def test_slow_only_against_one_value_changed_and_with_both_figures(site: Path) -
     rows = _rows(site, "org/M")
     cutlass = _row(rows, "fp4_gemm_runner_backend", "flashinfer_cutlass") or ""
     assert "lk-works" in cutlass and "lk-slow" not in cutlass  # 71.9 vs 71.6: a tie, not "slow" vs the 172 MTP run
+    assert "tied: 71.9 vs 71.6 tok/s, intervals overlap, on 1 run each" in re.sub(r"<[^>]+>", "", cutlass)
     triton = _row(rows, "moe_runner_backend", "triton") or ""
     text = re.sub(r"<[^>]+>", "", triton)  # long words sit in no-wrap spans
-    assert "lk-slow" in triton and "30.0 vs 100.0 with moe_runner_backend=flashinfer_cutlass" in text
+    assert "lk-slow" in triton and "30.0 vs 100.0 tok/s: 70% lower" in text and "on 1 run each" in text
+    assert "against moe_runner_backend=flashinfer_cutlass" in text
     neg = re.search(r'href="([^"]+)"><span class="lk-cell lk-slow">', triton)
     assert neg is not None
     page = (site / "out" / "backends" / neg.group(1)).read_text()

@@ -7,9 +7,11 @@ model x GPU x SGLang version; it is *stale* when a later launch with the same fi
 same GPU failed. A matrix cell (backend axis=value x architecture x model) is
 :mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts: works, the refuted class,
 conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
-it worked below ``slow_ratio`` of a working launch of the same model and GPU that differs in that
-one value with every other chosen value equal, and the cell shows both figures. Failing and slow
-cells get a negative-result page.
+:func:`logkit.reasoning.matrix.compare` finds its runs slower than a working launch of the same
+model and GPU that differs in that one value with every other chosen value equal (the intervals
+do not overlap), and the cell shows both figures, by how much and on how many runs; where the
+intervals overlap it says ``tied`` with both figures. Failing and slow cells get a negative-result
+page.
 
 Figures are compared only at one workload (:func:`logkit.launch.flags.workload`: concurrency,
 dataset, input/output lengths): a configuration's figures are listed per workload, the best of a
@@ -66,20 +68,27 @@ def _launches(index: KBIndex) -> list[AttemptFacts]:
 
 #: best throughput per launch reference, per workload
 Best = dict[str, dict[Workload, float]]
+#: every run's throughput per launch reference, per workload (``logkit run --repeat``: several)
+Runs = dict[str, dict[Workload, list[float]]]
+
+
+def _runs(index: KBIndex) -> Runs:
+    """The throughput of every benchmark run against each launch attempt at each workload, by its
+    reference (the first throughput name of the metrics table that was measured)."""
+    for name in tables()["metrics"]["throughput"]:
+        runs: Runs = {}
+        for ref, rows in index.metrics_by_server.items():
+            for metric, value, _unit, work in rows:
+                if metric == name:
+                    runs.setdefault(ref, {}).setdefault(work, []).append(value)
+        if runs:
+            return runs
+    return {}
 
 
 def _best_throughput(index: KBIndex) -> Best:
     """Best throughput measured against each launch attempt at each workload, by its reference."""
-    best: Best = {}
-    for name in tables()["metrics"]["throughput"]:
-        for ref, rows in index.metrics_by_server.items():
-            for metric, value, _unit, work in rows:
-                if metric == name and value > best.setdefault(ref, {}).get(work, float("-inf")):
-                    best[ref][work] = value
-        best = {ref: works for ref, works in best.items() if works}
-        if best:
-            return best
-    return best
+    return {ref: {work: max(vs) for work, vs in works.items()} for ref, works in _runs(index).items()}
 
 
 def _best_text(best: Best, refs: list[str]) -> str:
@@ -203,40 +212,38 @@ def _rest_key(f: AttemptFacts, axis: str) -> tuple:
     return tuple(sorted((k, _canon(v)) for k, v in f.fingerprint.items() if k != axis))
 
 
-def _slower(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
-            best: Best) -> tuple[float, float, AttemptFacts, Workload] | None:
-    """(mine, theirs, peer, workload) when ``f`` is below ``slow_ratio`` of a working launch of the
-    same model and GPU that differs from it in ``axis`` only (every other chosen value equal),
-    measured at the same workload, else None.
+def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
+             runs: Runs) -> tuple[matrix.Comparison, AttemptFacts, Workload] | None:
+    """``f``'s runs compared (:func:`logkit.reasoning.matrix.compare`) with the fastest working launch
+    of the same model and GPU that differs from it in ``axis`` only (every other chosen value
+    equal), at the first workload both were measured at; None without such a launch.
 
     ``peers``: the measured working launches of that model and GPU by their chosen values but
     ``axis`` and by workload (:func:`_peers`), so a launch is compared with its candidates only, not
     with every launch of the model (quadratic in a team's year of sessions).
     """
-    ratio = float(launch_table()["attribution"]["slow_ratio"])
-    for work, mine in sorted(best.get(f.ref, {}).items(), key=lambda kv: _work_order(kv[0])):
+    for work, mine in sorted(runs.get(f.ref, {}).items(), key=lambda kv: _work_order(kv[0])):
         if not mine:
             continue
         for g in peers.get((_rest_key(f, axis), work), []):  # fastest first: the first other value is the best
             if g is f or g.backends.get(axis) in (None, value):
                 continue
-            theirs = best[g.ref][work]
-            if mine < ratio * theirs:
-                return (mine, theirs, g, work)
-            break
+            return (matrix.compare(mine, runs[g.ref][work]), g, work)
     return None
 
 
-def _peers(works: list[AttemptFacts], axis: str, best: Best) -> dict[tuple, list[AttemptFacts]]:
-    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest at that workload
-    first (ties in their order)."""
+def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list[AttemptFacts]]:
+    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest (by median) at
+    that workload first (ties in their order)."""
+    from statistics import median
+
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
-        for work, value in best.get(g.ref, {}).items():
-            if value:
+        for work, values in runs.get(g.ref, {}).items():
+            if values:
                 out[(_rest_key(g, axis), work)].append(g)
     for (_rest, work), peers in out.items():
-        peers.sort(key=lambda g, w=work: -best[g.ref][w])
+        peers.sort(key=lambda g, w=work: -median(runs[g.ref][w]))
     return out
 
 
@@ -274,7 +281,7 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
     """The compatibility matrix (:mod:`logkit.reasoning.matrix` cells) and the negative-result page
     of every refuted, conflicting or slow cell."""
     icons = tables()["matrix"]["icons"]
-    best = _best_throughput(index)
+    runs = _runs(index)
     found = site_cells(index)
     works: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for (_m, _a, _v, _arch), (_cell, hits) in found.items():
@@ -304,18 +311,23 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                 shown = cell.refuted_class if cell.state == "refuted" else cell.state
                 compared = None
                 if shown == "works":
-                    # slow only against a launch that differs in this one value, the others equal
-                    slower = []
+                    # slow only against a launch that differs in this one value, the others equal,
+                    # and only where the intervals do not overlap (matrix.compare); tied otherwise
+                    against = []
                     for h in hits:
                         pkey = (model, h.gpu_label, axis)
                         if pkey not in peers:
-                            peers[pkey] = _peers(works[(model, h.gpu_label)], axis, best)
-                        if c := _slower(h, axis, value, peers[pkey], best):
-                            slower.append(c)
-                    if slower and len(slower) == len([h for h in hits if best.get(h.ref)]):
-                        mine, theirs, peer, work = max(slower, key=lambda c: c[0])
+                            peers[pkey] = _peers(works[(model, h.gpu_label)], axis, runs)
+                        if c := _against(h, axis, value, peers[pkey], runs):
+                            against.append(c)
+                    slower = [c for c in against if c[0].verdict == "slower"]
+                    if slower and len(slower) == len([h for h in hits if runs.get(h.ref)]):
+                        comp, peer, work = max(slower, key=lambda c: c[0].mine.median)
                         shown = "slow"
-                        compared = (f"{_fmt(mine)} vs {_fmt(theirs)} with {axis}={peer.backends.get(axis)} "
+                    elif against:
+                        comp, peer, work = max(against, key=lambda c: c[0].mine.median)
+                    if against:
+                        compared = (f"{comp.text()}, against {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
                 detail = "; ".join(x for x in (
                     compared, _counts(cell), last.label, _versions_text(last),

@@ -17,20 +17,27 @@ Contract:
   flashinfer): the count per category, every attributable attempt in time order, the latest, the
   state, the refuting class and, for ``conflicting``, both sides. The site's matrix, the pre-launch
   check, the sweep's skip and ``status``'s proposals all read these.
+* :func:`compare` is the one rule for "slow": two working configurations' runs of a
+  higher-is-better figure (output throughput) are ``slower`` / ``faster`` only when their
+  intervals (:mod:`logkit.stats`; a single run's from ``[attribution] slow_ratio``) do not overlap,
+  else ``tied``; the :class:`Comparison` says by how much and on how many runs. The matrix page, a
+  sweep's ranking and its decision draft all ask it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Key", "Row", "STATES", "aggregated", "category", "category_of", "cells", "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
+__all__ = ["Cell", "Comparison", "Key", "Row", "STATES", "aggregated", "category", "category_of", "cells", "compare",
+           "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -213,3 +220,61 @@ def matching(found: dict[Key, Cell], backends: dict[str, Any], arch: str | None,
 def _num(short: str) -> int:
     digits = short.lstrip("A")
     return int(digits) if digits.isdigit() else 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two configurations' runs of a higher-is-better figure, and what they say (:func:`compare`)."""
+
+    #: ``slower`` / ``faster`` (mine against theirs), or ``tied`` when the intervals overlap
+    verdict: str
+    mine: Any  # logkit.stats.Spread
+    theirs: Any
+    #: the intervals compared (a single run's widened by ``slow_ratio``)
+    mine_interval: tuple[float, float]
+    theirs_interval: tuple[float, float]
+
+    @property
+    def by(self) -> float:
+        """How much lower (negative: higher) mine's median is, as a share of theirs."""
+        return 1.0 - self.mine.median / self.theirs.median if self.theirs.median else 0.0
+
+    @property
+    def runs(self) -> str:
+        """``5 and 3 runs`` / ``1 run each``."""
+        a, b = self.mine.n, self.theirs.n
+        return (f"{a} run{'s' if a > 1 else ''} each" if a == b else f"{a} and {b} runs")
+
+    def text(self, unit: str = "tok/s") -> str:
+        """``38.2 vs 71.9 tok/s: 47% lower, intervals 37.5-39.0 and 70.1-73.0 apart, on 5 runs each``
+        (``slower``/``faster``), or ``tied: 71.6 vs 71.9 tok/s, intervals overlap, on 1 run each``."""
+        a, b = self.mine.median, self.theirs.median
+        if self.verdict == "tied":
+            return f"tied: {a:,.1f} vs {b:,.1f} {unit}, intervals overlap, on {self.runs}"
+        word = "lower" if self.verdict == "slower" else "higher"
+        if self.mine.n == 1 or self.theirs.n == 1:  # no spread measured: the slow_ratio margin decided
+            ratio = float(launch_table()["attribution"]["slow_ratio"])
+            return (f"{a:,.1f} vs {b:,.1f} {unit}: {abs(self.by):.0%} {word}, beyond the {ratio:.0%} margin a "
+                    f"single run needs, on {self.runs}")
+        (ml, mh), (tl, th) = self.mine_interval, self.theirs_interval
+        return (f"{a:,.1f} vs {b:,.1f} {unit}: {abs(self.by):.0%} {word}, intervals {ml:,.1f}-{mh:,.1f} and "
+                f"{tl:,.1f}-{th:,.1f} apart, on {self.runs}")
+
+
+def _interval(spread: Any) -> tuple[float, float]:
+    """The interval of a :class:`logkit.stats.Spread` as compared: one run's widened by ``slow_ratio``."""
+    if spread.n > 1:
+        return spread.interval
+    band = math.sqrt(float(launch_table()["attribution"]["slow_ratio"]))
+    return (spread.median * band, spread.median / band)
+
+
+def compare(mine: Sequence[float], theirs: Sequence[float]) -> Comparison:
+    """The one "slow" rule: ``slower`` when every value of mine's interval is below theirs, ``faster``
+    when above, else ``tied`` (see the contract; intervals from :mod:`logkit.stats`)."""
+    from ..stats import spread
+
+    a, b = spread(mine), spread(theirs)
+    ia, ib = _interval(a), _interval(b)
+    verdict = "slower" if ia[1] < ib[0] else "faster" if ia[0] > ib[1] else "tied"
+    return Comparison(verdict, a, b, ia, ib)
