@@ -51,6 +51,11 @@ def register(sub: Any) -> None:
     p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts")
     p.add_argument("--no-preflight", dest="preflight", action="store_false", help="launch even if the pre-launch checks object")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask before launching a configuration already refuted")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="a benchmark: run it N times against the same server, each recorded, and show each headline "
+                   "figure as median with min-max (and a bootstrap interval of the median from 5 runs)")
+    p.add_argument("--warmup", action="store_true",
+                   help="a benchmark: one warm-up run first, recorded as an attempt but its figures not recorded")
     p.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write the attempt and outcome as JSON at the end: to FILE, or to stderr without one "
                    "(stdout belongs to the command)")
@@ -76,19 +81,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         from ..reasoning.prelaunch import launch_confirmer
 
         confirm = launch_confirmer(args.sessions, runner.default_confirm)
+    root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
+
+    def report(result: Any) -> None:
+        if result.outcome is not None:
+            o = result.outcome
+            log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
+            print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
+                  f"log {log}", file=sys.stderr)
+
     try:
-        result = runner.run(argv, opts, confirm=confirm)
+        if args.repeat != 1 or args.warmup:
+            from ..capture import repeat
+
+            results = repeat.run(argv, opts, args.repeat, args.warmup, report, confirm=confirm)
+            for line in repeat.summary(root, results):
+                print(f"logkit: {line}", file=sys.stderr)
+            result = results[-1]
+        else:
+            result = runner.run(argv, opts, confirm=confirm)
+            report(result)
     except KeyboardInterrupt:  # Ctrl-C while planning or confirming: nothing was launched
         print("logkit: interrupted before launch; nothing ran", file=sys.stderr)
         return 130
-    if result.outcome is not None:
-        import os
-
-        o = result.outcome
-        root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
-        log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
-        print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
-              f"log {log}", file=sys.stderr)
     if args.json:
         text = json.dumps({"session": result.session, "exit_status": result.exit_status,
                            "attempt": result.attempt, "outcome": result.outcome}, ensure_ascii=False)

@@ -164,7 +164,10 @@ def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict
     server = _server_for(host, port, options.get("session_dir"))
     if server:
         notes.insert(0, f"benchmark of {server} ({host}:{port})")
-    watcher = BenchWatcher(bench, output, server, owned, sink=sink, fallback=fallback)
+    # logkit run --repeat/--warmup (logkit/capture/repeat.py): a warm-up's figures are not recorded,
+    # a measured run's carry its place in the series
+    watcher = BenchWatcher(bench, output, server, owned, sink=sink, fallback=fallback,
+                           measure=options.get("measure", True), repeat=options.get("repeat"))
     return Plan(role="bench", argv=new_argv, bench=bench, watcher=watcher, notes=notes)
 
 

@@ -265,8 +265,13 @@ class BenchWatcher:
     """Watches one SGLang benchmark client run; emits one Metric per figure when it ends."""
 
     def __init__(self, bench: BenchConfig, output_file: str | None, server_attempt: str | None,
-                 owned: bool = False, sink: FifoSink | None = None, fallback: str | None = None) -> None:
+                 owned: bool = False, sink: FifoSink | None = None, fallback: str | None = None,
+                 measure: bool = True, repeat: str | None = None) -> None:
         self.bench = bench
+        #: False for a warm-up run (``logkit run --warmup``): its figures are not recorded
+        self.measure = measure
+        #: ``i/N`` for a run of ``logkit run --repeat N``, a label on each of its metrics
+        self.repeat = repeat
         self.output_file = output_file
         #: True when logkit chose the output file (inside the session). With ``sink`` the client writes
         #: into its FIFO and only redacted records reach ``output_file``; without (no FIFO possible,
@@ -346,8 +351,8 @@ class BenchWatcher:
             except OSError:
                 pass
         result = self._result()
-        if result is not None and self.ctx is not None:
-            labels = {**self.bench.labels, **result.labels}
+        if result is not None and self.ctx is not None and self.measure:
+            labels = {**self.bench.labels, **result.labels, **({"repeat": self.repeat} if self.repeat else {})}
             for name, value in result.metrics.items():
                 self.ctx.emit(Metric(session=self.ctx.attempt.session, name=name, value=value, unit=result.unit(name),
                                      attempt=self.ctx.attempt.short_id, server_attempt=self.server_attempt,
@@ -356,5 +361,6 @@ class BenchWatcher:
                             stopped_by_logkit=exit_info.stopped_by_logkit)
         label = d.label
         if d.status == "exit_ok" and result is not None:
-            label = f"{len(result.metrics)} metrics from the {result.source} result"
+            label = (f"{len(result.metrics)} metrics from the {result.source} result" if self.measure else
+                     f"warm-up: its {len(result.metrics)} figures not recorded")
         return WatchResult(status=d.status, label=label, signature=d.signature, evidence=d.evidence)
