@@ -111,6 +111,7 @@ OutcomeStatus = Literal[
     "jit_error",
     "nan",
     "garbage",
+    "inaccurate",
     "nccl",
     "illegal_memory",
     "killed",

@@ -3,9 +3,9 @@
 Contract:
 
 * Every outcome status of :data:`logkit.events.OutcomeStatus` has one row: its ``class`` (works,
-  failure, stopped), its compatibility-matrix ``category`` (works, crash, garbage, oom, ignore) and,
-  for a refuting status, the ``verb`` warnings use. A status refutes a backend exactly when its
-  category is crash, garbage or oom, so the matrix and the refuted-configuration check agree.
+  failure, stopped), its compatibility-matrix ``category`` (works, crash, garbage, oom, inaccurate,
+  ignore) and, for a refuting status, the ``verb`` warnings use. A status refutes a backend exactly
+  when its category is crash, garbage, oom or inaccurate, so the matrix and the refuted-configuration check agree.
 * :func:`is_failure` is the one answer to "is this outcome a failure?" (its class is ``failure``;
   ``works`` and ``stopped`` statuses, an unknown status and no status are not): the sweep and
   ``logkit why`` ask it, no module keeps its own set.
@@ -45,8 +45,8 @@ __all__ = [
 
 DATA = Path(__file__).resolve().parent / "data" / "statuses.toml"
 CLASSES = ("works", "failure", "stopped")
-CATEGORIES = ("works", "crash", "garbage", "oom", "ignore")
-REFUTING_CATEGORIES = ("crash", "garbage", "oom")
+CATEGORIES = ("works", "crash", "garbage", "oom", "inaccurate", "ignore")
+REFUTING_CATEGORIES = ("crash", "garbage", "oom", "inaccurate")
 _WHERE = "logkit/data/statuses.toml"
 
 

@@ -55,7 +55,8 @@ def test_matrix_and_refutation_agree(name: str) -> None:
     launch = matrix.Row("s", "A1", "launch", "", name, backends={"moe_runner_backend": "x"})
     shown = matrix.category(launch)  # the cell every reader reads, the site's matrix included
     assert shown == (None if row.category == "ignore" else row.category)
-    assert row.refutes == (shown in ("crash", "garbage", "oom")) == matrix.refutes(name)
+    assert row.refutes == (shown in statuses.REFUTING_CATEGORIES) == matrix.refutes(name)
+    assert set(statuses.REFUTING_CATEGORIES) == {"crash", "garbage", "oom", "inaccurate"}
     if row.refutes:
         assert statuses.verb(name) != "was refuted"
 
