@@ -62,40 +62,25 @@ def reply_text(prompt: str) -> str:
 
 
 # The last "Question: ... Answer:" of a few-shot prompt (logkit/data/accuracy.toml's format).
-_QUESTION = re.compile(r"Question: (.*?)\s*Answer:\s*$", re.S)
-_SUM = re.compile(r"What is (-?\d+) ([-+*]) (-?\d+)\?")
+_QUESTION = re.compile(r"Question: ([^\n]*)\s*Answer:\s*$")
 
 
 def accuracy_answer(prompt: str) -> str | None:
-    """The answer to the last question of an accuracy prompt (wrong for a ``--wrong`` share of the
-    questions), or None when the prompt is not one. Arithmetic is computed; a factual item is
-    answered from the shots' own format (the prompt carries no answer, so the server knows a small
-    table of them, as a model would)."""
+    """The answer to the last question of an accuracy prompt, or None when the prompt is not one.
+    The stand-in "model" knows logkit's own set (logkit.capture.sglang.accuracy, the one owner of
+    those facts) and answers a ``--wrong`` share of it wrong ("0", or "1" where 0 is right); which
+    questions is fixed by a hash of their text, so every run gives the same score."""
     m = _QUESTION.search(prompt)
     if not m:
         return None
+    from logkit.capture.sglang.accuracy import questions
+
     question = m.group(1).strip()
-    right = _solve(question)
+    right = next((q.answer for q in questions() if q.text == question), None)
     share = int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
     if right is None or share < ARGS.wrong:
-        return "0" if right != "0" else "1"
+        return "1" if right == "0" else "0"
     return right
-
-
-_FACTS = {"capital of France": "Paris", "capital of Japan": "Tokyo", "capital of Italy": "Rome",
-          "capital of Spain": "Madrid", "capital of Germany": "Berlin", "capital of Canada": "Ottawa",
-          "capital of Egypt": "Cairo", "capital of Kenya": "Nairobi", "chemical symbol for gold": "Au",
-          "chemical symbol for iron": "Fe", "chemical symbol for sodium": "Na", "chemical symbol for silver": "Ag",
-          "days in a week": "7", "legs does a spider have": "8", "sides does a hexagon have": "6",
-          "planet is closest to the sun": "Mercury", "largest planet": "Jupiter", "freezing point of water in Celsius": "0"}
-
-
-def _solve(question: str) -> str | None:
-    m = _SUM.search(question)
-    if m:
-        a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
-        return str(a + b if op == "+" else a - b if op == "-" else a * b)
-    return next((v for k, v in _FACTS.items() if k in question), None)
 
 
 def tokens(n: int) -> list[str]:

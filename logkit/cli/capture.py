@@ -48,9 +48,12 @@ def register(sub: Any) -> None:
     p.add_argument("--hang-timeout", type=_timeout, metavar="SECONDS",
                    help="stop the command when it looks hung (SGLang: not ready in time; other commands: no output for SECONDS)")
     p.add_argument("--smoke", action="append", default=[], metavar="PROMPT", help="a prompt to send once a server is ready (repeatable)")
-    p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts")
+    p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts (and --accuracy)")
     p.add_argument("--no-preflight", dest="preflight", action="store_false", help="launch even if the pre-launch checks object")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask before launching a configuration already refuted")
+    p.add_argument("--accuracy", nargs="?", const="", metavar="THRESHOLD",
+                   help="a launch: once ready, ask logkit's accuracy set (exact-match questions, few-shot) and record the "
+                   "score; below THRESHOLD (a share, default from logkit/data/accuracy.toml) the attempt is 'inaccurate'")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="a benchmark: run it N times against the same server, each recorded, and show each headline "
                    "figure as median with min-max (and a bootstrap interval of the median from 5 runs)")
@@ -71,10 +74,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if args.json and args.json != "-":
         _check_json_target(args.json)
+    extra = {}
+    if args.accuracy is not None:
+        from ..capture.sglang import accuracy
+
+        extra["accuracy"] = accuracy.threshold(args.accuracy) if args.accuracy else accuracy.default_threshold()
     opts = runner.RunOptions(
         sessions=args.sessions, session=args.session, tests=args.tests, role=args.role, label=args.label,
         grace=args.grace, hang_timeout=args.hang_timeout, smoke=args.smoke, smoke_only=args.smoke_only,
-        preflight=args.preflight,
+        preflight=args.preflight, extra=extra,
     )
     confirm = None
     if not args.yes:  # the pre-launch check against refuted configurations (logkit/reasoning/refuted.py)

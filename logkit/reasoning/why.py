@@ -11,7 +11,10 @@ configuration (the flags chosen, else its fingerprint) and the decisions that ci
 or as an option's attempt). Attempts reconstructed from an account (no log to compare) that
 end in the same class are listed apart, as "same class". The attempt whose log is the one asked
 about (the same file, or the same bytes: an imported copy) is not "seen before": it is named apart
-(:attr:`SeenReport.itself`). What is a failure at all is :func:`logkit.statuses.is_failure`.
+(:attr:`SeenReport.itself`). A log that shows no failure but is the own log of an attempt that
+logkit's probes failed after ready (a degenerate smoke reply, wrong answers to the accuracy set:
+:data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`) is judged by that recorded outcome. What is
+a failure at all is :func:`logkit.statuses.is_failure`.
 Nothing is written but the index.
 """
 
@@ -151,6 +154,19 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
     return out
 
 
+def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) -> dict[str, Any] | None:
+    """The recorded outcome of the attempt whose own log is ``asked``, when logkit's probes failed it
+    after ready (the log shows no failure), else None."""
+    from ..capture.sglang.watcher import PROBE_FINDINGS
+
+    for signature, status in PROBE_FINDINGS.items():
+        for ref, o, a in _candidates(snap, status, signature):
+            sid = ref.rsplit("/", 1)[0]
+            if o.get("signature") == signature and _own_log(root, sid, [a.get("log"), o.get("log")], asked, size, digest):
+                return o
+    return None
+
+
 def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenReport:
     """Every attempt of the store (``store.root``, through the index) that failed like ``verdict`` (a
     classified log or pasted error); ``log``: the file it was read from, whose own attempt is not listed."""
@@ -164,15 +180,22 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
     report = SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
                         evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
                         itself=itself)
-    if key is None:
+    asked = log.resolve() if log is not None else None
+    size, digest = (asked.stat().st_size if asked is not None else -1), []
+    if key is None and asked is None:
         return report
     with Index(store.root) as index:
         index.refresh()
         with index.snapshot() as snap:
-            found = _candidates(snap, verdict.status, verdict.signature)
+            if key is None and asked is not None:
+                probed = _probed(snap, store.root, asked, size, digest)
+                if probed is None:
+                    return report
+                report.status, report.label, report.signature = probed["status"], probed.get("label"), probed["signature"]
+                report.key = key = failure_key(report.status, report.signature, report.label)
+                report.evidence = []
+            found = _candidates(snap, report.status, report.signature)
             cited = _cited(snap.decisions()) if found else {}
-    asked = log.resolve() if log is not None else None
-    size, digest = (asked.stat().st_size if asked is not None else -1), []
     for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)
         if asked is not None and _own_log(store.root, sid, [a.get("log"), o.get("log")], asked, size, digest):
@@ -182,7 +205,7 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
                   when=(o.get("ended") or "")[:10], config=_config(a), decisions=cited.get(ref, []))
         if _outcome_key(o) == key:
             same.append(m)
-        elif o["status"] == verdict.status and (not o.get("evidence")
+        elif o["status"] == report.status and (not o.get("evidence")
                                                 or (o.get("provenance") or {}).get("source") == "reconstructed"):
             same_class.append(m)
     return report

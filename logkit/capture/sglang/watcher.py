@@ -63,6 +63,12 @@ def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
         return 0, b""
 
 
+#: signature -> status of the findings logkit's own probes make once a server is ready, which its
+#: log cannot show: a degenerate smoke reply, wrong answers to the accuracy set (``logkit why``
+#: reads them back from the recorded outcome)
+PROBE_FINDINGS = {"logkit-smoke": "garbage", "logkit-accuracy": "inaccurate"}
+
+
 class LaunchWatcher:
     """Watches one SGLang server launch."""
 
@@ -81,6 +87,8 @@ class LaunchWatcher:
         self.hang: str | None = None
         self.listening_at: float | None = None
         self.garbage: str | None = None
+        #: the accuracy gate's verdict when it failed (``logkit run --accuracy``): the outcome's label
+        self.inaccurate: str | None = None
         self.smoke_done = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -175,7 +183,10 @@ class LaunchWatcher:
             prompts = list(self.ctx.options.get("smoke") or [])
             for prompt in prompts:
                 self._smoke(prompt)
-            if prompts and self.ctx.options.get("smoke_only"):
+            gate = self.ctx.options.get("accuracy")
+            if gate is not None and not self.garbage:
+                self._accuracy(float(gate))
+            if (prompts or gate is not None) and self.ctx.options.get("smoke_only"):
                 self.ctx.request_stop("smoke test done (--smoke-only)")
         except Exception as exc:  # noqa: BLE001 - never kill the recording
             self.hang = None
@@ -207,15 +218,38 @@ class LaunchWatcher:
                                          fingerprint=fingerprint(flat)))
                 return
 
-    def _smoke(self, prompt: str) -> None:
-        assert self.ctx is not None and self.base is not None
-        model = "default"
+    def _model(self) -> str:
+        """The served model's name (``/v1/models``), else ``default``."""
         code, body = _get(f"{self.base}/v1/models")
         if code == 200:
             try:
-                model = json.loads(body)["data"][0]["id"]
+                return str(json.loads(body)["data"][0]["id"])
             except (ValueError, KeyError, IndexError, TypeError):
                 pass
+        return "default"
+
+    def _accuracy(self, threshold: float) -> None:
+        """The accuracy gate (:mod:`.accuracy`): the score as a metric of this launch, the wrong
+        answers in a note, and below ``threshold`` the attempt ends ``inaccurate``."""
+        assert self.ctx is not None and self.base is not None
+        from ...events import Metric, Note
+        from .accuracy import check
+
+        r = check(self.base, model=self._model(), api_key=self.api_key, threshold=threshold)
+        me = self.ctx.attempt.short_id
+        self.ctx.emit(Metric(session=self.ctx.attempt.session, name="accuracy", value=round(r.score, 4), attempt=me,
+                             server_attempt=me, labels={"questions": r.total, "wrong": len(r.wrong),
+                                                        "threshold": r.threshold, "set": "logkit-accuracy"}))
+        if r.wrong:
+            shown = "; ".join(f"{q!r}: expected {want!r}, got {got!r}" for q, want, got in r.wrong[:12])
+            more = f" (and {len(r.wrong) - 12} more)" if len(r.wrong) > 12 else ""
+            self._note(f"{r.label()}: {shown}{more}")
+        if not r.passed:
+            self.inaccurate = r.label()
+
+    def _smoke(self, prompt: str) -> None:
+        assert self.ctx is not None and self.base is not None
+        model = self._model()
         r = send(self.base, prompt, model=model, api_key=self.api_key)
         why = r.error or degenerate(r.reply, r.logprobs)
         if why and not r.error:
@@ -241,6 +275,11 @@ class LaunchWatcher:
         # class failure): a server that was stopped or killed after replying garbage is garbage.
         if self.garbage and statuses.row(status).klass != "failure":
             status, label, sig = "garbage", f"degenerate smoke reply: {self.garbage}", "logkit-smoke"
+            assert PROBE_FINDINGS[sig] == status
+        # Wrong answers to the accuracy set likewise, unless the run failed in its own right.
+        if self.inaccurate and statuses.row(status).klass != "failure":
+            status, label, sig = "inaccurate", self.inaccurate, "logkit-accuracy"
+            assert PROBE_FINDINGS[sig] == status
         ready_at = self.log_ready_at or self.http_ready_at
         if ready_at is None:
             ready_at = next((m.at for m in self.timeline.milestones if m.stage == "ready"), None)

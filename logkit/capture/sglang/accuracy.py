@@ -1,0 +1,145 @@
+"""The accuracy gate: a small shipped question set with exact answers, asked of a ready server.
+
+Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (generated arithmetic with a
+fixed seed, and short factual items), the same on every run; :func:`prompt` puts the table's
+few-shot examples before a question (``Question: ...`` / ``Answer: ...``); :func:`check` asks
+each question of a server's OpenAI-compatible ``/v1/completions`` (greedy, a few tokens, stopped at
+the line's end) and scores the replies by exact match (:func:`matches`: case, surrounding space and
+a final period ignored), returning an :class:`AccuracyResult` with the score, the threshold and
+every wrong answer. A reply that cannot be had (an HTTP error, a timeout) counts as wrong, with the
+error as the reply. The launch watcher (:mod:`.watcher`) runs it after ready when
+``logkit run --accuracy`` (or a sweep's ``accuracy``) asks, records the score as a metric on the
+launch attempt, and below the threshold gives the attempt the status ``inaccurate``.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ...errors import BadInput
+
+__all__ = ["AccuracyResult", "Question", "check", "default_threshold", "matches", "prompt", "questions", "threshold"]
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "accuracy.toml"
+
+
+class Question:
+    """One question and its exact answer."""
+
+    __slots__ = ("text", "answer")
+
+    def __init__(self, text: str, answer: str) -> None:
+        self.text = text
+        self.answer = answer
+
+    def __repr__(self) -> str:
+        return f"Question({self.text!r}, {self.answer!r})"
+
+
+class AccuracyResult:
+    """A server's answers to the set: the score (share right), the threshold, the wrong ones."""
+
+    __slots__ = ("total", "right", "threshold", "wrong")
+
+    def __init__(self, total: int, right: int, threshold: float, wrong: list[tuple[str, str, str]]) -> None:
+        self.total = total
+        self.right = right
+        self.threshold = threshold
+        #: (question, expected, got) for each wrong answer
+        self.wrong = wrong
+
+    @property
+    def score(self) -> float:
+        """The share of the questions answered right."""
+        return self.right / self.total if self.total else 0.0
+
+    @property
+    def passed(self) -> bool:
+        """At or above the threshold."""
+        return self.score >= self.threshold
+
+    def label(self) -> str:
+        """``accuracy 0.62 below 0.90: 15 of 40 answers wrong`` (or ``accuracy 1.00 (40/40)``)."""
+        if self.passed:
+            return f"accuracy {self.score:.2f} ({self.right}/{self.total})"
+        return (f"accuracy {self.score:.2f} below {self.threshold:.2f}: "
+                f"{self.total - self.right} of {self.total} answers wrong")
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    try:
+        return tomllib.loads(DATA.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"logkit/data/accuracy.toml: {exc}", fix="fix the TOML syntax at that line") from exc
+
+
+def default_threshold() -> float:
+    """The table's ``threshold``."""
+    return float(_table()["threshold"])
+
+
+def threshold(text: str) -> float:
+    """A ``--accuracy`` threshold from the command line: a share between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInput(f"--accuracy {text!r} is not a number", fix="--accuracy 0.9 (a share of the questions)") from None
+    if not 0.0 <= value <= 1.0:
+        raise BadInput(f"--accuracy {text}: the threshold is a share of the questions, 0 to 1",
+                       fix="--accuracy 0.9") from None
+    return value
+
+
+@functools.cache
+def questions() -> tuple[Question, ...]:
+    """The set: the generated arithmetic, then the factual items."""
+    t = _table()
+    a = t["arithmetic"]
+    rng = random.Random(int(a["seed"]))
+    out: list[Question] = []
+    for _ in range(int(a["count"])):
+        x, y, op = rng.randint(a["low"], a["high"]), rng.randint(a["low"], a["high"]), rng.choice(a["ops"])
+        value = x + y if op == "+" else x - y if op == "-" else x * y
+        out.append(Question(f"What is {x} {op} {y}?", str(value)))
+    out += [Question(f["question"], str(f["answer"])) for f in t["fact"]]
+    return tuple(out)
+
+
+def prompt(question: str) -> str:
+    """The few-shot prompt for ``question``."""
+    t = _table()
+    shots = "".join(f"Question: {s['question']}\nAnswer: {s['answer']}\n\n" for s in t["shot"])
+    return f"{t['instruction']}\n\n{shots}Question: {question}\nAnswer:"
+
+
+def matches(reply: str | None, answer: str) -> bool:
+    """Exact match of a reply's first line: case, surrounding space and a final period ignored."""
+    if reply is None:
+        return False
+    first = reply.strip().splitlines()[0] if reply.strip() else ""
+    return first.strip().rstrip(".").strip().casefold() == answer.casefold()
+
+
+def check(base: str, *, model: str = "default", api_key: str | None = None, threshold: float | None = None,
+          timeout: float = 60.0) -> AccuracyResult:
+    """Ask every question of the server at ``base`` and score the replies (never raises for a reply)."""
+    from .smoke import _post  # the one small JSON POST of the capture side (auth header included)
+
+    limit = default_threshold() if threshold is None else threshold
+    wrong: list[tuple[str, str, str]] = []
+    items = questions()
+    for q in items:
+        body = {"model": model, "prompt": prompt(q.text), "max_tokens": int(_table()["max_tokens"]),
+                "temperature": 0, "stop": ["\n"]}
+        try:
+            reply = str(_post(f"{base}/v1/completions", body, timeout, api_key)["choices"][0].get("text") or "")
+        except Exception as exc:  # noqa: BLE001 - an unanswered question is a wrong answer, never a crash
+            reply = f"(no reply: {type(exc).__name__}: {exc})"
+        if not matches(reply, q.answer):
+            wrong.append((q.text, q.answer, reply.strip()[:200]))
+    return AccuracyResult(len(items), len(items) - len(wrong), limit, wrong)
