@@ -418,7 +418,10 @@ class SweepPoint(Record):
     attempt: str = Field(pattern=ATTEMPT_ID)
     labels: dict[str, Any] = Field(default_factory=dict)
     status: str | None = None
+    #: the median over the point's measured runs (one run: its figure)
     output_throughput: float | None = None
+    #: every measured run's output throughput (``[bench] repeat``), in run order; empty for one run
+    runs: list[float] = Field(default_factory=list)
     #: Output tokens per second per user (1000 / mean TPOT, else throughput / concurrency).
     per_user: float | None = None
     #: The sweep's limit metric as measured, and whether it is within the limit.

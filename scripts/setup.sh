@@ -28,8 +28,14 @@ if [ "$want_test" = 1 ]; then
   done_step
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with
   # --no-deps next to the few small packages its modules import. All pins live in that one file.
-  say "installing SGLang 0.5.23 lean (--no-deps) with torch 2.13.0 CPU, the small packages its flag parser imports and its benchmark client (transformers, tokenizers, datasets): requirements/sglang-lean.txt (2-5 min)"
+  say "installing SGLang 0.5.23 lean (--no-deps) with torch 2.13.0 CPU and the small packages its flag parser imports: requirements/sglang-lean.txt (2-5 min)"
   pip install --no-deps -r requirements/sglang-lean.txt
+  done_step
+  # SGLang's real benchmark client for the tests: its packages (transformers above all) in a folder of
+  # their own that only the client's PYTHONPATH names (tests/benchclient.py), so that logkit's parse
+  # of every launch (import sglang.srt.server_args) does not import transformers too.
+  say "installing SGLang's benchmark client's packages (transformers, tokenizers, datasets, pyarrow) into .venv/sglang-bench-client: requirements/sglang-bench-client.txt (under a minute)"
+  pip install --no-deps --upgrade --target .venv/sglang-bench-client -r requirements/sglang-bench-client.txt
   done_step
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     apt=(apt-get)

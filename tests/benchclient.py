@@ -1,11 +1,12 @@
 """SGLang's real benchmark client in the tests: its argv, its environment and a tiny offline tokenizer.
 
-``python -m sglang.benchmark.serving`` (0.5.23) runs here for real: the lean SGLang install with the
-client's few dependencies and transformers (requirements/sglang-lean.txt) and the stand-in
-torchvision of tests/fake_torchvision (every import succeeds, any call fails loudly) on the
-client's PYTHONPATH only. With ``--dataset-name random-ids`` it needs no download; the tokenizer is
-a word-level one written at test time by :func:`tiny_tokenizer` (a few kB, made in milliseconds),
-so nothing is fetched from a hub (``HF_HUB_OFFLINE=1``).
+``python -m sglang.benchmark.serving`` (0.5.23) runs here for real: the lean SGLang install of the
+venv, plus on the client's PYTHONPATH only its few dependencies and transformers
+(requirements/sglang-bench-client.txt, installed by ``scripts/setup.sh --test`` into
+``.venv/sglang-bench-client``) and the stand-in torchvision of tests/fake_torchvision (every import
+succeeds, any call fails loudly). With ``--dataset-name random-ids`` it needs no download; the
+tokenizer is a word-level one written at test time by :func:`tiny_tokenizer` (the ``tokenizers``
+library's JSON format, a few kB), so nothing is fetched from a hub (``HF_HUB_OFFLINE=1``).
 """
 
 from __future__ import annotations
@@ -17,31 +18,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_TORCHVISION = str(ROOT / "tests" / "fake_torchvision")
+#: where setup.sh --test installs the client's packages (beside the venv's own site-packages)
+CLIENT_PACKAGES = Path(sys.prefix) / "sglang-bench-client"
 #: the words the stand-in server generates (tests/fakeserver.py ``tokens``) and some filler
 WORDS = ("the", "model", "said", "tokens", "here", "and", "more", "text", "alpha", "beta", "gamma", "delta")
 
 
 def tiny_tokenizer(where: Path) -> Path:
     """A word-level tokenizer directory AutoTokenizer loads offline: tokenizer.json (the
-    ``tokenizers`` library's own format) and tokenizer_config.json."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
+    ``tokenizers`` library's own format: a WordLevel model split on whitespace) and
+    tokenizer_config.json."""
     where.mkdir(parents=True, exist_ok=True)
     vocab = {"[UNK]": 0, **{w: i for i, w in enumerate(WORDS, 1)}}
-    vocab |= {f"w{i}": len(vocab) + i for i in range(100)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.decoder = decoders.WordPiece(prefix="##")  # joins words with spaces
-    tok.save(str(where / "tokenizer.json"))
+    vocab |= {f"w{i}": len(WORDS) + 1 + i for i in range(100)}
+    (where / "tokenizer.json").write_text(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+        "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None,
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},  # joins words with spaces
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"}}))
     (where / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "model_max_length": 4096}))
     return where
 
 
 def client_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of the client: the stand-in torchvision first on PYTHONPATH, no hub access."""
+    """The environment of the client: the stand-in torchvision and the client's packages first on
+    PYTHONPATH, no hub access."""
+    if not (CLIENT_PACKAGES / "transformers").is_dir():
+        raise RuntimeError(f"SGLang's benchmark client needs its packages in {CLIENT_PACKAGES}: "
+                           "run bash scripts/setup.sh --test")
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (FAKE_TORCHVISION, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (FAKE_TORCHVISION, str(CLIENT_PACKAGES), env.get("PYTHONPATH")) if p)
     env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
             "PYTHONWARNINGS": "ignore::UserWarning", **(extra or {})}
     return env

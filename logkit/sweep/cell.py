@@ -11,7 +11,11 @@ Contract:
   read incrementally (:class:`Tail`). Ready = HTTP ``/ready`` (``/health`` on old versions) on
   the launch's host:port; then the ``smoke`` events of the attempt are awaited. A launch not ready
   within ``ready_timeout`` is ``hang``; a degenerate smoke reply stops the cell before the bench.
-* Each bench point is another ``logkit run`` (its metrics are linked to the launch by the runner).
+  With ``accuracy`` the launch runs the accuracy gate (``--accuracy``) and its ``accuracy`` metric
+  is awaited too: a score below the threshold stops the cell, ``inaccurate``, before the bench.
+* Each bench point is another ``logkit run`` (its metrics are linked to the launch by the runner);
+  with ``repeat``/``warmup`` it is ``logkit run --repeat N [--warmup]``: the point's metrics are
+  those of all its measured runs.
 * The server is then stopped with SIGTERM to its ``logkit run`` (which stops the whole group,
   SIGKILL after ``grace``); members of the group still alive afterwards are reported and killed.
 * :func:`wait_port` waits, never fights, for a port still held by an earlier server.
@@ -98,6 +102,10 @@ class CellContext:
     #: Called with the cell's current phase ("launching", "smoke", "bench c=16", "stopping").
     phase: Callable[[str], None] = lambda _p: None
     env: dict[str, str] | None = None
+    #: the accuracy gate's threshold, None for none; runs per bench point; an unmeasured first run
+    accuracy: float | None = None
+    repeat: int = 1
+    warmup: bool = False
 
 
 @dataclass
@@ -236,17 +244,21 @@ def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -
 
 def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothesis: str) -> tuple[
         str | None, dict[str, Any] | None, list[dict[str, Any]]]:
-    """One bench point as a ``logkit run`` testing the cell's hypothesis: its attempt id, outcome and metrics."""
-    proc = _logkit(ctx, ["--tests", hypothesis, "--label", label, "--", *argv])
+    """One bench point as a ``logkit run`` testing the cell's hypothesis: its (last) attempt id, outcome
+    and metrics (of every measured run, with ``repeat``)."""
+    again = (["--repeat", str(ctx.repeat)] if ctx.repeat != 1 else []) + (["--warmup"] if ctx.warmup else [])
+    proc = _logkit(ctx, ["--tests", hypothesis, "--label", label, *again, "--", *argv])
     attempt = _wait_attempt(ctx, proc, tail)
     while proc.poll() is None:
         if ctx.stop.is_set():
-            _finish(ctx, proc, tail, attempt, stop_it=True)
+            _finish(ctx, proc, tail, _attempt_of(tail, proc) or attempt, stop_it=True)
             raise Interrupted()
         time.sleep(POLL_S)
+    attempt = _attempt_of(tail, proc) or attempt  # the last run's
     outcome, _ = _finish(ctx, proc, tail, attempt, stop_it=False)
     short = (attempt or {}).get("short_id")
-    return short, outcome, tail.find("metric", attempt=short) if short else []
+    runs = [a["short_id"] for a in tail.find("attempt", recorder_pid=proc.pid)]
+    return short, outcome, [m for r in runs for m in tail.find("metric", attempt=r)]
 
 
 def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[dict[str, Any], list[str]]],
@@ -268,6 +280,8 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}", "--grace", f"{ctx.grace:g}"]
     for prompt in ctx.smoke:
         args += ["--smoke", prompt]
+    if ctx.accuracy is not None:
+        args += ["--accuracy", f"{ctx.accuracy:g}"]
     ctx.phase("launching")
     t_launch = time.monotonic()
     proc = _logkit(ctx, [*args, "--", *cell.argv])
@@ -311,6 +325,25 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
             clock["wrapped"] = time.monotonic() - t_launch
             why = bad[0].get("reason") if bad else "smoke prompts unanswered"
             return CellRun("failed", (outcome or {}).get("status") or "garbage", f"smoke: {why}", short,
+                           survivors=survivors, seconds=clock)
+    if ready and ctx.accuracy is not None:
+        ctx.phase("accuracy")
+        end = time.monotonic() + SMOKE_WAIT_S
+        while proc.poll() is None and time.monotonic() < end and not ctx.stop.is_set():
+            tail.poll()
+            if tail.find("metric", attempt=short, name="accuracy"):
+                break
+            time.sleep(POLL_S)
+        if ctx.stop.is_set():
+            _finish(ctx, proc, tail, attempt, stop_it=True)
+            raise Interrupted()
+        scores = tail.find("metric", attempt=short, name="accuracy")
+        if not scores or scores[-1]["value"] < ctx.accuracy:
+            ctx.phase("stopping")
+            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
+            clock["wrapped"] = time.monotonic() - t_launch
+            why = (outcome or {}).get("label") if scores else "accuracy questions unanswered"
+            return CellRun("failed", (outcome or {}).get("status") or "inaccurate", why, short,
                            survivors=survivors, seconds=clock)
     if not ready:  # the launch ended before it was ready: its outcome says why
         outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=False)

@@ -66,11 +66,17 @@ class SweepReport:
     overhead_s: list[float]
 
 
+def _values(metrics: list[dict[str, Any]], name: str) -> list[float]:
+    """Every run's value of ``name`` (several with ``[bench] repeat``)."""
+    return [float(m["value"]) for m in metrics if m.get("name") == name and isinstance(m.get("value"), (int, float))]
+
+
 def _metric(metrics: list[dict[str, Any]], name: str) -> float | None:
-    for m in metrics:
-        if m.get("name") == name and isinstance(m.get("value"), (int, float)):
-            return float(m["value"])
-    return None
+    """The median of the runs' values of ``name`` (one run: its value), None when not measured."""
+    from statistics import median
+
+    values = _values(metrics, name)
+    return float(median(values)) if values else None
 
 
 def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -> list[SweepPoint]:
@@ -85,8 +91,10 @@ def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -
         per_user = round(1000.0 / tpot, 3) if tpot else (round(tput / float(conc), 3) if tput and conc else None)
         latency = _metric(metrics, limit_metric) if limit_metric else None
         within = None if latency is None or limit_max is None else latency <= limit_max
+        runs = _values(metrics, "output_throughput")
         out.append(SweepPoint(attempt=attempt, labels=labels, status=(outcome or {}).get("status"),
-                              output_throughput=tput, per_user=per_user, latency=latency, within_limit=within))
+                              output_throughput=tput, runs=runs if len(runs) > 1 else [], per_user=per_user,
+                              latency=latency, within_limit=within))
     return out
 
 
@@ -182,7 +190,8 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
         with open(log_path, "ab") as log, prog:
             ctx = CellContext(sessions=str(store.root), session=session, sweep=sweep.sweep, smoke=spec.smoke,
                               ready_timeout=spec.ready_timeout, grace=spec.grace, port_wait=spec.port_wait, log=log,
-                              stop=stop, phase=prog.phase, env=env)
+                              stop=stop, phase=prog.phase, env=env, accuracy=spec.accuracy, repeat=spec.repeat,
+                              warmup=spec.warmup)
             for n, (recorded, cell) in enumerate(todo):
                 if stop.is_set():
                     interrupted = True

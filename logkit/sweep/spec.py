@@ -12,6 +12,8 @@ The file::
     title = "MoE backends on SM120"
     command = "python -m sglang.launch_server --model-path M --tp 8 --port 30000"
     smoke = ["What is 3 + 5?"]          # prompts; a degenerate reply stops the cell
+    accuracy = 0.9                      # logkit's accuracy set after ready; below it the cell is
+                                        # inaccurate and not ranked (true: the default threshold)
     ready_timeout = 900                 # seconds without readiness -> hang
     budget = "4h"                       # start no cell that would end past it (s, m, h)
     grace = 90                          # seconds between SIGTERM and SIGKILL of a server
@@ -23,6 +25,8 @@ The file::
     [bench]
     command = "python -m sglang.bench_serving --dataset-name random --num-prompts 64"
     axes = { max-concurrency = [1, 16, 64] }
+    repeat = 5                          # runs per point (median, spread; slow only when apart)
+    warmup = true                       # one unmeasured run first
 
     [limit]
     metric = "p99_tpot_ms"
@@ -46,8 +50,8 @@ __all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
 
 #: The axis value that means "every choice SGLang's parser allows for this flag".
 CHOICES = "choices"
-KNOWN_KEYS = {"title", "command", "smoke", "ready_timeout", "budget", "grace", "port_wait", "session", "axes", "bench",
-              "limit"}
+KNOWN_KEYS = {"title", "command", "smoke", "accuracy", "ready_timeout", "budget", "grace", "port_wait", "session", "axes",
+              "bench", "limit"}
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*$")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -71,11 +75,19 @@ class SweepSpec:
     port_wait: float = 120.0
     session: str | None = None
     path: str | None = None
+    #: the accuracy gate's threshold (``logkit run --accuracy``), None for no gate
+    accuracy: float | None = None
+    #: runs per bench point (``logkit run --repeat``) and whether an unmeasured warm-up run comes first
+    repeat: int = 1
+    warmup: bool = False
 
     def spec_hash(self) -> str:
         """sha256 of what the sweep runs (not of its limit or budget)."""
-        canon = {"argv": self.argv, "axes": self.axes, "smoke": self.smoke, "bench_argv": self.bench_argv,
-                 "bench_axes": self.bench_axes}
+        canon: dict[str, Any] = {"argv": self.argv, "axes": self.axes, "smoke": self.smoke, "bench_argv": self.bench_argv,
+                                 "bench_axes": self.bench_axes}
+        # only when set, so that a spec without them keeps the hash it had before they existed
+        canon |= {k: v for k, v in (("accuracy", self.accuracy), ("repeat", self.repeat), ("warmup", self.warmup))
+                  if v not in (None, 1, False)}
         return hashlib.sha256(json.dumps(canon, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -161,9 +173,27 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
     bench = data.get("bench", {})
     if not isinstance(bench, dict):
         raise BadInput(f"{where('bench')}: bench must be a table", fix='[bench]\ncommand = "python -m sglang.bench_serving ..."')
-    extra = sorted(set(bench) - {"command", "axes"})
+    extra = sorted(set(bench) - {"command", "axes", "repeat", "warmup"})
     if extra:
-        raise BadInput(f"{where(extra[0])}: unknown key bench.{extra[0]}", fix="[bench] takes command and axes")
+        raise BadInput(f"{where(extra[0])}: unknown key bench.{extra[0]}", fix="[bench] takes command, axes, repeat and warmup")
+    repeat = bench.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise BadInput(f"{where('repeat')}: bench.repeat must be a whole number of runs, 1 or more",
+                       fix="repeat = 5 (from 5 runs a bootstrap interval of the median)")
+    warmup = bench.get("warmup", False)
+    if not isinstance(warmup, bool):
+        raise BadInput(f"{where('warmup')}: bench.warmup must be true or false", fix="warmup = true")
+    accuracy = data.get("accuracy")
+    if accuracy is True:
+        from ..capture.sglang.accuracy import default_threshold
+
+        accuracy = default_threshold()
+    elif accuracy is False:
+        accuracy = None
+    elif accuracy is not None and (isinstance(accuracy, bool) or not isinstance(accuracy, (int, float))
+                                   or not 0 <= accuracy <= 1):
+        raise BadInput(f"{where('accuracy')}: accuracy must be a share of the questions (0 to 1) or true",
+                       fix="accuracy = 0.9")
     bench_argv = _argv(bench["command"], f"{where('command')}: bench.command") if "command" in bench else []
     bench_axes: dict[str, list[Any]] = {}
     if "axes" in bench:
@@ -179,7 +209,8 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
                            fix='[limit]\nmetric = "p99_tpot_ms"\nmax = 50')
         metric, ceiling = limit["metric"], float(limit["max"])
     spec = SweepSpec(title=str(data.get("title") or f"sweep of {', '.join(axes)}"), argv=argv, axes=axes, smoke=list(smoke),
-                     bench_argv=bench_argv, bench_axes=bench_axes, limit_metric=metric, limit_max=ceiling, path=path)
+                     bench_argv=bench_argv, bench_axes=bench_axes, limit_metric=metric, limit_max=ceiling, path=path,
+                     accuracy=None if accuracy is None else float(accuracy), repeat=repeat, warmup=warmup)
     for key in ("ready_timeout", "grace", "port_wait"):
         if key in data:
             setattr(spec, key, parse_duration(data[key], where=f"{where(key)}: {key}"))

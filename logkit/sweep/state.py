@@ -4,8 +4,11 @@ Contract: :func:`find` and :func:`load` query one snapshot of the store's index
 (:class:`logkit.store.index.Index`, brought up to date first) for its ``sweep`` and ``sweep_cell``
 events, validated once at ingest; :func:`load` returns a :class:`SweepView` (the sweep event,
 its session, the latest ``sweep_cell`` result per cell), :func:`ranking` orders the cells (working
-ones by their best throughput within the latency limit, then the failed ones, then those that
-never ran) and :func:`table` renders that ranking as plain text. Pure readers: nothing is written.
+ones by their best throughput within the latency limit, the median of a point's runs, then the
+failed ones, then those that never ran) and compares each working cell with the first at the same
+bench point by the one rule (:func:`logkit.reasoning.matrix.compare`): ``slower`` only when the
+intervals do not overlap, else ``tied``, with by how much and on how many runs; :func:`table`
+renders that ranking as plain text. Pure readers: nothing is written.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..errors import NotFound
 from ..events import Sweep, SweepCellResult
 from ..store import Store
 
-__all__ = ["RankRow", "SweepView", "find", "load", "ranking", "table"]
+__all__ = ["RankRow", "SweepView", "find", "load", "ranking", "table", "versus_text"]
 
 _KINDS = ("sweep", "sweep_cell")
 
@@ -40,6 +43,12 @@ class RankRow:
     attempts: list[str] = field(default_factory=list)
     hypothesis: str | None = None
     refuted_by: str | None = None
+    #: bench label text -> every measured run's output tok/s (one run: its figure)
+    runs: dict[str, list[float]] = field(default_factory=dict)
+    #: the label text of the point ``best`` comes from
+    best_at: str | None = None
+    #: this working cell against the first-ranked one at that point (None for the first itself)
+    versus: Any = None  # logkit.reasoning.matrix.Comparison
 
 
 @dataclass
@@ -115,23 +124,57 @@ def ranking(view: SweepView) -> list[RankRow]:
         for point in result.points:
             name = _label(point.labels)
             row.throughput[name] = point.output_throughput
+            if point.output_throughput is not None:
+                row.runs[name] = list(point.runs) or [point.output_throughput]
             row.per_user[name] = point.per_user
             row.latency[name] = point.latency
             if point.within_limit is not None:
                 within.append(point.within_limit)
             if point.output_throughput is not None and point.within_limit is not False:
-                row.best = max(row.best or 0.0, point.output_throughput)
+                if point.output_throughput > (row.best or 0.0):
+                    row.best, row.best_at = point.output_throughput, name
         row.within_limit = all(within) if within else None
         rows.append(row)
     order = {"works": 0, "failed": 1, "preflight": 2, "skipped": 3, "pending": 4}
     rows.sort(key=lambda r: (order.get(r.status, 5), -(r.best or 0.0)))
-    for n, row in enumerate(r for r in rows if r.status == "works"):
+    works = [r for r in rows if r.status == "works"]
+    for n, row in enumerate(works):
         row.rank = n + 1
+    if works and works[0].best_at is not None:
+        from ..reasoning.matrix import compare
+
+        top = works[0]
+        for row in works[1:]:
+            mine = row.runs.get(top.best_at)  # the same bench point, else this cell's best
+            if mine is None and row.best_at is not None:
+                mine = row.runs.get(row.best_at)
+            if mine:
+                row.versus = compare(mine, top.runs[top.best_at])
     return rows
+
+
+def versus_text(row: RankRow) -> str:
+    """``tied with #1 (5 runs each)``, ``47% below #1 (5 runs each)`` or ``""`` for the first."""
+    v = row.versus
+    if v is None:
+        return ""
+    return f"tied with #1 ({v.runs})" if v.verdict == "tied" else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1 ({v.runs})"
 
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
+
+
+def _tput(row: RankRow, label: str) -> str:
+    """``71.9``, or with repeated runs ``71.9 (70.1-73.0, 5 runs)``: the median and the interval compared."""
+    value = row.throughput.get(label)
+    runs = row.runs.get(label) or []
+    if value is None or len(runs) < 2:
+        return _fmt(value)
+    from ..stats import spread
+
+    lo, hi = spread(runs).interval
+    return f"{_fmt(value)} ({lo:,.1f}-{hi:,.1f}, {len(runs)} runs)"
 
 
 def table(view: SweepView) -> str:
@@ -142,12 +185,12 @@ def table(view: SweepView) -> str:
         labels.extend(k for k in row.throughput if k not in labels)
     sweep = view.sweep
     limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else None
-    head = ["#", "cell", "result"] + [f"tok/s {k}" for k in labels] + ([f"{sweep.limit_metric} (max {sweep.limit_max:g})"]
-                                                                          if limit else [])
+    head = ["#", "cell", "result"] + [f"tok/s {k}" for k in labels] + ["vs #1"] + (
+        [f"{sweep.limit_metric} (max {sweep.limit_max:g})"] if limit else [])
     body: list[list[str]] = []
     for row in rows:
         result = "works" if row.status == "works" else f"{row.status}: {row.why or ''}".rstrip(": ")
-        line = [str(row.rank or "-"), row.key, result[:70]] + [_fmt(row.throughput.get(k)) for k in labels]
+        line = [str(row.rank or "-"), row.key, result[:70]] + [_tput(row, k) for k in labels] + [versus_text(row)]
         if limit:
             worst = max((v for v in row.latency.values() if v is not None), default=None)
             mark = "" if row.within_limit is None else (" ok" if row.within_limit else " OVER")
