@@ -6,6 +6,7 @@ Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``sm10
 TRT-LLM "only supported on SM100" error while loading), ``oom`` (CUDA out of memory while
 allocating the KV cache), ``nan`` (dies of NaN a
 moment after ready, the way SGLang does: NaN line, scheduler traceback, SIGKILL of its own tree),
+``inaccurate`` (healthy, but answers half the accuracy questions wrong: ``--wrong 0.5``),
 ``hang`` (prints two startup lines and then nothing, never serves), ``stuck`` (listens, but
 ``/ready`` answers 503 forever and no more lines come), ``warning`` (``--log-level
 warning``: serves but prints no INFO lines, so no ready line). The log lines are SGLang 0.5.23's
@@ -211,7 +212,7 @@ def main() -> None:
     ap.add_argument("--wrong", type=float, default=float(os.environ.get("FAKE_SGLANG_WRONG", "0")),
                     help="the share of accuracy questions answered wrong")
     ap.add_argument("--mode", default="healthy",
-                    choices=("healthy", "garbage", "nan", "hang", "stuck", "warning", "sm100", "oom"))
+                    choices=("healthy", "garbage", "nan", "hang", "stuck", "warning", "sm100", "oom", "inaccurate"))
     ARGS, _ = ap.parse_known_args()
     ARGS.speed = None
     for item in filter(None, os.environ.get("FAKE_SGLANG_BACKENDS", "").split(",")):
@@ -219,6 +220,8 @@ def main() -> None:
         if backend == ARGS.moe_runner_backend:
             mode, _, speed = how.partition(":")
             ARGS.mode, ARGS.speed = mode, float(speed or 1.0)
+    if ARGS.mode == "inaccurate":  # serves sensibly, but half the accuracy answers are wrong
+        ARGS.mode, ARGS.wrong = "healthy", max(ARGS.wrong, 0.5)
     assert ARGS.host in ("127.0.0.1", "localhost"), "loopback only"
     log(f"server_args=ServerArgs(model_path='{ARGS.model_path}', host='{ARGS.host}', port={ARGS.port}, tp_size={ARGS.tp_size})")
     log("Load weight begin. avail mem=78.59 GB")

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 FAKE = str(ROOT / "tests" / "fake_sglang")
 BACKENDS = ("flashinfer_trtllm=sm100,flashinfer_cutedsl=garbage,deep_gemm=oom,marlin=hang,"
-            "flashinfer_cutlass=healthy:2.0,triton=healthy:1.0")
+            "flashinfer_cutlass=healthy:2.0,triton=healthy:1.0,aiter=inaccurate,cutlass=healthy:1.02")
 SMI = """#!/bin/sh
 case "$*" in
   *index,compute_cap*) echo "0, 12.0";;
@@ -333,3 +333,56 @@ def test_a_port_that_names_no_port_is_refused_by_preflight_not_a_crash(lab: dict
         (cell,) = build(spec, lab["env"]).cells
         # SGLang's int() takes 99999999999 (the server then fails to bind); the others it refuses
         assert cell.port == 30000 and (cell.preflight is None) == (bad == "99999999999"), bad
+
+
+@pytest.mark.slow
+def test_sweep_repeats_each_point_gates_accuracy_and_ranks_with_intervals(lab: dict) -> None:
+    port = free_port()
+    lab.setdefault("ports", []).append(port)
+    spec = lab["dir"] / "repeat.toml"
+    spec.write_text(f'''title = "repeated"
+command = "{PY} -m sglang.launch_server --model-path fake/model --host 127.0.0.1 --port {port}"
+accuracy = 0.9
+ready_timeout = 30
+grace = 5
+
+[axes]
+moe-runner-backend = ["flashinfer_cutlass", "aiter", "triton", "cutlass"]
+
+[bench]
+command = "python -m sglang.bench_serving --dataset-name random --num-prompts 8"
+axes = {{ max-concurrency = [4] }}
+repeat = 3
+warmup = true
+''')
+    r = sweep(lab, str(spec))
+    assert r.returncode == 0, r.stderr
+    (session, evs), = events(lab).items()
+    got = results(evs)
+    key = "moe_runner_backend={}".format
+    # the inaccurate cell is refuted before its benchmark and not ranked
+    aiter = got[key("aiter")]
+    assert (aiter["status"], aiter["outcome"]) == ("failed", "inaccurate") and len(aiter["attempts"]) == 1
+    assert aiter["reason"].startswith("accuracy 0.") and "below 0.90" in aiter["reason"]
+    # a working cell: a warm-up and three measured runs per point, the median kept with every run
+    fast = got[key("flashinfer_cutlass")]
+    (point,) = fast["points"]
+    assert len(point["runs"]) == 3 and point["output_throughput"] == sorted(point["runs"])[1]
+    bench_attempts = [e for e in evs if e["kind"] == "attempt" and e.get("role") == "bench"
+                      and e["short_id"] in fast["attempts"]]
+    labels = [a["label"] for a in evs if a["kind"] == "attempt" and a.get("role") == "bench"][:4]
+    assert [lbl.rsplit(": ", 1)[-1] for lbl in labels] == ["warm-up", "run 1/3", "run 2/3", "run 3/3"]
+    assert len(bench_attempts) >= 1
+    # the ranking: triton is slower than #1 with intervals apart; cutlass (2% faster than triton) is tied
+    # with triton but far from #1; the table says so with its run counts
+    assert "vs #1" in r.stdout and "50% below #1 (3 runs each)" in r.stdout, r.stdout
+    sweep_id = next(e for e in evs if e["kind"] == "sweep")["sweep"]
+    from logkit.store import Store
+    from logkit.sweep import decide, state
+
+    rows = {row.key: row for row in state.ranking(state.load(Store(lab["sessions"]), sweep_id))}
+    assert rows[key("flashinfer_cutlass")].rank == 1 and rows[key("aiter")].rank is None
+    assert rows[key("triton")].versus.verdict == "slower" and rows[key("triton")].versus.mine.n == 3
+    draft = decide.draft(Store(lab["sessions"]), sweep_id)
+    assert "median of 3 runs" in draft
+    assert "slower: " in draft and "% lower, intervals " in draft and "on 3 runs each" in draft

@@ -2,7 +2,10 @@
 
 Contract: :func:`propose` writes a draft (TOML, commented) the user edits: title, context, the
 decision, ``chosen`` (the best working cell by default), one ``[[option]]`` per cell with why it
-lost and the hypothesis and attempts that show it, the evidence, consequences, status. Nothing is
+lost (a working cell: ``slower`` only when :func:`logkit.reasoning.matrix.compare` finds the
+intervals apart, by how much and on how many runs; else ``tied`` with both figures, and the
+decision says the choice between tied cells is not made by throughput) and the hypothesis and
+attempts that show it, the evidence, consequences, status. Nothing is
 recorded until :func:`accept` reads the edited draft back and records it with
 :func:`logkit.reasoning.decisions.record` in the sweep's session, tagged with the sweep id (the
 sweep's site page shows the decision it led to). A bad draft is refused with ``file:line`` and
@@ -43,7 +46,11 @@ def draft(store: Store, sweep_id: str) -> str:
                f"{sweep.arch or 'this GPU'}{' (SGLang ' + sweep.sglang_version + ')' if sweep.sglang_version else ''}: "
                f"{len(works)} worked, {len(rows) - len(works)} did not.")
     decision = (f"Launch with {best.key}: the highest output throughput{limit} "
-                f"({best.best:,.1f} tok/s)." if best and best.best else "")
+                f"({best.best:,.1f} tok/s{_runs(best)})." if best and best.best else "")
+    tied = [r for r in works if r.versus is not None and r.versus.verdict == "tied"]
+    if decision and tied:
+        decision += (f" Tied with {', '.join(r.key for r in tied)} (the intervals overlap): throughput does not "
+                     "decide between them on these runs.")
     evidence = sorted({a for r in rows for a in r.attempts}, key=lambda a: (len(a), a))
     out = [
         f"# Proposed by: logkit decide --from-sweep {sweep.sweep}",
@@ -62,14 +69,22 @@ def draft(store: Store, sweep_id: str) -> str:
     for row in rows:
         if row is best:
             why = ""
+        elif row.status == "works" and row.versus is not None:
+            why = f"{row.versus.verdict}: {row.versus.text()}" if row.versus.verdict != "tied" else row.versus.text()
         elif row.status == "works":
-            why = f"slower: {row.best:,.1f} tok/s" if row.best else "over the latency limit"
+            why = f"lower: {row.best:,.1f} tok/s" if row.best else "over the latency limit"
         else:
             why = f"{row.status}: {row.why or ''}".rstrip(": ")
         refs = ([row.hypothesis] if row.hypothesis else []) + row.attempts + ([row.refuted_by] if row.refuted_by else [])
         out += ["", "[[option]]", f"name = {_q(row.key)}", f"why_not = {_q(why)}",
                 f"refs = [{', '.join(_q(r) for r in refs)}]"]
     return "\n".join(out) + "\n"
+
+
+def _runs(row: Any) -> str:
+    """``, median of 5 runs`` for a repeated point, else nothing."""
+    n = len(row.runs.get(row.best_at or "", []))
+    return f", median of {n} runs" if n > 1 else ""
 
 
 def propose(store: Store, sweep_id: str, path: Path) -> Path:
