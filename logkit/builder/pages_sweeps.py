@@ -20,6 +20,7 @@ import pandas as pd
 from ..events import Decision, Sweep, SweepCellResult
 from .contexts import ChartCtx, Page
 from .load import Loaded
+from ..sweep.state import point_text
 from .paths import attempt_href, decision_href, session_href
 
 __all__ = ["SweepPage", "SweepRow", "SweepsIndex", "pareto", "sweep_pages"]
@@ -119,6 +120,22 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     return ctx, names, (src, spec)
 
 
+def _versus(r: SweepCellResult, top: SweepCellResult) -> str:
+    """A working cell against the first-ranked one at the first's best point (the one rule,
+    :func:`logkit.reasoning.matrix.compare`): ``tied: ...`` or ``slower: ... on 5 runs each``."""
+    from ..reasoning.matrix import compare
+
+    ok = [p for p in top.points if p.output_throughput is not None and p.within_limit is not False]
+    if not ok:
+        return ""
+    at = max(ok, key=lambda p: p.output_throughput or 0.0)
+    mine = next((p for p in r.points if p.labels == at.labels and p.output_throughput is not None), None)
+    if mine is None:
+        return ""
+    v = compare(mine.runs or [mine.output_throughput], at.runs or [at.output_throughput])
+    return v.text() if v.verdict == "tied" else f"{v.verdict} than #1: {v.text()}"
+
+
 def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions: list[Decision]) -> tuple[SweepPage, list]:
     ordered = [results[c.id] for c in sweep.cells if c.id in results]
     labels: list[str] = []
@@ -143,8 +160,11 @@ def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions
             other, _, short = r.refuted_by.rpartition("/")
             evidence.append((r.refuted_by, attempt_href(other or sid, short)))
         why = "" if r.status == "works" else ": ".join(x for x in (r.outcome, r.reason) if x and x != r.status)
+        if r.status == "works" and best and r is not best[0]:
+            why = _versus(r, best[0])
         rows.append(SweepRow(rank.get(r.cell, ""), r.key, r.status, why,
-                             [_fmt(by[lab].output_throughput) if lab in by else "" for lab in labels], latency, evidence))
+                             [point_text(by[lab].output_throughput, by[lab].runs) if lab in by else "" for lab in labels],
+                             latency, evidence))
     rows.sort(key=lambda row: (0 if row.rank else 1, int(row.rank or 0)))
     chart, front, job = _chart(sweep, ordered)
     limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else "none"

@@ -20,7 +20,7 @@ from ..errors import NotFound
 from ..events import Sweep, SweepCellResult
 from ..store import Store
 
-__all__ = ["RankRow", "SweepView", "find", "load", "ranking", "table", "versus_text"]
+__all__ = ["RankRow", "SweepView", "find", "load", "point_text", "ranking", "table", "versus_text"]
 
 _KINDS = ("sweep", "sweep_cell")
 
@@ -165,16 +165,19 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def _tput(row: RankRow, label: str) -> str:
-    """``71.9``, or with repeated runs ``71.9 (70.1-73.0, 5 runs)``: the median and the interval compared."""
-    value = row.throughput.get(label)
-    runs = row.runs.get(label) or []
+def point_text(value: float | None, runs: list[float]) -> str:
+    """``71.9``, or with repeated runs ``71.9 (70.1-73.0, 5 runs)``: the median and the interval
+    :func:`logkit.reasoning.matrix.compare` uses (min-max, from 5 runs the bootstrap interval)."""
     if value is None or len(runs) < 2:
         return _fmt(value)
     from ..stats import spread
 
     lo, hi = spread(runs).interval
     return f"{_fmt(value)} ({lo:,.1f}-{hi:,.1f}, {len(runs)} runs)"
+
+
+def _tput(row: RankRow, label: str) -> str:
+    return point_text(row.throughput.get(label), row.runs.get(label) or [])
 
 
 def table(view: SweepView) -> str:
