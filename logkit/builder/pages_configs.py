@@ -321,12 +321,13 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                         if c := _against(h, axis, value, peers[pkey], runs):
                             against.append(c)
                     slower = [c for c in against if c[0].verdict == "slower"]
+                    tied = [c for c in against if c[0].verdict == "tied"]
                     if slower and len(slower) == len([h for h in hits if runs.get(h.ref)]):
                         comp, peer, work = max(slower, key=lambda c: c[0].mine.median)
                         shown = "slow"
-                    elif against:
-                        comp, peer, work = max(against, key=lambda c: c[0].mine.median)
-                    if against:
+                    elif tied:  # a tie is shown as one, with both figures; "faster" is the other cell's news
+                        comp, peer, work = max(tied, key=lambda c: c[0].mine.median)
+                    if shown == "slow" or tied:
                         compared = (f"{comp.text()}, against {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
                 detail = "; ".join(x for x in (
