@@ -95,3 +95,28 @@ def test_dataset_and_lengths_are_kept_and_never_ranked_together(tmp_path: Path) 
 def _shown(index: KBIndex) -> list[str]:
     matrix, _negatives = matrix_page(index)
     return [c.category for t in matrix.tables for r in t.rows for c in r.cells]
+
+
+def test_repeated_runs_decide_slow_by_their_intervals(tmp_path: Path) -> None:
+    """``logkit run --repeat``: several runs per launch and workload; slow only with the intervals apart."""
+    store = Store(tmp_path / "sessions")
+    store.create("r", session_id="r", make_current=False)
+    work = {"max_concurrency": "4", "dataset_name": "random-ids"}
+    # 8% apart but overlapping runs: tied, with both figures
+    _launch(store, "r", "flashinfer_cutlass", [(v, work) for v in (100.0, 104.0, 97.0, 101.0, 103.0)])
+    _launch(store, "r", "triton", [(v, work) for v in (92.0, 99.0, 94.0, 98.0, 93.0)])
+
+    def cells(index: KBIndex) -> dict[str, tuple[str, str]]:
+        matrix, _neg = matrix_page(index)
+        return {r.value: (c.category, c.detail) for t in matrix.tables for r in t.rows for c in r.cells}
+
+    loaded = load(store.root)
+    shown = cells(KBIndex(loaded, make_frames(loaded)))
+    assert shown["triton"][0] == "works" and "tied: 94.0 vs 101.0 tok/s, intervals overlap, on 5 runs each" in shown["triton"][1]
+    # the same median gap measured tightly: slow, by how much and on how many runs
+    _launch(store, "r", "deep_gemm", [(v, work) for v in (94.0, 94.2, 93.9, 94.1, 94.0)])
+    _launch(store, "r", "cutlass", [(v, work) for v in (101.0, 101.1, 100.9, 101.2, 101.0)])
+    loaded = load(store.root)
+    shown = cells(KBIndex(loaded, make_frames(loaded)))
+    category, detail = shown["deep_gemm"]
+    assert category == "slow" and "94.0 vs 101.0 tok/s: 7% lower, intervals " in detail and "on 5 runs each" in detail
