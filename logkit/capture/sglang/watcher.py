@@ -5,11 +5,13 @@ Contract: :meth:`LaunchWatcher.feed` only scans bytes (classifier + timeline). E
 waits on the network runs in one daemon thread started by :meth:`started`: it polls ``/ready``
 then ``/health`` on the launch's host:port, reads ``/server_info`` (``/get_server_info`` on old
 versions) once ready and emits a redacted ``ServerInfo``, sends the ``--smoke`` prompts and emits
-``Smoke`` events (a degenerate reply makes the attempt ``garbage``), and with ``--smoke-only``
-asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
+``Smoke`` events (a degenerate reply makes the attempt ``garbage``), runs the accuracy gate with
+``--accuracy`` (:mod:`.accuracy`: the score a metric of the launch, the wrong answers a note, below
+the threshold the attempt ends ``inaccurate``), and with ``--smoke-only`` asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
 before ready, or output but the ready endpoint never answering within it; it then asks the runner
 to stop. :class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client
-ends, then reads the redacted record. :meth:`finished` returns the
+ends, then reads the redacted record (a warm-up run of ``logkit run --warmup`` records no figures;
+a run of ``--repeat N`` labels each metric ``repeat=i/N``). :meth:`finished` returns the
 :class:`~logkit.capture.hooks.WatchResult`. A failure inside the thread is recorded in the label,
 never raised into the recorder.
 """
