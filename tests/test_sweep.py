@@ -386,3 +386,20 @@ warmup = true
     draft = decide.draft(Store(lab["sessions"]), sweep_id)
     assert "median of 3 runs" in draft
     assert "slower: " in draft and "% lower, intervals " in draft and "on 3 runs each" in draft
+
+
+def test_spec_takes_accuracy_repeat_and_warmup_and_refuses_bad_ones(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    base = 'command = "python -m sglang.launch_server"\n[axes]\na = [1]\n'
+    spec.write_text('accuracy = true\n' + base + '[bench]\ncommand = "python -m sglang.bench_serving"\nrepeat = 5\nwarmup = true\n')
+    got = specmod.load(spec)
+    assert (got.accuracy, got.repeat, got.warmup) == (0.9, 5, True)
+    plain = tmp_path / "p.toml"
+    plain.write_text(base)
+    assert specmod.load(plain).spec_hash() != got.spec_hash()  # they change what runs
+    spec.write_text(base + '[bench]\ncommand = "x"\nrepeat = 0\n')
+    with pytest.raises(BadInput, match=r"s.toml:6: bench.repeat must be a whole number of runs"):
+        specmod.load(spec)
+    spec.write_text('accuracy = 90\n' + base)
+    with pytest.raises(BadInput, match=r"s.toml:1: accuracy must be a share of the questions"):
+        specmod.load(spec)

@@ -30,6 +30,11 @@ def register(sub: Any) -> None:
     p.add_argument("--bench", metavar="CMD", help='the bench command, e.g. "python -m sglang.bench_serving ..."')
     p.add_argument("--bench-axis", action="append", default=[], metavar="FLAG=V1,V2", help="a bench axis (repeatable)")
     p.add_argument("--limit", metavar="METRIC=MAX", help="a latency limit, e.g. p99_tpot_ms=50")
+    p.add_argument("--accuracy", nargs="?", const="", metavar="THRESHOLD",
+                   help="the accuracy gate after ready (logkit run --accuracy): a cell below THRESHOLD is inaccurate "
+                   "and not ranked")
+    p.add_argument("--repeat", type=int, metavar="N", help="runs per bench point (median, spread; slow only when apart)")
+    p.add_argument("--warmup", action="store_true", help="one unmeasured bench run before each point's runs")
     p.add_argument("--budget", metavar="DURATION", help="time budget for this run: seconds, or 90m, 4h")
     p.add_argument("--ready-timeout", metavar="SECONDS", help="a launch not ready by then is a hang (default 900)")
     p.add_argument("--grace", metavar="SECONDS", help="SIGTERM to SIGKILL of a server (default 90)")
@@ -69,6 +74,16 @@ def _spec(args: argparse.Namespace) -> Any:
             raise BadInput(f"--limit {args.limit!r} is not METRIC=MAX", fix="--limit p99_tpot_ms=50") from None
         if not eq or not metric.strip():
             raise BadInput(f"--limit {args.limit!r} is not METRIC=MAX", fix="--limit p99_tpot_ms=50")
+    if args.accuracy is not None:
+        from ..capture.sglang import accuracy
+
+        spec.accuracy = accuracy.threshold(args.accuracy) if args.accuracy else accuracy.default_threshold()
+    if args.repeat is not None:
+        if args.repeat < 1:
+            raise BadInput(f"--repeat {args.repeat}: give 1 or more runs", fix="--repeat 5")
+        spec.repeat = args.repeat
+    if args.warmup:
+        spec.warmup = True
     for flag, attr in (("budget", "budget_s"), ("ready_timeout", "ready_timeout"), ("grace", "grace")):
         value = getattr(args, flag)
         if value is not None:
