@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchclient import client_argv, client_env, tiny_tokenizer  # noqa: E402
+from benchclient import client_argv, client_env, fake_server_argv, tiny_tokenizer  # noqa: E402
 
 
 def _port() -> int:
@@ -58,7 +58,7 @@ def main() -> None:
     from logkit.stats import spread
 
     port = _port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--port", str(port)],
+    server = subprocess.Popen(fake_server_argv(port),
                               stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):

@@ -41,6 +41,14 @@ def tiny_tokenizer(where: Path) -> Path:
     return where
 
 
+def fake_server_argv(port: int, *extra: str) -> list[str]:
+    """The stand-in SGLang server (tests/fakeserver.py; where it moves with the demo,
+    logkit/demo/standin/fakeserver.py) on 127.0.0.1:``port``."""
+    script = next((p for p in (ROOT / "tests" / "fakeserver.py", ROOT / "logkit" / "demo" / "standin" / "fakeserver.py")
+                   if p.is_file()), ROOT / "tests" / "fakeserver.py")
+    return [sys.executable, str(script), "--port", str(port), *extra]
+
+
 def client_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of the client: the stand-in torchvision and the client's packages first on
     PYTHONPATH, no hub access."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from benchclient import FAKE_TORCHVISION, client_argv, client_env, tiny_tokenizer
+from benchclient import FAKE_TORCHVISION, client_argv, client_env, fake_server_argv, tiny_tokenizer
 from logkit.capture.sglang import bench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def _port() -> int:
 @pytest.fixture
 def server() -> Iterator[int]:
     port = _port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--port", str(port)],
+    proc = subprocess.Popen(fake_server_argv(port),
                             stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):

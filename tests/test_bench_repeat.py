@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchclient import client_argv, client_env, tiny_tokenizer
+from benchclient import client_argv, client_env, fake_server_argv, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -27,7 +27,7 @@ def server() -> Iterator[int]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([PY, str(ROOT / "tests" / "fakeserver.py"), "--port", str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(fake_server_argv(port), stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
             try:
