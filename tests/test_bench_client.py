@@ -22,7 +22,6 @@ import pytest
 from benchclient import FAKE_TORCHVISION, client_argv, client_env, fake_server_argv, tiny_tokenizer
 from logkit.capture.sglang import bench
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.sglang
 
 
