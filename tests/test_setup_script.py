@@ -45,7 +45,7 @@ def test_setup_says_what_it_installs_and_needs_root_for_apt(tmp_path: Path) -> N
     assert "setup: installing logkit (editable)" in said and "setup: installing SGLang 0.5.23 lean" in said
     assert said.count("done in") == 2 and "needs root" in said and "sudo apt-get install -y chromium chromium-driver" in said
     log = calls.read_text()
-    assert "pip --disable-pip-version-check -q install -e .[test]" in log and "apt-get" not in log
+    assert "pip --disable-pip-version-check -q install -e .[test,mcp]" in log and "apt-get" not in log
 
 
 def test_setup_as_root_installs_chromium_with_apt(tmp_path: Path) -> None:

@@ -1,15 +1,34 @@
-"""The pre-launch hook ``logkit run`` plugs into the runner's ``confirm(plan, environment)``.
+"""The pre-launch check: ``logkit run``'s confirm hook, and the same check of an argv for agents.
 
-Import-light on purpose (``logkit run`` start-up): :mod:`logkit.reasoning.refuted`, which reads the
-knowledge base, is imported only when the plan is a launch with a fingerprint to compare.
+Import-light on purpose (``logkit run`` start-up, ``logkit hook pre-launch`` on every shell command
+an agent runs): :mod:`logkit.reasoning.refuted`, which reads the knowledge base, is imported only
+when there is a launch with backend values to compare.
+
+Contract:
+
+* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``: ``then`` first, then
+  :func:`logkit.reasoning.refuted.check_launch`.
+* :func:`check_argv` answers for an argv that has not run (an agent's ``check_launch`` tool, the
+  coding-agent hook): None when it launches no SGLang server; else a JSON-ready dict with the
+  architecture (``arch`` when given, else ``$LOGKIT_GPU_ARCH``, else this host's GPUs), the model,
+  the backend values chosen (:func:`logkit.launch.flags.backend_axes` of the config
+  :func:`logkit.launch.config.for_check` makes), every matrix cell the launch falls in
+  (:func:`logkit.reasoning.refuted.launch_cells`: the one rule, the index's aggregate) with its state,
+  counts and evidence, and the ``verdict``: ``refuted`` when any cell is, else ``conflicting``,
+  ``works`` (every cell works), ``untested``, ``unknown_arch`` or ``no_backend``. Cells match as
+  ``logkit run``'s check matches them (model where both know it; any SGLang version).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["launch_confirmer"]
+__all__ = ["VERDICTS", "check_argv", "launch_confirmer", "sessions_root"]
+
+#: what :func:`check_argv` can conclude, worst first
+VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
 
 
 def launch_confirmer(
@@ -27,3 +46,68 @@ def launch_confirmer(
         return check_launch(plan, environment, sessions)
 
     return confirm
+
+
+def sessions_root(sessions: str | None) -> str:
+    """The sessions directory as every command finds it: ``sessions``, else ``$LOGKIT_SESSIONS``, else ./sessions."""
+    return sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
+
+
+class _Root:
+    """What :mod:`.refuted` reads a store through: its ``root``."""
+
+    def __init__(self, root: str) -> None:
+        from pathlib import Path
+
+        self.root = Path(root)
+
+
+def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None,
+               run_parser: bool = True) -> dict[str, Any] | None:
+    """What the knowledge base says of the SGLang launch in ``argv`` on this GPU (see the contract)."""
+    import shlex
+
+    from ..capture.sglang import python_for
+    from ..capture.sglang.detect import detect
+
+    target = detect(argv)
+    if target is None or target.kind != "launch":
+        return None
+    from ..gpu import arch_name, local_arch
+    from ..launch.config import for_check
+    from ..launch.flags import backend_axes, model_of
+
+    env = {**os.environ, **target.env}
+    parsed = for_check(target.args, python_for(target, argv, env), run_parser=run_parser)
+    config = parsed.config
+    backends = backend_axes(config)
+    here = arch_name(arch) if arch else local_arch(env)
+    model = model_of(config)
+    answer: dict[str, Any] = {
+        "command": shlex.join(argv), "arch": here, "model": model, "backends": backends,
+        "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
+        "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
+    }
+    root = _Root(sessions_root(sessions))
+    if not backends or not here or not root.root.is_dir():
+        return answer
+    from . import matrix
+    from .refuted import launch_cells, run_of, warning
+
+    states = set()
+    for cell in launch_cells(backends, here, root, model=model):
+        states.add(cell.state)
+        row: dict[str, Any] = {
+            "axis": cell.axis, "value": cell.value, "arch": cell.arch, "model": cell.model, "sglang": cell.sglang,
+            "flashinfer": cell.flashinfer, "state": cell.state, "counts": dict(cell.counts),
+            "latest": cell.latest.ref if cell.latest else None,
+        }
+        if cell.state in ("refuted", "conflicting"):
+            bad = cell.refuting[-1]
+            row["refuting"] = {"attempt": bad.ref, "status": bad.status, "label": bad.label,
+                               "class": matrix.category(bad)}
+            row["working"] = cell.working[-1].ref if cell.working else None
+            row["warning"] = warning(run_of(cell))
+        answer["cells"].append(row)
+    answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")
+    return answer

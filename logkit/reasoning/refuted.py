@@ -35,7 +35,7 @@ from ..launch.flags import backend_axes, model_of
 from ..launch.flags import describe as describe_values
 from . import matrix
 
-__all__ = ["RefutedRun", "ask", "check", "check_launch", "conflicts", "describe", "warning"]
+__all__ = ["RefutedRun", "ask", "check", "check_launch", "conflicts", "describe", "launch_cells", "run_of", "warning"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,18 @@ def conflicts(backends: dict[str, Any], arch: str | None, store: Any, *, model: 
               sglang: str | None = None) -> list[RefutedRun]:
     """One run per ``conflicting`` cell this launch falls in (both sides named)."""
     return [_run(c) for c in _cells(backends, arch, store, model, sglang) if c.state == "conflicting"]
+
+
+def launch_cells(backends: dict[str, Any], arch: str | None, store: Any, *, model: str | None = None,
+                 sglang: str | None = None) -> list[matrix.Cell]:
+    """Every cell this launch falls in on ``arch``, whatever its state (works, refuted,
+    conflicting), in the order of their latest attempts: what an agent asking about a launch is told."""
+    return _cells(backends, arch, store, model, sglang)
+
+
+def run_of(cell: matrix.Cell) -> RefutedRun:
+    """A refuted or conflicting cell as the check names it (its latest refuting attempt)."""
+    return _run(cell)
 
 
 def describe(suspected: dict[str, Any]) -> str:
