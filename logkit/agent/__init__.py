@@ -9,3 +9,5 @@
 * :mod:`.hooks`: ``logkit hook pre-launch`` and ``logkit hook todo``, fed a coding agent's tool-call
   JSON on stdin (Claude Code's PreToolUse / PostToolUse hook input).
 """
+
+__all__: list[str] = []

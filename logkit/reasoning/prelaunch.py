@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["VERDICTS", "check_argv", "launch_confirmer", "sessions_root"]
+__all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer", "sessions_root"]
 
 #: what :func:`check_argv` can conclude, worst first
 VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
@@ -91,23 +91,31 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
     root = _Root(sessions_root(sessions))
     if not backends or not here or not root.root.is_dir():
         return answer
-    from . import matrix
-    from .refuted import launch_cells, run_of, warning
+    from .refuted import launch_cells
 
     states = set()
     for cell in launch_cells(backends, here, root, model=model):
         states.add(cell.state)
-        row: dict[str, Any] = {
-            "axis": cell.axis, "value": cell.value, "arch": cell.arch, "model": cell.model, "sglang": cell.sglang,
-            "flashinfer": cell.flashinfer, "state": cell.state, "counts": dict(cell.counts),
-            "latest": cell.latest.ref if cell.latest else None,
-        }
-        if cell.state in ("refuted", "conflicting"):
-            bad = cell.refuting[-1]
-            row["refuting"] = {"attempt": bad.ref, "status": bad.status, "label": bad.label,
-                               "class": matrix.category(bad)}
-            row["working"] = cell.working[-1].ref if cell.working else None
-            row["warning"] = warning(run_of(cell))
-        answer["cells"].append(row)
+        answer["cells"].append(cell_json(cell))
     answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")
     return answer
+
+
+def cell_json(cell: Any) -> dict[str, Any]:
+    """A matrix cell (:class:`logkit.reasoning.matrix.Cell`) as an agent is told it: its key, state,
+    counts, latest attempt, and for a refuted or conflicting one the evidence on both sides."""
+    from . import matrix
+    from .refuted import run_of, warning
+
+    row: dict[str, Any] = {
+        "axis": cell.axis, "value": cell.value, "arch": cell.arch, "model": cell.model, "sglang": cell.sglang,
+        "flashinfer": cell.flashinfer, "state": cell.state, "counts": dict(cell.counts),
+        "latest": cell.latest.ref if cell.latest else None,
+        "working": cell.working[-1].ref if cell.working else None,
+    }
+    if cell.refuting:
+        bad = cell.refuting[-1]
+        row["refuting"] = {"attempt": bad.ref, "status": bad.status, "label": bad.label, "class": matrix.category(bad)}
+    if cell.state in ("refuted", "conflicting"):
+        row["warning"] = warning(run_of(cell))
+    return row

@@ -13,7 +13,9 @@ ingest, and its problems are named ``file:line``). It returns a JSON-ready dict:
   a refuting category, none working; an ``ignore`` status such as ``import_error`` refutes nothing,
   and a later launch testing H3 that came up ready and passed its smoke test withdraws it), the
   command that records the refutation, one per refuting attempt;
-* ``decisions``: the session's decision records.
+* ``decisions``: the session's decision records;
+* ``todo``: the items of the latest todo snapshot (``logkit todo import``, ``logkit hook todo``),
+  each with the hypothesis it was matched to.
 
 Only the attempts shown (the last ``last``, the open launches) are read as events; the rest are
 index rows. :func:`render` turns the dict into text.
@@ -111,6 +113,9 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
             alive.append({"id": a["short_id"], "command": shlex.join(e.get("argv") or []), "pid": e.get("pid"),
                           "port": (e.get("launch") or {}).get("port")})
     meta = snap.sessions(session=session_id)
+    todo = None
+    for row in snap.events(session_id, ["todo"]):
+        todo = row["event"]  # the latest snapshot
     return {
         "session": session_id,
         "title": meta[0]["title"] if meta else None,
@@ -123,6 +128,8 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
                                 [matrix.row_of(a) for a in attempts if tests[a["short_id"]]]),
         "decisions": [{"id": d["decision_id"], "title": d["title"], "status": d["status"]}
                       for d in snap.decisions(session=session_id)],
+        "todo": [{k: item.get(k) for k in ("content", "status", "priority", "hypothesis")}
+                 for item in (todo or {}).get("items") or []],
     }
 
 
