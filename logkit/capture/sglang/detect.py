@@ -92,8 +92,9 @@ def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
 
 
 def commands(script: str) -> list[list[str]]:
-    """The simple commands of a shell script line, split at ``&&``, ``||``, ``;``, ``|`` and
-    parentheses, each as its words (``[]`` when the line cannot be split: an open quote)."""
+    """The simple commands of a shell script line, split at ``&&``, ``||``, ``;``, ``|``, ``&`` and
+    parentheses, each as its words without its redirections (``> log``, ``2>&1``); ``[]`` when the
+    line cannot be split (an open quote)."""
     try:
         lex = shlex.shlex(script, posix=True, punctuation_chars=True)
         lex.whitespace_split = True
@@ -102,8 +103,16 @@ def commands(script: str) -> list[list[str]]:
     except ValueError:
         return []
     cmds: list[list[str]] = [[]]
+    skip = False
     for w in inner:
-        if w and set(w) <= set("&;|()"):
+        if skip:  # a redirection's target
+            skip = False
+        elif w and set(w) <= set("<>&") and set(w) & set("<>"):
+            # `> log`, `2>&1`, `&> log`: not words of the command (a lone digit before is the fd)
+            if cmds[-1] and cmds[-1][-1].isdigit() and len(cmds[-1][-1]) == 1 and cmds[-1][-1] + w in script:
+                cmds[-1].pop()
+            skip = True
+        elif w and set(w) <= set("&;|()"):
             cmds.append([])
         else:
             cmds[-1].append(w)
