@@ -140,3 +140,16 @@ def test_todo_without_a_session_or_with_a_bad_item_says_the_fix(lab: dict[str, A
     none = hook(lab, "todo", call("TodoWrite", {"todos": [{"content": "x"}]}, event="PostToolUse"),
                 LOGKIT_SESSIONS=str(empty))
     assert none.returncode == 1 and b"no current session" in none.stderr and b"fix:" in none.stderr
+
+
+@pytest.mark.parametrize("command", ["ls -la", f"{LAUNCH} flashinfer_trtllm"])
+def test_the_hook_loads_neither_pydantic_nor_the_mcp_sdk(lab: dict[str, Any], command: str) -> None:
+    # what a hook run before every shell command imports (its time: bench/bench_hook.py), the index
+    # up to date (a session line appended since is validated once, with pydantic, by whoever reads first)
+    hook(lab, "pre-launch", bash(command))
+    probe = ("import sys\nfrom logkit.cli import main\nrc = main(['hook', 'pre-launch'])\n"
+             "print(sorted(m for m in ('pydantic', 'mcp', 'pandas', 'jinja2') if m in sys.modules), file=sys.stderr)\n"
+             "sys.exit(rc)\n")
+    done = subprocess.run([sys.executable, "-c", probe], input=bash(command).encode(), capture_output=True,
+                          env=lab["env"], cwd=lab["tmp"], timeout=60)
+    assert done.stderr.decode().splitlines()[-1] == "[]", done.stderr
