@@ -74,6 +74,7 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory(prefix="logkit-bench-hook-") as tmp:
         os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from their .pyc
         env = agents_kb.build(Path(tmp), working=False)
         hook = [console, "hook", "pre-launch"]
         for stdin, code in cases.values():  # warm: the index brought up to date, pages cached
