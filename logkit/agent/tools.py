@@ -36,10 +36,10 @@ class Tools:
     """The MCP tools over one sessions directory."""
 
     def __init__(self, sessions: str | None = None) -> None:
-        from ..reasoning.prelaunch import sessions_root
+        from ..store.files import root
 
-        self.sessions = sessions_root(sessions)
-        self.root = Path(self.sessions)
+        self.root = root(sessions)
+        self.sessions = str(self.root)
 
     def _store(self) -> Any:
         from ..reasoning.common import open_store
@@ -63,7 +63,7 @@ class Tools:
     def check_launch(self, argv: list[str] | str, arch: str | None = None) -> dict[str, Any]:
         """The pre-launch check of each SGLang launch in ``argv`` (a list of words, or a shell line)."""
         from ..errors import BadInput
-        from ..reasoning.prelaunch import check_argv
+        from ..reasoning.prelaunch import VERDICTS, check_argv
         from .hooks import launches, unwrap
 
         if isinstance(argv, str):
@@ -80,8 +80,6 @@ class Tools:
             if answer is not None:
                 answers.append({**answer, "wrapped_in_logkit_run": wrapped, "yes": yes})
         verdicts = [a["verdict"] for a in answers]
-        from ..reasoning.prelaunch import VERDICTS
-
         return {"launches": answers,
                 "verdict": next((v for v in VERDICTS if v in verdicts), None) if answers else "not_a_launch"}
 
@@ -100,13 +98,9 @@ class Tools:
 
     def status(self, session: str | None = None, last: int = 5) -> dict[str, Any]:
         """``logkit status --json``: open hypotheses, todo, last attempts, proposals, decisions."""
-        from ..capture.journal import Journal
-        from ..reasoning.status import session_status
+        from ..reasoning.status import current_status
 
-        st = self._store()
-        handle = st.handle(session or st.current_or_fail())
-        Journal(st.root, handle.id).reconcile()
-        data, problems = session_status(st.root, handle.id, last=last)
+        data, problems = current_status(self._store(), session, last=last)
         return {**data, "problems": problems}
 
     def cite(self, decision_id: str) -> dict[str, Any]:
@@ -115,7 +109,7 @@ class Tools:
 
         notes: list[str] = []
         link = cite(self.root, decision_id, warn=notes.append)
-        return {"link": link, "notes": notes, "resource": f"logkit://decisions/{link[1:].split(':', 1)[0]}"}
+        return {"link": link, "notes": notes, "resource": f"logkit://decisions/{decision_id.strip()}"}
 
     # --- writing -------------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ def cmd_hook(args: argparse.Namespace) -> int:
         from ..errors import LogkitError
 
         if isinstance(exc, LogkitError):
-            exc.exit_code = 1
+            exc.exit_code = 1  # for a hook, 2 blocks the agent's tool call: bad input must not
             raise
         print(f"logkit: error: logkit hook {args.hook} failed ({type(exc).__name__}: {exc}); nothing blocked",
               file=sys.stderr)

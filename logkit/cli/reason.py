@@ -342,13 +342,9 @@ def cmd_note(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..capture.journal import Journal
-    from ..reasoning.status import render, session_status
+    from ..reasoning.status import current_status, render
 
-    st = store(args)
-    handle = st.handle(args.session_id or st.current_or_fail())
-    Journal(st.root, handle.id).reconcile()  # through the session view: no typed read of the session
-    data, problems = session_status(st.root, handle.id, last=args.last)
+    data, problems = current_status(store(args), args.session_id, last=args.last)
     for problem in problems:
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     print_json(data) if args.json else print_text(render(data))

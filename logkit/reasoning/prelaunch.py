@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer", "sessions_root"]
+__all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer"]
 
 #: what :func:`check_argv` can conclude, worst first
 VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
@@ -46,20 +46,6 @@ def launch_confirmer(
         return check_launch(plan, environment, sessions)
 
     return confirm
-
-
-def sessions_root(sessions: str | None) -> str:
-    """The sessions directory as every command finds it: ``sessions``, else ``$LOGKIT_SESSIONS``, else ./sessions."""
-    return sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
-
-
-class _Root:
-    """What :mod:`.refuted` reads a store through: its ``root``."""
-
-    def __init__(self, root: str) -> None:
-        from pathlib import Path
-
-        self.root = Path(root)
 
 
 def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None,
@@ -88,7 +74,11 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
         "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
         "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
     }
-    root = _Root(sessions_root(sessions))
+    from types import SimpleNamespace
+
+    from ..store.files import root as sessions_dir
+
+    root = SimpleNamespace(root=sessions_dir(sessions))  # what .refuted reads a store through
     if not backends or not here or not root.root.is_dir():
         return answer
     from .refuted import launch_cells

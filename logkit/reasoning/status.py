@@ -33,7 +33,7 @@ from .. import procs
 from ..store import files
 from . import matrix
 
-__all__ = ["PROBLEMS_KEPT", "render", "session_status", "status"]
+__all__ = ["PROBLEMS_KEPT", "current_status", "render", "session_status", "status"]
 
 #: problems named word for word (the others are counted)
 PROBLEMS_KEPT = 200
@@ -147,6 +147,16 @@ def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[
         problems.append(f"{files.events_path(root, session_id)}: {len(found) - PROBLEMS_KEPT} more line(s) skipped"
                         " (see 'logkit session show')")
     return data, problems
+
+
+def current_status(store: Any, session_id: str | None = None, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
+    """:func:`session_status` of ``session_id`` (default: the store's current session), after its
+    launches whose recorder died are reconciled (``logkit status``, the MCP ``status`` tool)."""
+    from ..capture.journal import Journal
+
+    handle = store.handle(session_id or store.current_or_fail())
+    Journal(store.root, handle.id).reconcile()  # through the session view: no typed read of the session
+    return session_status(store.root, handle.id, last=last)
 
 
 def render(data: dict[str, Any]) -> str:
