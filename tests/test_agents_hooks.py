@@ -89,6 +89,8 @@ def test_an_unwrapped_launch_gets_one_line_suggesting_logkit_run(lab: dict[str, 
     bash(f"logkit run -- {LAUNCH} triton"),
     bash("python -m sglang.bench_serving --backend sglang --num-prompts 8"),
     bash("pip show sglang"),
+    bash(f"logkit run --grace -- {LAUNCH} flashinfer_trtllm"),  # a bad logkit run line: logkit run says so
+    bash(f"logkit run --help -- {LAUNCH} triton"),
     call("Write", {"file_path": "/home/u/p/notes.md", "content": "sglang notes"}),
     call("Read", {"file_path": "/home/u/p/server.log"}),
 ])

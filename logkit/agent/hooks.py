@@ -80,10 +80,14 @@ def unwrap(words: list[str]) -> tuple[list[str], bool, bool]:
     head = _is_logkit(words)
     if not head:
         return words, False, False
+    import contextlib
+    import io
+
     from ..cli import build_parser
 
-    try:
-        args = build_parser("run").parse_args(words[head:])
+    try:  # argparse's own complaint (or --help) is logkit run's to print when it runs, not the hook's
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args = build_parser("run").parse_args(words[head:])
     except SystemExit:  # not a `logkit run` line (or a bad one: logkit itself will say so)
         return [], False, False
     if getattr(args, "command", None) != "run":
