@@ -48,7 +48,7 @@ if .venv/bin/python -c 'import logkit.events' 2>/dev/null; then
   lk_py=.venv/bin/python
 elif compgen -G '.whl/*.whl' >/dev/null; then
   say "installing the carried wheels from .whl into $work/site (offline)"
-  "$py" -m pip install -q --disable-pip-version-check --no-index --no-deps --no-compile --no-cache-dir \
+  "$py" -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-index --no-deps --no-compile --no-cache-dir \
     --target "$work/site" .whl/*.whl || die "the carried wheels did not install" "bash bench/gpu_check.sh --prepare, then carry [\".whl\"]"
   export PYTHONPATH="$PWD/$work/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
   lk_py=$py

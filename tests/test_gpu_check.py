@@ -108,6 +108,13 @@ def test_skipped_and_unbuilt_steps(tmp_path: Path) -> None:
         "not run: nvcc not found (PATH, /usr/local/cuda/bin)" if r["step"] == "arch" else check.NO_GPU for r in rows]
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc here (the GPU machine has one)")
+def test_the_arch_step_builds_its_kernel_for_sm120_only(tmp_path: Path) -> None:
+    run = check.Check(sys.executable, tmp_path)
+    assert run._build_sm120() is None, (tmp_path / "nvcc.err").read_text()
+    assert run.command(next(f for f in check.FAILURES if f.name == "arch")) == [str(tmp_path / "sm120_only")] and os.access(tmp_path / "sm120_only", os.X_OK)
+
+
 def test_environment_rows_hold_each_fact_against_the_commands_own_report() -> None:
     """The comparison, on the recorded environment of a shipped session (an SM120 host): every fact
     that agrees says so, a driver that differs is a NO, and a fact the command could not read is

@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     check.failures(gpu)
     truth = check.environment(gpu)
     speed = check.throughput(gpu)
-    env_rows, name = None, "no GPU"
+    env_rows, name = None, "an unnamed GPU"
     event = check.recorded().get("environment", (None, None, None))[2]
     if event is not None and truth is not None:
         env = event.environment.model_dump(mode="json")
