@@ -69,6 +69,40 @@ def test_script_without_a_gpu_skips_every_step_and_says_so(tmp_path: Path) -> No
         assert f"gpu-check/sessions/{sessions[0]}/events.jsonl" in tar.getnames()
 
 
+def test_script_with_a_stand_in_gpu_runs_every_step_and_reports_each_miss(tmp_path: Path) -> None:
+    """The GPU branch's plumbing: a stand-in nvidia-smi (the only double: there is no GPU here) lists
+    an SM90 card, and the steps run under an interpreter without PyTorch or CuPy (`python -S`), so
+    each one really runs under `logkit run` and really fails, fast: every step is a miss, said so."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text('#!/bin/sh\ncase "$*" in *name*) echo "0, Stand-in GPU, 1.0, 1024, 9.0";; *compute_cap*) echo "0, 9.0";; '
+                   '"topo -m") printf "\\tGPU0\\nGPU0\\t X\\n";; esac\n')
+    bare = bin_dir / "bare-python"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    for f in (smi, bare):
+        f.chmod(0o755)
+    work = tmp_path / "work"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "GPU_CHECK_DIR": str(work),
+           "GPU_CHECK_PYTHON": str(bare)}
+    env.pop("OUT", None)
+    done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "GPU architecture (logkit.gpu.local_arch): SM90" in done.stderr
+    assert "gpu_check: missed: oom, illegal_memory, arch, nan, throughput, environment" in done.stderr
+    rows = {line.split(" | ")[0][2:]: line for line in done.stdout.splitlines() if line.startswith("| ")}
+    for step in ("oom", "illegal_memory", "nan"):
+        assert "| other_crash: exited 1 | import_error | module-not-found |" in rows[step]
+        assert rows[step].endswith("| MISS |")
+    assert rows["arch"].endswith("| MISS |") or "not run: nvcc" in rows["arch"]
+    assert "| environment | FAILED: no environment event, or env_truth.py printed no JSON |" in done.stdout
+    assert "throughput: FAILED: throughput-without-1 exited 1" in done.stdout
+    sessions = list((work / "sessions").iterdir())
+    labels = [json.loads(line).get("label") for line in (sessions[0] / "events.jsonl").read_text().splitlines()
+              if '"kind":"attempt"' in line]
+    assert labels == [f.name for f in check.FAILURES if f.name != "arch" or "not run" not in rows["arch"]] + ["environment"]
+
+
 def test_script_refuses_an_unknown_argument() -> None:
     done = subprocess.run(["bash", str(SCRIPT), "--prepar"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
@@ -103,9 +137,10 @@ def test_skipped_and_unbuilt_steps(tmp_path: Path) -> None:
     run.failures(None)
     assert set(run.skipped) == {f.name for f in check.FAILURES}
     run.skipped["arch"] = "not run: nvcc not found (PATH, /usr/local/cuda/bin)"
-    rows = run.failure_rows()
-    assert [r["verdict"] for r in rows] == [
-        "not run: nvcc not found (PATH, /usr/local/cuda/bin)" if r["step"] == "arch" else check.NO_GPU for r in rows]
+    del run.skipped["nan"]  # neither skipped nor recorded: logkit run could not record it
+    verdicts = {r["step"]: r["verdict"] for r in run.failure_rows()}
+    assert verdicts == {"oom": check.NO_GPU, "illegal_memory": check.NO_GPU, "arch": run.skipped["arch"],
+                        "nan": f"not recorded: see {tmp_path / 'nan.err'}"}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc here (the GPU machine has one)")

@@ -215,6 +215,9 @@ class Check:
             if step.name in self.skipped:
                 rows.append({**row, "verdict": self.skipped[step.name]})
                 continue
+            if step.name not in recorded:
+                rows.append({**row, "verdict": f"not recorded: see {self.work / (step.name + '.err')}"})
+                continue
             attempt, outcome, _ = recorded[step.name]
             found = classify_file(self.sessions / self.session / attempt.log.path)
             rows.append({
