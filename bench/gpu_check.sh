@@ -40,7 +40,11 @@ esac
 
 py=${GPU_CHECK_PYTHON:-python3}
 work=${GPU_CHECK_DIR:-bench/out/gpu-check}
-rm -rf "$work" && mkdir -p "$work"
+# emptied first, but only a directory this script made (it leaves .gpu_check in it) or an empty one
+if [ -d "$work" ] && [ -n "$(ls -A "$work")" ] && [ ! -e "$work/.gpu_check" ]; then
+  die "GPU_CHECK_DIR=$work is not empty and was not made by bench/gpu_check.sh" "name a new or empty directory"
+fi
+rm -rf "$work" && mkdir -p "$work" && touch "$work/.gpu_check"
 # the real nvidia-smi decides, never an override; the sessions directory is the fresh one in $work
 unset LOGKIT_GPU_ARCH LOGKIT_SESSIONS
 

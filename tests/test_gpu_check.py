@@ -103,10 +103,15 @@ def test_script_with_a_stand_in_gpu_runs_every_step_and_reports_each_miss(tmp_pa
     assert labels == [f.name for f in check.FAILURES if f.name != "arch" or "not run" not in rows["arch"]] + ["environment"]
 
 
-def test_script_refuses_an_unknown_argument() -> None:
+def test_script_refuses_an_unknown_argument_and_a_directory_it_did_not_make(tmp_path: Path) -> None:
     done = subprocess.run(["bash", str(SCRIPT), "--prepar"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
     assert "logkit: error: unknown argument '--prepar'" in done.stderr and "fix: " in done.stderr
+    (tmp_path / "keep.txt").write_text("mine")
+    done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "GPU_CHECK_DIR": str(tmp_path)})
+    assert done.returncode == 2 and "was not made by bench/gpu_check.sh" in done.stderr and "fix: " in done.stderr
+    assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
 def test_each_step_is_judged_by_the_classifier_on_the_log_logkit_run_recorded(tmp_path: Path) -> None:

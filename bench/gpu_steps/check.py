@@ -43,7 +43,7 @@ from logkit.store import Store
 
 HERE = Path(__file__).resolve().parent
 NO_GPU = "skipped: no GPU"
-STEP_TIMEOUT_S = 180.0
+STEP_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ class Check:
             return "not run: nvcc not found (PATH, /usr/local/cuda/bin)"
         cmd = [nvcc, "-gencode", "arch=compute_120,code=sm_120", "-o", str(self.work / "sm120_only"),
                str(HERE / "sm120_only.cu")]
-        if run_logged(cmd, self.work / "nvcc.out", self.work / "nvcc.err", 120) != 0:
+        if run_logged(cmd, self.work / "nvcc.out", self.work / "nvcc.err", 60) != 0:
             return f"not run: nvcc failed (see {self.work / 'nvcc.err'})"
         return None
 
@@ -308,7 +308,7 @@ def copy_out(check: Check, table_text: str, out: Path) -> None:
     shutil.copyfile(check.sessions / check.session / "events.jsonl", out / "events.jsonl")
     with tarfile.open(out / "gpu-check.tar.gz", "w:gz") as tar:
         for path in sorted(check.work.iterdir()):
-            if path.name != "site":  # the carried wheels, installed
+            if path.name not in ("site", ".gpu_check"):  # the carried wheels, installed
                 tar.add(path, arcname=f"gpu-check/{path.name}")
 
 
