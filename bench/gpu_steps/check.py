@@ -305,20 +305,17 @@ def copy_out(check: Check, table_text: str, out: Path) -> None:
     """The table, the session's events.jsonl and a tarball of the session and step outputs."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text(table_text, encoding="utf-8")
-    shutil.copyfile(check.sessions / check.session / "events.jsonl", out / "events.jsonl")
+    events = check.sessions / check.session / "events.jsonl"
+    if check.session and events.is_file():
+        shutil.copyfile(events, out / "events.jsonl")
     with tarfile.open(out / "gpu-check.tar.gz", "w:gz") as tar:
         for path in sorted(check.work.iterdir()):
             if path.name not in ("site", ".gpu_check"):  # the carried wheels, installed
                 tar.add(path, arcname=f"gpu-check/{path.name}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench/gpu_check.sh", description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default="python3", help="the interpreter the steps run under (PyTorch, CuPy)")
-    parser.add_argument("--work", type=Path, default=Path("bench/out/gpu-check"))
-    args = parser.parse_args(argv)
-    args.work.mkdir(parents=True, exist_ok=True)
-    check = Check(args.python, args.work.resolve())
+def run_all(check: Check) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any] | None, str]:
+    """Every step, then the table (printed, and written to WORK/table.md)."""
     gpu = local_arch()
     say(f"GPU architecture (logkit.gpu.local_arch): {gpu or 'none: no nvidia-smi, or no GPU it lists'}")
     check.start(f"gpu_check on {gpu or 'a machine without a GPU'}")
@@ -338,10 +335,24 @@ def main(argv: list[str] | None = None) -> int:
     title = f"gpu_check on {where}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     text = table(title, rows, env_rows, check.skipped.get("environment"), speed, check.skipped.get("throughput"))
     (check.work / "table.md").write_text(text, encoding="utf-8")
-    print(text)
-    if os.environ.get("OUT"):
-        copy_out(check, text, Path(os.environ["OUT"]))
-        say(f"copied table.md, events.jsonl and gpu-check.tar.gz to {os.environ['OUT']}")
+    print(text, flush=True)
+    return rows, env_rows, speed, text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/gpu_check.sh", description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default="python3", help="the interpreter the steps run under (PyTorch, CuPy)")
+    parser.add_argument("--work", type=Path, default=Path("bench/out/gpu-check"))
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    check = Check(args.python, args.work.resolve())
+    text = "gpu_check stopped before its table: see its output, and gpu-check.tar.gz\n"
+    try:
+        rows, env_rows, speed, text = run_all(check)
+    finally:  # what a GPU machine recorded comes back, even when this script breaks
+        if os.environ.get("OUT"):
+            copy_out(check, text, Path(os.environ["OUT"]))
+            say(f"copied table.md, events.jsonl and gpu-check.tar.gz to {os.environ['OUT']}")
     misses = [r["step"] for r in rows if r["verdict"] not in ("match",) and not r["verdict"].startswith("skipped")]
     misses += [r["fact"] for r in env_rows or [] if r["ok"] is False]
     if speed is not None and "error" in speed:
