@@ -169,7 +169,7 @@ def test_environment_rows_hold_each_fact_against_the_commands_own_report() -> No
     rows = {r["fact"]: r for r in check.environment_rows(env, truth)}
     assert rows["GPU name (NVML)"]["ok"] is True and rows["compute capability (PyTorch)"]["ok"] is True
     assert rows["driver (NVML)"]["ok"] is False
-    assert rows["memory MiB (NVML)"]["ok"] is None  # not read
+    assert rows["memory MiB (nvidia-smi)"]["ok"] is None  # not read
     assert rows["pre-launch check's arch"]["logkit"] == "SM120" and rows["pre-launch check's arch"]["ok"] is True
 
 

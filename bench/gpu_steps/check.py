@@ -7,7 +7,8 @@ docs/gpu-check.md. Into a fresh sessions directory:
   verdict is logkit's own classifier (:func:`classify_file`, what ``logkit classify`` runs) on the
   log ``logkit run`` recorded, against the classes the step must produce;
 * the environment step holds the environment event ``logkit run`` wrote for ``env_truth.py``
-  against what that command's own interpreter, PyTorch and NVML report, and the architecture the
+  against what that command's own interpreter, PyTorch, NVML and nvidia-smi (one field at a time)
+  report, and the architecture the
   pre-launch check derives from the event (``refuted._arch_for_launch``) and from this machine
   (``logkit.gpu.local_arch``);
 * the throughput step runs ``matmul_loop.py`` (a matmul loop printing a line per product) with and
@@ -152,7 +153,7 @@ class Check:
             self.skipped["environment"] = NO_GPU
             say(f"environment: {NO_GPU}")
             return None
-        say("environment: the recorded environment event against PyTorch, NVML and nvidia-smi topo -m")
+        say("environment: the recorded environment event against the command's interpreter, PyTorch, NVML, nvidia-smi")
         self.record("environment", [self.python, str(HERE / "env_truth.py")])
         lines = (self.work / "environment.out").read_text(encoding="utf-8", errors="replace").splitlines()
         try:
@@ -243,12 +244,15 @@ def environment_rows(env: dict[str, Any], truth: dict[str, Any]) -> list[dict[st
     cap = truth.get("torch_capability")
     topo, true_topo = env.get("topology"), truth.get("topology")
     facts = [
+        ("GPU name (nvidia-smi)", gpu.get("name"), truth.get("smi_name")),
         ("GPU name (NVML)", gpu.get("name"), truth.get("nvml_name")),
         ("GPU name (PyTorch)", gpu.get("name"), truth.get("torch_name")),
+        ("compute capability (nvidia-smi)", gpu.get("compute_cap"), truth.get("smi_capability")),
         ("compute capability (NVML)", gpu.get("compute_cap"), truth.get("nvml_capability")),
         ("compute capability (PyTorch)", gpu.get("compute_cap"), cap),
+        ("driver (nvidia-smi)", gpu.get("driver"), truth.get("smi_driver")),
         ("driver (NVML)", gpu.get("driver"), truth.get("nvml_driver")),
-        ("memory MiB (NVML)", gpu.get("memory_mib"), truth.get("nvml_memory_mib")),
+        ("memory MiB (nvidia-smi)", gpu.get("memory_mib"), truth.get("smi_memory_mib")),
         ("nvidia-smi topo -m", _lines(topo), _lines(true_topo)),
         ("torch.version.cuda", env.get("torch_cuda"), truth.get("torch_cuda")),
         ("interpreter", env.get("interpreter"), truth.get("interpreter")),
