@@ -50,7 +50,7 @@ def bash(command: str) -> str:
 
 
 @pytest.mark.parametrize("command", [
-    f"{LAUNCH} flashinfer_trtllm --port 30000",
+    f"{LAUNCH} flashinfer_trtllm --port 30000 --api-key {agents_kb.SECRET}",
     f"logkit run -- {LAUNCH} flashinfer_trtllm",
     f"cd /srv/glm && CUDA_VISIBLE_DEVICES=0 nohup {LAUNCH} flashinfer_trtllm > server.log 2>&1",
     f"bash -c 'source .venv/bin/activate; {LAUNCH} flashinfer_trtllm'",
@@ -62,7 +62,7 @@ def test_a_refuted_launch_is_blocked_with_the_evidence(lab: dict[str, Any], comm
     assert done.returncode == 2, err
     assert "flashinfer_trtllm MoE crashed on SM120 in 2026-12-01-glm A1 (arch_mismatch)" in err
     assert "evidence: 2026-12-01-glm/A1 ended arch_mismatch" in err and "fix:" in err
-    assert done.stdout == b""
+    assert done.stdout == b"" and agents_kb.SECRET not in err
 
 
 def test_logkit_run_yes_is_the_explicit_override(lab: dict[str, Any]) -> None:
@@ -76,12 +76,13 @@ def test_the_same_launch_on_another_architecture_passes(lab: dict[str, Any]) -> 
 
 
 def test_an_unwrapped_launch_gets_one_line_suggesting_logkit_run(lab: dict[str, Any]) -> None:
-    done = hook(lab, "pre-launch", bash(f"{LAUNCH} triton"))
+    done = hook(lab, "pre-launch", bash(f"{LAUNCH} triton --api-key {agents_kb.SECRET}"))
     assert done.returncode == 0 and done.stderr == b""
     (line,) = done.stdout.decode().splitlines()
     out = json.loads(line)["hookSpecificOutput"]
     assert out["hookEventName"] == "PreToolUse"
-    assert out["additionalContext"].startswith("logkit: this SGLang launch is not recorded; run it as: logkit run -- ")
+    assert out["additionalContext"].startswith("logkit: this SGLang launch is not recorded; run it as `logkit run -- ")
+    assert agents_kb.SECRET not in done.stdout.decode()
 
 
 @pytest.mark.parametrize("stdin", [

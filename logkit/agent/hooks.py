@@ -137,14 +137,14 @@ def pre_launch(data: bytes, sessions: str | None) -> HookAnswer:
             unwrapped.append(answer["command"])
         if answer["verdict"] == "refuted" and not yes:
             blocked += _evidence(answer)
-            again = f"logkit run --yes -- {answer['command']}"
-            blocked.append(f"  fix: choose another value for the refuted backend, or, if something changed since "
-                           f"(a new SGLang, a fixed kernel), launch it recorded: {again}")
+            blocked.append("  fix: choose another value for the refuted backend, or, if something changed since "
+                           "(a new SGLang, a fixed kernel), launch it recorded: logkit run --yes -- <the same command>")
     if blocked:
         return HookAnswer(2, stderr="\n".join(blocked) + "\n")
     if unwrapped:
-        hint = (f"logkit: this SGLang launch is not recorded; run it as: logkit run -- {unwrapped[0]} "
-                "(its outcome, log and configuration then join the knowledge base)")
+        # the command is not repeated: shown redacted, it could not be run as shown
+        hint = ("logkit: this SGLang launch is not recorded; run it as `logkit run -- <the same command>` so its "
+                "outcome, log and configuration join the knowledge base")
         out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": hint}}
         return HookAnswer(0, stdout=json.dumps(out) + "\n")
     return HookAnswer()

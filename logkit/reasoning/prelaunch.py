@@ -16,7 +16,8 @@ Contract:
   (:func:`logkit.reasoning.refuted.launch_cells`: the one rule, the index's aggregate) with its state,
   counts and evidence, and the ``verdict``: ``refuted`` when any cell is, else ``conflicting``,
   ``works`` (every cell works), ``untested``, ``unknown_arch`` or ``no_backend``. Cells match as
-  ``logkit run``'s check matches them (model where both know it; any SGLang version).
+  ``logkit run``'s check matches them (model where both know it; any SGLang version). The command
+  is given back redacted.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
     backends = backend_axes(config)
     here = arch_name(arch) if arch else local_arch(env)
     model = model_of(config)
+    from ..capture.redact import Redactor
+
     answer: dict[str, Any] = {
-        "command": shlex.join(argv), "arch": here, "model": model, "backends": backends,
+        # shown to an agent: redacted
+        "command": shlex.join(Redactor().argv(argv)), "arch": here, "model": model, "backends": backends,
         "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
         "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
     }
