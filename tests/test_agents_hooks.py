@@ -55,6 +55,7 @@ def bash(command: str) -> str:
     f"cd /srv/glm && CUDA_VISIBLE_DEVICES=0 nohup {LAUNCH} flashinfer_trtllm > server.log 2>&1",
     f"bash -c 'source .venv/bin/activate; {LAUNCH} flashinfer_trtllm'",
     f"python -m logkit run --label try-trtllm -- {LAUNCH} flashinfer_trtllm",
+    f"LOGKIT_SESSIONS=sessions uv run logkit run -- {LAUNCH} flashinfer_trtllm",
 ])
 def test_a_refuted_launch_is_blocked_with_the_evidence(lab: dict[str, Any], command: str) -> None:
     done = hook(lab, "pre-launch", bash(command))
@@ -65,8 +66,9 @@ def test_a_refuted_launch_is_blocked_with_the_evidence(lab: dict[str, Any], comm
     assert done.stdout == b"" and agents_kb.SECRET not in err
 
 
-def test_logkit_run_yes_is_the_explicit_override(lab: dict[str, Any]) -> None:
-    done = hook(lab, "pre-launch", bash(f"logkit run --yes -- {LAUNCH} flashinfer_trtllm"))
+@pytest.mark.parametrize("prefix", ["", "env HF_HOME=/data ", "uv run "])
+def test_logkit_run_yes_is_the_explicit_override(lab: dict[str, Any], prefix: str) -> None:
+    done = hook(lab, "pre-launch", bash(f"{prefix}logkit run --yes -- {LAUNCH} flashinfer_trtllm"))
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 

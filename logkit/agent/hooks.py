@@ -77,9 +77,13 @@ def _is_logkit(words: list[str]) -> int:
 def unwrap(words: list[str]) -> tuple[list[str], bool, bool]:
     """``(argv, wrapped, yes)``: the command ``logkit run [...] -- CMD`` runs (read by ``logkit run``'s
     own parser), whether it was wrapped, and whether ``--yes`` was given; other commands as they are."""
-    head = _is_logkit(words)
+    from ..capture.sglang.detect import command_start
+
+    start = command_start(words)  # `env X=1 logkit run ...`, `uv run logkit run ...`
+    head = _is_logkit(words[start:])
     if not head:
         return words, False, False
+    head += start
     import contextlib
     import io
 

@@ -15,7 +15,7 @@ import re
 import shlex
 from .._slotted import Slotted
 
-__all__ = ["Target", "commands", "detect"]
+__all__ = ["Target", "command_start", "commands", "detect"]
 
 LAUNCH_MODULES = {"sglang.launch_server": "launch", "sglang.bench_serving": "bench", "sglang.benchmark.serving": "bench"}
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -89,6 +89,12 @@ def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
         else:
             break
     return i
+
+
+def command_start(words: list[str]) -> int:
+    """Where the command proper starts in ``words``: past ``VAR=value`` words, ``env``, ``uv run``,
+    ``nohup``-style prefixes and launchers (what :func:`detect` looks through)."""
+    return _strip_env(words, 0, {})
 
 
 def commands(script: str) -> list[list[str]]:
