@@ -9,7 +9,7 @@ docs/gpu-check.md. Into a fresh sessions directory:
 * the environment step holds the environment event ``logkit run`` wrote for ``env_truth.py``
   against what that command's own interpreter, PyTorch, NVML and nvidia-smi (one field at a time)
   report, and the architecture the
-  pre-launch check derives from the event (``refuted._arch_for_launch``) and from this machine
+  pre-launch check derives from the event (``refuted.arch_for_launch``) and from this machine
   (``logkit.gpu.local_arch``);
 * the throughput step runs ``matmul_loop.py`` (a matmul loop printing a line per product) with and
   without ``logkit run``, alternately, and gives the ratios.
@@ -39,7 +39,7 @@ from typing import Any
 from logkit.capture.sglang.outcomes import Classification, classify_file, load_signatures
 from logkit.events import Attempt, AttemptEnvironment, Outcome
 from logkit.gpu import arch_name, local_arch
-from logkit.reasoning.refuted import _arch_for_launch
+from logkit.reasoning.refuted import arch_for_launch
 from logkit.store import Store
 
 HERE = Path(__file__).resolve().parent
@@ -256,7 +256,7 @@ def environment_rows(env: dict[str, Any], truth: dict[str, Any]) -> list[dict[st
         ("nvidia-smi topo -m", _lines(topo), _lines(true_topo)),
         ("torch.version.cuda", env.get("torch_cuda"), truth.get("torch_cuda")),
         ("interpreter", env.get("interpreter"), truth.get("interpreter")),
-        ("pre-launch check's arch", _arch_for_launch(env), arch_name(cap)),
+        ("pre-launch check's arch", arch_for_launch(env), arch_name(cap)),
         ("logkit.gpu.local_arch()", local_arch(), arch_name(cap)),
     ]
     rows = []
