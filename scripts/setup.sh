@@ -23,8 +23,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, pytest, hypothesis, selenium (1-3 min)"
-  pip install -e '.[test]'
+  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, pytest, hypothesis, selenium, and the MCP SDK of the mcp extra (requirements/test.txt, requirements/mcp.txt; 1-3 min)"
+  pip install -e '.[test,mcp]'
   done_step
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with
   # --no-deps next to the few small packages its modules import. All pins live in that one file.

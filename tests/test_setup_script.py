@@ -46,7 +46,7 @@ def test_setup_says_what_it_installs_and_needs_root_for_apt(tmp_path: Path) -> N
     assert "setup: installing SGLang's benchmark client's packages" in said
     assert said.count("done in") == 3 and "needs root" in said and "sudo apt-get install -y chromium chromium-driver" in said
     log = calls.read_text()
-    assert "pip --disable-pip-version-check -q install -e .[test]" in log and "apt-get" not in log
+    assert "pip --disable-pip-version-check -q install -e .[test,mcp]" in log and "apt-get" not in log
     assert "install --no-deps --upgrade --target .venv/sglang-bench-client -r requirements/sglang-bench-client.txt" in log
 
 

@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "why": ("why",),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
+    "agents": ("mcp", "hook"),
 }
 
 

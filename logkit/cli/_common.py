@@ -41,11 +41,10 @@ def print_text(text: str, file: Any = None) -> None:
 
 def store(args: argparse.Namespace) -> Store:
     """The store named by --sessions / $LOGKIT_SESSIONS / ./sessions."""
-    from ..capture.redact import Redactor
-    from ..store import Store  # lazily: pydantic is not needed to start `logkit run`
+    from ..reasoning.common import open_store  # lazily: pydantic is not needed to start `logkit run`
 
     # every event a command writes is redacted, not only those `logkit run` records
-    return Store.from_env(getattr(args, "sessions", None), scrub=Redactor().scrub)
+    return open_store(getattr(args, "sessions", None))
 
 
 def add_json(parser: argparse.ArgumentParser) -> None:

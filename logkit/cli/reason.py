@@ -332,44 +332,19 @@ def cmd_decision_renumber(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_note_refs(handle: Any, refs: list[str]) -> None:
-    """Refuse a ``--ref`` that names no attempt, hypothesis or decision (a typo would dangle)."""
-    from ..errors import BadInput
-    from ..reasoning.common import check_refs
-    from ..reasoning.decisions import normalize_id, resolve
-
-    events = None
-    for ref in refs:
-        if ref.upper().startswith("DR-"):
-            resolve(handle.store, ref)  # NotFound names the ids there are
-            continue
-        if normalize_id(ref) is None and not ref.rpartition("/")[2][:1] in ("A", "H"):
-            raise BadInput(f"--ref {ref!r} is not an attempt, hypothesis or decision id", fix="e.g. --ref A7, --ref H3, --ref DR-7K3FQ")
-        events = events if events is not None else handle.read().events
-        check_refs(handle, events, [ref])
-
-
 def cmd_note(args: argparse.Namespace) -> int:
-    from ..events import Note
-    from ..reasoning.common import now, provenance
+    from ..reasoning import notes
 
     handle = _handle(args)
-    _check_note_refs(handle, args.refs)
-    event = Note(session=handle.id, ts=now(args.at), text=args.text, refs=args.refs,
-                 provenance=provenance(args.reconstructed))
-    handle.append(event)
+    notes.record(handle, args.text, refs=args.refs, at=args.at, reconstructed=args.reconstructed)
     print(f"noted in {handle.id}")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from ..capture.journal import Journal
-    from ..reasoning.status import render, session_status
+    from ..reasoning.status import current_status, render
 
-    st = store(args)
-    handle = st.handle(args.session_id or st.current_or_fail())
-    Journal(st.root, handle.id).reconcile()  # through the session view: no typed read of the session
-    data, problems = session_status(st.root, handle.id, last=args.last)
+    data, problems = current_status(store(args), args.session_id, last=args.last)
     for problem in problems:
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     print_json(data) if args.json else print_text(render(data))

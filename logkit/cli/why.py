@@ -27,9 +27,8 @@ def register(sub: Any) -> None:
 def cmd_why(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..builder.cite import cite
     from ..capture.sglang.outcomes import classify_file, classify_stream
-    from ..reasoning.why import seen_before
+    from ..reasoning.why import as_json, cite_links, seen_before
 
     if args.logfile in (None, "-"):
         if sys.stdin.isatty():
@@ -39,18 +38,9 @@ def cmd_why(args: argparse.Namespace) -> int:
         verdict = classify_file(args.logfile)
     st = store(args)
     report = seen_before(st, verdict, None if args.logfile in (None, "-") else Path(args.logfile))
-    config = Path(args.config) if args.config else None
-    links = {did: cite(st.root, did, config, warn=lambda _m: None)
-             for m in report.same + report.same_class for did, *_ in m.decisions}
+    links = cite_links(st.root, report, Path(args.config) if args.config else None)
     if args.json:
-        def match(m: Any) -> dict[str, Any]:
-            return {"attempt": m.ref, "status": m.status, "label": m.label, "date": m.when, "config": m.config,
-                    "decisions": [{"id": d, "title": t, "status": s, "chosen": c, "cite": links[d]}
-                                  for d, t, s, c in m.decisions]}
-        print_json({"status": report.status, "label": report.label, "signature": report.signature,
-                    "key": report.key, "evidence": [{"line": n, "text": t} for n, t in report.evidence],
-                    "same": [match(m) for m in report.same], "same_class": [match(m) for m in report.same_class],
-                    "itself": report.itself})
+        print_json(as_json(report, links))
         return 0
     print(f"{report.status}: {report.label}" + (f"  [{report.key}]" if report.key else ""))
     for n, text in report.evidence[-6:]:

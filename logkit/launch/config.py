@@ -9,6 +9,8 @@ Contract:
   full parse to start once preflight passed; without a cache it runs the full parse once (seconds)
   and caches the spec. Where SGLang is not importable there: a plain parse (``parser="plain"``,
   ``unresolved=True``).
+* :func:`for_check` is the pre-launch check's path (an agent's tool call, a coding-agent hook): the
+  runner's, or without running the interpreter the cached spec's quick parse, else a plain parse.
 * :func:`given_only` is the path for records of launches logkit did not run (imported logs,
   reconstructed accounts): the flags get SGLang's names and types from the installed SGLang (logkit's
   own interpreter), but only the flags given are kept (no resolved default, no version claimed,
@@ -26,7 +28,7 @@ from typing import Any
 from . import flags as fl
 from . import sglang as sg
 
-__all__ = ["NO_MODEL", "Parsed", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background",
+__all__ = ["NO_MODEL", "Parsed", "for_check", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background",
            "valid_port"]
 
 #: Fed to SGLang's parser when a record gives no model path (the parser requires one) and dropped again.
@@ -142,6 +144,19 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
 
 
 _NO_SGLANG = "SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"
+
+
+def for_check(flag_words: list[str], python: str | None, *, run_parser: bool = True) -> Parsed:
+    """The config a pre-launch check compares (``check_launch`` of ``logkit mcp``, ``logkit hook
+    pre-launch``): :func:`for_run`'s, nothing started beside it. With ``run_parser`` False nothing
+    runs in the interpreter (a hook answers in milliseconds): the cached spec's quick parse when
+    there is one, else the flags as given (plain)."""
+    if not run_parser and (not python or sg.cached_spec(python) is None):
+        return Parsed(plain_config(flag_words), notes=[_NOT_PARSED])
+    return for_run(flag_words, python)
+
+
+_NOT_PARSED = "SGLang's parser has not run for this interpreter yet: flags compared as given (unresolved)"
 
 
 def start_background(parsed: Parsed, flag_words: list[str], python: str) -> None:

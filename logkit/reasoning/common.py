@@ -4,6 +4,7 @@ Contract:
 
 * :func:`now` is the time a reasoning event is stamped with: ``at`` if given, else ``$LOGKIT_NOW``,
   else the wall clock. A fixed ``$LOGKIT_NOW``/``--at`` makes generated sessions reproducible.
+* :func:`open_store` is the store every command writes to, each event redacted before it is written.
 * :func:`provenance` turns ``--reconstructed "seed 000: ..."`` into a ``reconstructed`` provenance.
 * :func:`attempt_ids`/:func:`hypothesis_ids` and :func:`check_refs` validate ``A7``, ``H3`` and
   ``other-session/A4`` references, raising :class:`~logkit.errors.NotFound` with the ids that exist.
@@ -19,11 +20,21 @@ from ..errors import BadInput, NotFound
 from ..events import Attempt, BaseEvent, Hypothesis, Provenance
 from ..store import SessionHandle, Store
 
-__all__ = ["ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "parse_time", "provenance", "split_ids"]
+__all__ = [
+    "ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "open_store", "parse_time", "provenance", "split_ids",
+]
 
 ENV_NOW = "LOGKIT_NOW"
 _ATTEMPT = files.ATTEMPT_ID_RE
 _HYPOTHESIS = files.HYPOTHESIS_ID_RE
+
+
+def open_store(sessions: str | None) -> Store:
+    """The store named by ``sessions`` / ``$LOGKIT_SESSIONS`` / ./sessions, every event it writes
+    redacted (the CLI's commands, the MCP server and the hooks all open it so)."""
+    from ..capture.redact import Redactor
+
+    return Store.from_env(sessions, scrub=Redactor().scrub)
 
 
 def parse_time(text: str, *, what: str = "--at") -> datetime:

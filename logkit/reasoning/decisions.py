@@ -16,6 +16,8 @@ Contract:
   :meth:`Store.locked`. The ledger lists every id ever handed out; ``<sessions>/.gitattributes``
   (written next to it) merges it with git's ``union`` driver, so concurrent decisions merge
   without a conflict.
+* :func:`draft` is the record :func:`record` would write, checked the same way, nothing written
+  (an agent's ``draft_decision`` previews it).
 * :func:`record` refuses a decision whose title and body (context, decision, options, evidence,
   consequences, supersedes) an existing record already has: one draft recorded twice.
 * :func:`parse_option` reads ``--option "NAME: why it lost (H2, A4)"``.
@@ -50,8 +52,9 @@ from .ledgercheck import LedgerProblem, check, renumber
 from .lookup import Resolved, decisions_by_id, resolve, resolve_longer, supersession
 
 __all__ = [
-    "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "known_ids",
-    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve", "supersession",
+    "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "draft", "known_ids",
+    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve",
+    "supersession",
 ]
 
 _REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[AH][0-9]+$")
@@ -100,7 +103,7 @@ def _refuse_duplicate(store: Store, event: Decision) -> None:
                     f"--supersedes {did}; otherwise edit the title or body so they say what differs")
 
 
-def record(
+def draft(
     handle: SessionHandle,
     title: str,
     *,
@@ -117,7 +120,8 @@ def record(
     reconstructed: str | None = None,
     decision_id: str | None = None,
 ) -> Decision:
-    """Record a decision under a permanent id drawn from its own event id (or ``decision_id``)."""
+    """The decision :func:`record` would write, checked as it checks it, nothing written (the id it
+    shows is the one it would draw now; :func:`record` draws it again under the store's lock)."""
     if not title.strip():
         raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ...')
     if decision_id is not None and reconstructed is None:
@@ -146,33 +150,41 @@ def record(
         target = normalize_id(supersedes)
         if target is None:
             raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-7K3FQ")
+    refuse_unmerged(store)
+    taken = known_ids(store)
+    if target is not None and target not in taken:
+        target = resolve_longer(store, target) or target
+        if target not in taken:
+            raise NotFound(f"no decision {supersedes} in {store.root}", fix="see 'logkit decision list'")
+    if wanted is not None and wanted in taken:
+        raise BadInput(f"--id {wanted} is taken in {store.root}", fix="see 'logkit decision list'")
+    event_id = new_id()
+    event = Decision(
+        id=event_id,
+        session=handle.id,
+        ts=when,
+        decision_id=wanted or permanent_id(event_id, taken),
+        title=title.strip(),
+        status=status,  # type: ignore[arg-type]
+        context=context,
+        decision=decision,
+        options=parsed,
+        evidence=refs,
+        consequences=consequences,
+        supersedes=target,
+        tags=list(tags or []),
+        provenance=prov,
+    )
+    _refuse_duplicate(store, event)
+    return event
+
+
+def record(handle: SessionHandle, title: str, **fields: Any) -> Decision:
+    """Record a decision under a permanent id drawn from its own event id (or ``decision_id``);
+    ``fields`` are :func:`draft`'s."""
+    store = handle.store
     with store.locked():
-        refuse_unmerged(store)
-        taken = known_ids(store)
-        if target is not None and target not in taken:
-            target = resolve_longer(store, target) or target
-            if target not in taken:
-                raise NotFound(f"no decision {supersedes} in {store.root}", fix="see 'logkit decision list'")
-        if wanted is not None and wanted in taken:
-            raise BadInput(f"--id {wanted} is taken in {store.root}", fix="see 'logkit decision list'")
-        event_id = new_id()
-        event = Decision(
-            id=event_id,
-            session=handle.id,
-            ts=when,
-            decision_id=wanted or permanent_id(event_id, taken),
-            title=title.strip(),
-            status=status,  # type: ignore[arg-type]
-            context=context,
-            decision=decision,
-            options=parsed,
-            evidence=refs,
-            consequences=consequences,
-            supersedes=target,
-            tags=list(tags or []),
-            provenance=prov,
-        )
-        _refuse_duplicate(store, event)
+        event = draft(handle, title, **fields)  # checked, and its id drawn, under the lock
         handle.append(event, durable=True)
         title_shown = store.scrub(event.title) if store.scrub is not None else event.title  # as events.jsonl has it
         append_ledger(store, ledger_line(event.decision_id, handle.id, title_shown))

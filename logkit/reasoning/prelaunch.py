@@ -1,15 +1,35 @@
-"""The pre-launch hook ``logkit run`` plugs into the runner's ``confirm(plan, environment)``.
+"""The pre-launch check: ``logkit run``'s confirm hook, and the same check of an argv for agents.
 
-Import-light on purpose (``logkit run`` start-up): :mod:`logkit.reasoning.refuted`, which reads the
-knowledge base, is imported only when the plan is a launch with a fingerprint to compare.
+Import-light on purpose (``logkit run`` start-up, ``logkit hook pre-launch`` on every shell command
+an agent runs): :mod:`logkit.reasoning.refuted`, which reads the knowledge base, is imported only
+when there is a launch with backend values to compare.
+
+Contract:
+
+* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``: ``then`` first, then
+  :func:`logkit.reasoning.refuted.check_launch`.
+* :func:`check_argv` answers for an argv that has not run (an agent's ``check_launch`` tool, the
+  coding-agent hook): None when it launches no SGLang server; else a JSON-ready dict with the
+  architecture (``arch`` when given, else ``$LOGKIT_GPU_ARCH``, else this host's GPUs), the model,
+  the backend values chosen (:func:`logkit.launch.flags.backend_axes` of the config
+  :func:`logkit.launch.config.for_check` makes), every matrix cell the launch falls in
+  (:func:`logkit.reasoning.refuted.launch_cells`: the one rule, the index's aggregate) with its state,
+  counts and evidence, and the ``verdict``: ``refuted`` when any cell is, else ``conflicting``,
+  ``works`` (every cell works), ``untested``, ``unknown_arch`` or ``no_backend``. Cells match as
+  ``logkit run``'s check matches them (model where both know it; any SGLang version). The command
+  is given back redacted.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["launch_confirmer"]
+__all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer"]
+
+#: what :func:`check_argv` can conclude, worst first
+VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
 
 
 def launch_confirmer(
@@ -27,3 +47,69 @@ def launch_confirmer(
         return check_launch(plan, environment, sessions)
 
     return confirm
+
+
+def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None,
+               run_parser: bool = True) -> dict[str, Any] | None:
+    """What the knowledge base says of the SGLang launch in ``argv`` on this GPU (see the contract)."""
+    import shlex
+
+    from ..capture.sglang import python_for
+    from ..capture.sglang.detect import detect
+
+    target = detect(argv)
+    if target is None or target.kind != "launch":
+        return None
+    from ..gpu import arch_name, local_arch
+    from ..launch.config import for_check
+    from ..launch.flags import backend_axes, model_of
+
+    env = {**os.environ, **target.env}
+    parsed = for_check(target.args, python_for(target, argv, env), run_parser=run_parser)
+    config = parsed.config
+    backends = backend_axes(config)
+    here = arch_name(arch) if arch else local_arch(env)
+    model = model_of(config)
+    from ..capture.redact import Redactor
+
+    answer: dict[str, Any] = {
+        # shown to an agent: redacted
+        "command": shlex.join(Redactor().argv(argv)), "arch": here, "model": model, "backends": backends,
+        "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
+        "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
+    }
+    from types import SimpleNamespace
+
+    from ..store.files import root as sessions_dir
+
+    root = SimpleNamespace(root=sessions_dir(sessions))  # what .refuted reads a store through
+    if not backends or not here or not root.root.is_dir():
+        return answer
+    from .refuted import launch_cells
+
+    states = set()
+    for cell in launch_cells(backends, here, root, model=model):
+        states.add(cell.state)
+        answer["cells"].append(cell_json(cell))
+    answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")
+    return answer
+
+
+def cell_json(cell: Any) -> dict[str, Any]:
+    """A matrix cell (:class:`logkit.reasoning.matrix.Cell`) as an agent is told it: its key, state,
+    counts, latest attempt, and for a refuted or conflicting one the evidence on both sides."""
+    from . import matrix
+    from .refuted import run_of, warning
+
+    row: dict[str, Any] = {
+        "axis": cell.axis, "value": cell.value, "arch": cell.arch, "model": cell.model, "sglang": cell.sglang,
+        "flashinfer": cell.flashinfer, "state": cell.state, "counts": dict(cell.counts),
+        "latest": cell.latest.ref if cell.latest else None,
+        "working": cell.working[-1].ref if cell.working else None,
+    }
+    if cell.refuting:
+        bad = cell.refuting[-1]
+        row["refuting"] = {"attempt": bad.ref, "status": bad.status, "label": bad.label, "class": matrix.category(bad)}
+    if cell.state in ("refuted", "conflicting"):
+        row["warning"] = warning(run_of(cell))
+    return row

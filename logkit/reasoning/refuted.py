@@ -35,7 +35,8 @@ from ..launch.flags import backend_axes, model_of
 from ..launch.flags import describe as describe_values
 from . import matrix
 
-__all__ = ["RefutedRun", "ask", "check", "check_launch", "conflicts", "describe", "warning"]
+__all__ = ["RefutedRun", "arch_for_launch", "ask", "check", "check_launch", "conflicts", "describe", "launch_cells", "run_of",
+           "warning"]
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,12 @@ class RefutedRun:
     worked: str | None = None
 
 
-def _cells(backends: dict[str, Any], arch: str | None, store: Any, model: str | None,
-           sglang: str | None) -> list[matrix.Cell]:
+def launch_cells(backends: dict[str, Any], arch: str | None, store: Any, model: str | None = None,
+                 sglang: str | None = None) -> list[matrix.Cell]:
     """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index aggregates
     them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts per category, and the
-    latest attempt of each category only of the cells that are not ``works``."""
+    latest attempt of each category only of the cells that are not ``works``; every state (works,
+    refuted, conflicting), in the order of their latest attempts: what an agent asking about a launch is told."""
     if not arch or not backends:
         return []
     from ..store.index import Index
@@ -81,7 +83,8 @@ def _cells(backends: dict[str, Any], arch: str | None, store: Any, model: str | 
     return sorted(found, key=lambda c: (c.latest.started, c.latest.session, c.latest.attempt) if c.latest else ("", "", ""))
 
 
-def _run(cell: matrix.Cell) -> RefutedRun:
+def run_of(cell: matrix.Cell) -> RefutedRun:
+    """A refuted or conflicting cell as the check names it (its latest refuting attempt)."""
     bad = cell.refuting[-1]
     good = cell.working[-1].ref if cell.working else None
     return RefutedRun(bad.session, bad.attempt, str(bad.status), cell.arch, {cell.axis: cell.value}, bad.label,
@@ -92,13 +95,13 @@ def check(backends: dict[str, Any], arch: str | None, store: Any, *, model: str 
           sglang: str | None = None) -> list[RefutedRun]:
     """One run per ``refuted`` cell this launch (its backend values) falls in on ``arch`` (none when
     ``arch`` is unknown); ``store``: anything with the sessions directory as ``root``."""
-    return [_run(c) for c in _cells(backends, arch, store, model, sglang) if c.state == "refuted"]
+    return [run_of(c) for c in launch_cells(backends, arch, store, model, sglang) if c.state == "refuted"]
 
 
 def conflicts(backends: dict[str, Any], arch: str | None, store: Any, *, model: str | None = None,
               sglang: str | None = None) -> list[RefutedRun]:
     """One run per ``conflicting`` cell this launch falls in (both sides named)."""
-    return [_run(c) for c in _cells(backends, arch, store, model, sglang) if c.state == "conflicting"]
+    return [run_of(c) for c in launch_cells(backends, arch, store, model, sglang) if c.state == "conflicting"]
 
 
 def describe(suspected: dict[str, Any]) -> str:
@@ -148,7 +151,7 @@ def ask(
     return answer.strip().lower() in ("y", "yes")
 
 
-def _arch_for_launch(environment: Any) -> str | None:
+def arch_for_launch(environment: Any) -> str | None:
     """The architecture from the runner's environment snapshot (a dict, or an ``Environment``)."""
     if os.environ.get(ENV_ARCH):
         return arch_name(os.environ[ENV_ARCH])
@@ -182,9 +185,9 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     err = stderr or sys.stderr
     try:
         # one read of the matrix: the refuted cells warn, the conflicting ones are said
-        found = _cells(backends, _arch_for_launch(environment), _Sessions(sessions), model_of(launch), None)
-        runs = [_run(c) for c in found if c.state == "refuted"]
-        for run in (_run(c) for c in found if c.state == "conflicting"):
+        found = launch_cells(backends, arch_for_launch(environment), _Sessions(sessions), model_of(launch), None)
+        runs = [run_of(c) for c in found if c.state == "refuted"]
+        for run in (run_of(c) for c in found if c.state == "conflicting"):
             err.write(f"logkit: note: {warning(run)}\n")
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")

@@ -13,7 +13,9 @@ ingest, and its problems are named ``file:line``). It returns a JSON-ready dict:
   a refuting category, none working; an ``ignore`` status such as ``import_error`` refutes nothing,
   and a later launch testing H3 that came up ready and passed its smoke test withdraws it), the
   command that records the refutation, one per refuting attempt;
-* ``decisions``: the session's decision records.
+* ``decisions``: the session's decision records;
+* ``todo``: the items of the latest todo snapshot (``logkit todo import``, ``logkit hook todo``),
+  each with the hypothesis it was matched to.
 
 Only the attempts shown (the last ``last``, the open launches) are read as events; the rest are
 index rows. :func:`render` turns the dict into text.
@@ -31,7 +33,7 @@ from .. import procs
 from ..store import files
 from . import matrix
 
-__all__ = ["PROBLEMS_KEPT", "render", "session_status", "status"]
+__all__ = ["PROBLEMS_KEPT", "current_status", "render", "session_status", "status"]
 
 #: problems named word for word (the others are counted)
 PROBLEMS_KEPT = 200
@@ -111,6 +113,9 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
             alive.append({"id": a["short_id"], "command": shlex.join(e.get("argv") or []), "pid": e.get("pid"),
                           "port": (e.get("launch") or {}).get("port")})
     meta = snap.sessions(session=session_id)
+    todo = None
+    for row in snap.events(session_id, ["todo"]):
+        todo = row["event"]  # the latest snapshot
     return {
         "session": session_id,
         "title": meta[0]["title"] if meta else None,
@@ -123,6 +128,8 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
                                 [matrix.row_of(a) for a in attempts if tests[a["short_id"]]]),
         "decisions": [{"id": d["decision_id"], "title": d["title"], "status": d["status"]}
                       for d in snap.decisions(session=session_id)],
+        "todo": [{k: item.get(k) for k in ("content", "status", "priority", "hypothesis")}
+                 for item in (todo or {}).get("items") or []],
     }
 
 
@@ -140,6 +147,16 @@ def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[
         problems.append(f"{files.events_path(root, session_id)}: {len(found) - PROBLEMS_KEPT} more line(s) skipped"
                         " (see 'logkit session show')")
     return data, problems
+
+
+def current_status(store: Any, session_id: str | None = None, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
+    """:func:`session_status` of ``session_id`` (default: the store's current session), after its
+    launches whose recorder died are reconciled (``logkit status``, the MCP ``status`` tool)."""
+    from ..capture.journal import Journal
+
+    handle = store.handle(session_id or store.current_or_fail())
+    Journal(store.root, handle.id).reconcile()  # through the session view: no typed read of the session
+    return session_status(store.root, handle.id, last=last)
 
 
 def render(data: dict[str, Any]) -> str:

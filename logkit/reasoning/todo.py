@@ -3,13 +3,15 @@
 Contract:
 
 * :func:`parse` reads the JSON an agent's ``todowrite`` tool writes: ``{"todos": [{"content",
-  "status", "priority"}, ...]}`` or a bare list of such items. Bad input raises
+  "status", "priority"}, ...]}`` or a bare list of such items (:func:`parse_data` the same JSON
+  already read: an MCP tool's argument, a TodoWrite hook's input; Claude Code's ``activeForm`` is
+  accepted and not kept). Bad input raises
   :class:`~logkit.errors.BadInput` naming the file, the JSON line and the fix.
 * :func:`match` maps each item onto a hypothesis transparently: an explicit ``H3:`` prefix wins;
   else the hypothesis with the highest token overlap coefficient, if it reaches the threshold of
   ``reasoning.toml`` ``[todo_match]``. Every mapping comes back as a :class:`Match` with its score
   and reason, is stored on ``TodoItem.hypothesis`` and is printed by the CLI: never silent.
-* :func:`record` appends one ``todo`` event (a snapshot); :func:`diff` compares two snapshots.
+* :func:`record` appends one ``todo`` event (a snapshot; :func:`record_items` of items already parsed); :func:`diff` compares two snapshots.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..store import SessionHandle
 from .common import now, provenance
 from .tables import tables
 
-__all__ = ["Match", "diff", "match", "parse", "record", "tokens"]
+__all__ = ["ITEM_FIELDS", "Match", "diff", "match", "parse", "parse_data", "record", "record_items", "tokens"]
 
 _PREFIX = re.compile(r"^\s*\[?(H[0-9]+)\]?\s*[:\-]\s*")
 _TOKEN = re.compile(r"[a-z0-9_]+")
@@ -49,7 +51,7 @@ def tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if t not in stop}
 
 
-def _items_from(data: Any, path: Path) -> list[Any]:
+def _items_from(data: Any, path: Path | str) -> list[Any]:
     if isinstance(data, dict) and isinstance(data.get("todos"), list):
         return data["todos"]
     if isinstance(data, list):
@@ -78,6 +80,16 @@ def parse(path: Path) -> list[TodoItem]:
     except RecursionError:
         raise BadInput(f"{path}: JSON nested too deeply to be a todo list",
                        fix='give {"todos": [{"content", "status", "priority"}, ...]} or a bare list') from None
+    return parse_data(data, path)
+
+
+#: the fields a todo item may carry: todowrite's, and Claude Code TodoWrite's ``activeForm`` (the
+#: item in the present tense, shown while it runs: not recorded)
+ITEM_FIELDS = ("content", "status", "priority", "id", "activeForm")
+
+
+def parse_data(data: Any, path: Path | str) -> list[TodoItem]:
+    """The items of a todo list already read as JSON (``path`` names where it came from)."""
     items: list[TodoItem] = []
     for number, raw in enumerate(_items_from(data, path), start=1):
         if isinstance(raw, str):
@@ -87,11 +99,11 @@ def parse(path: Path) -> list[TodoItem]:
                 f"{path}: todo item {number} has no \"content\" text: {json.dumps(raw)[:120]}",
                 fix='every item needs "content"; "status" and "priority" are optional',
             )
-        unknown = set(raw) - {"content", "status", "priority", "id"}
+        unknown = set(raw) - set(ITEM_FIELDS)
         if unknown:
             raise BadInput(
                 f"{path}: todo item {number} has unknown field(s) {', '.join(sorted(unknown))}",
-                fix='use only "content", "status", "priority" (and "id")',
+                fix='use only "content", "status", "priority" (and "id", "activeForm")',
             )
         status = raw.get("status", "pending")
         priority = raw.get("priority")
@@ -142,7 +154,18 @@ def record(
     reconstructed: str | None = None,
 ) -> tuple[Todo, list[Match]]:
     """Import a todo file as one snapshot, mapped onto the session's hypotheses."""
-    items = parse(path)
+    return record_items(handle, parse(path), source=source or str(path), at=at, reconstructed=reconstructed)
+
+
+def record_items(
+    handle: SessionHandle,
+    items: list[TodoItem],
+    *,
+    source: str,
+    at: str | None = None,
+    reconstructed: str | None = None,
+) -> tuple[Todo, list[Match]]:
+    """Record ``items`` as one snapshot, mapped onto the session's hypotheses (:func:`match`)."""
     events = handle.read().events
     matches = match(items, [e for e in events if isinstance(e, Hypothesis)])
     mapped = [item.model_copy(update={"hypothesis": m.hypothesis}) for item, m in zip(items, matches, strict=True)]
@@ -150,7 +173,7 @@ def record(
         session=handle.id,
         ts=now(at),
         items=mapped,
-        source=source or str(path),
+        source=source,
         provenance=provenance(reconstructed),
     )
     handle.append(event)

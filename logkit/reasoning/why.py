@@ -15,7 +15,8 @@ about (the same file, or the same bytes: an imported copy) is not "seen before":
 logkit's probes failed after ready (a degenerate smoke reply, wrong answers to the accuracy set:
 :data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`) is judged by that recorded outcome. What is
 a failure at all is :func:`logkit.statuses.is_failure`.
-Nothing is written but the index.
+Nothing is written but the index. :func:`as_json` is the report as ``logkit why --json`` and the MCP
+``why`` tool give it, with :func:`cite_links`' links to the decisions.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict
 from ..capture.sglang.outcomes import classify_text
 
-__all__ = ["Match", "SeenReport", "failure_key", "seen_before"]
+__all__ = ["Match", "SeenReport", "as_json", "cite_links", "failure_key", "seen_before"]
 
 
 @dataclass
@@ -209,3 +210,23 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
                                                 or (o.get("provenance") or {}).get("source") == "reconstructed"):
             same_class.append(m)
     return report
+
+
+def cite_links(root: Path, report: SeenReport, config: Path | None = None) -> dict[str, str]:
+    """The Markdown link (``logkit cite``) of every decision the report's matches name, by id."""
+    from ..builder.cite import cite
+
+    return {did: cite(root, did, config, warn=lambda _m: None)
+            for m in report.same + report.same_class for did, *_ in m.decisions}
+
+
+def as_json(report: SeenReport, links: dict[str, str]) -> dict[str, Any]:
+    """The report as ``logkit why --json`` prints it (and the MCP ``why`` tool answers)."""
+    def match(m: Match) -> dict[str, Any]:
+        return {"attempt": m.ref, "status": m.status, "label": m.label, "date": m.when, "config": m.config,
+                "decisions": [{"id": d, "title": t, "status": s, "chosen": c, "cite": links[d]}
+                              for d, t, s, c in m.decisions]}
+    return {"status": report.status, "label": report.label, "signature": report.signature,
+            "key": report.key, "evidence": [{"line": n, "text": t} for n, t in report.evidence],
+            "same": [match(m) for m in report.same], "same_class": [match(m) for m in report.same_class],
+            "itself": report.itself}

@@ -23,12 +23,13 @@ from typing import Any
 from ...store import files
 from ..hooks import Plan
 
-__all__ = ["plan"]
+__all__ = ["plan", "python_for"]
 
 _LOCAL = {"0.0.0.0", "127.0.0.1", "localhost", "::", "[::]", "::1", "", None}
 
 
-def _python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None:
+def python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None:
+    """The interpreter an SGLang command found in ``argv`` (a :class:`~.detect.Target`) runs under."""
     if target.python:
         import shutil
 
@@ -76,7 +77,7 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
     from ...launch import config as launch_config
     from ...launch.flags import diff, diff_note
 
-    python = _python_for(target, argv, env)
+    python = python_for(target, argv, env)
     parsed = launch_config.for_run(target.args, python)
     cfg = parsed.config
     notes = list(parsed.notes)

@@ -4,7 +4,8 @@ Contract: :func:`detect` takes the argv ``logkit run`` was given and returns a :
 (kind ``launch`` or ``bench``, the interpreter words, the SGLang flags and where they sit in the
 argv) or ``None``. It looks through ``env [-i] [VAR=...]``, leading ``VAR=value`` words, ``uv run``,
 ``torchrun``/``python -m torch.distributed.run`` style launchers, ``nohup``/``time``/``numactl``
-style prefixes and ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`). Pure.
+style prefixes and ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`,
+:func:`commands`: the coding-agent hook splits an agent's shell line with it too). Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import shlex
 from .._slotted import Slotted
 
-__all__ = ["Target", "detect"]
+__all__ = ["Target", "command_start", "commands", "detect"]
 
 LAUNCH_MODULES = {"sglang.launch_server": "launch", "sglang.bench_serving": "bench", "sglang.benchmark.serving": "bench"}
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -90,6 +91,40 @@ def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
     return i
 
 
+def command_start(words: list[str]) -> int:
+    """Where the command proper starts in ``words``: past ``VAR=value`` words, ``env``, ``uv run``,
+    ``nohup``-style prefixes and launchers (what :func:`detect` looks through)."""
+    return _strip_env(words, 0, {})
+
+
+def commands(script: str) -> list[list[str]]:
+    """The simple commands of a shell script line, split at ``&&``, ``||``, ``;``, ``|``, ``&`` and
+    parentheses, each as its words without its redirections (``> log``, ``2>&1``); ``[]`` when the
+    line cannot be split (an open quote)."""
+    try:
+        lex = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        inner = list(lex)
+    except ValueError:
+        return []
+    cmds: list[list[str]] = [[]]
+    skip = False
+    for w in inner:
+        if skip:  # a redirection's target
+            skip = False
+        elif w and set(w) <= set("<>&") and set(w) & set("<>"):
+            # `> log`, `2>&1`, `&> log`: not words of the command (a lone digit before is the fd)
+            if cmds[-1] and cmds[-1][-1].isdigit() and len(cmds[-1][-1]) == 1 and cmds[-1][-1] + w in script:
+                cmds[-1].pop()
+            skip = True
+        elif w and set(w) <= set("&;|()"):
+            cmds.append([])
+        else:
+            cmds[-1].append(w)
+    return [cmd for cmd in cmds if cmd]
+
+
 def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) -> Target | None:
     i = _strip_env(words, offset, env)
     if i >= len(words):
@@ -100,20 +135,8 @@ def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) ->
         while j < len(words) and words[j].startswith("-") and words[j] != "-c":
             j += 1
         if j + 1 < len(words) and words[j] == "-c":
-            try:
-                lex = shlex.shlex(words[j + 1], posix=True, punctuation_chars=True)
-                lex.whitespace_split = True
-                lex.commenters = "#"
-                inner = list(lex)
-            except ValueError:
-                return None
+            cmds = commands(words[j + 1])
             # Only the last command of `a && b; c` is the long-running one people wrap.
-            cmds: list[list[str]] = [[]]
-            for w in inner:
-                if w and set(w) <= set("&;|()"):
-                    cmds.append([])
-                else:
-                    cmds[-1].append(w)
             for cmd in reversed(cmds):
                 found = _find(cmd, 0, dict(env), True)
                 if found:
