@@ -120,6 +120,7 @@ OutcomeStatus = Literal[
     "other_crash",
     "interrupted",
     "abandoned",
+    "incomplete",
 ]
 OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
 
@@ -333,6 +334,9 @@ class AttemptLaunch(BaseEvent):
     attempt: str = Field(pattern=ATTEMPT_ID)
     launch: LaunchConfig | None = None
     error: str | None = None
+    #: The role the attempt turned out to have: ``launch`` when a command's output showed an SGLang
+    #: server's own lines (a ``docker run``, a script); it supersedes ``attempt.role``.
+    role: AttemptRole | None = None
 
 
 class ServerInfo(BaseEvent):
