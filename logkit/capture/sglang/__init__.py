@@ -203,7 +203,7 @@ class _Latent:
             return WatchResult()  # it printed nothing: the exit alone says how it ended
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
                             stopped_by_logkit=exit_info.stopped_by_logkit, launch=False)
-        if d.signature is None:
+        if d.signature is None and not d.ready:
             return WatchResult()  # nothing in its output explains it: the runner's exit answer (the same table)
         return WatchResult(status=d.status, label=d.label, signature=d.signature, evidence=d.evidence)
 
