@@ -131,8 +131,9 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
             planner = getattr(importlib.import_module(module), name)
         except ImportError:
             continue  # that planner is not installed (yet)
-        if "previous_launch" not in options:
+        if "previous_launch" not in options and "sglang" in joined:
             # A dict (the stored line, its environment event merged in): no pydantic before the child starts.
+            # Only an argv naming SGLang can be a launch by its argv (a launch its output reveals has no diff).
             options["previous_launch"] = journal.last_launch()
         plan = planner(argv, env, options)
         if plan is not None:
