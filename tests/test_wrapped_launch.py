@@ -179,3 +179,31 @@ def test_classify_and_why_never_answer_abandoned(tmp_path: Path, sessions: Path,
         assert got["status"] == "incomplete" and "abandoned" not in got["label"]
         assert "no verdict and no failure" in got["label"] and got["evidence"]  # its last lines
     assert classify_file(hostname).status == "incomplete"
+
+
+def test_a_script_that_starts_a_server_is_probed_and_smoked_as_a_launch(tmp_path: Path, sessions: Path, logkit) -> None:
+    """`./serve.sh` starting the stand-in server (tests/fakeserver.py: SGLang's own log lines and
+    endpoints, no GPU here): its printed server_args make it a launch, readiness is probed on the
+    printed port, the --smoke prompt is sent and --smoke-only stops it."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert logkit("session", "start", "served").returncode == 0
+    script = tmp_path / "serve.sh"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).parent / "fakeserver.py"}" '
+                      f'--model-path fake/model --host 127.0.0.1 --port {port} --mode healthy\n')
+    script.chmod(0o755)
+    done = logkit("run", "--smoke", "Say hi", "--smoke-only", "--grace", "5", "--", str(script), timeout=90)
+    outcome, events = _outcome(sessions)
+    assert outcome["status"] == "ready", (outcome["label"], done.stderr[-500:])
+    printed = [e for e in events if e["kind"] == "launch_config" and e.get("role") == "launch"]
+    assert printed and printed[-1]["launch"]["port"] == port and printed[-1]["launch"]["parser"] == "printed"
+    smokes = [e for e in events if e["kind"] == "smoke"]
+    assert smokes and smokes[0]["ok"], smokes
+    # attribution: a benchmark of that port in this session is linked to the script's attempt
+    from logkit.capture.sglang import _server_for
+
+    session_dir = next(sessions.glob("*/events.jsonl")).parent
+    assert _server_for("127.0.0.1", port, str(session_dir)) == outcome["attempt"]

@@ -44,7 +44,9 @@ def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
     if not session_dir:
         return []
     path = Path(session_dir) / files.EVENTS_FILE
-    found = files.dicts(path, keep=lambda line: (b'"attempt"' in line and b'"launch"' in line) or b'"launch_config"' in line)
+    # every attempt (a command's output can make it a launch) and the launch_config events that say so
+    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"kind":' in line
+                        and (b'"launch_config"' in line or b'"kind":"attempt"' in line or b'"kind": "attempt"' in line))
     attempts = {ev.get("short_id"): ev for ev in found if ev.get("kind") == "attempt"}
     for ev in found:  # a command whose output showed an SGLang server became a launch (its printed flags)
         if ev.get("kind") == "launch_config" and ev.get("role") == "launch" and ev.get("attempt") in attempts:
