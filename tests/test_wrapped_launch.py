@@ -4,7 +4,7 @@
   ``conda run`` (pure, fast).
 * ``logkit run`` and ``logkit classify`` give one class on one text by construction: both end in
   :meth:`Classifier.decide`. Every corpus log is replayed through that one function the way each
-  command calls it (no process: 165 logs in well under a second); a handful go through real
+  command calls it (no process: the whole corpus in well under a second); a handful go through real
   ``logkit run`` processes (bare, ``sh -c``, a script file, a ``docker run`` stand-in) and real
   ``logkit classify`` processes.
 * A command whose output shows an SGLang server's own lines becomes a launch: its role in the index
