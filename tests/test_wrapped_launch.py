@@ -207,3 +207,12 @@ def test_a_script_that_starts_a_server_is_probed_and_smoked_as_a_launch(tmp_path
 
     session_dir = next(sessions.glob("*/events.jsonl")).parent
     assert _server_for("127.0.0.1", port, str(session_dir)) == outcome["attempt"]
+
+
+def test_import_of_a_scripts_log_that_shows_a_server_records_a_launch(sessions: Path, logkit) -> None:
+    assert logkit("session", "start", "imported").returncode == 0
+    done = logkit("import", str(LOGS / "docs-notebook-027.log"), "--cmd", "./serve.sh", "--json")
+    assert done.returncode == 0, done.stderr
+    attempt = json.loads(done.stdout)["attempt"]
+    assert attempt["role"] == "launch" and attempt["launch"]["parser"] == "printed"
+    assert attempt["launch"]["args"]["port"] == 33322
