@@ -4,7 +4,8 @@
 
 Prints, for the training part (``manifest.toml``: logs the signature rows were checked against)
 and the hold-out part (``holdout/manifest.toml``: logs no row was written from) separately: the
-exact-class accuracy, every miss, a confusion table (expected x got) and the number of failed
+exact-class accuracy (overall, and per engine group: SGLang, the other serving engines vLLM, TGI
+and TensorRT-LLM, and other projects, from each entry's ``engine``), every miss, a confusion table (expected x got) and the number of failed
 launches classified `ready` (must be 0). Then the classification speed on the corpus
 (failure-dense) and on healthy serving lines, against a plain `bytes.count` scan of the same bytes
 (a baseline run in the same process). Exit status 1 when the hold-out is under 95% or any failed
@@ -24,6 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from logkit.capture.sglang.outcomes import Classifier, classify_file  # noqa: E402
+
+
+#: Engine groups reported separately (each manifest entry's ``engine``).
+GROUPS = {"SGLang": ("sglang",), "other serving engines (vLLM, TGI, TensorRT-LLM)": ("vllm", "tgi", "tensorrt-llm"),
+          "other projects": ("other",)}
 
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
@@ -46,6 +52,12 @@ def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
     right = sum(v for (a, b), v in confusion.items() if a == b)
     print(f"== {title}: {n} real logs ({manifest.relative_to(ROOT) if manifest.is_relative_to(ROOT) else manifest})")
     print(f"exact class: {right}/{n} = {100 * right / n:.1f}%")
+    missed = {m[0] for m in misses}
+    for group, members in GROUPS.items():
+        chosen = [e for e in entries if e.get("engine", "other") in members]
+        if chosen:
+            ok = sum(e["file"] not in missed for e in chosen)
+            print(f"  {group}: {ok}/{len(chosen)} = {100 * ok / len(chosen):.1f}%")
     print(f"failed launches classified ready: {false_ready}")
     for f, exp, got, label, known in misses:
         print(f"  miss: {f}: expected {exp}, got {got} ({label})" + (" [known miss]" if known else ""))

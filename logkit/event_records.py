@@ -134,8 +134,9 @@ class ConfigDiff(Record):
 class LaunchConfig(Record):
     """An SGLang launch's configuration, parsed before launch."""
 
-    #: ``sglang`` when SGLang's own parser resolved the flags, ``plain`` when it was not importable.
-    parser: Literal["sglang", "plain"] = "plain"
+    #: ``sglang`` when SGLang's own parser resolved the flags, ``plain`` when it was not importable,
+    #: ``printed`` when they were read from the ``server_args=ServerArgs(...)`` line the server printed.
+    parser: Literal["sglang", "plain", "printed"] = "plain"
     sglang_version: str | None = None
     unresolved: bool = True
     args: dict[str, Any] = Field(default_factory=dict)

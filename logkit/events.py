@@ -121,6 +121,7 @@ OutcomeStatus = Literal[
     "other_crash",
     "interrupted",
     "abandoned",
+    "incomplete",
 ]
 OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
 
@@ -334,6 +335,9 @@ class AttemptLaunch(BaseEvent):
     attempt: str = Field(pattern=ATTEMPT_ID)
     launch: LaunchConfig | None = None
     error: str | None = None
+    #: The role the attempt turned out to have: ``launch`` when a command's output showed an SGLang
+    #: server's own lines (a ``docker run``, a script); it supersedes ``attempt.role``.
+    role: AttemptRole | None = None
 
 
 class ServerInfo(BaseEvent):

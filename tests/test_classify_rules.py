@@ -45,7 +45,7 @@ def test_torch_capability_warning_at_the_end_of_a_cut_log_is_arch_mismatch() -> 
 
 
 def test_a_log_without_any_failure_evidence_is_abandoned() -> None:
-    assert classify_text("[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n").status == "abandoned"
+    assert classify_text("[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n").status == "incomplete"
 
 
 def test_serving_excerpt_is_ready_and_a_later_failure_keeps_ready() -> None:
@@ -147,7 +147,7 @@ def test_garbage_with_a_clean_exit_is_garbage() -> None:
 ])
 def test_rules_bars_dumps_and_masks_are_not_garbage(line: str) -> None:
     assert degenerate_line(line) is None
-    assert classify_text(line + "\n").status == "abandoned"
+    assert classify_text(line + "\n").status == "incomplete"
 
 
 _BAR = st.builds(lambda pct, n, fill, w: f"{pct:3d}%|{fill * n}{' ' * (w - n)}| {n}/{w} [00:0{n % 10}<00:00]",

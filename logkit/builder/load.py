@@ -278,8 +278,14 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
         elif event.kind == "launch_config" and getattr(event, "launch", None) is not None:
             # SGLang's full parse, run beside the launch: its args supersede the quick parse's
             ref = str(getattr(event, "attempt", ""))
-            if ref in attempts and attempts[ref].launch is not None:
+            role = getattr(event, "role", None)
+            if ref in attempts and (attempts[ref].launch is not None or role):
                 attempts[ref] = attempts[ref].model_copy(update={"launch": event.launch})  # type: ignore[attr-defined]
+        if event.kind == "launch_config" and getattr(event, "role", None):
+            # a command whose output showed an SGLang server is a launch (logkit.capture.sglang.watcher)
+            ref = str(getattr(event, "attempt", ""))
+            if ref in attempts:
+                attempts[ref] = attempts[ref].model_copy(update={"role": event.role})  # type: ignore[attr-defined]
     return part
 
 

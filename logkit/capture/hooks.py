@@ -100,9 +100,10 @@ class WatchResult(Slotted):
 class WatchContext(Slotted):
     """What a watcher may use while the attempt runs."""
 
-    __slots__ = ("attempt", "emit", "request_stop", "options")
+    __slots__ = ("record", "emit", "request_stop", "options", "_attempt")
 
-    attempt: Attempt
+    #: The attempt line as written (a dict): what a watcher reads before it needs the model.
+    record: dict[str, Any]
     #: Append an event to the attempt's session (thread-safe: the store locks).
     emit: Callable[[BaseEvent], None]
     #: Ask the runner to stop the child's process group (used by --hang-timeout, --smoke-only).
@@ -110,12 +111,23 @@ class WatchContext(Slotted):
     #: Free-form options from the command line (hang_timeout, smoke prompts, smoke_only, ...).
     options: dict[str, Any]
 
-    def __init__(self, attempt: Attempt, emit: Callable[[BaseEvent], None], request_stop: Callable[[str], None],
-                 options: dict[str, Any] | None = None) -> None:
-        self.attempt = attempt
+    def __init__(self, attempt: Attempt | dict[str, Any], emit: Callable[[BaseEvent], None],
+                 request_stop: Callable[[str], None], options: dict[str, Any] | None = None) -> None:
+        self._attempt = None if isinstance(attempt, dict) else attempt
+        self.record = attempt if isinstance(attempt, dict) else attempt.model_dump(mode="json")
         self.emit = emit
         self.request_stop = request_stop
         self.options = {} if options is None else options
+
+    @property
+    def attempt(self) -> Attempt:
+        """The attempt as the event model, validated on first use (pydantic is not loaded before a
+        watcher needs it: a plain command's watcher may never)."""
+        if self._attempt is None:
+            from ..events import Attempt
+
+            self._attempt = Attempt.model_validate(self.record)
+        return self._attempt
 
 
 class Watcher(Protocol):

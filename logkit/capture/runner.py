@@ -46,7 +46,8 @@ from .supervisor import StopState, Supervisor
 __all__ = ["CONFIRMERS", "PLANNERS", "RunOptions", "RunResult", "default_confirm", "run"]
 
 #: (planner "module:function", regex over the joined argv that must match before it is imported).
-PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
+#: The SGLang planner sees every command: what a command prints can make it a launch (``docker run``, a script).
+PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"")]
 #: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
 CONFIRMERS: list[str] = []
 
@@ -130,8 +131,9 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
             planner = getattr(importlib.import_module(module), name)
         except ImportError:
             continue  # that planner is not installed (yet)
-        if "previous_launch" not in options:
+        if "previous_launch" not in options and "sglang" in joined:
             # A dict (the stored line, its environment event merged in): no pydantic before the child starts.
+            # Only an argv naming SGLang can be a launch by its argv (a launch its output reveals has no diff).
             options["previous_launch"] = journal.last_launch()
         plan = planner(argv, env, options)
         if plan is not None:
@@ -274,14 +276,12 @@ class _Recording(Slotted):
         plan, opts, child = self.plan, self.opts, self.child
         rec = Recorder(log_fd, self.redactor, None)
         sup = Supervisor(child, rec, opts.grace, on_tick=self._tick,
-                         hang_timeout=opts.hang_timeout if plan.watcher is None else None)
+                         hang_timeout=opts.hang_timeout if plan.watcher is None or plan.role == "command" else None)
         with sup:  # signals are caught from here on: a Ctrl-C now is forwarded, never a traceback
             watcher = plan.watcher if self.recorded else None
             if watcher is not None:
-                from ..events import Attempt
-
                 try:
-                    watcher.started(WatchContext(attempt=Attempt.model_validate(self.attempt), emit=self.emit,
+                    watcher.started(WatchContext(attempt=self.attempt, emit=self.emit,
                                                  request_stop=sup.stopper.request, options=self.options))
                     rec.watcher = watcher
                 except Exception as exc:
@@ -310,9 +310,10 @@ class _Recording(Slotted):
             status = "hang"
         verdict = None
         if rec.watcher is not None:
-            from ..events import EvidenceLine
+            if "logkit.events" in sys.modules:  # the models are loaded (a watcher used them): the tail as models
+                from ..events import EvidenceLine
 
-            info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
+                info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
             try:
                 verdict = rec.watcher.finished(info)
             except Exception as exc:

@@ -15,6 +15,10 @@ Contract:
   reconstructed accounts): the flags get SGLang's names and types from the installed SGLang (logkit's
   own interpreter), but only the flags given are kept (no resolved default, no version claimed,
   ``unresolved=True``); flags SGLang refuses are kept as given (plain).
+* :func:`printed_config` is the path for a launch logkit only saw through its output (a ``docker run``,
+  a script): the flags are read from the ``server_args=ServerArgs(...)`` line the server printed
+  (``parser="printed"``); the values are the server's own, resolved; the fingerprint is of those
+  that differ from the installed SGLang's defaults (all of them when no SGLang is here to ask).
 * Every path makes the fingerprint by one rule (:func:`~.flags.fingerprint` of the flags given, typed
   by the spec), so a captured, an imported and a reconstructed attempt of one argv share it.
 * Configs are plain dicts shaped like :class:`~logkit.events.LaunchConfig` (no pydantic here).
@@ -28,8 +32,8 @@ from typing import Any
 from . import flags as fl
 from . import sglang as sg
 
-__all__ = ["NO_MODEL", "Parsed", "for_check", "for_run", "from_full", "given_only", "plain_config", "spec_for", "start_background",
-           "valid_port"]
+__all__ = ["NO_MODEL", "Parsed", "for_check", "for_run", "from_full", "given_only", "plain_config", "printed_args",
+           "printed_config", "spec_for", "start_background", "valid_port"]
 
 #: Fed to SGLang's parser when a record gives no model path (the parser requires one) and dropped again.
 NO_MODEL = "<model path not given>"
@@ -193,3 +197,52 @@ def given_only(flag_words: list[str]) -> dict[str, Any]:
         return plain_config(flag_words)
     cfg = _config("sglang", None, True, dict(given), dict(given), given)
     return cfg
+
+
+def printed_args(line: str) -> dict[str, Any] | None:
+    """The fields of a printed ``ServerArgs(...)`` repr (``server_args=ServerArgs(model_path='m', port=30000, ...)``),
+    or None when the line holds none. A field whose value is not a Python literal (an object's repr)
+    or that the line cuts off is left out."""
+    import ast
+    import re
+
+    start = line.find("ServerArgs(")
+    if start < 0:
+        return None
+    body = line[start + len("ServerArgs("):].rstrip()
+    try:
+        call = ast.parse("f(" + body.removesuffix(")") + ")", mode="eval").body
+        assert isinstance(call, ast.Call)
+        out: dict[str, Any] = {}
+        for kw in call.keywords:
+            try:
+                out[str(kw.arg)] = ast.literal_eval(kw.value)
+            except ValueError:
+                continue
+        return out
+    except (SyntaxError, AssertionError, RecursionError, MemoryError):
+        pass
+    # A line cut short (a pasted excerpt): take each `name=value` that parses on its own.
+    out = {}
+    marks = list(re.finditer(r"(?:^|, )([A-Za-z_]\w*)=", body))
+    for m, nxt in zip(marks, [*marks[1:], None], strict=False):
+        raw = body[m.end(): nxt.start() if nxt else len(body)]
+        try:
+            out[m.group(1)] = ast.literal_eval(raw.removesuffix(")") if nxt is None else raw)
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            continue
+    return out or None
+
+
+def printed_config(line: str) -> dict[str, Any] | None:
+    """A config from the ``server_args=ServerArgs(...)`` line a server printed (see the contract), or None."""
+    args = printed_args(line)
+    if args is None:
+        return None
+    spec, _version = spec_for(sys.executable)  # the SGLang installed beside logkit: its defaults
+    defaults = {k: v for k, v in ((spec or {}).get("defaults") or {}).items() if k != "help"}
+    if defaults:
+        non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}
+    else:
+        non_default = dict(args)
+    return _config("printed", None, False, args, non_default, non_default)

@@ -25,7 +25,7 @@ from typing import Any
 __all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
-DERIVATION = 5
+DERIVATION = 6
 
 ATTEMPT_KINDS = frozenset({"attempt", "environment", "launch_config", "server_info", "smoke", "outcome", "sweep_cell"})
 
@@ -90,7 +90,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     None when its ``attempt`` line is not among them (an orphan the reader already named)."""
     attempt: dict[str, Any] | None = None
     line = 0
-    environment = launch = resolved = outcome = cell = None
+    environment = launch = resolved = outcome = cell = role = None
     smokes: list[bool] = []
     for number, event in events:
         kind = event.get("kind")
@@ -102,6 +102,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
             environment = event.get("environment") or environment  # probed after the start: better
         elif kind == "launch_config":
             launch = event.get("launch") or launch
+            role = event.get("role") or role  # a command whose output showed an SGLang server: a launch
         elif kind == "server_info":
             resolved = event.get("resolved") or resolved
         elif kind == "smoke":
@@ -131,7 +132,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "session": session,
         "short_id": short_id,
         "line": line,
-        "role": attempt.get("role"),
+        "role": role or attempt.get("role"),
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
@@ -161,7 +162,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "config_key": flags.config_key(launch),
         "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
-        "matrix": category_of(attempt.get("role") or "command", status, smoke_ok is False, hang),
+        "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
     }
 
 

@@ -9,7 +9,8 @@ result lands in a ``launch_config`` event), refuses a launch SGLang would reject
 none (a FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user-given
 ``--output-file`` is the user's file and is left alone) and links it to the launch it measures,
 and returns a :class:`~logkit.capture.hooks.Plan` with the matching watcher (:mod:`.watcher`).
-It returns None for anything else.
+Any other command gets a latent launch watcher: it classifies what the command prints and makes
+the attempt a launch when the output shows an SGLang server's own lines.
 """
 
 from __future__ import annotations
@@ -44,8 +45,15 @@ def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
     if not session_dir:
         return []
     path = Path(session_dir) / files.EVENTS_FILE
-    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"launch"' in line)
-    return [ev for ev in found if ev.get("kind") == "attempt" and ev.get("role") == "launch"]
+    # every attempt (a command's output can make it a launch) and the launch_config events that say so
+    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"kind":' in line
+                        and (b'"launch_config"' in line or b'"kind":"attempt"' in line or b'"kind": "attempt"' in line))
+    attempts = {ev.get("short_id"): ev for ev in found if ev.get("kind") == "attempt"}
+    for ev in found:  # a command whose output showed an SGLang server became a launch (its printed flags)
+        if ev.get("kind") == "launch_config" and ev.get("role") == "launch" and ev.get("attempt") in attempts:
+            a = attempts[ev["attempt"]]
+            attempts[ev["attempt"]] = {**a, "role": "launch", "launch": ev.get("launch") or a.get("launch")}
+    return [ev for ev in attempts.values() if ev.get("role") == "launch"]
 
 
 def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
@@ -67,7 +75,8 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
 
     target = detect(argv)
     if target is None:
-        return None
+        # Not an SGLang command by its argv: what it prints decides (a docker run, a script, make serve).
+        return Plan(role="command", watcher=_Latent())
     if target.kind == "bench":
         return _plan_bench(argv, env, target, options)
     return _plan_launch(argv, env, target, options)
@@ -77,6 +86,14 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
     from ...launch import config as launch_config
     from ...launch.flags import diff, diff_note
 
+    if target.container:
+        # The server's SGLang is the image's, not this host's: no preflight; the flags as given
+        # (named by the SGLang here), then the flags the server prints (parser="printed").
+        cfg = launch_config.given_only(target.args)
+        if cfg.get("port") is None:
+            cfg["port"] = 30000  # SGLang's default (a published port may map it elsewhere)
+        return Plan(role="launch", launch=cfg, watcher=_Deferred(cfg, None, printed=True),
+                    notes=["launch in a container: flags not checked against its SGLang; the flags it prints are recorded"])
     python = python_for(target, argv, env)
     parsed = launch_config.for_run(target.args, python)
     cfg = parsed.config
@@ -109,15 +126,17 @@ class _Deferred:
     """The launch's watcher, built when the child has started: importing the real one (the event
     models, pydantic, urllib) costs hundreds of ms that the child need not wait for."""
 
-    def __init__(self, launch: dict[str, Any], background: Any) -> None:
+    def __init__(self, launch: dict[str, Any] | None, background: Any, latent: bool = False, printed: bool = False) -> None:
         self._args = (launch, background)
+        self._latent = latent
+        self._printed = printed
         self._real: Any = None
 
     def _get(self) -> Any:
         if self._real is None:
             from .watcher import LaunchWatcher
 
-            self._real = LaunchWatcher(*self._args)
+            self._real = LaunchWatcher(*self._args, latent=self._latent, printed=self._printed)
         return self._real
 
     def started(self, ctx: Any) -> None:
@@ -134,6 +153,62 @@ class _Deferred:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._get(), name)
+
+
+class _Latent:
+    """The watcher of a command its argv does not show to be SGLang's (``./serve.sh``, ``make serve``,
+    an unknown wrapper). It classifies what the command prints with the one classifier
+    (:class:`~.outcomes.Classifier`, built at the first output) and hands over to a
+    :class:`~.watcher.LaunchWatcher` once the output shows an SGLang server's own lines, or at once
+    under ``--role launch``: the attempt is then a launch for classification, readiness, smoke and
+    attribution. Until then nothing heavy is imported (a command that prints nothing loads no model)."""
+
+    def __init__(self) -> None:
+        self.ctx: Any = None
+        self.clf: Any = None
+        self.real: Any = None
+
+    def started(self, ctx: Any) -> None:
+        self.ctx = ctx
+        if ctx.record.get("role") == "launch":
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        from .outcomes import Classifier
+        from .watcher import LaunchWatcher
+
+        self.real = LaunchWatcher(None, None, latent=True, classifier=self.clf or Classifier())
+        self.real.started(self.ctx)
+
+    def feed(self, chunk: bytes, first_line: int) -> None:
+        if self.real is not None:
+            self.real.feed(chunk, first_line)
+            return
+        if self.clf is None:
+            from .outcomes import Classifier
+
+            self.clf = Classifier()
+        self.clf.feed(chunk, first_line)
+        if self.clf.server_line is not None:
+            self._hand_over()
+            self.real.feed(chunk, first_line, classified=True)
+
+    def tick(self, now: float) -> None:
+        if self.real is not None:
+            self.real.tick(now)
+
+    def finished(self, exit_info: Any) -> Any:
+        if self.real is not None:
+            return self.real.finished(exit_info)
+        from ..hooks import WatchResult
+
+        if self.clf is None:
+            return WatchResult()  # it printed nothing: the exit alone says how it ended
+        d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
+                            stopped_by_logkit=exit_info.stopped_by_logkit, launch=False)
+        if d.signature is None and not d.ready:
+            return WatchResult()  # nothing in its output explains it: the runner's exit answer (the same table)
+        return WatchResult(status=d.status, label=d.label, signature=d.signature, evidence=d.evidence)
 
 
 def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:

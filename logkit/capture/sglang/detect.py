@@ -4,8 +4,12 @@ Contract: :func:`detect` takes the argv ``logkit run`` was given and returns a :
 (kind ``launch`` or ``bench``, the interpreter words, the SGLang flags and where they sit in the
 argv) or ``None``. It looks through ``env [-i] [VAR=...]``, leading ``VAR=value`` words, ``uv run``,
 ``torchrun``/``python -m torch.distributed.run`` style launchers, ``nohup``/``time``/``numactl``
-style prefixes and ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`,
-:func:`commands`: the coding-agent hook splits an agent's shell line with it too). Pure.
+style prefixes, ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`,
+:func:`commands`: the coding-agent hook splits an agent's shell line with it too),
+``docker run``/``podman run`` (their options and the image skipped; ``-e VAR=value`` kept as
+environment), ``docker exec``, ``srun``/``mpirun``/``mpiexec``-style launchers, ``systemd-run``
+and ``conda run``/``mamba run``. A wrapper's option takes the next word as its value unless it is
+a known switch or the next word starts the command (an interpreter, ``sglang``, a prefix). Pure.
 """
 
 from __future__ import annotations
@@ -24,10 +28,70 @@ _PYTHON = re.compile(r"^python[0-9.]*$")
 _PREFIXES = {"nohup", "time", "nice", "ionice", "stdbuf", "numactl", "taskset", "exec", "sudo", "chrt", "timeout"}
 
 
+#: Wrappers that run the command after their options: (switches that take no value, options whose
+#: value is an environment assignment). ``docker run`` also skips the image (:func:`_skip_wrapper`).
+_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "docker": (frozenset({"-d", "-i", "-t", "-it", "-ti", "--rm", "--privileged", "--init", "-P", "--detach",
+                          "--interactive", "--tty", "--read-only", "--publish-all", "--no-healthcheck", "--oom-kill-disable"}),
+               frozenset({"-e", "--env"})),
+    "srun": (frozenset({"--exclusive", "--pty", "-l", "--label", "--overlap", "-u", "--unbuffered", "-v", "--verbose",
+                        "-Q", "--quiet", "-X", "--disable-status", "-K", "--kill-on-bad-exit", "--mpi=pmix"}),
+             frozenset({"--export"})),
+    "mpirun": (frozenset({"--allow-run-as-root", "--oversubscribe", "--bind-to-core", "--tag-output", "-tag-output",
+                          "--report-bindings", "-v", "--verbose", "-q", "--quiet", "--use-hwthread-cpus"}),
+               frozenset({"-x"})),
+    "systemd-run": (frozenset({"--user", "--system", "--scope", "-t", "--pty", "-P", "--pipe", "--wait", "-G", "--collect",
+                               "--same-dir", "-d", "-q", "--quiet", "-r", "--remain-after-exit", "--no-block", "-S", "--shell",
+                               "--no-ask-password"}),
+                    frozenset({"-E", "--setenv"})),
+    "conda": (frozenset({"--no-capture-output", "--live-stream", "-v", "--verbose", "--debug"}), frozenset()),
+}
+_WRAPPER_OF = {"docker": "docker", "podman": "docker", "nerdctl": "docker", "srun": "srun", "salloc": "srun",
+               "mpirun": "mpirun", "mpiexec": "mpirun", "orterun": "mpirun", "systemd-run": "systemd-run",
+               "conda": "conda", "mamba": "conda", "micromamba": "conda"}
+
+
+def _starts_command(word: str) -> bool:
+    base = os.path.basename(word)
+    return bool(_PYTHON.match(base)) or base in _PREFIXES or base in _WRAPPER_OF or base in (
+        "sglang", "env", "torchrun", "uv", "bash", "sh")
+
+
+def _skip_wrapper(words: list[str], i: int, env: dict[str, str]) -> int | None:
+    """The index of the command a wrapper at ``words[i]`` runs, or None (``docker ps``: runs nothing)."""
+    kind = _WRAPPER_OF[os.path.basename(words[i])]
+    i += 1
+    if kind in ("docker", "conda"):
+        # `docker run IMAGE ...`, `docker exec CONTAINER ...`, `conda run -n ENV ...`
+        if i >= len(words) or words[i] not in (("run", "exec") if kind == "docker" else ("run",)):
+            return None
+        i += 1
+    switches, env_opts = _WRAPPERS[kind]
+    while i < len(words) and words[i].startswith("-") and words[i] != "--":
+        w = words[i]
+        if "=" in w or w in switches or i + 1 >= len(words):
+            if "=" in w and w.split("=", 1)[0] in env_opts:
+                k, _, v = w.split("=", 1)[1].partition("=")
+                env[k] = v
+            i += 1
+        elif (kind != "docker" and _starts_command(words[i + 1])) or (len(w) == 2 and kind == "docker" and w[1] in "dit"):
+            i += 1
+        else:
+            if w in env_opts and "=" in words[i + 1]:
+                k, _, v = words[i + 1].partition("=")
+                env[k] = v
+            i += 2
+    if i < len(words) and words[i] == "--":
+        i += 1
+    if kind == "docker":
+        i += 1  # the image (or the container of `docker exec`)
+    return i if i < len(words) else None
+
+
 class Target(Slotted):
     """An SGLang command found in an argv (a plain record: ``dataclasses`` costs every ``logkit run``)."""
 
-    __slots__ = ("kind", "python", "args", "args_at", "env", "in_shell")
+    __slots__ = ("kind", "python", "args", "args_at", "env", "in_shell", "container")
 
     kind: str  # "launch" | "bench"
     #: The words that start the interpreter (``["python3"]``, ``["/venv/bin/python"]``), if any.
@@ -40,6 +104,8 @@ class Target(Slotted):
     env: dict[str, str]
     #: True when the command came from inside a shell script string.
     in_shell: bool
+    #: True when it runs in a container (``docker run``): its interpreter and files are not this host's.
+    container: bool
 
     def __init__(self, kind: str, python: list[str], args: list[str], args_at: int | None,
                  env: dict[str, str] | None = None, in_shell: bool = False) -> None:
@@ -49,6 +115,7 @@ class Target(Slotted):
         self.args_at = args_at
         self.env = {} if env is None else env
         self.in_shell = in_shell
+        self.container = False
 
 
 def _skip_launcher(words: list[str], i: int) -> int:
@@ -86,6 +153,13 @@ def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
                 i += 2 if takes and "=" not in words[i] else 1
         elif base in ("torchrun",):
             i = _skip_launcher(words, i + 1)
+        elif base in _WRAPPER_OF:
+            nxt = _skip_wrapper(words, i, env)
+            if nxt is None:
+                return len(words)
+            if _WRAPPER_OF[base] == "docker":
+                env[_CONTAINER] = base
+            i = nxt
         else:
             break
     return i
@@ -170,6 +244,15 @@ def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) ->
     return None
 
 
+#: A marker key _strip_env leaves in the environment it collects when it stepped into a container.
+_CONTAINER = "\0container"
+
+
 def detect(argv: list[str]) -> Target | None:
     """The SGLang launch or benchmark in ``argv``, or None."""
-    return _find(list(argv), 0, {}, False)
+    found = _find(list(argv), 0, {}, False)
+    if found is not None and found.env.pop(_CONTAINER, None) is not None:
+        found.container = True
+        found.args_at = None  # the flags are the container's: no --output-file of this host's
+        found.python = []
+    return found

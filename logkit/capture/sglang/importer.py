@@ -6,7 +6,9 @@ of the given command's flags), copied into the session's ``logs/``, classified, 
 The attempt's launch config comes from the command by :func:`logkit.launch.config.given_only`
 (the flags given, named and typed by the SGLang installed here; the log's own SGLang is not here
 to ask, so nothing is resolved): the same fingerprint a captured or reconstructed attempt of that
-command gets. The original file is never modified. The log is streamed in blocks of whole lines
+command gets. A command that is not an SGLang launch by its argv (a script, a ``docker run`` of an
+unknown image) is one when the log shows an SGLang server's own lines; its flags are then the ones
+the server printed (:func:`logkit.launch.config.printed_config`). The original file is never modified. The log is streamed in blocks of whole lines
 (redact, hash, classify and write each block), so memory stays bounded whatever its size; the copy
 is written under a temporary name and renamed once the attempt's id is allocated.
 """
@@ -70,6 +72,15 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
             from ...launch.config import given_only
 
             launch = LaunchConfig.model_validate(given_only(target.args))
+    elif clf.server_line is not None:
+        # What the command printed decides what it was: an SGLang server's own lines make it a launch,
+        # its flags the ones the server printed (as `logkit run` records a wrapped launch).
+        from ...events import LaunchConfig
+        from ...launch.config import printed_config
+
+        role = "launch"
+        printed = printed_config(clf.server_args) if clf.server_args else None
+        launch = LaunchConfig.model_validate(printed) if printed else None
     mtime = datetime.fromtimestamp(os.stat(src).st_mtime, UTC)
     stamped = [m.at for m in timeline.milestones if m.at is not None]
     started = min(stamped) if stamped else mtime

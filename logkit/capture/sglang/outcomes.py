@@ -17,7 +17,8 @@ Contract:
   the failure's class with ``ready`` still true; weak signatures count only when the run ended
   badly and nothing specific matched.
 * Evidence beats position: a log that ends without a verdict (cut short, still running, pasted in
-  part) is classified by its strongest failure evidence; `abandoned` only when there is none. A
+  part) is classified by its strongest failure evidence; ``incomplete`` (with its last lines) when
+  there is none: a log read on its own is never ``abandoned`` (that is a recorder that died). A
   log that shows the server serving (``serving_patterns`` in sglang.toml) is ready even without
   the ready line. Degenerate output anywhere in the printed text is ``garbage`` (the ``--smoke``
   detector, :mod:`.smoke`). An unexplained failure is ``other_crash`` labelled with its exception
@@ -39,13 +40,25 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import statuses
 from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
-from ...events import OUTCOME_STATUSES, EvidenceLine
+
+if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
+    from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
+
+
+def _lines(pairs: Any) -> list[EvidenceLine]:
+    """Evidence lines from ``(number, text)`` pairs (the models imported only when there are some)."""
+    pairs = list(pairs)
+    if not pairs:
+        return []
+    from ...events import EvidenceLine
+
+    return [EvidenceLine(line=n, text=t) for n, t in pairs]
 
 __all__ = [
     "Classification",
@@ -69,6 +82,8 @@ DETECTORS = ("degenerate",)
 #: At most this many evidence lines are kept per signature (a crash loop prints thousands).
 MAX_PER_SIGNATURE = 5
 MAX_LINE_CHARS = 2000
+#: Lines an ``incomplete`` verdict shows: the last ones the log has.
+TAIL_LINES = 3
 
 
 @dataclass(frozen=True)
@@ -125,10 +140,10 @@ def load_signatures() -> tuple[Signature, ...]:
     seen: set[str] = set()
     for i, row in enumerate(rows, 1):
         sid = row.get("id") or f"#{i}"
-        if row.get("class") not in OUTCOME_STATUSES:
+        if row.get("class") not in statuses.names():
             raise BadInput(
                 f"logkit/data/signatures.toml: signature {sid}: class {row.get('class')!r} is not an outcome status",
-                fix=f"use one of {', '.join(OUTCOME_STATUSES)}",
+                fix=f"use one of {', '.join(statuses.names())}",
             )
         if sid in seen:
             raise BadInput(f"logkit/data/signatures.toml: duplicate signature id {sid!r}", fix="give each row its own id")
@@ -187,6 +202,15 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
 
 
 @lru_cache(maxsize=1)
+def _server() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """The regex of an SGLang server's own lines (``server_patterns`` and the ready line of
+    sglang.toml) and the regex of its ``server_args=ServerArgs(...)`` line."""
+    data = _data("sglang.toml")
+    pats = [p.encode() for p in data.get("server_patterns", [])] + [re.escape(data["ready_pattern"].encode())]
+    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), re.compile(data["server_args_pattern"].encode())
+
+
+@lru_cache(maxsize=1)
 def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
     pats = [p.encode() for p in _data("sglang.toml").get("serving_patterns", [])]
@@ -200,7 +224,7 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     return serving, row, scanner
 
 
-def _line_at(chunk: bytes, pos: int) -> str:
+def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
     start = chunk.rfind(b"\n", 0, pos) + 1
     end = chunk.find(b"\n", pos)
     if end < 0:
@@ -210,7 +234,7 @@ def _line_at(chunk: bytes, pos: int) -> str:
     cr = raw.rfind(b"\r", 0, pos - start)
     if cr >= 0:
         raw = raw[cr + 1 :]
-    return raw.decode("utf-8", "replace").rstrip("\r")[:MAX_LINE_CHARS]
+    return raw.decode("utf-8", "replace").rstrip("\r")[:limit]
 
 
 @dataclass
@@ -231,7 +255,14 @@ class Classifier:
     #: the first line that shows the server serving (a batch scheduled, a request answered 200)
     serving_line: int | None = None
     serving_text: str | None = None
+    #: the first line only an SGLang server prints (``server_patterns``, the ready line): the
+    #: output is an SGLang launch's, whatever command printed it
+    server_line: int | None = None
+    #: the server's ``server_args=ServerArgs(...)`` line, whole (its flags, as the server resolved them)
+    server_args: str | None = None
     lines: int = 0
+    #: the last lines seen (number, text): what an ``incomplete`` log shows last
+    tail: list[tuple[int, str]] = field(default_factory=list)
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -254,6 +285,8 @@ class Classifier:
             if m:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
+        if self.server_line is None or self.server_args is None:
+            self._server_lines(chunk, first_line)
         for regex, sig, needles, nocase, gated in sigs:
             if gated and not gate_open:
                 continue
@@ -277,6 +310,28 @@ class Classifier:
                 if full:
                     break
         self.lines = max(self.lines, first_line - 1 + chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1))
+        self._keep_tail(chunk)
+
+    def _server_lines(self, chunk: bytes, first_line: int) -> None:
+        server, args = _server()
+        if self.server_line is None:
+            m = server.search(chunk)
+            if m:
+                self.server_line = first_line + chunk.count(b"\n", 0, m.start())
+        if self.server_args is None:
+            m = args.search(chunk)
+            if m:
+                self.server_args = _line_at(chunk, m.start(), 1 << 16)
+
+    def _keep_tail(self, chunk: bytes) -> None:
+        """The last few non-empty lines (rsplit from the end: nothing scans the whole chunk)."""
+        end = self.lines
+        parts = chunk.rstrip(b"\r\n").rsplit(b"\n", TAIL_LINES)[-TAIL_LINES:]
+        lines = [(end - len(parts) + 1 + i, p.decode("utf-8", "replace").rstrip("\r")[:MAX_LINE_CHARS])
+                 for i, p in enumerate(parts)]
+        kept = [t for t in lines if t[1].strip()]
+        if kept:
+            self.tail = (self.tail + kept)[-TAIL_LINES:] if len(kept) < TAIL_LINES else kept
 
     @property
     def ready(self) -> bool:
@@ -304,7 +359,7 @@ class Classifier:
                 if len(lines) >= limit:
                     break
                 lines.setdefault(h.line, h.text)
-        return [EvidenceLine(line=n, text=t) for n, t in sorted(lines.items())[:limit]]
+        return _lines(sorted(lines.items())[:limit])
 
     def exception_line(self) -> str | None:
         """The most informative exception line seen ("KeyError: 'x'"): the first with a message
@@ -327,11 +382,17 @@ class Classifier:
         finished: bool = True,
         http_ready: bool = False,
         hang: str | None = None,
+        launch: bool = True,
     ) -> Classification:
-        """The outcome. ``finished=False`` means no exit is known (a log file read on its own)."""
+        """The outcome: the one function ``logkit run`` (with the exit) and ``logkit classify`` /
+        ``logkit why`` (``finished=False``: no exit is known, a log read on its own) both call.
+        ``launch=False`` is a command that showed no SGLang server (no server lines, no ``--role
+        launch``): exiting 0 it did what it was run for, whatever its output mentions."""
         ready = self.ready or http_ready
         # How the process ended, by the one exit mapping (logkit/data/statuses.toml).
         ended, ended_label = statuses.from_exit(exit_code, signal, stopped_by_logkit=stopped_by_logkit)
+        if not launch and finished and ended == "exit_ok":
+            return Classification(ended, ended_label, None, [], ready, None, None)
         killed = finished and ended == "killed"
         ended_badly = (not finished and not ready) or (
             finished and not stopped_by_logkit and (exit_code not in (0, None) or signal is not None)
@@ -340,13 +401,15 @@ class Classifier:
         if hit is None and ended_badly:
             hit = self.best(include_weak=True)
             # A bare kill with a generic traceback before it: the kill is the better answer.
-            if hit is not None and killed and hit.sig.status == "other_crash" and hit.sig.priority < 20:
+            # A kill the exit itself shows: its signal says more than a shell's "Killed" line.
+            if hit is not None and killed and (hit.sig.status == "other_crash" and hit.sig.priority < 20
+                                               or hit.sig.status == "killed"):
                 hit = None
         evidence = self.evidence(first=hit)
         mark_line = self.ready_line if self.ready_line is not None else self.serving_line
         mark_text = self.ready_text if self.ready_line is not None else self.serving_text
         if mark_line is not None and not any(e.line == mark_line for e in evidence):
-            evidence = sorted([*evidence, EvidenceLine(line=mark_line, text=mark_text or "")], key=lambda e: e.line)
+            evidence = sorted([*evidence, *_lines([(mark_line, mark_text or "")])], key=lambda e: e.line)
 
         def out(status: str, label: str | None, sig: str | None = None) -> Classification:
             return Classification(status, label, sig, evidence, ready, mark_line, mark_text)
@@ -363,7 +426,11 @@ class Classifier:
         if not finished:
             if ready:
                 return out("ready", "server ready" if self.ready_line is not None else "server serving (no ready line in the log)")
-            return out("abandoned", "log ends before ready, no known failure in it")
+            # Not `abandoned` (a recorder that died): the text stops before it shows how the run ended.
+            last = self.tail[-1][1].strip() if self.tail else ""
+            return Classification("incomplete", "no verdict and no failure in the log: it stops before showing how the run "
+                                  "ended" + (f"; last line: {last[:160]}" if last else " (it is empty)"), None,
+                                  _lines(self.tail), ready)
         if stopped_by_logkit:
             return out("ready", "server ready when recording stopped") if ready else out(ended, "stopped before ready")
         return out(ended, ended_label)

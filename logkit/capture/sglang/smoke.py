@@ -181,8 +181,10 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     """Offsets of candidate runs in a chunk: one ``re`` scan."""
     g = _cfg()
     never = set(g["never_units"])
-    singles = [re.escape(c.encode()) + b"{%d}" % g["repeat_char_run"]
-               for c in map(chr, range(0x21, 0x7F)) if c not in never]
+    # one character (not a separator) repeated: one back-reference, not an alternation of ~60 literals
+    # (which the `re` engine tries one by one at every byte: 30x slower on healthy lines)
+    chars = b"".join(re.escape(c.encode()) for c in map(chr, range(0x21, 0x7F)) if c not in never)
+    singles = [b"([%s])\\1{%d}" % (chars, g["repeat_char_run"] - 1)]
     long_run = rb"[^\s\[\](){}/\\:=,.'\"|<>*#~+`^;_0-9]{20,}"
     words = rb"(?:[A-Za-z]{1,20}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]

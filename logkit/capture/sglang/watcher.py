@@ -74,12 +74,21 @@ PROBE_FINDINGS = {"logkit-smoke": "garbage", "logkit-accuracy": "inaccurate"}
 class LaunchWatcher:
     """Watches one SGLang server launch."""
 
-    def __init__(self, launch: dict[str, Any] | None, background: Background | None = None) -> None:
+    def __init__(self, launch: dict[str, Any] | None, background: Background | None = None, *,
+                 latent: bool = False, printed: bool = False, classifier: Classifier | None = None) -> None:
         self.launch = launch
+        #: A command not recognised as a launch by its argv (``./serve.sh``, ``make serve``): it becomes
+        #: one when its output shows an SGLang server's own lines (:meth:`_promote`) or ``--role launch``.
+        self.latent = latent
+        #: True once the attempt is a launch whose flags are read from the server_args line it prints
+        #: (a promoted command, ``--role launch``, a ``docker run``).
+        self.promoted = printed
+        self._printing = []
         #: SGLang's full parse running beside the launch; its config lands in a ``launch_config`` event.
         self.background = background
         self._parse_thread: threading.Thread | None = None
-        self.clf = Classifier()
+        #: the one classifier; a latent watcher's own (:class:`logkit.capture.sglang._Latent`) is handed over
+        self.clf = classifier if classifier is not None else Classifier()
         self.timeline = Timeline()
         self.base = probe_url(launch.get("host") if launch else None, launch.get("port") if launch else None)
         self.ctx: WatchContext | None = None
@@ -101,6 +110,9 @@ class LaunchWatcher:
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
         self.last_output = time.monotonic()
+        if self.latent and ctx.record.get("role") == "launch" and self.clf.server_line is None:
+            self.latent = False  # --role launch: a launch, its flags read from its output when it prints them
+            self.promoted = True
         if self.base:
             self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
             self._thread.start()
@@ -139,18 +151,70 @@ class LaunchWatcher:
         except Exception:  # noqa: BLE001
             pass
 
-    def feed(self, chunk: bytes, first_line: int) -> None:
+    def feed(self, chunk: bytes, first_line: int, classified: bool = False) -> None:
+        """``classified``: the classifier has seen this chunk already (the one that made a command a launch)."""
         self.last_output = time.monotonic()
-        was_ready = self.clf.ready
-        self.clf.feed(chunk, first_line)
+        was_ready = self.clf.ready and not classified
+        if not classified:
+            self.clf.feed(chunk, first_line)
+        if (self.latent or self.promoted) and self.clf.server_line is not None and not self._printed:
+            self._promote()
         self.timeline.feed(chunk, first_line, datetime.now(UTC))
         if self.listening_at is None and any(m.stage == "http_listening" for m in self.timeline.milestones):
             self.listening_at = time.monotonic()
         if self.clf.ready and not was_ready:
             self.log_ready_at = datetime.now(UTC)
 
+    _printed = False
+    _printing: list[threading.Thread]
+
+    def _promote(self) -> None:
+        """The output shows an SGLang server: the attempt is a launch (``launch_config`` event with
+        ``role="launch"``), its flags read from the printed ``server_args`` line once it is seen
+        (``parser="printed"``); readiness is probed and ``--smoke`` sent as for any launch."""
+        if self.ctx is None:
+            return
+        if self.clf.server_args is None and not self.latent:
+            return  # already a launch (--role launch): wait for the flags
+        first = self.latent
+        self.latent, self.promoted = False, True
+        text = self.clf.server_args
+        if text is not None:
+            from ...launch.config import printed_args
+
+            self._printed = True
+            args = printed_args(text) or {}
+            if self.launch is None:
+                from ...launch.config import valid_port
+
+                self.launch = {"host": args.get("host"), "port": valid_port(args.get("port"))}
+                self.base = probe_url(self.launch["host"], self.launch["port"])
+                key = args.get("api_key")
+                self.api_key = str(key) if key and "*" not in str(key) and "REDACTED" not in str(key) else None
+                if self.base and self._thread is None:
+                    self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
+                    self._thread.start()
+        if first or text is not None:
+            t = threading.Thread(target=self._record_printed, args=(text,), name="logkit-sglang-printed", daemon=True)
+            self._printing.append(t)
+            t.start()
+
+    def _record_printed(self, text: str | None) -> None:
+        """Emit the ``launch_config`` event of an attempt its output made a launch (off the hot path:
+        typing the flags asks the installed SGLang's parser spec)."""
+        assert self.ctx is not None
+        try:
+            from ...events import AttemptLaunch, LaunchConfig
+            from ...launch.config import printed_config
+
+            cfg = printed_config(text) if text is not None else None
+            self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
+                                        launch=LaunchConfig.model_validate(cfg) if cfg else None, role="launch"))
+        except Exception as exc:  # noqa: BLE001 - never kill the recording
+            self._note(f"sglang printed server_args: {type(exc).__name__}: {exc}")
+
     def tick(self, now: float) -> None:
-        if self.ctx is None or self.hang or self.ready:
+        if self.ctx is None or self.hang or self.ready or self.latent:
             return
         limit = self.ctx.options.get("hang_timeout")
         if not limit:
@@ -262,6 +326,8 @@ class LaunchWatcher:
     # --- end --------------------------------------------------------------------------------
     def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
+        for t in self._printing:  # the printed flags' launch_config goes before the outcome
+            t.join(timeout=PARSE_WAIT_S)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
         if self._parse_thread is not None:
@@ -271,7 +337,9 @@ class LaunchWatcher:
                 self.background.cancel()
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
                             stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
-                            hang=self.hang)
+                            hang=self.hang, launch=not self.latent)
+        if self.latent and d.signature is None:
+            return WatchResult()  # a plain command nothing in its output explains: the runner's exit answer
         status, label, sig = d.status, d.label, d.signature
         # A degenerate reply is the finding unless the run failed in its own right (a status of
         # class failure): a server that was stopped or killed after replying garbage is garbage.
