@@ -112,10 +112,7 @@ class Journal:
         if session_id is None:
             session_id = files.current(root)
             if session_id is None:
-                raise NotFound(
-                    f"no current session in {root}",
-                    fix='start one with: logkit session start "TITLE" (or pass --session ID)',
-                )
+                raise files.no_current(root)
         files.check_session_id(session_id, fix="see 'logkit session list'")
         journal = cls(root, session_id)
         if not journal.events_path.exists():

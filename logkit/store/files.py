@@ -7,7 +7,7 @@ Contract:
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
   over the whole store (:func:`store_lock`).
-* **Ids**: one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
+* **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import procs
-from ..errors import BadInput, SchemaTooNew, StoreError
+from ..errors import BadInput, NotFound, SchemaTooNew, StoreError
 from .lockfile import appending
 
 __all__ = [
@@ -51,8 +52,10 @@ __all__ = [
     "EVENTS_FILE",
     "FIELDS",
     "HYPOTHESIS_ID_RE",
+    "LOCKS_DIR",
     "LOGS_DIR",
     "REF_RE",
+    "REPO_FILES",
     "SCHEMA_VERSION",
     "SESSION_ID_RE",
     "STORE_LOCK",
@@ -63,11 +66,14 @@ __all__ = [
     "current",
     "decode",
     "dicts",
+    "ensure_repo_files",
     "event",
     "events_path",
+    "host_tag",
     "lines",
     "load",
     "may_hold",
+    "no_current",
     "open_attempts",
     "orphaned",
     "read_bytes",
@@ -75,6 +81,7 @@ __all__ = [
     "reserve_path",
     "rewrite",
     "root",
+    "running_lock",
     "session_dirs",
     "session_ids",
     "set_current",
@@ -92,6 +99,18 @@ EVENTS_FILE = "events.jsonl"
 LOGS_DIR = "logs"
 CURRENT_FILE = ".current"
 STORE_LOCK = ".store.lock"
+#: Locks held while a process runs (``logkit sweep``'s): ``<root>/.locks/``.
+LOCKS_DIR = ".locks"
+#: The files logkit keeps beside the sessions so that a team's repository of them merges cleanly
+#: (:func:`ensure_repo_files`; docs/team-repository.md): what is per clone stays out of git, and
+#: the decision ledger merges with git's union driver.
+REPO_FILES = {
+    ".gitignore": (
+        "# written by logkit: what belongs to one clone, never committed (docs/team-repository.md)\n"
+        "/.current\n/.current.*\n/.store.lock\n/.locks/\n/.cache/\n*.lock\n*.tmp\n*/logs/.*.reserve\n"
+    ),
+    ".gitattributes": "DECISIONS.tsv merge=union\n",
+}
 
 # \Z, not $: "$" also matches before a final newline, and "x\n" is no session id.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
@@ -144,6 +163,11 @@ def root(override: str | os.PathLike[str] | None = None) -> Path:
         raise StoreError(f"the sessions directory {path} (from {source}) is not a directory",
                          fix=f"point {source} at a directory (it is created when missing)")
     return path
+
+
+def host_tag(host: str | None = None) -> str:
+    """Four hex digits of this host's name (:func:`logkit.procs.hostname`): the suffix of new session ids."""
+    return hashlib.sha256((host or procs.hostname()).encode("utf-8", "surrogateescape")).hexdigest()[:4]
 
 
 def events_path(root_dir: Path, session_id: str) -> Path:
@@ -206,6 +230,45 @@ def current(root_dir: Path) -> str | None:
     return None
 
 
+def no_current(root_dir: Path) -> NotFound:
+    """The error for "no current session", saying why when ``.current`` is there but unusable
+    (git conflict markers from a clone that committed it, a session that is gone, no id)."""
+    fix = 'start one with: logkit session start "TITLE" (or pass --session ID)'
+    path = root_dir / CURRENT_FILE
+    try:
+        value = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return NotFound(f"no current session in {root_dir}", fix=fix)
+    except OSError as exc:
+        return NotFound(f"no current session: {path} cannot be read ({exc.strerror})", fix=fix)
+    if "<<<<<<<" in value or ">>>>>>>" in value:
+        return NotFound(
+            f"no current session: {path} holds git merge-conflict markers (the pointer was committed and two clones changed it)",
+            fix="logkit session use ID (see 'logkit session list'); it is per clone: sessions/.gitignore keeps it out of git")
+    value = value.strip()
+    if not valid_session_id(value):
+        return NotFound(f"no current session: {path} holds {value[:60]!r}, not a session id",
+                        fix="logkit session use ID (see 'logkit session list')")
+    return NotFound(f"no current session: {path} names {value!r}, which is not in {root_dir}",
+                    fix="logkit session use ID (see 'logkit session list'), or pass --session ID")
+
+
+def ensure_repo_files(root_dir: Path) -> None:
+    """Write each of :data:`REPO_FILES` that ``root_dir`` lacks (a file the team changed is kept)."""
+    for name, text in REPO_FILES.items():
+        path = root_dir / name
+        if path.exists():
+            continue
+        try:
+            with open(path, "x", encoding="utf-8") as fh:
+                fh.write(text)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc.strerror}",
+                             fix=f"check that {root_dir} is writable and has space") from exc
+
+
 def set_current(root_dir: Path, session_id: str) -> None:
     """Point ``<root>/.current`` at ``session_id`` (written aside, then renamed)."""
     tmp = root_dir / f"{CURRENT_FILE}.{os.getpid()}"
@@ -230,6 +293,35 @@ def store_lock(root_dir: Path) -> Iterator[None]:
                          fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def running_lock(root_dir: Path, name: str, what: str) -> Iterator[None]:
+    """Hold ``<root>/.locks/<name>.lock`` while a process runs ``what`` (a sweep of one spec).
+
+    A second holder is refused at once, naming the first one's pid. The lock is the kernel's
+    (``flock``): it dies with its holder, so a SIGKILLed sweep leaves nothing to clean up.
+    """
+    path = root_dir / LOCKS_DIR / f"{name}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock {path}: {exc.strerror}",
+                         fix=f"check that {root_dir} is a writable directory") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+            pid = holder[0] if holder else "?"
+            raise BadInput(f"{what} is already running (pid {pid}, lock {path})",
+                           fix=f"wait for it to end (or stop it: kill {pid}); run it again afterwards to resume") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {procs.hostname()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)

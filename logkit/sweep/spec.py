@@ -79,14 +79,14 @@ class SweepSpec:
         return hashlib.sha256(json.dumps(canon, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def parse_duration(value: Any, *, where: str = "budget") -> float:
-    """``3600``, ``"90m"``, ``"4h"`` -> seconds."""
+def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> float:
+    """``3600``, ``"90m"``, ``"4h"`` -> seconds; ``0`` too with ``zero`` (a budget that runs nothing)."""
     if isinstance(value, bool):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
-    if isinstance(value, (int, float)) and value > 0:
+    if isinstance(value, (int, float)) and (value > 0 or (zero and value == 0)):
         return float(value)
     match = _DURATION.match(str(value))
-    if not match or float(match.group(1)) <= 0:
+    if not match or float(match.group(1)) < 0 or (float(match.group(1)) == 0 and not zero):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
     return float(match.group(1)) * _UNITS[match.group(2)]
 
@@ -184,7 +184,7 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
         if key in data:
             setattr(spec, key, parse_duration(data[key], where=f"{where(key)}: {key}"))
     if "budget" in data:
-        spec.budget_s = parse_duration(data["budget"], where=f"{where('budget')}: budget")
+        spec.budget_s = parse_duration(data["budget"], where=f"{where('budget')}: budget", zero=True)
     if "session" in data:
         spec.session = str(data["session"])
     return spec
