@@ -36,6 +36,8 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 __all__ = ["PLACEHOLDER", "Redactor", "Rules", "is_secret_key", "load_rules", "redact_keys"]
 
 PLACEHOLDER = "[REDACTED]"
+#: How far after its trigger a block pattern's closing text is looked for (a private key is ~3 KiB).
+UNTIL_MAX = 64 * 1024
 #: unquoted values left alone (the default of ``secrets.toml``'s ``harmless``)
 _HARMLESS_SOURCE = r"-?[0-9][0-9.,_]*%?|none|null|true|false|nil"
 
@@ -54,6 +56,16 @@ class Rules(NamedTuple):
     pattern_triggers: tuple[tuple[bytes, ...], ...]
     #: regex of the unquoted values that are left alone (``None``, numbers), lowercase
     harmless: str = _HARMLESS_SOURCE
+    #: environment names that match ``env_re`` but hold no secret (``TOKENIZERS_PARALLELISM``)
+    not_secret_re: re.Pattern[str] | None = None
+    #: flags whose value is a secret in a command line only (``--key``), not as an event's field name
+    argv_flags: frozenset[str] = frozenset()
+    #: flags whose value is ``USER:PASSWORD`` (``curl -u``)
+    user_password: frozenset[str] = frozenset()
+    #: commands whose ``-pPASSWORD`` carries the password glued on (``mysql``)
+    glued_password: frozenset[str] = frozenset()
+    #: per pattern, the lowercase text that ends the region searched for it (a multi-line block), or b""
+    pattern_until: tuple[bytes, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -62,9 +74,15 @@ def load_rules() -> Rules:
     raw = (_DATA / "secrets.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     text = data["text"]
+    harmless_env = data["env"].get("not_secret", [])
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
         env_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in data["env"]["names"])),
+        not_secret_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in harmless_env)) if harmless_env else None,
+        argv_flags=frozenset(n.lower() for n in data["flags"].get("argv_names", [])),
+        user_password=frozenset(data["flags"].get("user_password", [])),
+        glued_password=frozenset(data["flags"].get("glued_password", [])),
+        pattern_until=tuple(p.get("until", "").lower().encode() for p in text["patterns"]),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
@@ -78,7 +96,12 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
 
 
 def _secret_env(rules: Rules, name: str) -> bool:
-    return rules.env_re.match(name.upper()) is not None
+    """A name that looks secret is one whatever its prefix (``SGLANG_DB_PASS``), unless secrets.toml
+    lists it as harmless (``not_secret``)."""
+    upper = name.upper()
+    if rules.env_re.match(upper) is None:
+        return False
+    return rules.not_secret_re is None or rules.not_secret_re.match(upper) is None
 
 
 def _secret_flag(rules: Rules, flag: str) -> bool:
@@ -123,13 +146,21 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
         if not arg.startswith("-"):
             continue
         flag, eq, value = arg.partition("=")
-        if not _secret_flag(rules, flag):
+        if not _secret_flag(rules, flag) and flag.lower() not in rules.argv_flags:
             continue
         if eq:
             found.append((i, value))
         elif i + 1 < len(argv):
             found.append((i + 1, argv[i + 1]))
     return found
+
+
+def _keep_lines(placeholder: Any, replaced: Any) -> Any:
+    """The placeholder, followed by the line breaks of what it replaces (a private-key block): the
+    stored log keeps the terminal's line numbers."""
+    newline = "\n" if isinstance(replaced, str) else b"\n"
+    count = replaced.count(newline)
+    return placeholder + newline * count if count else placeholder
 
 
 def _scoped(source: str) -> str:
@@ -166,6 +197,8 @@ class Redactor:
         for i, triggers in enumerate(self.rules.pattern_triggers):
             for t in triggers:
                 starts.setdefault(t, set()).add(i)
+        #: per pattern index, the text ending its region (a multi-line block)
+        self._until = {i: u for i, u in enumerate(self.rules.pattern_until) if u}
         self._starts = tuple((t, frozenset(p), True) for t, p in starts.items()) + tuple(
             (v, frozenset({-1}), False) for v in self._lit_bytes)
         self._subsets: dict[frozenset[int], re.Pattern[bytes]] = {}
@@ -228,6 +261,11 @@ class Redactor:
             end = data.find(b"\n", min(at + span, len(data)))
             end = len(data) if end < 0 else data.find(b"\n", end + 1)
             end = len(data) if end < 0 else end + 1
+            for i in patterns & self._until.keys():  # a block: up to the line of its closing text
+                close = low.find(self._until[i], at, at + UNTIL_MAX)
+                if close >= 0:
+                    close = data.find(b"\n", close)
+                    end = max(end, len(data) if close < 0 else close + 1)
             if regions and start <= regions[-1][1]:
                 regions[-1][1] = end
                 regions[-1][2] |= patterns
@@ -317,10 +355,10 @@ class Redactor:
             group = None
         whole = match.group(0)
         if group is None:
-            return placeholder
+            return _keep_lines(placeholder, whole)
         start, end = match.span(group)
         if start < 0:
-            return placeholder
+            return _keep_lines(placeholder, whole)
         value = match.group(group)
         if value[:1] in quotes and len(value) >= 2 and value[-1:] == value[:1]:
             if len(value) == 2:
@@ -329,7 +367,7 @@ class Redactor:
         elif self._harmless.match(value if isinstance(value, str) else value.decode("utf-8", "replace")):
             return whole  # an unquoted number or None: `#new-token: 5`, `password=None`
         base = match.start()
-        return whole[: start - base] + placeholder + whole[end - base :]
+        return whole[: start - base] + _keep_lines(placeholder, whole[start - base:end - base]) + whole[end - base :]
 
     def text(self, value: str) -> str:
         """Redact a string (a log line, an argv word, an env value)."""
@@ -347,7 +385,8 @@ class Redactor:
         return self.redact_chunk(data)
 
     def argv(self, argv: list[str]) -> list[str]:
-        """The argv as it may be stored: secret flag values replaced, every word redacted as text."""
+        """The argv as it may be stored: secret flag values replaced (``-u USER:PW``'s password,
+        ``mysql -pPW``'s too), every word redacted as text."""
         out = list(argv)
         for i, _value in self._flag_values(argv):
             if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
@@ -355,6 +394,12 @@ class Redactor:
                 out[i] = f"{flag}={self.placeholder}"
             else:
                 out[i] = self.placeholder
+        glued = bool(argv) and argv[0].rpartition("/")[2] in self.rules.glued_password
+        for i, word in enumerate(argv):
+            if word in self.rules.user_password and i + 1 < len(argv) and ":" in argv[i + 1]:
+                out[i + 1] = argv[i + 1].partition(":")[0] + ":" + self.placeholder
+            elif glued and word.startswith("-p") and len(word) > 2:
+                out[i] = "-p" + self.placeholder
         return [self.text(word) if word != self.placeholder else word for word in out]
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:

@@ -22,7 +22,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import sys
@@ -71,7 +70,7 @@ def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
     data = event.model_dump(mode="json", exclude_none=True)
     if scrub is not None:
         data = scrub(data)
-    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return files.json_line(data)
 
 
 class Txn:
@@ -228,6 +227,7 @@ class Store:
         """A handle without reconciliation (for readers)."""
         files.check_session_id(session_id)
         handle = SessionHandle(self, session_id)
+        files.check_regular(handle.events_path)
         if not handle.events_path.exists():
             known = ", ".join(self.session_ids()[-5:]) or "none yet"
             raise NotFound(

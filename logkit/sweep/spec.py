@@ -35,12 +35,12 @@ import hashlib
 import json
 import re
 import shlex
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..store import files
 
 __all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
 
@@ -193,14 +193,7 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
 def load(path: str | Path) -> SweepSpec:
     """Read ``SPEC.toml``; errors name ``file:line`` and the fix."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read {p}: {exc.strerror}", fix="give the path of a sweep spec (SPEC.toml)") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{p}: not valid TOML: {exc}", fix="fix the line named (https://toml.io)") from None
+    text, data = files.read_toml(p, fix="give the path of a sweep spec (SPEC.toml)")
     return _build(data, text, str(p))
 
 
