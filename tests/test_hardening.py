@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,13 @@ def test_a_budget_of_zero_runs_no_cell(tmp_path: Path) -> None:
 def test_the_sweep_log_goes_through_the_redactor(tmp_path: Path) -> None:
     figures = attacks24.sweep_log_secrets(tmp_path)
     assert figures["leaked"] == [] and figures["log_bytes"] > 0, figures
+
+
+def test_ctrl_c_is_a_line_not_a_traceback(sessions: Path) -> None:
+    scenarios.new_session(sessions)
+    proc = subprocess.Popen([*scenarios.LOGKIT, "why"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=scenarios.env_for(sessions))
+    time.sleep(1.5)  # reading the pasted error from stdin
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "Traceback" not in err and "logkit: interrupted" in err, err

@@ -104,3 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (what was recorded stays recorded)
+        print("logkit: interrupted", file=sys.stderr)
+        return 130
