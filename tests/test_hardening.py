@@ -237,3 +237,19 @@ def test_ctrl_c_is_a_line_not_a_traceback(sessions: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "Traceback" not in err and "logkit: interrupted" in err, err
+
+
+def test_a_private_key_printed_across_reads_is_redacted_to_its_end(tmp_path: Path) -> None:
+    from logkit.capture import recorder
+    from logkit.capture.redact import Redactor
+
+    reads = [b"before\n-----BEGIN OPENSSH PRIVATE KEY-----\n", b"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUSECRETBODY1\n",
+             b"AAAASECRETBODY2\n-----END OPENSSH PRIVATE KEY-----\nafter api_key=None\n"]
+    log = tmp_path / "A1.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
+    for data in reads:  # the recorder's order: scanned on the reading thread, stored later
+        rec.consume(5, data, rec.scan(5, data))
+    os.close(fd)
+    assert log.read_bytes() == (b"before\n-----BEGIN OPENSSH PRIVATE KEY-----\n[REDACTED]\n[REDACTED]\n"
+                                b"-----END OPENSSH PRIVATE KEY-----\nafter api_key=None\n")

@@ -66,6 +66,8 @@ class Rules(NamedTuple):
     glued_password: frozenset[str] = frozenset()
     #: per pattern, the lowercase text that ends the region searched for it (a multi-line block), or b""
     pattern_until: tuple[bytes, ...] = ()
+    #: (header regex, closing text) of the blocks a stream redacts across reads (:meth:`Redactor.stream`)
+    blocks: tuple[tuple[str, bytes], ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -83,6 +85,7 @@ def load_rules() -> Rules:
         user_password=frozenset(data["flags"].get("user_password", [])),
         glued_password=frozenset(data["flags"].get("glued_password", [])),
         pattern_until=tuple(p.get("until", "").lower().encode() for p in text["patterns"]),
+        blocks=tuple((p["opens"], p["until"].lower().encode()) for p in text["patterns"] if "opens" in p),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
@@ -199,6 +202,10 @@ class Redactor:
                 starts.setdefault(t, set()).add(i)
         #: per pattern index, the text ending its region (a multi-line block)
         self._until = {i: u for i, u in enumerate(self.rules.pattern_until) if u}
+        self._blocks = tuple((re.compile(_scoped(o).encode()), u) for o, u in self.rules.blocks)
+        #: the closing text a stream awaits (a block opened in an earlier read), and the bytes since
+        self._open: bytes | None = None
+        self._open_bytes = 0
         self._starts = tuple((t, frozenset(p), True) for t, p in starts.items()) + tuple(
             (v, frozenset({-1}), False) for v in self._lit_bytes)
         self._subsets: dict[frozenset[int], re.Pattern[bytes]] = {}
@@ -377,6 +384,52 @@ class Redactor:
         if not any(t in low for t in self._str_triggers) and not any(v in value for v in self.literals):
             return value
         return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
+
+    def stream(self, data: bytes, suspicious: bool | None = None) -> bytes:
+        """The next complete lines of one stream (the raw log), redacted: :meth:`chunk` (or, with the
+        reading thread's verdict, :meth:`redact_chunk` / nothing), and a block (a private key)
+        whose header came in this read or an earlier one is replaced up to its closing line, however
+        the child's writes were split. At most :data:`UNTIL_MAX` bytes wait for a closing line."""
+        head = b""
+        if self._open is not None:
+            head, data = self._continue_block(data)
+            if not data:
+                return head
+            suspicious = None  # the rest of the read was not judged on its own
+        if suspicious is None:
+            out = self.chunk(data)
+        elif suspicious:
+            out = self.redact_chunk(data)
+        else:
+            return head + data
+        return head + self._open_block(out) if self._blocks else head + out
+
+    def _open_block(self, out: bytes) -> bytes:
+        """``out`` with the lines after a block header that has no closing text in it replaced."""
+        low = out.lower()
+        for opens, until in self._blocks:
+            last = None
+            for last in opens.finditer(low):
+                pass
+            if last is None or low.find(until, last.end()) >= 0:
+                continue
+            cut = out.find(b"\n", last.end())
+            cut = len(out) if cut < 0 else cut + 1
+            self._open, self._open_bytes = until, len(out) - cut
+            return out[:cut] + (_keep_lines(self._ph, out[cut:]) if cut < len(out) else b"")
+        return out
+
+    def _continue_block(self, data: bytes) -> tuple[bytes, bytes]:
+        """(the replaced lines of an open block in ``data``, what follows its closing line's start)."""
+        at = data.lower().find(self._open or b"")
+        if at < 0:
+            self._open_bytes += len(data)
+            if self._open_bytes > UNTIL_MAX:
+                self._open = None  # no closing line: what follows is judged on its own again
+            return _keep_lines(self._ph, data), b""
+        start = data.rfind(b"\n", 0, at) + 1
+        self._open = None
+        return (_keep_lines(self._ph, data[:start]) if start else b""), data[start:]
 
     def chunk(self, data: bytes) -> bytes:
         """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
