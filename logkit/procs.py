@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENV_HOST", "PID_MAX", "alive", "cmdline", "group_members", "hostname", "listen_inodes", "listeners"]
+__all__ = ["ENV_HOST", "PID_MAX", "alive", "cmdline", "group_members", "hostname", "listen_inodes", "listening_pids", "start_ticks"]
 
 #: Linux's largest possible pid (PID_MAX_LIMIT, 2**22); a larger number names no process.
 PID_MAX = 1 << 22
@@ -97,14 +97,28 @@ def listen_inodes(port: int) -> set[int]:
     return found
 
 
-def listeners(port: int, pids: list[int]) -> list[int] | None:
-    """Which of ``pids`` hold a socket listening on TCP ``port``; None when that cannot be told (no
-    ``/proc``, or nothing listens there that this user may see)."""
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[-1].split()
+        return int(fields[19])  # field 22 of the line; 20th after the ")" that closes comm
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def listening_pids(port: int) -> list[int] | None:
+    """The processes (that this user may see) holding a socket listening on TCP ``port``; None when
+    nothing visible listens there."""
     inodes = listen_inodes(port)
     if not inodes:
         return None
     wanted = {f"socket:[{inode}]" for inode in inodes}
     owners: list[int] = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
     for pid in pids:
         try:
             names = os.listdir(f"/proc/{pid}/fd")
@@ -117,4 +131,4 @@ def listeners(port: int, pids: list[int]) -> list[int] | None:
                     break
             except OSError:
                 continue
-    return owners
+    return owners or None

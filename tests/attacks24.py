@@ -34,18 +34,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def listening_ports() -> set[int]:
-    """TCP ports something listens on (``/proc/net/tcp``)."""
-    from logkit.procs import listen_inodes  # noqa: F401 - the owner parses the same table
+def listening(port: int) -> bool:
+    """Whether something listens on TCP ``port`` (:func:`logkit.procs.listen_inodes`, the owner)."""
+    from logkit.procs import listen_inodes
 
-    ports: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        ports |= {int(r.split()[1].rsplit(":", 1)[1], 16) for r in rows if r.split()[3] == "0A"}
-    return ports
+    return bool(listen_inodes(port))
 
 
 def _run(args: list[str | bytes], env: dict[str, str], cwd: Path | None = None,

@@ -194,17 +194,26 @@ def test_provider_formats_are_data_with_their_source_named() -> None:
 def test_a_benchmark_is_credited_only_to_the_launchs_own_server(tmp_path: Path) -> None:
     from logkit.sweep.cell import foreign_server
 
-    port = attacks24.free_port()
-    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                              cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=0)
+    def serve(port: int) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
+        scenarios.wait_for(lambda: attacks24.listening(port), what="the server to listen")
+        return proc
+
+    port, later_port = attacks24.free_port(), attacks24.free_port()
+    procs = [serve(port)]  # another sweep's server, there before the launch
+    time.sleep(0.1)
+    procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], process_group=0))
+    launch = {"pgid": procs[-1].pid}  # a launch whose own server never bound the port
+    time.sleep(0.1)
+    procs.append(serve(later_port))  # started after the launch (a container's port proxy): not foreign
     try:
-        scenarios.wait_for(lambda: port in attacks24.listening_ports(), what="the server to listen")
-        assert foreign_server({"pgid": server.pid}, port) is None
-        why = foreign_server({"pgid": other.pid}, port)
-        assert why is not None and str(port) in why
+        assert foreign_server({"pgid": procs[0].pid}, port) is None  # the server's own launch
+        why = foreign_server(launch, port)
+        assert why is not None and f"pid {procs[0].pid}" in why
+        assert foreign_server(launch, later_port) is None
     finally:
-        for proc in (server, other):
+        for proc in procs:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 

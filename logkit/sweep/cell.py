@@ -186,17 +186,23 @@ def _http_ready(base: str) -> bool:
 def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
     """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told).
 
-    Only a server of the launch's own process group may be benchmarked and credited: with another
-    sweep's server on the port, a launch that failed to bind must not be measured on it.
+    Only the launch's own server may be benchmarked and credited: with another sweep's server on
+    the port, a launch that failed to bind must not be measured on it. Foreign means: a process
+    outside the launch's process group listens there and started before the launch did (a
+    container's port proxy, started by the launch, is not foreign).
     """
     pgid = (attempt or {}).get("pgid")
-    if not pgid:
+    began = procs.start_ticks(pgid) if pgid else None
+    if began is None:
         return None
-    members = procs.group_members(pgid)
-    owners = procs.listeners(port, members)
-    if owners is None or owners:
+    members = set(procs.group_members(pgid))
+    owners = procs.listening_pids(port)
+    if owners is None or members & set(owners):
         return None
-    return f"port {port} is served by a process outside this launch's group {pgid}"
+    older = [p for p in owners if (procs.start_ticks(p) or began) < began]
+    if not older:
+        return None
+    return f"port {port} is served by pid {older[0]}, which is not this launch's (process group {pgid})"
 
 
 def _attempt_of(tail: Tail, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:

@@ -153,7 +153,7 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
 
 
 @contextlib.contextmanager
-def _redacted_log(path: Path, redactor: Any) -> Iterator[IO[bytes]]:
+def _redacted_log(path: Path, redactor: Redactor) -> Iterator[IO[bytes]]:
     """A pipe whose bytes reach ``path`` (appended) through the one log redactor, the recorder's
     (:class:`logkit.capture.recorder.Recorder`): the sweep log holds the ``logkit run`` command lines
     and whatever they print (a server's ``api_key='...'``), and is committed with ``logs/``."""
