@@ -17,7 +17,7 @@ import pytest
 
 import attacks24
 import scenarios
-from logkit.store import files
+from logkit.store import files, shared
 from logkit.store.sessions import slugify
 
 
@@ -54,7 +54,7 @@ def test_two_hosts_starting_one_title_get_two_readable_ids(sessions: Path) -> No
         made.append(json.loads(done.stdout)["session"])
     a, b = made
     assert a != b and a.rsplit("-", 1)[0] == b.rsplit("-", 1)[0]
-    assert a.endswith("-glm-5-bring-up-" + files.host_tag("gpu-box-a"))
+    assert a.endswith("-glm-5-bring-up-" + shared.host_tag("gpu-box-a"))
     assert len(a.rsplit("-", 1)[1]) == 4 and files.valid_session_id(a)
     # an id of the old form (no host tag) is still a session
     old = sessions / "2026-11-14-old-form"

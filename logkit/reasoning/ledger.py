@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import files
+from ..store import files, shared
 from ..errors import BadInput, StoreError
 from ..events import DECISION_ID_BODY, DECISION_ID_RE
 from ..store import Store
@@ -97,7 +97,7 @@ def append_ledger(store: Store, line: str) -> None:
     except StoreError as exc:
         raise StoreError(f"{exc.message}; the decision was recorded in its session but not in {path.name}",
                          fix=f"{exc.fix}; then append the line: {line.strip()}") from exc
-    files.ensure_repo_files(store.root)
+    shared.ensure_repo_files(store.root)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ Contract:
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
   over the whole store (:func:`store_lock`).
-* **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
+* **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`logkit.store.shared.host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -53,10 +52,8 @@ __all__ = [
     "EVENTS_FILE",
     "FIELDS",
     "HYPOTHESIS_ID_RE",
-    "LOCKS_DIR",
     "LOGS_DIR",
     "REF_RE",
-    "REPO_FILES",
     "SCHEMA_VERSION",
     "SESSION_ID_RE",
     "STORE_LOCK",
@@ -68,10 +65,8 @@ __all__ = [
     "current",
     "decode",
     "dicts",
-    "ensure_repo_files",
     "event",
     "events_path",
-    "host_tag",
     "json_line",
     "kind_of",
     "lines",
@@ -81,12 +76,10 @@ __all__ = [
     "open_attempts",
     "orphaned",
     "read_bytes",
-    "read_toml",
     "recording_alive",
     "reserve_path",
     "rewrite",
     "root",
-    "running_lock",
     "session_dirs",
     "session_ids",
     "set_current",
@@ -104,18 +97,6 @@ EVENTS_FILE = "events.jsonl"
 LOGS_DIR = "logs"
 CURRENT_FILE = ".current"
 STORE_LOCK = ".store.lock"
-#: Locks held while a process runs (``logkit sweep``'s): ``<root>/.locks/``.
-LOCKS_DIR = ".locks"
-#: The files logkit keeps beside the sessions so that a team's repository of them merges cleanly
-#: (:func:`ensure_repo_files`; docs/team-repository.md): what is per clone stays out of git, and
-#: the decision ledger merges with git's union driver.
-REPO_FILES = {
-    ".gitignore": (
-        "# written by logkit: what belongs to one clone, never committed (docs/team-repository.md)\n"
-        "/.current\n/.current.*\n/.store.lock\n/.locks/\n/.cache/\n*.lock\n*.tmp\n*/logs/.*.reserve\n"
-    ),
-    ".gitattributes": "DECISIONS.tsv merge=union\n",
-}
 
 # \Z, not $: "$" also matches before a final newline, and "x\n" is no session id.
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
@@ -168,11 +149,6 @@ def root(override: str | os.PathLike[str] | None = None) -> Path:
         raise StoreError(f"the sessions directory {path} (from {source}) is not a directory",
                          fix=f"point {source} at a directory (it is created when missing)")
     return path
-
-
-def host_tag(host: str | None = None) -> str:
-    """Four hex digits of this host's name (:func:`logkit.procs.hostname`): the suffix of new session ids."""
-    return hashlib.sha256((host or procs.hostname()).encode("utf-8", "surrogateescape")).hexdigest()[:4]
 
 
 def events_path(root_dir: Path, session_id: str) -> Path:
@@ -307,22 +283,6 @@ def no_current(root_dir: Path) -> NotFound:
                     fix="logkit session use ID (see 'logkit session list'), or pass --session ID")
 
 
-def ensure_repo_files(root_dir: Path) -> None:
-    """Write each of :data:`REPO_FILES` that ``root_dir`` lacks (a file the team changed is kept)."""
-    for name, text in REPO_FILES.items():
-        path = root_dir / name
-        if path.exists():
-            continue
-        try:
-            with open(path, "x", encoding="utf-8") as fh:
-                fh.write(text)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot write {path}: {exc.strerror}",
-                             fix=f"check that {root_dir} is writable and has space") from exc
-
-
 def set_current(root_dir: Path, session_id: str) -> None:
     """Point ``<root>/.current`` at ``session_id`` (written aside, then renamed)."""
     tmp = root_dir / f"{CURRENT_FILE}.{os.getpid()}"
@@ -347,35 +307,6 @@ def store_lock(root_dir: Path) -> Iterator[None]:
                          fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-@contextlib.contextmanager
-def running_lock(root_dir: Path, name: str, what: str) -> Iterator[None]:
-    """Hold ``<root>/.locks/<name>.lock`` while a process runs ``what`` (a sweep of one spec).
-
-    A second holder is refused at once, naming the first one's pid. The lock is the kernel's
-    (``flock``): it dies with its holder, so a SIGKILLed sweep leaves nothing to clean up.
-    """
-    path = root_dir / LOCKS_DIR / f"{name}.lock"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise StoreError(f"cannot create the lock {path}: {exc.strerror}",
-                         fix=f"check that {root_dir} is a writable directory") from exc
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
-            pid = holder[0] if holder else "?"
-            raise BadInput(f"{what} is already running (pid {pid}, lock {path})",
-                           fix=f"wait for it to end (or stop it: kill {pid}); run it again afterwards to resume") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {procs.hostname()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
@@ -480,31 +411,6 @@ def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[
 def short_numbers(raw: bytes, prefix: str) -> list[int]:
     """The numbers of the ``A<n>`` (or ``H<n>``) short ids in a session file's bytes."""
     return [int(m) for m in _SHORT_NUMBER_RE[prefix].findall(raw)]
-
-
-def read_toml(path: Path, *, fix: str) -> tuple[str, dict[str, Any]]:
-    """A user's TOML file (a sweep spec, a decision draft): its text and its data, or
-    :class:`BadInput` naming the file (and line) and ``fix``: unreadable, not a regular file (a FIFO
-    would block), not UTF-8, not TOML."""
-    import tomllib
-
-    try:
-        check_regular(path)
-        raw = path.read_bytes()
-    except StoreError as exc:
-        raise BadInput(exc.message, fix=fix) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}", fix=fix) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise BadInput(f"{path}:{line}: not valid UTF-8 (byte {raw[exc.start]:#04x})",
-                       fix="save the file as UTF-8 (iconv -t UTF-8)") from None
-    try:
-        return text, tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML: {exc}", fix=f"fix the line named (https://toml.io); {fix}") from None
 
 
 # -- writing -------------------------------------------------------------------------------------

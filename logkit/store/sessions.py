@@ -32,7 +32,7 @@ from typing import Any
 
 from .. import procs
 
-from . import files
+from . import files, shared
 from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
 from ..events import (
@@ -255,7 +255,7 @@ class Store:
     ) -> SessionHandle:
         """Start a new session ``YYYY-MM-DD-<slug>-<host tag>`` and (by default) make it current.
 
-        The host tag (:func:`logkit.store.files.host_tag`) keeps the ids two machines make for one
+        The host tag (:func:`logkit.store.shared.host_tag`) keeps the ids two machines make for one
         title on one day apart, so their clones merge without an add/add conflict.
         """
         if not title.strip():
@@ -263,13 +263,13 @@ class Store:
         when = when or datetime.now(UTC)
         # the id names a directory, URLs and pages: made from the title as it is stored (redacted)
         shown = self.scrub(title) if self.scrub is not None else title
-        base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}-{files.host_tag()}"
+        base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}-{shared.host_tag()}"
         files.check_session_id(base, fix="use letters, digits, '.', '_' and '-'")
         fix = f"check that {self.root} is a writable directory with free space (or set ${ENV_SESSIONS})"
         candidate, n = base, 1
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            files.ensure_repo_files(self.root)
+            shared.ensure_repo_files(self.root)
             while True:
                 try:
                     (self.root / candidate).mkdir()

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import BadInput
 from ..events import Decision
-from ..store import Store, files
+from ..store import Store, shared
 from .state import load, ranking
 
 __all__ = ["accept", "draft", "propose"]
@@ -91,7 +91,7 @@ def accept(store: Store, path: Path) -> Decision:
     """Record the (edited) draft at ``path`` as a decision of the sweep's session."""
     from ..reasoning import decisions
 
-    text, data = files.read_toml(path, fix="logkit decide --from-sweep SW-... writes a draft")
+    text, data = shared.read_toml(path, fix="logkit decide --from-sweep SW-... writes a draft")
     unknown = sorted(set(data) - FIELDS)
     if unknown:
         raise BadInput(f"{path}:{_line(text, unknown[0])}: unknown key {unknown[0]!r}",

@@ -16,7 +16,7 @@ Contract:
   prompts and ran its benchmarks; refuted otherwise), then its ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent in this run plus the mean cell time so far
   would pass it; the rest stay pending for a later run (a budget of 0 records the sweep and runs none).
-* One run of a spec at a time (:func:`logkit.store.files.running_lock`, ``<root>/.locks/``): a second
+* One run of a spec at a time (:func:`logkit.store.shared.running_lock`, ``<root>/.locks/``): a second
   is refused naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) is written through
   the recorder's redactor.
 * SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (its server stopped, no result written) and
@@ -40,7 +40,7 @@ from ..errors import BadInput
 from ..reasoning import matrix
 from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
 from ..capture.redact import Redactor
-from ..store import SessionHandle, Store, files
+from ..store import SessionHandle, Store, shared
 from .cell import CellContext, CellRun, Interrupted, run_cell
 from .grid import Cell, Grid, bench_points, build
 from .progress import PlainProgress, make
@@ -196,7 +196,7 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
         raise BadInput("the sweep has no cells", fix="give every axis at least one value")
     arch = arch_name(opts.arch) if opts.arch else local_arch(env)
     # one run of a spec at a time: two would fight over its servers' ports and blame healthy backends
-    with files.running_lock(store.root, f"sweep-{spec.spec_hash()[:16]}", f"a sweep of {spec.path or spec.title!r}"):
+    with shared.running_lock(store.root, f"sweep-{spec.spec_hash()[:16]}", f"a sweep of {spec.path or spec.title!r}"):
         return _run(store, spec, grid, opts, arch, env, progress)
 
 

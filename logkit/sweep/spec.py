@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..store import files
+from ..store import shared
 
 __all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
 
@@ -193,7 +193,7 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
 def load(path: str | Path) -> SweepSpec:
     """Read ``SPEC.toml``; errors name ``file:line`` and the fix."""
     p = Path(path)
-    text, data = files.read_toml(p, fix="give the path of a sweep spec (SPEC.toml)")
+    text, data = shared.read_toml(p, fix="give the path of a sweep spec (SPEC.toml)")
     return _build(data, text, str(p))
 
 
