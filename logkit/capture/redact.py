@@ -68,6 +68,8 @@ class Rules(NamedTuple):
     pattern_until: tuple[bytes, ...] = ()
     #: (header regex, closing text) of the blocks a stream redacts across reads (:meth:`Redactor.stream`)
     blocks: tuple[tuple[str, bytes], ...] = ()
+    #: needles tested instead of the triggers holding them, in :meth:`Redactor.suspicious` (lowercase)
+    cover: tuple[bytes, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -86,6 +88,7 @@ def load_rules() -> Rules:
         glued_password=frozenset(data["flags"].get("glued_password", [])),
         pattern_until=tuple(p.get("until", "").lower().encode() for p in text["patterns"]),
         blocks=tuple((p["opens"], p["until"].lower().encode()) for p in text["patterns"] if "opens" in p),
+        cover=tuple(c.lower().encode() for c in text.get("cover", [])),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
@@ -214,7 +217,12 @@ class Redactor:
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
         self._triggers = tuple(starts)
-        self._str_triggers = tuple(t.decode() for t in starts)
+        # "is anything suspicious here" needs only secrets.toml's cover needles and the triggers that
+        # hold none of them nor a shorter trigger: each costs a scan of every chunk
+        needles = set(self.rules.cover) | {t for t in starts if not any(c in t for c in self.rules.cover)}
+        cover = tuple(t for t in needles if not any(o != t and o in t for o in needles))
+        self._cover = cover
+        self._str_triggers = tuple(t.decode() for t in cover)
 
     # The joined regex is compiled on first use: most runs never need it (start-up matters).
     @property
@@ -237,7 +245,7 @@ class Redactor:
     def suspicious(self, data: bytes) -> bool:
         """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret."""
         low = data.lower()
-        return any(t in low for t in self._triggers) or any(v in data for v in self._lit_bytes)
+        return any(t in low for t in self._cover) or any(v in data for v in self._lit_bytes)
 
     def redact_chunk(self, data: bytes) -> bytes:
         """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
