@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PID_MAX", "alive", "cmdline", "group_members", "hostname"]
+__all__ = ["ENV_HOST", "PID_MAX", "alive", "cmdline", "group_members", "hostname", "listen_inodes", "listening_pids", "start_ticks"]
 
 #: Linux's largest possible pid (PID_MAX_LIMIT, 2**22); a larger number names no process.
 PID_MAX = 1 << 22
 
 
+#: Overrides :func:`hostname` (tests play two machines on one).
+ENV_HOST = "LOGKIT_HOST"
+
+
 def hostname() -> str:
-    """This machine's name, as recorded on attempts."""
-    return os.uname().nodename
+    """This machine's name, as recorded on attempts and in session ids (``$LOGKIT_HOST`` if set)."""
+    return os.environ.get(ENV_HOST) or os.uname().nodename
 
 
 def alive(pid: int) -> bool:
@@ -74,3 +78,57 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid:
             members.append(int(name))
     return sorted(members)
+
+
+def listen_inodes(port: int) -> set[int]:
+    """The socket inodes listening on TCP ``port`` (any address, IPv4 or IPv6), from ``/proc/net``."""
+    found: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii", errors="replace") as fh:
+                next(fh, None)
+                for row in fh:
+                    fields = row.split()
+                    # local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 the inode
+                    if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        found.add(int(fields[9]))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[-1].split()
+        return int(fields[19])  # field 22 of the line; 20th after the ")" that closes comm
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def listening_pids(port: int) -> list[int] | None:
+    """The processes (that this user may see) holding a socket listening on TCP ``port``; None when
+    nothing visible listens there."""
+    inodes = listen_inodes(port)
+    if not inodes:
+        return None
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    owners: list[int] = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for name in names:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") in wanted:
+                    owners.append(pid)
+                    break
+            except OSError:
+                continue
+    return owners or None

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .errors import BadInput
 from .events import EVENT_TYPES, SCHEMA_VERSION, event_adapter
 
 __all__ = ["json_schemas", "render", "stale", "write"]
@@ -36,16 +37,20 @@ def render(schema: dict[str, Any]) -> str:
 
 def write(directory: Path) -> list[Path]:
     """Write every schema file into ``directory``; remove files of kinds that no longer exist."""
-    directory.mkdir(parents=True, exist_ok=True)
     wanted = json_schemas()
     written = []
-    for name, schema in wanted.items():
-        path = directory / name
-        path.write_text(render(schema))
-        written.append(path)
-    for old in directory.glob("*.schema.json"):
-        if old.name not in wanted:
-            old.unlink()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, schema in wanted.items():
+            path = directory / name
+            path.write_text(render(schema))
+            written.append(path)
+        for old in directory.glob("*.schema.json"):
+            if old.name not in wanted:
+                old.unlink()
+    except OSError as exc:
+        raise BadInput(f"cannot write the schemas into {directory}: {exc.strerror or exc}",
+                       fix="give a directory that can be created and written (logkit schema --write schemas)") from None
     return written
 
 

@@ -24,7 +24,9 @@ def test_schemas_on_disk_are_current() -> None:
 def test_create_session_and_current_pointer(sessions: Path) -> None:
     st = Store(sessions)
     handle = st.create("GLM-5 NVFP4 on 8x RTX PRO 6000", goal="coherent decode", tags=["glm5"])
-    assert handle.id.endswith("-glm-5-nvfp4-on-8x-rtx-pro-6000")
+    from logkit.store.shared import host_tag
+
+    assert handle.id.endswith(f"-glm-5-nvfp4-on-8x-rtx-pro-6000-{host_tag()}")
     assert st.current() == handle.id
     again = st.create("GLM-5 NVFP4 on 8x RTX PRO 6000")
     assert again.id == handle.id + "-2"

@@ -16,7 +16,7 @@ import pytest
 
 from logkit.capture.redact import Redactor, load_rules
 #: the key-value pattern as secrets.toml wrote it before it was shaped for speed
-OLD_KEY_VALUE = r"""(?i)(?:(?:api[_-]?key|apikey|secret|passw(?:or)?d|credentials?|access[_-]?key|private[_-]?key|encryption[_-]?key)[a-z0-9_-]*|[_-]token)['"]?\s*[:=]\s*(?P<secret>'[^'\n]*'|"[^"\n]*"|[^\s,;)}'"]+)"""
+OLD_KEY_VALUE = r"""(?i)(?:(?:api[_-]?key|apikey|secret|passw(?:or)?d|credentials?|access[_-]?key|private[_-]?key|encryption[_-]?key)[a-z0-9_-]*|[_-]token)['"]?\s*[:=]\s*(?P<secret>'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|[^\s,;)}'"]+)"""
 
 LINES = [
     b"[1] server_args: api_key=None, tp_size=8, port=30000",

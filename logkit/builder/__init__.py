@@ -17,7 +17,7 @@ the writes is a pure function of the previous one's output:
                 events let go), and decision records; both kept when the index says their inputs
                 did not change (:mod:`.incremental`)
 6. ``svg``      the charts to SVG files with vl-convert, in this process, through the chart cache
-7. ``mkdocs``   ``mkdocs build`` with Material into ``out`` (:mod:`.site`)
+7. ``mkdocs``   ``mkdocs build`` with Material beside ``out``, swapped in when whole (:mod:`.site`)
 
 :func:`generate` runs stages 1-6 (``logkit serve`` and the tests use it); :func:`build` runs it,
 then MkDocs. Neither starts a process, so either may be called from a plain script.
@@ -136,7 +136,7 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     put(metric_index, *metric_pages)
     del metric_pages
     put(home_page(index))
-    cfg_pages = config_pages(index)
+    cfg_pages = config_pages(index, metrics={row[3] for row in metric_index.rows})
     put(configs_index(index, cfg_pages), *cfg_pages)
     del cfg_pages
     matrix, negatives = matrix_page(index)
@@ -201,9 +201,18 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
     from .site import check_dirs, run_mkdocs
 
     check_dirs(docs, out)
-    result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+    try:
+        result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+    except OSError as exc:  # a read-only or full filesystem under --docs
+        from ..errors import BadInput
+
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise BadInput(f"cannot write the Markdown into {docs}: {exc.strerror or exc}{where}",
+                       fix=f"check that {docs} is writable and has free space (or give --docs another directory)") from None
     start = time.perf_counter()
     mkdocs_warnings = run_mkdocs(config, docs, out)
+    for message in mkdocs_warnings:  # every warning is said, not only counted
+        warn(f"logkit: {message}")
     result.warnings += mkdocs_warnings
     if strict:
         from .strict import refuse

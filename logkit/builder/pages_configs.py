@@ -116,8 +116,10 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     return names, [(workload_text(w), [_fmt(latest.get((w, n))) for n in names]) for w in works]
 
 
-def config_pages(index: KBIndex) -> list[ConfigPage]:
-    """One page per model x GPU x SGLang version with working launches."""
+def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[ConfigPage]:
+    """One page per model x GPU x SGLang version with working launches; ``metrics``: the paths of
+    the metrics pages written (a page links its charts only when there are some: a launch never
+    benchmarked has none, and a dead link fails ``build --strict``)."""
     launches = _launches(index)
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
@@ -157,7 +159,8 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
         pages.append(ConfigPage(
             page=Page(config_path(model, gpu, sglang), title, "config.md.j2", tags=[arch]),
             model=model or "unknown model", gpu=gpu or "unknown GPU", arch=arch, sglang=sglang or "unknown",
-            configs=configs, metrics_href=metrics_path(model, gpu),
+            configs=configs,
+            metrics_href=metrics_path(model, gpu) if metrics is None or metrics_path(model, gpu) in metrics else None,
         ))
     return pages
 

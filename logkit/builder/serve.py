@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
+
+from ..errors import BadInput
 
 from . import generate
 from .site import default_config
@@ -18,10 +21,26 @@ from .site import default_config
 __all__ = ["serve"]
 
 
+def check_addr(addr: str) -> None:
+    """:class:`BadInput` unless ``addr`` is ``HOST:PORT`` that can be bound now (checked before the
+    slow generation, so a typo costs nothing)."""
+    host, sep, port = addr.rpartition(":")
+    fix = "--addr 127.0.0.1:8000 (a port from 1 to 65535 that nothing else listens on)"
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise BadInput(f"--addr {addr!r} is not HOST:PORT with a port from 1 to 65535", fix=fix)
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host.strip("[]"), int(port)))
+    except OSError as exc:
+        raise BadInput(f"cannot serve on {addr}: {exc.strerror or exc}", fix=fix) from None
+
+
 def serve(sessions: Path, docs: Path, config: Path | None, addr: str) -> None:
     """Serve the knowledge base with live reload until interrupted."""
     from mkdocs.commands.serve import serve as mk_serve
 
+    check_addr(addr)
     generate(sessions, docs)
     base = (config or default_config()).resolve()
     hook = Path(__file__).with_name("serve_hook.py").resolve()

@@ -13,6 +13,7 @@ site uses relative links only and has no canonical link.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -22,7 +23,7 @@ from typing import Any
 
 from ..errors import BadInput
 
-__all__ = ["ENV_SITE_URL", "copy_assets", "default_config", "load_site_config", "run_mkdocs", "site_url"]
+__all__ = ["ENV_SITE_URL", "copy_assets", "default_config", "load_site_config", "run_mkdocs", "site_url", "swap_in"]
 
 #: The environment variable that sets the site's address (CI), over mkdocs.yml's ``site_url``.
 ENV_SITE_URL = "LOGKIT_SITE_URL"
@@ -110,12 +111,72 @@ class _Collect(logging.Handler):
         self.messages.append(f"mkdocs: {record.levelname.lower()}: {record.getMessage()}")
 
 
+def _exchange(new: Path, out: Path) -> None:
+    """Put ``new`` where ``out`` is in one step: ``renameat2(RENAME_EXCHANGE)`` where the kernel has it
+    (a reader sees the old site or the new one, never neither), else two renames."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        at_fdcwd, rename_exchange = -100, 2
+        if libc.renameat2(at_fdcwd, os.fsencode(new), at_fdcwd, os.fsencode(out), rename_exchange) == 0:
+            return
+    except (AttributeError, OSError):
+        pass
+    aside = out.with_name(f".{out.name}.{os.getpid()}.old")
+    os.rename(out, aside)
+    os.rename(new, out)
+    os.rename(aside, new)
+
+
+def swap_in(new: Path, out: Path) -> None:
+    """Replace the site ``out`` by the finished site ``new`` (its sibling), then remove the old one."""
+    if out.exists():
+        _exchange(new, out)
+        shutil.rmtree(new, ignore_errors=True)  # now the old site
+    else:
+        os.rename(new, out)
+
+
 def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> list[str]:
-    """``mkdocs build --clean`` of ``docs`` into ``out``, as configured; returns MkDocs' warnings (also logged)."""
+    """``mkdocs build --clean`` of ``docs`` into ``out``, as configured; returns MkDocs' warnings (also logged).
+
+    The site is built beside ``out`` (``.<out>.<pid>.new``) and swapped in when whole: a build that
+    is killed or fails leaves the previous site as it was, and a reader never sees half a site.
+    An unwritable or full filesystem is a :class:`~logkit.errors.BadInput` naming the directory.
+    """
+    check_dirs(docs, out)
+    new = out.with_name(f".{out.name}.{os.getpid()}.new")
+    fix = f"check that {out.parent} is writable and has free space (or give --out another directory)"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for stale in out.parent.glob(f".{out.name}.*.new"):  # left by a killed build
+            with contextlib.suppress(ValueError):
+                if not _alive(int(stale.name.rsplit(".", 2)[-2])):
+                    shutil.rmtree(stale, ignore_errors=True)
+        messages = _mkdocs(config, docs, new, quiet=quiet)
+        swap_in(new, out)
+    except OSError as exc:
+        shutil.rmtree(new, ignore_errors=True)
+        raise BadInput(f"cannot write the site into {out}: {exc.strerror or exc}"
+                       + (f" ({exc.filename})" if exc.filename else ""), fix=fix) from None
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    return messages
+
+
+def _alive(pid: int) -> bool:
+    from ..procs import alive
+
+    return alive(pid)
+
+
+def _mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool) -> list[str]:
+    """``mkdocs build --clean`` of ``docs`` into ``out`` itself."""
     from mkdocs.commands.build import build
     from mkdocs.exceptions import MkDocsException
 
-    check_dirs(docs, out)
     cfg = load_site_config(config, docs, out)
     log = logging.getLogger("mkdocs")
     level = log.level

@@ -30,7 +30,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import threading
@@ -112,12 +111,10 @@ class Journal:
         if session_id is None:
             session_id = files.current(root)
             if session_id is None:
-                raise NotFound(
-                    f"no current session in {root}",
-                    fix='start one with: logkit session start "TITLE" (or pass --session ID)',
-                )
+                raise files.no_current(root)
         files.check_session_id(session_id, fix="see 'logkit session list'")
         journal = cls(root, session_id)
+        files.check_regular(journal.events_path)
         if not journal.events_path.exists():
             raise NotFound(f"no session {session_id!r} in {root}", fix="see 'logkit session list' (the store is $LOGKIT_SESSIONS)")
         try:
@@ -192,7 +189,7 @@ class Journal:
 
     @staticmethod
     def _line(event: dict[str, Any]) -> bytes:
-        return (json.dumps(event, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+        return files.json_line(event)
 
     def append(self, event: dict[str, Any], *, durable: bool = False) -> None:
         """Append one event as one whole line (or nothing, and :class:`StoreError`)."""

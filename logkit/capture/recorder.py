@@ -229,10 +229,7 @@ class Recorder:
             self.echo_ok[dest] = False  # logkit's own stdout is gone: keep recording
 
     def _store(self, data: bytes, suspicious: bool | None = None) -> None:
-        if suspicious is None:
-            data = self.redactor.chunk(data)
-        elif suspicious:
-            data = self.redactor.redact_chunk(data)
+        data = self.redactor.stream(data, suspicious)
         if self.log_fd is not None:
             # size and sha256 describe the stored file, also when the disk fills up mid-chunk
             written = 0

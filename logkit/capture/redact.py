@@ -36,6 +36,8 @@ _DATA = Path(__file__).resolve().parent.parent / "data"
 __all__ = ["PLACEHOLDER", "Redactor", "Rules", "is_secret_key", "load_rules", "redact_keys"]
 
 PLACEHOLDER = "[REDACTED]"
+#: How far after its trigger a block pattern's closing text is looked for (a private key is ~3 KiB).
+UNTIL_MAX = 64 * 1024
 #: unquoted values left alone (the default of ``secrets.toml``'s ``harmless``)
 _HARMLESS_SOURCE = r"-?[0-9][0-9.,_]*%?|none|null|true|false|nil"
 
@@ -54,6 +56,20 @@ class Rules(NamedTuple):
     pattern_triggers: tuple[tuple[bytes, ...], ...]
     #: regex of the unquoted values that are left alone (``None``, numbers), lowercase
     harmless: str = _HARMLESS_SOURCE
+    #: environment names that match ``env_re`` but hold no secret (``TOKENIZERS_PARALLELISM``)
+    not_secret_re: re.Pattern[str] | None = None
+    #: flags whose value is a secret in a command line only (``--key``), not as an event's field name
+    argv_flags: frozenset[str] = frozenset()
+    #: flags whose value is ``USER:PASSWORD`` (``curl -u``)
+    user_password: frozenset[str] = frozenset()
+    #: commands whose ``-pPASSWORD`` carries the password glued on (``mysql``)
+    glued_password: frozenset[str] = frozenset()
+    #: per pattern, the lowercase text that ends the region searched for it (a multi-line block), or b""
+    pattern_until: tuple[bytes, ...] = ()
+    #: (header regex, closing text) of the blocks a stream redacts across reads (:meth:`Redactor.stream`)
+    blocks: tuple[tuple[str, bytes], ...] = ()
+    #: needles tested instead of the triggers holding them, in :meth:`Redactor.suspicious` (lowercase)
+    cover: tuple[bytes, ...] = ()
 
 
 @lru_cache(maxsize=1)
@@ -62,9 +78,17 @@ def load_rules() -> Rules:
     raw = (_DATA / "secrets.toml").read_text(encoding="utf-8")
     data = tomllib.loads(raw)
     text = data["text"]
+    harmless_env = data["env"].get("not_secret", [])
     return Rules(
         placeholder=data.get("placeholder", PLACEHOLDER),
         env_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in data["env"]["names"])),
+        not_secret_re=re.compile("|".join(fnmatch.translate(n.upper()) for n in harmless_env)) if harmless_env else None,
+        argv_flags=frozenset(n.lower() for n in data["flags"].get("argv_names", [])),
+        user_password=frozenset(data["flags"].get("user_password", [])),
+        glued_password=frozenset(data["flags"].get("glued_password", [])),
+        pattern_until=tuple(p.get("until", "").lower().encode() for p in text["patterns"]),
+        blocks=tuple((p["opens"], p["until"].lower().encode()) for p in text["patterns"] if "opens" in p),
+        cover=tuple(c.lower().encode() for c in text.get("cover", [])),
         flag_names=frozenset(n.lower() for n in data["flags"]["names"]),
         flag_pattern=re.compile(data["flags"]["pattern"]),
         min_literal=int(text.get("min_literal", 6)),
@@ -78,7 +102,12 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
 
 
 def _secret_env(rules: Rules, name: str) -> bool:
-    return rules.env_re.match(name.upper()) is not None
+    """A name that looks secret is one whatever its prefix (``SGLANG_DB_PASS``), unless secrets.toml
+    lists it as harmless (``not_secret``)."""
+    upper = name.upper()
+    if rules.env_re.match(upper) is None:
+        return False
+    return rules.not_secret_re is None or rules.not_secret_re.match(upper) is None
 
 
 def _secret_flag(rules: Rules, flag: str) -> bool:
@@ -123,13 +152,21 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
         if not arg.startswith("-"):
             continue
         flag, eq, value = arg.partition("=")
-        if not _secret_flag(rules, flag):
+        if not _secret_flag(rules, flag) and flag.lower() not in rules.argv_flags:
             continue
         if eq:
             found.append((i, value))
         elif i + 1 < len(argv):
             found.append((i + 1, argv[i + 1]))
     return found
+
+
+def _keep_lines(placeholder: Any, replaced: Any) -> Any:
+    """The placeholder, followed by the line breaks of what it replaces (a private-key block): the
+    stored log keeps the terminal's line numbers."""
+    newline = "\n" if isinstance(replaced, str) else b"\n"
+    count = replaced.count(newline)
+    return placeholder + newline * count if count else placeholder
 
 
 def _scoped(source: str) -> str:
@@ -166,6 +203,12 @@ class Redactor:
         for i, triggers in enumerate(self.rules.pattern_triggers):
             for t in triggers:
                 starts.setdefault(t, set()).add(i)
+        #: per pattern index, the text ending its region (a multi-line block)
+        self._until = {i: u for i, u in enumerate(self.rules.pattern_until) if u}
+        self._blocks = tuple((re.compile(_scoped(o).encode()), u) for o, u in self.rules.blocks)
+        #: the closing text a stream awaits (a block opened in an earlier read), and the bytes since
+        self._open: bytes | None = None
+        self._open_bytes = 0
         self._starts = tuple((t, frozenset(p), True) for t, p in starts.items()) + tuple(
             (v, frozenset({-1}), False) for v in self._lit_bytes)
         self._subsets: dict[frozenset[int], re.Pattern[bytes]] = {}
@@ -174,7 +217,12 @@ class Redactor:
         self._text_re_: re.Pattern[str] | None = None
         self._bytes_re_: re.Pattern[bytes] | None = None
         self._triggers = tuple(starts)
-        self._str_triggers = tuple(t.decode() for t in starts)
+        # "is anything suspicious here" needs only secrets.toml's cover needles and the triggers that
+        # hold none of them nor a shorter trigger: each costs a scan of every chunk
+        needles = set(self.rules.cover) | {t for t in starts if not any(c in t for c in self.rules.cover)}
+        cover = tuple(t for t in needles if not any(o != t and o in t for o in needles))
+        self._cover = cover
+        self._str_triggers = tuple(t.decode() for t in cover)
 
     # The joined regex is compiled on first use: most runs never need it (start-up matters).
     @property
@@ -197,7 +245,7 @@ class Redactor:
     def suspicious(self, data: bytes) -> bool:
         """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret."""
         low = data.lower()
-        return any(t in low for t in self._triggers) or any(v in data for v in self._lit_bytes)
+        return any(t in low for t in self._cover) or any(v in data for v in self._lit_bytes)
 
     def redact_chunk(self, data: bytes) -> bytes:
         """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
@@ -228,6 +276,11 @@ class Redactor:
             end = data.find(b"\n", min(at + span, len(data)))
             end = len(data) if end < 0 else data.find(b"\n", end + 1)
             end = len(data) if end < 0 else end + 1
+            for i in patterns & self._until.keys():  # a block: up to the line of its closing text
+                close = low.find(self._until[i], at, at + UNTIL_MAX)
+                if close >= 0:
+                    close = data.find(b"\n", close)
+                    end = max(end, len(data) if close < 0 else close + 1)
             if regions and start <= regions[-1][1]:
                 regions[-1][1] = end
                 regions[-1][2] |= patterns
@@ -317,10 +370,10 @@ class Redactor:
             group = None
         whole = match.group(0)
         if group is None:
-            return placeholder
+            return _keep_lines(placeholder, whole)
         start, end = match.span(group)
         if start < 0:
-            return placeholder
+            return _keep_lines(placeholder, whole)
         value = match.group(group)
         if value[:1] in quotes and len(value) >= 2 and value[-1:] == value[:1]:
             if len(value) == 2:
@@ -329,7 +382,7 @@ class Redactor:
         elif self._harmless.match(value if isinstance(value, str) else value.decode("utf-8", "replace")):
             return whole  # an unquoted number or None: `#new-token: 5`, `password=None`
         base = match.start()
-        return whole[: start - base] + placeholder + whole[end - base :]
+        return whole[: start - base] + _keep_lines(placeholder, whole[start - base:end - base]) + whole[end - base :]
 
     def text(self, value: str) -> str:
         """Redact a string (a log line, an argv word, an env value)."""
@@ -340,6 +393,52 @@ class Redactor:
             return value
         return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
 
+    def stream(self, data: bytes, suspicious: bool | None = None) -> bytes:
+        """The next complete lines of one stream (the raw log), redacted: :meth:`chunk` (or, with the
+        reading thread's verdict, :meth:`redact_chunk` / nothing), and a block (a private key)
+        whose header came in this read or an earlier one is replaced up to its closing line, however
+        the child's writes were split. At most :data:`UNTIL_MAX` bytes wait for a closing line."""
+        head = b""
+        if self._open is not None:
+            head, data = self._continue_block(data)
+            if not data:
+                return head
+            suspicious = None  # the rest of the read was not judged on its own
+        if suspicious is None:
+            out = self.chunk(data)
+        elif suspicious:
+            out = self.redact_chunk(data)
+        else:
+            return head + data
+        return head + self._open_block(out) if self._blocks else head + out
+
+    def _open_block(self, out: bytes) -> bytes:
+        """``out`` with the lines after a block header that has no closing text in it replaced."""
+        low = out.lower()
+        for opens, until in self._blocks:
+            last = None
+            for last in opens.finditer(low):
+                pass
+            if last is None or low.find(until, last.end()) >= 0:
+                continue
+            cut = out.find(b"\n", last.end())
+            cut = len(out) if cut < 0 else cut + 1
+            self._open, self._open_bytes = until, len(out) - cut
+            return out[:cut] + (_keep_lines(self._ph, out[cut:]) if cut < len(out) else b"")
+        return out
+
+    def _continue_block(self, data: bytes) -> tuple[bytes, bytes]:
+        """(the replaced lines of an open block in ``data``, what follows its closing line's start)."""
+        at = data.lower().find(self._open or b"")
+        if at < 0:
+            self._open_bytes += len(data)
+            if self._open_bytes > UNTIL_MAX:
+                self._open = None  # no closing line: what follows is judged on its own again
+            return _keep_lines(self._ph, data), b""
+        start = data.rfind(b"\n", 0, at) + 1
+        self._open = None
+        return (_keep_lines(self._ph, data[:start]) if start else b""), data[start:]
+
     def chunk(self, data: bytes) -> bytes:
         """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
         if not self.suspicious(data):
@@ -347,7 +446,8 @@ class Redactor:
         return self.redact_chunk(data)
 
     def argv(self, argv: list[str]) -> list[str]:
-        """The argv as it may be stored: secret flag values replaced, every word redacted as text."""
+        """The argv as it may be stored: secret flag values replaced (``-u USER:PW``'s password,
+        ``mysql -pPW``'s too), every word redacted as text."""
         out = list(argv)
         for i, _value in self._flag_values(argv):
             if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
@@ -355,6 +455,12 @@ class Redactor:
                 out[i] = f"{flag}={self.placeholder}"
             else:
                 out[i] = self.placeholder
+        glued = bool(argv) and argv[0].rpartition("/")[2] in self.rules.glued_password
+        for i, word in enumerate(argv):
+            if word in self.rules.user_password and i + 1 < len(argv) and ":" in argv[i + 1]:
+                out[i + 1] = argv[i + 1].partition(":")[0] + ":" + self.placeholder
+            elif glued and word.startswith("-p") and len(word) > 2:
+                out[i] = "-p" + self.placeholder
         return [self.text(word) if word != self.placeholder else word for word in out]
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:

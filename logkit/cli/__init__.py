@@ -67,9 +67,30 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _not_utf8(words: list[str]) -> LogkitError | None:
+    """The error for a word of logkit's own (before ``--``) that is not UTF-8: it would be stored in
+    events, ids and pages. The command after ``--`` gets its bytes as given (and is recorded)."""
+    from ..errors import BadInput
+
+    for number, word in enumerate(words, start=1):
+        if word == "--":
+            return None
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = word.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return BadInput(f"argument {number} ('{shown}') is not valid UTF-8; nothing was recorded",
+                            fix="pass it as UTF-8 text (check the terminal's locale: LANG=C.UTF-8)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one logkit command; returns the exit status."""
     words = sys.argv[1:] if argv is None else argv
+    refused = _not_utf8(words)
+    if refused is not None:
+        print(f"logkit: error: {refused}", file=sys.stderr)
+        return refused.exit_code
     parser = build_parser(_command_of(words))
     args = parser.parse_args(words)
     handler = getattr(args, "func", None)
@@ -84,3 +105,6 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (what was recorded stays recorded)
+        print("logkit: interrupted", file=sys.stderr)
+        return 130

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["add_json", "group", "print_json", "print_text", "store", "terminal_safe"]
+__all__ = ["add_json", "group", "one_line", "print_json", "print_text", "store", "terminal_safe"]
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _JSON_RAW = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # json.dumps escapes < 0x20 itself
 
 
@@ -32,6 +33,12 @@ def _visible(match: re.Match[str]) -> str:
 def terminal_safe(text: str) -> str:
     """``text`` with every control character shown as an escape (newlines and tabs kept)."""
     return _CONTROL.sub(_visible, text)
+
+
+def one_line(text: str) -> str:
+    """:func:`terminal_safe`, newlines and tabs escaped too: a field printed on one line (a title
+    holding ``\\n`` must not print a fake line)."""
+    return _CONTROL_ALL.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m.group(0)) or _visible(m), text)
 
 
 def print_text(text: str, file: Any = None) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, group, print_json, print_text, store
+from ._common import add_json, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -67,7 +67,7 @@ def cmd_session_list(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         mark = "*" if row["id"] == current else " "
-        print_text(f"{mark} {row['id']:<48} {row['attempts']:>4} attempts  {row['title']}")
+        print_text(f"{mark} {row['id']:<48} {row['attempts']:>4} attempts  {one_line(row['title'])}")
     return 0
 
 
@@ -81,7 +81,7 @@ def cmd_session_show(args: argparse.Namespace) -> int:
     Journal(st.root, handle.id).reconcile()  # through the session view: no typed read
     # one line (or JSON element) per event is kept, never the events: bounded by the output itself
     shown: list[Any] = []
-    take = (lambda e: shown.append(to_json(e))) if args.json else (lambda e: shown.append((e.ts, _line(e))))
+    take = (lambda e: shown.append(to_json(e))) if args.json else (lambda e: shown.append((e.ts, one_line(_line(e)))))
     for problem in shown_events(st.root, handle.id, take):
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
     if args.json:

@@ -87,7 +87,7 @@ def _spec(args: argparse.Namespace) -> Any:
     for flag, attr in (("budget", "budget_s"), ("ready_timeout", "ready_timeout"), ("grace", "grace")):
         value = getattr(args, flag)
         if value is not None:
-            setattr(spec, attr, specmod.parse_duration(value, where=f"--{flag.replace('_', '-')}"))
+            setattr(spec, attr, specmod.parse_duration(value, where=f"--{flag.replace('_', '-')}", zero=flag == "budget"))
     return spec
 
 

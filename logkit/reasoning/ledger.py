@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import files
+from ..store import files, shared
 from ..errors import BadInput, StoreError
 from ..events import DECISION_ID_BODY, DECISION_ID_RE
 from ..store import Store
@@ -37,7 +37,6 @@ LEDGER_HEADER = (
     "# (a 4th column 'moved to DR-<id>' marks an id that moved). Tracked in git; merged with git's union driver\n"
     "# (.gitattributes). After a merge, 'logkit decision check' confirms the ids are unique.\n"
 )
-GITATTRIBUTES = "DECISIONS.tsv merge=union\n"
 #: Crockford's base32 alphabet: no I, L, O, U (read as 1, 1, 0 and never written).
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: Digits of a new id: 32**5, about 33.5 million.
@@ -98,9 +97,7 @@ def append_ledger(store: Store, line: str) -> None:
     except StoreError as exc:
         raise StoreError(f"{exc.message}; the decision was recorded in its session but not in {path.name}",
                          fix=f"{exc.fix}; then append the line: {line.strip()}") from exc
-    attributes = store.root / ".gitattributes"
-    if not attributes.exists():
-        attributes.write_text(GITATTRIBUTES, encoding="utf-8")
+    shared.ensure_repo_files(store.root)
 
 
 @dataclass(frozen=True)

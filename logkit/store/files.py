@@ -7,7 +7,7 @@ Contract:
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
   over the whole store (:func:`store_lock`).
-* **Ids**: one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
+* **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`logkit.store.shared.host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
   :data:`SCHEMA_VERSION`); it never raises on bad content (too deep, too new, not JSON: ``None``),
@@ -35,13 +35,14 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import procs
-from ..errors import BadInput, SchemaTooNew, StoreError
+from ..errors import BadInput, NotFound, SchemaTooNew, StoreError
 from .lockfile import appending
 
 __all__ = [
@@ -59,15 +60,19 @@ __all__ = [
     "SessionDir",
     "UPGRADES",
     "append",
+    "check_regular",
     "check_session_id",
     "current",
     "decode",
     "dicts",
     "event",
     "events_path",
+    "json_line",
+    "kind_of",
     "lines",
     "load",
     "may_hold",
+    "no_current",
     "open_attempts",
     "orphaned",
     "read_bytes",
@@ -156,6 +161,38 @@ def reserve_path(session_dir: Path, short_id: str) -> Path:
     return session_dir / LOGS_DIR / f".{short_id}.reserve"
 
 
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words (``a FIFO``)."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: Path | str) -> None:
+    """Raise :class:`StoreError` when ``path`` exists and is not a regular file: logkit never opens
+    one (a FIFO named ``events.jsonl`` blocks whoever opens it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"{path} is {kind_of(mode)}, not a regular file; logkit does not open it",
+                         fix=f"remove or rename it (rm {path}); logkit skips it meanwhile")
+
+
+_warned: set[str] = set()
+
+
+def _warn_skipped(path: str, mode: int) -> None:
+    """Say once per process that a session's ``events.jsonl`` is not a regular file and is skipped."""
+    if path not in _warned:
+        _warned.add(path)
+        print(f"logkit: warning: skipped {path}: {kind_of(mode)}, not a regular file (remove or rename it)",
+              file=sys.stderr)
+
+
 class SessionDir(NamedTuple):
     """One session directory: its id, its events file (a str: thousands of Paths cost more than the
     stats) and that file's stat."""
@@ -170,7 +207,8 @@ def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[Se
     answer to "which directories are sessions".
 
     A session is a directory whose name is a session id (so never a dot-dir: ``.cache``, ``.git``)
-    holding a regular file ``events.jsonl``. One ``scandir``, one ``stat`` each.
+    holding a regular file ``events.jsonl`` (any other kind, a FIFO, is skipped with a warning naming
+    it, once per process). One ``scandir``, one ``stat`` each.
     """
     try:
         names = [entry.name for entry in os.scandir(root_dir)] if only is None else list(only)
@@ -187,6 +225,8 @@ def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[Se
             continue  # not a session directory
         if stat.S_ISREG(st.st_mode):
             found.append(SessionDir(name, path, st))
+        else:  # a FIFO would block every reader: skipped, and said
+            _warn_skipped(path, st.st_mode)
     return sorted(found, key=lambda d: d.id)
 
 
@@ -197,6 +237,8 @@ def session_ids(root_dir: Path) -> list[str]:
 
 def current(root_dir: Path) -> str | None:
     """The current session id, if one is set, valid and still there."""
+    if not _regular(root_dir / CURRENT_FILE):
+        return None  # a FIFO would block; no_current says why
     try:
         value = (root_dir / CURRENT_FILE).read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
@@ -204,6 +246,41 @@ def current(root_dir: Path) -> str | None:
     if valid_session_id(value) and events_path(root_dir, value).exists():
         return value
     return None
+
+
+def _regular(path: Path) -> bool:
+    """Whether ``path`` is missing or a regular file (safe to open)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
+
+
+def no_current(root_dir: Path) -> NotFound:
+    """The error for "no current session", saying why when ``.current`` is there but unusable
+    (git conflict markers from a clone that committed it, a session that is gone, no id)."""
+    fix = 'start one with: logkit session start "TITLE" (or pass --session ID)'
+    path = root_dir / CURRENT_FILE
+    try:
+        check_regular(path)
+    except StoreError as exc:
+        return NotFound(f"no current session: {exc.message}", fix=f"rm {path}; then logkit session use ID")
+    try:
+        value = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return NotFound(f"no current session in {root_dir}", fix=fix)
+    except OSError as exc:
+        return NotFound(f"no current session: {path} cannot be read ({exc.strerror})", fix=fix)
+    if "<<<<<<<" in value or ">>>>>>>" in value:
+        return NotFound(
+            f"no current session: {path} holds git merge-conflict markers (the pointer was committed and two clones changed it)",
+            fix="logkit session use ID (see 'logkit session list'); it is per clone: sessions/.gitignore keeps it out of git")
+    value = value.strip()
+    if not valid_session_id(value):
+        return NotFound(f"no current session: {path} holds {value[:60]!r}, not a session id",
+                        fix="logkit session use ID (see 'logkit session list')")
+    return NotFound(f"no current session: {path} names {value!r}, which is not in {root_dir}",
+                    fix="logkit session use ID (see 'logkit session list'), or pass --session ID")
 
 
 def set_current(root_dir: Path, session_id: str) -> None:
@@ -337,6 +414,26 @@ def short_numbers(raw: bytes, prefix: str) -> list[int]:
 
 
 # -- writing -------------------------------------------------------------------------------------
+
+#: Lone surrogates: ``\udc80``-``\udcff`` are bytes that were not UTF-8 (``surrogateescape``: a
+#: child's argv word, an environment value), any other one cannot be written as UTF-8 at all.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _visible_byte(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    # inside a JSON string: an escaped backslash, then xNN, so the stored text reads \xff
+    return f"\\\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def json_line(data: Any) -> bytes:
+    """One event as the line written to ``events.jsonl``: compact JSON, UTF-8, ``\\n``-terminated.
+    A byte that was not UTF-8 (``run -- ls $'\\xff'``) is stored as the text ``\\xff``: the run is
+    recorded, never refused for it."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(_visible_byte, text)
+    return (text + "\n").encode("utf-8")
 
 
 def write_line(fd: int, data: bytes, *, path: Path, durable: bool = False) -> None:

@@ -22,7 +22,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import sys
@@ -33,7 +32,7 @@ from typing import Any
 
 from .. import procs
 
-from . import files
+from . import files, shared
 from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
 from ..events import (
@@ -58,16 +57,20 @@ __all__ = [
 
 
 def slugify(text: str, limit: int = 40) -> str:
-    """A lowercase, hyphenated, filesystem-safe form of ``text``."""
+    """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary
+    (``... (SM120) ...`` never ends in ``-sm12``; one word longer than ``limit`` is cut)."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:limit].rstrip("-") or "session"
+    if len(slug) > limit:
+        cut = slug[: limit + 1]
+        slug = cut.rsplit("-", 1)[0] if "-" in cut else slug[:limit]
+    return slug.rstrip("-") or "session"
 
 
 def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
     data = event.model_dump(mode="json", exclude_none=True)
     if scrub is not None:
         data = scrub(data)
-    return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return files.json_line(data)
 
 
 class Txn:
@@ -224,6 +227,7 @@ class Store:
         """A handle without reconciliation (for readers)."""
         files.check_session_id(session_id)
         handle = SessionHandle(self, session_id)
+        files.check_regular(handle.events_path)
         if not handle.events_path.exists():
             known = ", ".join(self.session_ids()[-5:]) or "none yet"
             raise NotFound(
@@ -249,18 +253,23 @@ class Store:
         provenance: Provenance | None = None,
         make_current: bool = True,
     ) -> SessionHandle:
-        """Start a new session ``YYYY-MM-DD-<slug>`` and (by default) make it current."""
+        """Start a new session ``YYYY-MM-DD-<slug>-<host tag>`` and (by default) make it current.
+
+        The host tag (:func:`logkit.store.shared.host_tag`) keeps the ids two machines make for one
+        title on one day apart, so their clones merge without an add/add conflict.
+        """
         if not title.strip():
             raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
         when = when or datetime.now(UTC)
         # the id names a directory, URLs and pages: made from the title as it is stored (redacted)
         shown = self.scrub(title) if self.scrub is not None else title
-        base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}"
+        base = session_id or f"{when:%Y-%m-%d}-{slugify(shown)}-{shared.host_tag()}"
         files.check_session_id(base, fix="use letters, digits, '.', '_' and '-'")
         fix = f"check that {self.root} is a writable directory with free space (or set ${ENV_SESSIONS})"
         candidate, n = base, 1
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            shared.ensure_repo_files(self.root)
             while True:
                 try:
                     (self.root / candidate).mkdir()
@@ -312,10 +321,7 @@ class Store:
         """The current session id, or a clear error saying how to get one."""
         value = self.current()
         if value is None:
-            raise NotFound(
-                f"no current session in {self.root}",
-                fix='start one with: logkit session start "TITLE" (or pass --session ID)',
-            )
+            raise files.no_current(self.root)
         return value
 
     def set_current(self, session_id: str) -> None:

@@ -42,7 +42,7 @@ from typing import IO, Any
 from .. import procs, statuses
 from .grid import Cell
 
-__all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "run_cell", "wait_port"]
+__all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "foreign_server", "run_cell", "wait_port"]
 
 POLL_S = 0.1
 SMOKE_WAIT_S = 180.0
@@ -191,6 +191,28 @@ def _http_ready(base: str) -> bool:
     return False
 
 
+def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
+    """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told).
+
+    Only the launch's own server may be benchmarked and credited: with another sweep's server on
+    the port, a launch that failed to bind must not be measured on it. Foreign means: a process
+    outside the launch's process group listens there and started before the launch did (a
+    container's port proxy, started by the launch, is not foreign).
+    """
+    pgid = (attempt or {}).get("pgid")
+    began = procs.start_ticks(pgid) if pgid else None
+    if began is None:
+        return None
+    members = set(procs.group_members(pgid))
+    owners = procs.listening_pids(port)
+    if owners is None or members & set(owners):
+        return None
+    older = [p for p in owners if (procs.start_ticks(p) or began) < began]
+    if not older:
+        return None
+    return f"port {port} is served by pid {older[0]}, which is not this launch's (process group {pgid})"
+
+
 def _attempt_of(tail: Tail, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
     tail.poll()
     found = tail.find("attempt", recorder_pid=proc.pid)
@@ -288,6 +310,7 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     attempt = _wait_attempt(ctx, proc, tail)
     short = (attempt or {}).get("short_id")
     base = probe_url(cell.host, cell.port)
+    port = cell.port or 30000
     # From spawn (the attempt line), not from the parse before it: the runner's own hang check
     # (no output for ready_timeout) normally fires first; this catches a chatty launch never ready.
     deadline = time.monotonic() + ctx.ready_timeout + 5.0
@@ -303,7 +326,8 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
             clock["wrapped"] = time.monotonic() - t_launch
             return CellRun("failed", "hang", f"not ready in {ctx.ready_timeout:g}s", short, survivors=survivors,
                            seconds=clock)
-        ready = base is not None and _http_ready(base)
+        # ready only when the answer comes from this launch's own server (not another sweep's)
+        ready = base is not None and _http_ready(base) and foreign_server(attempt, port) is None
         if not ready:
             time.sleep(POLL_S)
     clock["ready"] = time.monotonic() - t_launch
@@ -362,6 +386,11 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
         except Interrupted:
             _finish(ctx, proc, tail, attempt, stop_it=True)
             raise
+        foreign = foreign_server(attempt, port) if proc.poll() is None else None
+        if foreign is not None:  # measured someone else's server (or none): never credited to this launch
+            # other_crash refutes nothing (statuses.toml): the backend is neither credited nor blamed
+            run.status, run.outcome, run.reason = "failed", "other_crash", f"benchmark not credited: {foreign}"
+            break
         run.points.append((labels, b_attempt, b_outcome, metrics))
     clock["bench"] = time.monotonic() - t_bench
     ctx.phase("stopping")
@@ -372,6 +401,8 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["wrapped"] = time.monotonic() - t_launch
     run.survivors = survivors
     status = (outcome or {}).get("status")
+    if run.status == "failed":
+        return run
     if not alive or statuses.is_failure(status):
         run.status, run.outcome, run.reason = "failed", status or "other_crash", (outcome or {}).get("label")
     return run

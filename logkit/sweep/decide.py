@@ -15,13 +15,12 @@ the fix, and records nothing.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
 from ..events import Decision
-from ..store import Store
+from ..store import Store, shared
 from .state import load, ranking
 
 __all__ = ["accept", "draft", "propose"]
@@ -107,13 +106,7 @@ def accept(store: Store, path: Path) -> Decision:
     """Record the (edited) draft at ``path`` as a decision of the sweep's session."""
     from ..reasoning import decisions
 
-    try:
-        text = path.read_text(encoding="utf-8")
-        data: dict[str, Any] = tomllib.loads(text)
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror}", fix="logkit decide --from-sweep SW-... writes one") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: not valid TOML: {exc}", fix="fix the line named, or write a new draft") from None
+    text, data = shared.read_toml(path, fix="logkit decide --from-sweep SW-... writes a draft")
     unknown = sorted(set(data) - FIELDS)
     if unknown:
         raise BadInput(f"{path}:{_line(text, unknown[0])}: unknown key {unknown[0]!r}",

@@ -15,25 +15,32 @@ Contract:
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
   prompts and ran its benchmarks; refuted otherwise), then its ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent in this run plus the mean cell time so far
-  would pass it; the rest stay pending for a later run.
+  would pass it; the rest stay pending for a later run (a budget of 0 records the sweep and runs none).
+* One run of a spec at a time (:func:`logkit.store.shared.running_lock`, ``<root>/.locks/``): a second
+  is refused naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) is written through
+  the recorder's redactor.
 * SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (its server stopped, no result written) and
   end the run with status 130; rerunning the spec resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from ..errors import BadInput
 from ..reasoning import matrix
 from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
-from ..store import SessionHandle, Store
+from ..capture.redact import Redactor
+from ..store import SessionHandle, Store, shared
 from .cell import CellContext, CellRun, Interrupted, run_cell
 from .grid import Cell, Grid, bench_points, build
 from .progress import PlainProgress, make
@@ -153,13 +160,41 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
     return handle.id, event
 
 
+@contextlib.contextmanager
+def _redacted_log(path: Path, redactor: Redactor) -> Iterator[IO[bytes]]:
+    """A pipe whose bytes reach ``path`` (appended) through the one log redactor, the recorder's
+    (:class:`logkit.capture.recorder.Recorder`): the sweep log holds the ``logkit run`` command lines
+    and whatever they print (a server's ``api_key='...'``), and is committed with ``logs/``."""
+    from ..capture.recorder import Recorder
+
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    recorder = Recorder(fd, redactor, None)
+    read_end, write_end = os.pipe()
+
+    def drain() -> None:
+        while chunk := os.read(read_end, 65536):
+            recorder.consume(read_end, chunk)
+        recorder.flush_stale(time.monotonic(), everything=True)
+
+    thread = threading.Thread(target=drain, name="logkit-sweep-log", daemon=True)
+    thread.start()
+    writer = os.fdopen(write_end, "wb")
+    try:
+        yield writer
+    finally:
+        writer.close()
+        thread.join(timeout=10.0)  # a straggler holding the pipe open must not hold the sweep
+        if not thread.is_alive():
+            os.close(read_end)
+            recorder.close_log(sync=True)
+
+
 def _say(text: str) -> None:
     print(f"logkit: {text}", file=sys.stderr, flush=True)
 
 
 def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None = None) -> SweepReport:
     """Run (or resume) the sweep of ``spec``; returns what happened."""
-    from ..capture.redact import Redactor
     from ..gpu import arch_name, local_arch
 
     store = Store.from_env(opts.sessions, scrub=Redactor().scrub)
@@ -168,6 +203,13 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
     if not grid.cells:
         raise BadInput("the sweep has no cells", fix="give every axis at least one value")
     arch = arch_name(opts.arch) if opts.arch else local_arch(env)
+    # one run of a spec at a time: two would fight over its servers' ports and blame healthy backends
+    with shared.running_lock(store.root, f"sweep-{spec.spec_hash()[:16]}", f"a sweep of {spec.path or spec.title!r}"):
+        return _run(store, spec, grid, opts, arch, env, progress)
+
+
+def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None, env: dict[str, str],
+         progress: PlainProgress | None) -> SweepReport:
     session, sweep = _start(store, spec, grid, opts, arch)
     handle = store.open(session)
     done = set(load(store, sweep.sweep).results)
@@ -187,7 +229,8 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
     ran, overhead, durations = 0, [], []
     interrupted, left = False, 0
     try:
-        with open(log_path, "ab") as log, prog:
+        redactor = Redactor.for_run(env, [*spec.argv, *spec.bench_argv, *spec.smoke])
+        with _redacted_log(log_path, redactor) as log, prog:
             ctx = CellContext(sessions=str(store.root), session=session, sweep=sweep.sweep, smoke=spec.smoke,
                               ready_timeout=spec.ready_timeout, grace=spec.grace, port_wait=spec.port_wait, log=log,
                               stop=stop, phase=prog.phase, env=env, accuracy=spec.accuracy, repeat=spec.repeat,
@@ -196,8 +239,8 @@ def run(spec: SweepSpec, opts: SweepOptions, *, progress: PlainProgress | None =
                 if stop.is_set():
                     interrupted = True
                     break
-                if spec.budget_s is not None and durations:
-                    mean = sum(durations) / len(durations)
+                if spec.budget_s is not None and (durations or spec.budget_s == 0):
+                    mean = sum(durations) / len(durations) if durations else 0.0  # budget 0: no cell starts
                     if time.monotonic() - started + mean > spec.budget_s:
                         left = len(todo) - n
                         prog.say(f"time budget ({spec.budget_s:g}s) spent: {left} cell(s) left; rerun to resume")

@@ -39,12 +39,12 @@ import hashlib
 import json
 import re
 import shlex
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..store import shared
 
 __all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
 
@@ -91,14 +91,14 @@ class SweepSpec:
         return hashlib.sha256(json.dumps(canon, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def parse_duration(value: Any, *, where: str = "budget") -> float:
-    """``3600``, ``"90m"``, ``"4h"`` -> seconds."""
+def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> float:
+    """``3600``, ``"90m"``, ``"4h"`` -> seconds; ``0`` too with ``zero`` (a budget that runs nothing)."""
     if isinstance(value, bool):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
-    if isinstance(value, (int, float)) and value > 0:
+    if isinstance(value, (int, float)) and (value > 0 or (zero and value == 0)):
         return float(value)
     match = _DURATION.match(str(value))
-    if not match or float(match.group(1)) <= 0:
+    if not match or float(match.group(1)) < 0 or (float(match.group(1)) == 0 and not zero):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
     return float(match.group(1)) * _UNITS[match.group(2)]
 
@@ -215,7 +215,7 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
         if key in data:
             setattr(spec, key, parse_duration(data[key], where=f"{where(key)}: {key}"))
     if "budget" in data:
-        spec.budget_s = parse_duration(data["budget"], where=f"{where('budget')}: budget")
+        spec.budget_s = parse_duration(data["budget"], where=f"{where('budget')}: budget", zero=True)
     if "session" in data:
         spec.session = str(data["session"])
     return spec
@@ -224,14 +224,7 @@ def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
 def load(path: str | Path) -> SweepSpec:
     """Read ``SPEC.toml``; errors name ``file:line`` and the fix."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read {p}: {exc.strerror}", fix="give the path of a sweep spec (SPEC.toml)") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{p}: not valid TOML: {exc}", fix="fix the line named (https://toml.io)") from None
+    text, data = shared.read_toml(p, fix="give the path of a sweep spec (SPEC.toml)")
     return _build(data, text, str(p))
 
 

@@ -52,7 +52,7 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
     try:
         with src.open("rb") as fh, tmp.open("wb") as out:
             for chunk, first in blocks(fh):
-                clean = redactor.chunk(chunk)
+                clean = redactor.stream(chunk)  # a private-key block across two blocks too
                 out.write(clean)
                 digest.update(clean)
                 size += len(clean)
