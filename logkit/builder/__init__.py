@@ -102,7 +102,7 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
     from .pages_sweeps import sweep_pages
     from .render import Renderer
-    from .site import copy_assets
+    from .site import copy_assets, publish_logs
 
     result = stages.result
     loaded = load(sessions, strict=strict, warn=stages.warn, snapshot=snap)
@@ -184,6 +184,7 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     manifest.save()
     renderer.prune()
     copy_assets(docs)
+    publish_logs(sessions, docs, list(loaded.sessions))
     result.pages_kept, result.decisions_kept = len(kept), decisions_kept
     result.pages = written + len(kept) + decisions_kept
     stages.done("sessions")
