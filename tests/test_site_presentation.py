@@ -41,6 +41,10 @@ def _store(root: Path) -> str:
                          launch=LaunchConfig(fingerprint=fp)))
         h.append(Outcome(session=sid, attempt=f"A{n}", status="ready", label="server ready",
                          log=LogFile(path=f"logs/A{n}.log")))
+    # another model's working launch, never benchmarked: its configuration page links no charts page
+    h.append(Attempt(session=sid, short_id="A3", argv=["python", "-m", "sglang.launch_server", "--model-path", "org/N"],
+                     role="launch", launch=LaunchConfig(fingerprint={"model_path": "org/N"})))
+    h.append(Outcome(session=sid, attempt="A3", status="ready", label="server ready"))
     for conc, value in ((1, 11.0), (64, 225.0)):
         h.append(Metric(session=sid, name="output_throughput", value=value, unit="tok/s", attempt="A1",
                         server_attempt="A1", labels={"max_concurrency": conc}))
@@ -95,8 +99,11 @@ def test_session_and_configuration_pages(site: tuple[Path, str]) -> None:
     assert "1 decision ·" in session or session.rstrip().endswith("1 decision") or "· 1 decision" in session
     assert "1 decisions" not in session
     assert "python -m sglang.launch_server \\\n  --model-path org/M \\\n  --tp 2 \\\n" in session
-    (config,) = (root / "docs" / "configs").glob("*/index.md")
+    (config,) = (root / "docs" / "configs").glob("org-m-*/index.md")
     text = config.read_text()
+    assert "[charts](" in text
+    (other,) = (root / "docs" / "configs").glob("org-n-*/index.md")
+    assert "charts" not in other.read_text()  # no figures, no metrics page: no link to one
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings and all("flashinfer attention + flashinfer_cutlass MoE" in h for h in headings), headings
     assert "| workload | output tok/s |" in text and "1 configuration ·" in text

@@ -148,7 +148,9 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     put(sweeps_index, *sweep_pages_)
     del sweep_pages_
     put(sessions_index(index), decisions_index(index))
-    renderer.write([(Page("tags.md", "Tags", "tags.md.j2"), None)])
+    # the tags page lists every page by tag: its text is the other pages' titles, and one search
+    # entry per tag grows with the knowledge base (past Zensical's field limit)
+    renderer.write([(Page("tags.md", "Tags", "tags.md.j2", no_search=True), None)])
     written += 1
     stages.done("pages")
 

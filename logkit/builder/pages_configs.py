@@ -118,6 +118,11 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
         elif f.category is not None:
             failures[(f.fp_hash, f.gpu_label)].append(f)
     pages = []
+    m = index.frames.metrics
+    # the metrics pages that exist (charts.metrics_pages makes one per model x GPU with a launch's figures)
+    charted = set() if m.empty else {metrics_path(mo if isinstance(mo, str) else None, g if isinstance(g, str) else None)
+                                      for mo, g in zip(m.loc[m["server"].notna(), "model"], m.loc[m["server"].notna(), "gpu"],
+                                                       strict=True)}
     for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
         for f in works:
@@ -148,7 +153,7 @@ def config_pages(index: KBIndex) -> list[ConfigPage]:
         pages.append(ConfigPage(
             page=Page(config_path(model, gpu, sglang), title, "config.md.j2", tags=[arch]),
             model=model or "unknown model", gpu=gpu or "unknown GPU", arch=arch, sglang=sglang or "unknown",
-            configs=configs, metrics_href=metrics_path(model, gpu),
+            configs=configs, metrics_href=metrics_path(model, gpu) if metrics_path(model, gpu) in charted else None,
         ))
     return pages
 

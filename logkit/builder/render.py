@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 
 from .contexts import Page
-from .load import metric_label
+from .load import metric_label, tables
 from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, text_block
 
 __all__ = ["Renderer"]
@@ -104,6 +104,24 @@ def _cell(value: Any) -> Markup:
 
 
 _HEADING = re.compile(r"^##+ ", re.M)
+_SECTION = re.compile(r"^#{1,6} ", re.M)
+_MARKUP = re.compile(r"<[^>]*>|\]\([^)]*\)|&#?\w+;")
+
+
+@functools.cache
+def _search_field_max() -> int:
+    return int(tables()["site"]["search_field_max"])
+
+
+def fits_search(body: str) -> bool:
+    """Whether every section of a page (the text between two headings, one search entry each) stays
+    inside the search index's field limit (``[site] search_field_max`` of knowledge.toml: Zensical
+    refuses a bigger one). Counted on the Markdown less its tags and link targets: at least the
+    text the index gets. A page that does not fit is left out of the search index, never cut."""
+    limit = _search_field_max()
+    if len(body.encode()) <= limit:
+        return True
+    return all(len(_MARKUP.sub(" ", part).encode()) <= limit for part in _SECTION.split(body))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -169,7 +187,7 @@ class Renderer:
         if page.tags:
             lines.append("tags:")
             lines += [f"  - {json.dumps(t)}" for t in front["tags"]]
-        if page.no_search:
+        if page.no_search or not fits_search(body):
             lines += ["search:", "  exclude: true"]
         lines.append("---")
         return "\n".join(lines) + "\n\n" + body
