@@ -107,3 +107,14 @@ def test_session_and_configuration_pages(site: tuple[Path, str]) -> None:
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings and all("flashinfer attention + flashinfer_cutlass MoE" in h for h in headings), headings
     assert "| workload | output tok/s |" in text and "1 configuration ·" in text
+
+
+def test_nothing_rests_on_materials_internals(site: tuple[Path, str]) -> None:
+    """The offline search is logkit's hook over public interfaces: no ``extra.polyfills``, no offline plugin."""
+    root, _sid = site
+    base = (Path(__file__).resolve().parent.parent / "logkit" / "data" / "mkdocs-base.yml").read_text()
+    assert "polyfills" not in base and "- offline" not in base
+    html = (root / "out" / "index.html").read_text()
+    assert "unpkg" not in html
+    assert html.index("iframe-worker-shim.js") < html.index("javascripts/bundle.")  # before the search worker starts
+    assert (root / "out" / "search" / "search_index.js").read_text().startswith("var __index = {")

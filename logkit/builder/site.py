@@ -116,6 +116,7 @@ def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -
     env_url = os.environ.get(ENV_SITE_URL, "").strip()
     if env_url:
         extra.setdefault("site_url", env_url)
+    extra.setdefault("hooks", [str(Path(__file__).with_name("offline_hook.py").resolve())])
     try:
         return load_config(config_file=str(path), docs_dir=str(docs.resolve()), site_dir=str(out.resolve()), **extra)
     except ConfigurationError as exc:
