@@ -25,6 +25,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "sweep": ("sweep",),
     "sglang": ("classify", "import", "bench"),
     "why": ("why",),
+    "inspect": ("show", "compare", "export"),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
 }
