@@ -50,7 +50,10 @@ PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"sglang")]
 #: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
 CONFIRMERS: list[str] = []
 
-PROBE_WAIT_S = 5.0
+#: How long the end of an attempt waits for environment probes still running (git, nvidia-smi, the
+#: package probe): the summary comes within a blink of the child's exit; a probe not done by then
+#: is recorded as "still running after Ns" (the environment event says which), never waited for.
+PROBE_WAIT_S = 0.1
 CONFIRM_WAIT_S = 2.0
 
 
