@@ -99,19 +99,22 @@ class RunOptions(Slotted):
 class RunResult(Slotted):
     """What happened, for the CLI's summary."""
 
-    __slots__ = ("exit_status", "session", "attempt", "outcome")
+    __slots__ = ("exit_status", "session", "attempt", "outcome", "unrecorded")
 
     exit_status: int
     session: str | None
     attempt: dict[str, Any] | None
     outcome: dict[str, Any] | None
+    #: why the command ran unrecorded (said again in the closing summary); None when recorded
+    unrecorded: str | None
 
     def __init__(self, exit_status: int, session: str | None = None, attempt: dict[str, Any] | None = None,
-                 outcome: dict[str, Any] | None = None) -> None:
+                 outcome: dict[str, Any] | None = None, unrecorded: str | None = None) -> None:
         self.exit_status = exit_status
         self.session = session
         self.attempt = attempt
         self.outcome = outcome
+        self.unrecorded = unrecorded
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
@@ -303,7 +306,8 @@ class _Recording(Slotted):
             print(f"logkit: warning: {len(survivors)} process(es) of the command's group still running: "
                   + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
         if not self.recorded:
-            return RunResult(exit_status=status_code, session=journal.id)
+            return RunResult(exit_status=status_code, session=journal.id,
+                             unrecorded="; ".join(problems) or "the attempt could not be recorded")
         rec.close_log(sync=True)
         info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
                         forwarded_signal=stop.signal, duration_s=duration, lines=rec.lines,

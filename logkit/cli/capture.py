@@ -81,9 +81,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C while planning or confirming: nothing was launched
         print("logkit: interrupted before launch; nothing ran", file=sys.stderr)
         return 130
+    if result.unrecorded is not None:
+        # said again at the end: the warning at the top has scrolled away by the end of a launch
+        root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
+        why = result.unrecorded.splitlines()[0].rstrip(".")  # its fix is the one below
+        print(f"logkit: NOT RECORDED: {why}. The command ran (exit status {result.exit_status}) "
+              f"but nothing of it is in {root}\n  fix: make {root} writable (or pass --sessions DIR), then run it again",
+              file=sys.stderr)
     if result.outcome is not None:
-        import os
-
         o = result.outcome
         root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
         log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
