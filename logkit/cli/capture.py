@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["register"]
@@ -94,6 +95,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
         print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
               f"log {log}", file=sys.stderr)
+        # the attempt has ended and its outcome is written: a big log is stored compressed (after
+        # the summary, which never waits for it; every reader of logkit reads either form)
+        from ..store.logs import compress_ended
+
+        try:
+            if compress_ended(Path(root) / str(result.session), o["log"]["path"]) is not None:
+                print(f"logkit: log stored compressed: {log}.gz (logkit show, why and the site read it as text)",
+                      file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - the record stands with the plain log
+            print(f"logkit: warning: the log stays uncompressed: {exc}", file=sys.stderr)
     if args.json:
         text = json.dumps({"session": result.session, "exit_status": result.exit_status,
                            "attempt": result.attempt, "outcome": result.outcome}, ensure_ascii=False)

@@ -119,7 +119,8 @@ def _own_log(root: Path, sid: str, logs: list[Any], asked: Path, size: int, dige
     for log in logs:
         if not log:
             continue
-        if (root / sid / log["path"]).resolve() == asked:
+        recorded = root / sid / log["path"]
+        if asked in (recorded.resolve(), recorded.with_name(recorded.name + ".gz").resolve()):  # stored compressed
             return True
         if log.get("sha256") and log.get("size") == size:
             if not digest:  # hashed once, and only when some log has its size
@@ -172,6 +173,8 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
             found = _candidates(snap, verdict.status, verdict.signature)
             cited = _cited(snap.decisions()) if found else {}
     asked = log.resolve() if log is not None else None
+    if asked is not None and not asked.exists() and asked.with_name(asked.name + ".gz").is_file():
+        asked = asked.with_name(asked.name + ".gz")  # its attempt ended and the log was stored compressed
     size, digest = (asked.stat().st_size if asked is not None else -1), []
     for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)

@@ -17,7 +17,10 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["SUFFIX", "compress", "log_file", "open_log", "read_log", "tail"]
+__all__ = ["SUFFIX", "compress", "compress_ended", "compress_over", "log_file", "open_log", "read_log", "tail"]
+
+#: overrides ``[logs] compress_over_bytes`` of logkit/data/storage.toml
+ENV_COMPRESS_OVER = "LOGKIT_COMPRESS_LOGS_OVER"
 
 #: the compressed form's suffix, after the recorded name
 SUFFIX = ".gz"
@@ -76,6 +79,33 @@ def compress(session_dir: Path, rel: str, *, level: int = 6) -> Path | None:
             packed.unlink(missing_ok=True)
         return None
     return packed
+
+
+def compress_over() -> int:
+    """Logs bigger than this many bytes are compressed once their attempt has ended."""
+    env = os.environ.get(ENV_COMPRESS_OVER, "").strip()
+    if env.isdigit():
+        return int(env)
+    import tomllib
+    from importlib import resources
+
+    with resources.files("logkit").joinpath("data/storage.toml").open("rb") as fh:
+        return int(tomllib.load(fh)["logs"]["compress_over_bytes"])
+
+
+def compress_ended(session_dir: Path, rel: str) -> Path | None:
+    """After an attempt's outcome is written: compress its log when it is over :func:`compress_over`.
+    Returns the compressed file, or None when the log stays as it is (small, gone, or not compressible
+    now: a full disk leaves it plain)."""
+    from ..abandon import confined_log
+
+    plain = confined_log(session_dir, rel)
+    try:
+        if plain is None or plain.stat().st_size <= compress_over():
+            return None
+    except OSError:
+        return None
+    return compress(session_dir, rel)
 
 
 def tail(path: Path, limit: int = 1 << 16) -> bytes:
