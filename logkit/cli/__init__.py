@@ -28,6 +28,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "inspect": ("show", "compare", "export"),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
+    "demo": ("demo",),
 }
 
 
