@@ -12,7 +12,8 @@ server is ``fakeserver.py`` (SGLang's endpoints and SGLang 0.5.23's log lines, n
 as ``python -m sglang.launch_server`` through the small ``fake_sglang`` package on the child's
 PYTHONPATH; its benchmark client writes the real client's JSONL keys. logkit parses the launch
 flags with the real SGLang where it is installed (``scripts/setup.sh --test``), else with its
-plain parser. The GPU architecture is given (``LOGKIT_GPU_ARCH=SM120``): there is no nvidia-smi.
+plain parser. There is no GPU: ``standin/nvidia-smi`` (first on the demo's PATH) prints what the
+real one prints on an SM120 host, so the attempts carry a GPU and its architecture.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def run_demo(target: Path, say: Callable[[str], None] = print) -> int:
         raise BadInput(f"{target} exists and is not empty", fix="give a new directory: logkit demo DIR")
     target.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "LOGKIT_SESSIONS": str(target / "sessions"), "LOGKIT_GPU_ARCH": "SM120",
+           "PATH": os.pathsep.join([str(STANDIN / "bin"), os.environ.get("PATH", "")]),
            "FAKE_SGLANG_BACKENDS": ",".join(f"{k}={v}" for k, v in BACKENDS.items()),
            "PYTHONPATH": os.pathsep.join(p for p in (str(STANDIN / "fake_sglang"), os.environ.get("PYTHONPATH", "")) if p)}
     started = time.monotonic()
