@@ -57,8 +57,9 @@ def one(sessions: Path, kind: str, code: Path | None, stamp: Path, seed: int) ->
         env["PYTHONPATH"] = os.pathsep.join(x for x in (str(code) if code else "", str(FAKE), str(stamper)) if x)
         cmd = [PY, "-m", "sglang.launch_server", "--model-path", "fake/model", "--port", "31999",
                "--random-seed", str(seed)]
+    # cwd outside the repository: `python -m` puts the cwd first on sys.path, before --code's tree
     p = subprocess.Popen([PY, "-m", "logkit", "--sessions", str(sessions), "run", "--yes", "--", *cmd], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=sessions.parent)
     summary_at = None
     assert p.stderr is not None
     for line in p.stderr:
@@ -76,10 +77,10 @@ def main() -> None:
     ap.add_argument("--code", type=Path, help="a checkout whose logkit package to time instead")
     args = ap.parse_args()
     def fresh(root: Path, n: int) -> Path:
-        """A new sessions directory with a session started: each run is a first launch there."""
+        """A new sessions directory with a session started."""
         sessions = root / f"sessions-{n}"
         subprocess.run([PY, "-m", "logkit", "--sessions", str(sessions), "session", "start", "bench fast fail"],
-                       check=True, capture_output=True,
+                       check=True, capture_output=True, cwd=root,
                        env={**os.environ, **({"PYTHONPATH": str(args.code)} if args.code else {})})
         return sessions
 
@@ -87,7 +88,9 @@ def main() -> None:
         root = Path(tmp)
         load = os.getloadavg()[0]
         for kind in ("plain", "launch"):
-            times = [one(fresh(root, seed), kind, args.code, root / "stamp", seed) for seed in range(args.repeat)]
+            sessions = fresh(root, 0 if kind == "plain" else 1)  # one session, its attempts A1, A2, ...
+            base = int(time.time() * 1000) % 10**9  # seeds no earlier run used
+            times = [one(sessions, kind, args.code, root / "stamp", base + n) for n in range(args.repeat)]
             print(f"{kind:>6}: summary {statistics.median(times):.2f} s after the child's exit (median of "
                   f"{len(times)}; min {min(times):.2f}, max {max(times):.2f}; load {load:.1f})")
 

@@ -118,3 +118,17 @@ def test_nothing_rests_on_materials_internals(site: tuple[Path, str]) -> None:
     assert "unpkg" not in html
     assert html.index("iframe-worker-shim.js") < html.index("javascripts/bundle.")  # before the search worker starts
     assert (root / "out" / "search" / "search_index.js").read_text().startswith("var __index = {")
+
+
+def test_a_page_with_a_section_past_the_search_field_limit_stays_out_of_the_index() -> None:
+    """Zensical refuses a search entry over its field limit ([site] search_field_max): such a page is
+    left out of the search index (never cut); tags and link targets do not count as text."""
+    from logkit.builder.load import tables
+    from logkit.builder.render import fits_search
+
+    limit = tables()["site"]["search_field_max"]
+    small = "# T\n\n" + "\n".join(f"## S{i}\n\n" + "word " * 100 for i in range(40))  # big page, small sections
+    assert len(small.encode()) > limit and fits_search(small)
+    assert not fits_search("# T\n\n## one section\n\n" + "word " * (limit // 4))
+    linked = "# T\n\n" + " ".join(f'<span class="lk-nw">[x](../../very/long/path/{i}/index.md)</span>' for i in range(200))
+    assert len(linked.encode()) > limit and fits_search(linked)
