@@ -21,7 +21,7 @@ from typing import Any
 from .errors import BadInput, NotFound
 from .store import files
 
-__all__ = ["AttemptRecord", "compare", "compare_text", "export_rows", "load", "resolve", "show_text"]
+__all__ = ["AttemptRecord", "WHATS", "compare", "compare_text", "export_rows", "load", "resolve", "show_json", "show_text"]
 
 #: the kinds of event that belong to one attempt, besides the attempt line itself
 _OWN_KINDS = ("environment", "outcome", "launch_config", "server_info", "smoke")
