@@ -72,6 +72,7 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
     is left, one no session has any more is removed. Returns how many were copied."""
     import shutil
 
+    from ..abandon import confined_log
     from ..store.files import LOGS_DIR
     from ..store.logs import SUFFIX, open_log
 
@@ -83,8 +84,10 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
         if not folder.is_dir():
             continue
         for src in folder.iterdir():
-            if src.name.startswith(".") or not src.is_file():
-                continue  # a reservation or a compression in progress
+            if src.name.startswith(".") or src.is_symlink() or not src.is_file():
+                continue  # a reservation or a compression in progress; a link may lead out of the session
+            if confined_log(sessions / sid, f"{LOGS_DIR}/{src.name}") is None:
+                continue  # never publish a file from outside the session (events and links arrive through git)
             dest = target_root / sid / LOGS_DIR / src.name.removesuffix(SUFFIX)
             wanted.add(dest)
             st = src.stat()
