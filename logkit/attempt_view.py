@@ -8,7 +8,7 @@ outcome with evidence lines), its metrics, the verdicts and decisions citing it.
 is :func:`logkit.launch.flags.configuration`'s (the port and other run-specific values are not part
 of it), the environment compared is :func:`logkit.launch.flags.watched_env`'s, a matrix cell is
 :func:`logkit.reasoning.matrix.cells`' of the index rows (:func:`~logkit.reasoning.matrix.row_of`).
-The raw log is read through :mod:`logkit.store.logs` (plain or compressed alike). No cache.
+The raw log is read through :mod:`logkit.logfiles` (plain or compressed alike). No cache.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _events(snap: Any, session: str, short: str) -> list[dict[str, Any]]:
 def load(snap: Any, session: str, short: str, *, decisions: list[dict[str, Any]] | None = None) -> AttemptRecord:
     """The record of ``session/short`` from the snapshot ``snap``."""
     from .abandon import confined_log
-    from .store.logs import log_file
+    from .logfiles import log_file
 
     rows = snap.attempts(session=session, short_id=short)
     if not rows:
@@ -120,7 +120,7 @@ def load(snap: Any, session: str, short: str, *, decisions: list[dict[str, Any]]
 
 
 def _tail(rec: AttemptRecord, lines: int) -> list[str]:
-    from .store.logs import tail
+    from .logfiles import tail
 
     if rec.log is None or lines <= 0:
         return []

@@ -20,7 +20,7 @@ import pytest
 from logkit.builder import build
 from logkit.events import Attempt, Decision, DecisionOption, LaunchConfig, LogFile, Metric, Outcome
 from logkit.store import Store
-from logkit.store.logs import compress, log_file, read_log
+from logkit.logfiles import compress, log_file, read_log
 
 pytestmark = pytest.mark.slow  # a real mkdocs build
 

@@ -27,7 +27,7 @@ from .paths import (
     PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, log_href, session_href,
     session_part_href,
 )
-from ..store.logs import log_file
+from ..logfiles import log_file
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 

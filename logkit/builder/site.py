@@ -74,7 +74,7 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
 
     from ..abandon import confined_log
     from ..store.files import LOGS_DIR
-    from ..store.logs import SUFFIX, open_log
+    from ..logfiles import SUFFIX, open_log
 
     target_root = docs / LOGS_DIR
     wanted: set[Path] = set()

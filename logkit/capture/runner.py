@@ -54,6 +54,10 @@ CONFIRMERS: list[str] = []
 #: package probe): the summary comes within a blink of the child's exit; a probe not done by then
 #: is recorded as "still running after Ns" (the environment event says which), never waited for.
 PROBE_WAIT_S = 0.1
+#: ...except the GPU probe, waited for up to this long: the GPUs' architecture is what makes a failed
+#: launch count in the matrix (nvidia-smi on a GPU host answers in about a second, long done by the
+#: time a launch fails; without a GPU it fails at once).
+GPU_PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
 
 
@@ -325,6 +329,7 @@ class _Recording(Slotted):
             except Exception as exc:
                 problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
         if not self.env_written:
+            self.probes.join("gpus", GPU_PROBE_WAIT_S)
             _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
         problems.extend(rec.problems)
         outcome = files.event(

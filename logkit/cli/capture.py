@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"log {log}", file=sys.stderr)
         # the attempt has ended and its outcome is written: a big log is stored compressed (after
         # the summary, which never waits for it; every reader of logkit reads either form)
-        from ..store.logs import compress_ended
+        from ..logfiles import compress_ended
 
         try:
             if compress_ended(Path(root) / str(result.session), o["log"]["path"]) is not None:

@@ -436,7 +436,7 @@ def check_log_path(p: Path) -> None:
 def classify_file(path: str | Path) -> Classification:
     """Classify a log file written without logkit (streamed: any size, bounded memory). A log logkit
     stored compressed reads the same, named by its recorded path or its ``.gz`` file."""
-    from ...store.logs import SUFFIX, open_log
+    from ...logfiles import SUFFIX, open_log
 
     p = Path(path)
     if not p.exists() and Path(f"{p}{SUFFIX}").is_file():

@@ -29,7 +29,7 @@ SUFFIX = ".gz"
 def log_file(session_dir: Path, rel: str) -> Path | None:
     """The file holding the log recorded as ``rel``: the plain one, else its compressed form, else
     None (also for a path that leads out of the session directory: events arrive through git)."""
-    from ..abandon import confined_log
+    from .abandon import confined_log
 
     plain = confined_log(session_dir, rel)
     if plain is None:
@@ -94,14 +94,12 @@ def compress_over() -> int:
 
 
 def compress_ended(session_dir: Path, rel: str) -> Path | None:
-    """After an attempt's outcome is written: compress its log when it is over :func:`compress_over`.
+    """After ``logkit run`` wrote an attempt's outcome: compress its log when it is over :func:`compress_over`.
     Returns the compressed file, or None when the log stays as it is (small, gone, or not compressible
     now: a full disk leaves it plain)."""
-    from ..abandon import confined_log
-
-    plain = confined_log(session_dir, rel)
+    plain = session_dir / rel  # the log this run just wrote (its own path, not one read from git)
     try:
-        if plain is None or plain.stat().st_size <= compress_over():
+        if plain.is_symlink() or plain.stat().st_size <= compress_over():
             return None
     except OSError:
         return None
