@@ -58,6 +58,11 @@ PAGES = {
     "signatures": "signatures/index.html",
     "tags": "tags.html",
 }
+#: page kinds the shipped knowledge base has none of -> their page in the realistic test knowledge base
+#: (tests/kb_factory.py), built beside it
+REALISTIC = {
+    "signature": "signatures/*/index.html",
+}
 
 if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
     pytest.skip("needs Debian's chromium and chromedriver (scripts/setup.sh --test)", allow_module_level=True)
@@ -104,6 +109,30 @@ return out;
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
+
+
+def _serve(out: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    handler = functools.partial(_Quiet, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}/", httpd
+
+
+@pytest.fixture(scope="module")
+def realistic_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    import kb_factory
+
+    root = tmp_path_factory.mktemp("screens-realistic")
+    kb_factory.realistic(root / "sessions")
+    env_url = os.environ.pop("LOGKIT_SITE_URL", None)
+    try:
+        build(root / "sessions", root / "docs", root / "out", config=REPO / "mkdocs.yml")
+    finally:
+        if env_url is not None:
+            os.environ["LOGKIT_SITE_URL"] = env_url
+    base, httpd = _serve(root / "out")
+    yield base, root / "out"
+    httpd.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -176,11 +205,12 @@ def _compare(shot: Path, golden: Path) -> str | None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("kind", list(PAGES))
-def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int, site, driver) -> None:
-    base, out = site
+@pytest.mark.parametrize("kind", [*PAGES, *REALISTIC])
+def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int, request: pytest.FixtureRequest,
+                                                          driver) -> None:
+    base, out = request.getfixturevalue("realistic_site" if kind in REALISTIC else "site")
     driver.set_window_size(width, 900)
-    driver.get(base + _page(out, PAGES[kind]))
+    driver.get(base + _page(out, {**PAGES, **REALISTIC}[kind]))
     _settled(driver)
     assert driver.execute_script("return document.documentElement.clientWidth") == width
     layout = driver.execute_script(PROBE)
