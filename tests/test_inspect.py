@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.slow]  # two real launches of the stand-in server (~20 s)
 
 
 def logkit(sessions: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
