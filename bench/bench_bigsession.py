@@ -9,7 +9,7 @@ benchmarks, a hypothesis every 50 attempts; ``tests/kb_factory.Writer``) in one 
 * ``logkit status``: cold (no read cache), warm, and after a ``logkit run`` appended to the session;
 * ``logkit run -- sh -c 'date +%s%N > FILE'``: the time from starting logkit to the child's first
   instruction, and the peak RSS of the whole ``logkit run``: cold (no run index) and warm; and the
-  same for an SGLang launch (tests/fake_sglang), which adds the planner and the refuted check;
+  same for an SGLang launch (logkit/demo/standin/fake_sglang), which adds the planner and the refuted check;
 * ``logkit session list`` and ``logkit session show`` (which prints one line per event);
 * ``logkit build`` from scratch (``--no-build`` skips it: minutes at the full size on 2 cores).
 
@@ -99,7 +99,7 @@ LAUNCH = ["python", "-m", "sglang.launch_server", "--model-path", "zai-org/GLM-5
 def run_to_child(root: Path, work: Path, launch: bool = False) -> tuple[float, float]:
     """``logkit run -- true``-like: (seconds from starting logkit to the child's start, peak RSS MB).
 
-    With ``launch`` the command is an SGLang launch (the stand-in server of tests/fake_sglang, which
+    With ``launch`` the command is an SGLang launch (the stand-in server of logkit/demo/standin/fake_sglang, which
     exits at once with an OOM): the planner, the config diff against the last launch and the
     refuted-configuration check (``$LOGKIT_GPU_ARCH=SM120``, no terminal: it warns and launches) run.
     """
@@ -109,7 +109,7 @@ def run_to_child(root: Path, work: Path, launch: bool = False) -> tuple[float, f
     script = f"date +%s%N > {stamp}"
     if launch:
         env.update(LOGKIT_GPU_ARCH="SM120", FAKE_SGLANG_MODE="oom",
-                   PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "fake_sglang"), env["PYTHONPATH"]]))
+                   PYTHONPATH=os.pathsep.join([str(REPO / "logkit" / "demo" / "standin" / "fake_sglang"), env["PYTHONPATH"]]))
         script += "; exec " + " ".join([sys.executable, *LAUNCH[1:]])
     start = time.time()
     _wall, rss, _err = measured(logkit(root, "run", "--", "sh", "-c", script), env, check=not launch)  # it OOMs
@@ -198,7 +198,7 @@ def main() -> int:
         base = min(by["base"])
         print(f"{name:48} {big[0]:9.2f}s {base[0]:9.2f}s {big[0] / base[0]:6.1f}x   "
               f"{big[1]:6.0f}MB {base[1]:6.0f}MB")
-    print("* an SGLang launch (tests/fake_sglang's server, which OOMs at once); its RSS is the server's "
+    print("* an SGLang launch (logkit/demo/standin/fake_sglang's server, which OOMs at once); its RSS is the server's "
           "(logkit waits for it)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

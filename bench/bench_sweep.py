@@ -2,7 +2,7 @@
 """The sweep's own overhead per cell, against the launches and benchmarks it wraps.
 
 Runs a real ``logkit sweep`` (in-process, the engine as the CLI calls it) over CELLS working cells
-of the stand-in server (tests/fake_sglang behind SGLang's real parser; each cell: launch, one smoke
+of the stand-in server (logkit/demo/standin/fake_sglang behind SGLang's real parser; each cell: launch, one smoke
 prompt, BENCH bench points, stop) into a temporary store. For each cell it splits the wall time
 into the ``logkit run`` processes the cell waits on (the launch's, from spawn to reap, which holds
 the bench runs) and the rest: the sweep's overhead (port check, hypothesis, verdict, result event,
@@ -41,7 +41,7 @@ def main() -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        os.environ.update({"PYTHONPATH": str(ROOT / "tests" / "fake_sglang"), "LOGKIT_GPU_ARCH": "SM120",
+        os.environ.update({"PYTHONPATH": str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang"), "LOGKIT_GPU_ARCH": "SM120",
                            "FAKE_SGLANG_BACKENDS": ",".join(f"{v}=healthy:{1 + i / 4}" for i, v in enumerate(values))})
         spec = specmod.from_cli([f"moe-runner-backend={','.join(values)}"],
                                 [sys.executable, "-m", "sglang.launch_server", "--model-path", "fake/model",

@@ -23,7 +23,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 if [ "$want_test" = 1 ]; then
-  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, pytest, hypothesis, selenium, and the MCP SDK of the mcp extra (requirements/test.txt, requirements/mcp.txt; 1-3 min)"
+  say "installing logkit (editable) with its runtime and test dependencies: pydantic, jinja2, mkdocs-material, pandas, altair, vl-convert, pytest, hypothesis, selenium, pyarrow, and the MCP SDK of the mcp extra (requirements/test.txt, requirements/mcp.txt; 1-3 min)"
   pip install -e '.[test,mcp]'
   done_step
   # SGLang, lean: its declared dependencies pull multi-GB CUDA builds, so it is installed with

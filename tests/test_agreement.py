@@ -2,7 +2,7 @@
 
 The knowledge base is written by real logkit commands: a session whose hypotheses ("moe X works")
 are each tested by one ``logkit run --smoke-only`` launch, then a ``logkit sweep`` over the same
-four MoE backends, with the stand-in server (tests/fakeserver.py) crashing for one (SM100-only
+four MoE backends, with the stand-in server (logkit/demo/standin/fakeserver.py) crashing for one (SM100-only
 kernels), answering garbage for one, hanging for one under a shortened ``--hang-timeout`` (not
 attributable: the user cut it short) and working for one; a fifth backend worked once and crashed
 once (conflicting evidence: said, never skipped). Then the

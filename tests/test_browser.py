@@ -5,7 +5,7 @@ knowledge base; serves the HTML on 127.0.0.1; Chromium runs with a dead proxy fo
 non-loopback host and DNS mapped to nothing. Checks: pages render, charts are visible SVG
 images, Material's search finds a backend name, no console errors, every request stayed on
 127.0.0.1, planted scripts never ran. Also opens the site from file:// and searches there (the
-offline plugin's path). Screenshots go to tests/artifacts/ for people to look at.
+offline hook's path). Screenshots go to tests/artifacts/ for people to look at.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_pages_charts_search_offline(driver: object, server: str) -> None:
 
 
 def test_file_url_search(driver: object, built: Path) -> None:
-    """Opened straight from disk: the offline plugin's inlined index and the shipped polyfill."""
+    """Opened straight from disk: the inlined index and the shipped polyfill (logkit/builder/offline_hook.py)."""
     drv = driver
     _requests(drv), _severe(drv)
     _open(drv, (built / "index.html").as_uri())

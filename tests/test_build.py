@@ -106,7 +106,7 @@ def test_config_page_has_command_versions_metrics(site: Path) -> None:
     page = (site / "out" / "configs" / href).read_text()
     assert "--moe-runner-backend flashinfer_cutlass" in page
     assert "md-clipboard" in page or "content.code.copy" in (site / "out" / "index.html").read_text()
-    for text in ("flashinfer 0.5.3", "torch 2.9.1", "cuda 12.9", "driver 580.82.07", "output_throughput", "64"):
+    for text in ("flashinfer 0.5.3", "torch 2.9.1", "cuda 12.9", "driver 580.82.07", "output tok/s", "64"):
         assert text in page, text
 
 
@@ -199,9 +199,9 @@ def test_configurations_differing_only_in_mem_fraction_get_distinct_headings(tmp
     generate(tmp_path / "sessions", tmp_path / "docs")
     page = next((tmp_path / "docs" / "configs").glob("*/index.md")).read_text()
     headings = [line.split(" { #")[0] for line in page.splitlines() if line.startswith("## ")]
-    assert sorted(headings) == ["## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static not set",
-                                "## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static=0.85",
-                                "## flashinfer + flashinfer_cutlass + flashinfer_cutlass · mem_fraction_static=0.92"]
+    assert sorted(headings) == ["## flashinfer attention + flashinfer_cutlass FP4 GEMM + flashinfer_cutlass MoE · mem_fraction_static not set",
+                                "## flashinfer attention + flashinfer_cutlass FP4 GEMM + flashinfer_cutlass MoE · mem_fraction_static=0.85",
+                                "## flashinfer attention + flashinfer_cutlass FP4 GEMM + flashinfer_cutlass MoE · mem_fraction_static=0.92"]
 
 
 @pytest.mark.slow

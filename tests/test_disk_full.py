@@ -87,3 +87,7 @@ def test_a_read_only_store_gives_clear_errors_and_still_runs_the_command(disk: P
     ran = _lk(store, "run", "--", "sh", "-c", "echo ran")
     assert ran.returncode == 0 and ran.stdout == "ran\n", ran.stderr
     assert "runs unrecorded" in ran.stderr
+    # said again in the closing summary: the warning at the top has scrolled away by the end of a launch
+    last = ran.stderr.rstrip().splitlines()
+    assert last[-2].startswith("logkit: NOT RECORDED: could not record the attempt") and "Read-only" in last[-2]
+    assert last[-1].startswith("  fix: make ") and "writable" in last[-1]

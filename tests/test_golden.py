@@ -45,7 +45,7 @@ REGENERATE = "LOGKIT_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_go
 
 SHIPPED_SESSION = "2026-11-15-glm5-nvfp4-nan-at-decode"
 CLASSIFY_LOG = REPO / "tests" / "fixtures" / "logs" / "arch-sglang-748.log"
-BENCH_TEXT = REPO / "tests" / "fixtures" / "bench" / "sglang-33108-2026.txt"
+BENCH_TEXT = REPO / "logkit" / "demo" / "standin" / "fixtures" / "bench" / "sglang-33108-2026.txt"
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 _EVENT_ID = re.compile(r"\b[0-9a-f]{32}\b")

@@ -1,7 +1,8 @@
 """Golden screenshots of every page kind, and the layout checked in Chromium as a reader meets it.
 
-Builds THE SHIPPED knowledge base (``sessions/``) and opens one page of each kind (home, decision,
-configuration, matrix, session, metrics) at 1400 px (desktop) and 390 px (a phone). On each:
+Builds THE SHIPPED knowledge base (``sessions/``) plus one recorded sweep (tests/test_sweep_site.py's) and opens
+one page of each kind (home, decision, configuration, matrix, negative result, session, metrics, sweep, and the
+index pages) at 1400 px (desktop) and 390 px (a phone). On each:
 
 * nothing makes the page scroll sideways: every element of the content lies inside the viewport, unless it
   is inside a box that scrolls on its own (a wide table in Material's scroll wrapper) which does;
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -46,6 +48,20 @@ PAGES = {
     "matrix": "backends/index.html",
     "session": "sessions/2026-11-15-glm5-nvfp4-nan-at-decode/index.html",
     "metrics": "metrics/qwen3-6-*/index.html",
+    "sweep": "sweeps/SW-*/index.html",
+    "negative": "backends/moe-runner-backend-flashinfer-trtllm-sm120-glm-*/index.html",
+    "decisions": "decisions/index.html",
+    "configurations": "configs/index.html",
+    "sessions": "sessions/index.html",
+    "metrics-index": "metrics/index.html",
+    "sweeps": "sweeps/index.html",
+    "signatures": "signatures/index.html",
+    "tags": "tags.html",
+}
+#: page kinds the shipped knowledge base has none of -> their page in the realistic test knowledge base
+#: (tests/kb_factory.py), built beside it
+REALISTIC = {
+    "signature": "signatures/*/index.html",
 }
 
 if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
@@ -95,12 +111,40 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def _serve(out: Path) -> tuple[str, http.server.ThreadingHTTPServer]:
+    handler = functools.partial(_Quiet, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{httpd.server_address[1]}/", httpd
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    root = tmp_path_factory.mktemp("screens")
+def realistic_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    import kb_factory
+
+    root = tmp_path_factory.mktemp("screens-realistic")
+    kb_factory.realistic(root / "sessions")
     env_url = os.environ.pop("LOGKIT_SITE_URL", None)
     try:
-        build(REPO / "sessions", root / "docs", root / "out", config=REPO / "mkdocs.yml")
+        build(root / "sessions", root / "docs", root / "out", config=REPO / "mkdocs.yml")
+    finally:
+        if env_url is not None:
+            os.environ["LOGKIT_SITE_URL"] = env_url
+    base, httpd = _serve(root / "out")
+    yield base, root / "out"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    from test_sweep_site import make_sweep
+
+    root = tmp_path_factory.mktemp("screens")
+    shutil.copytree(REPO / "sessions", root / "sessions", ignore=shutil.ignore_patterns(".*"))
+    make_sweep(root / "sessions")
+    env_url = os.environ.pop("LOGKIT_SITE_URL", None)
+    try:
+        build(root / "sessions", root / "docs", root / "out", config=REPO / "mkdocs.yml")
     finally:
         if env_url is not None:
             os.environ["LOGKIT_SITE_URL"] = env_url
@@ -161,11 +205,12 @@ def _compare(shot: Path, golden: Path) -> str | None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("kind", list(PAGES))
-def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int, site, driver) -> None:
-    base, out = site
+@pytest.mark.parametrize("kind", [*PAGES, *REALISTIC])
+def test_page_kind_fits_the_screen_and_matches_its_golden(kind: str, width: int, request: pytest.FixtureRequest,
+                                                          driver) -> None:
+    base, out = request.getfixturevalue("realistic_site" if kind in REALISTIC else "site")
     driver.set_window_size(width, 900)
-    driver.get(base + _page(out, PAGES[kind]))
+    driver.get(base + _page(out, {**PAGES, **REALISTIC}[kind]))
     _settled(driver)
     assert driver.execute_script("return document.documentElement.clientWidth") == width
     layout = driver.execute_script(PROBE)

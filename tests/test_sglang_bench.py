@@ -12,6 +12,8 @@ import pytest
 from logkit.capture.sglang.bench import parse_file, parse_jsonl
 
 BENCH = Path(__file__).parent / "fixtures" / "bench"
+# the stand-in benchmark client prints this one (logkit demo needs it inside the package)
+STANDIN_BENCH = Path(__file__).parents[1] / "logkit" / "demo" / "standin" / "fixtures" / "bench" / "sglang-33108-2026.txt"
 
 
 def test_misspelt_concurrency_and_cut_block() -> None:
@@ -29,7 +31,7 @@ def test_2024_block_without_labels_and_with_tpot() -> None:
 
 
 def test_2026_block_peak_and_p90() -> None:
-    r = parse_file(BENCH / "sglang-33108-2026.txt")
+    r = parse_file(STANDIN_BENCH)
     assert r.labels["max_concurrency"] == 4
     assert r.metrics["max_output_tokens_per_s"] == 76.0
     assert r.metrics["max_concurrent_requests"] == 5
@@ -59,7 +61,7 @@ def test_jsonl_record_keys_and_server_info_secrets(tmp_path: Path) -> None:
 
 
 def test_cli_bench_parse_json() -> None:
-    out = subprocess.run([sys.executable, "-m", "logkit", "bench", "parse", "--json", str(BENCH / "sglang-33108-2026.txt")],
+    out = subprocess.run([sys.executable, "-m", "logkit", "bench", "parse", "--json", str(STANDIN_BENCH)],
                          capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
     assert set(data) == {"metrics", "labels"}

@@ -1,7 +1,7 @@
 """The benchmark output FIFO: the client's record is redacted before anything reaches disk.
 
 Real FIFOs, real writer processes, and ``logkit run`` on the stand-in benchmark client
-(tests/fake_sglang/sglang/bench_serving.py, which appends its record with ``open(path, "a")``
+(logkit/demo/standin/fake_sglang/sglang/bench_serving.py, which appends its record with ``open(path, "a")``
 exactly like SGLang's) against a real loopback HTTP server whose ``/server_info`` carries a planted
 ``api_key``/``admin_api_key``.
 """
@@ -26,7 +26,7 @@ from logkit.capture.sglang.fifo import FifoSink
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-FAKE = str(ROOT / "tests" / "fake_sglang")
+FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 TOKEN = "planted-Xk93mQ7vLw2pR5tZ"
 ADMIN = "planted-admin-Hq4nV8cJ1sY6"
 

@@ -1,7 +1,7 @@
 """`logkit run` end to end on SGLang commands: the real runner, real processes, real files.
 
-No GPU here, so the live-server paths run against tests/fakeserver.py (reached as
-``python -m sglang.launch_server`` through the stand-in package tests/fake_sglang, put on the
+No GPU here, so the live-server paths run against logkit/demo/standin/fakeserver.py (reached as
+``python -m sglang.launch_server`` through the stand-in package logkit/demo/standin/fake_sglang, put on the
 child's PYTHONPATH only; logkit still parses the flags with the real SGLang in an isolated
 interpreter). The real ``python -m sglang.launch_server`` runs too, and fails here for real.
 """
@@ -24,7 +24,7 @@ from benchclient import client_argv, client_env, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-FAKE = str(ROOT / "tests" / "fake_sglang")
+FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 SECRET = "sk-live-Zq8vK2mN4pR7tW1x"
 
 

@@ -1,8 +1,8 @@
 """``logkit sweep`` end to end: real logkit processes, SGLang's real parser, a stand-in server per backend.
 
-The launch is ``python -m sglang.launch_server`` through tests/fake_sglang on the child's
+The launch is ``python -m sglang.launch_server`` through logkit/demo/standin/fake_sglang on the child's
 PYTHONPATH (logkit parses the flags with the real, lean SGLang in an isolated interpreter), and
-``FAKE_SGLANG_BACKENDS`` makes tests/fakeserver.py behave per ``--moe-runner-backend`` value: one
+``FAKE_SGLANG_BACKENDS`` makes logkit/demo/standin/fakeserver.py behave per ``--moe-runner-backend`` value: one
 crashes with the SM100-only TRT-LLM text, one answers "!!!!!!", one runs out of memory, one hangs,
 two work at different speeds. A stand-in nvidia-smi reports an SM120 GPU.
 """
@@ -25,7 +25,7 @@ from logkit.sweep import spec as specmod
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-FAKE = str(ROOT / "tests" / "fake_sglang")
+FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 BACKENDS = ("flashinfer_trtllm=sm100,flashinfer_cutedsl=garbage,deep_gemm=oom,marlin=hang,"
             "flashinfer_cutlass=healthy:2.0,triton=healthy:1.0,aiter=inaccurate,cutlass=healthy:1.02")
 SMI = """#!/bin/sh

@@ -59,28 +59,38 @@ def _stderr(message: str) -> None:
 class _Stages:
     """The build's bookkeeping: its result, the warnings it passes on, the time of each stage."""
 
-    def __init__(self, result: BuildResult, warn: Callable[[str], None]) -> None:
+    def __init__(self, result: BuildResult, warn: Callable[[str], None], progress: Any = None) -> None:
         self.result = result
         self._warn = warn
         self._clock = time.perf_counter()
+        #: :mod:`.progress`'s view of the stages (None: quiet)
+        self.progress = progress
+        if progress is not None:
+            progress.started("load")
 
     def warn(self, message: str) -> None:
         self.result.warnings.append(message)
         self._warn(message)
 
-    def done(self, stage: str) -> None:
+    def done(self, stage: str, detail: str = "", then: str | None = None) -> None:
+        """Stage ``stage`` ended (``detail``: its counts, for the progress); ``then`` starts."""
         now = time.perf_counter()
         self.result.timings[stage] = now - self._clock
         self._clock = now
+        if self.progress is not None:
+            self.progress.done(stage, detail)
+            if then is not None:
+                self.progress.started(then)
 
 
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
-             templates: Path | None = None, chart_cache: Path | None = None) -> BuildResult:
-    """Stages 1-6: write the Markdown knowledge base of ``sessions``, charts included, into ``docs``."""
+             templates: Path | None = None, chart_cache: Path | None = None, progress: Any = None) -> BuildResult:
+    """Stages 1-6: write the Markdown knowledge base of ``sessions``, charts included, into ``docs``
+    (``progress``: :mod:`.progress`'s live view of the stages, or None)."""
     from ..store.index import Index
 
     result = BuildResult(docs=docs, out=None)
-    stages = _Stages(result, warn)
+    stages = _Stages(result, warn, progress)
 
     # 1-2. load, frames: one snapshot of the refreshed index for the whole build
     with Index(sessions) as db:
@@ -102,13 +112,13 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
     from .pages_sweeps import sweep_pages
     from .render import Renderer
-    from .site import copy_assets
+    from .site import copy_assets, publish_logs
 
     result = stages.result
     loaded = load(sessions, strict=strict, warn=stages.warn, snapshot=snap)
-    stages.done("load")
+    stages.done("load", f"{len(loaded.sessions)} sessions", then="frames")
     frames = make_frames(loaded)
-    stages.done("frames")
+    stages.done("frames", f"{len(frames.facts)} attempts, {len(frames.metrics)} metrics", then="charts")
 
     # 3. charts: the metrics pages and the chart specs they show
     key = build_key(templates)
@@ -118,7 +128,8 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     specs.save()
     sweeps_index, sweep_pages_, sweep_jobs = sweep_pages(loaded)
     chart_jobs += sweep_jobs
-    stages.done("charts")
+    stages.done("charts", f"{len(chart_jobs)} charts on {len(metric_pages)} metrics and {len(sweep_pages_)} sweep pages",
+                then="pages")
 
     # 4. the aggregate pages, kind by kind: each kind's contexts are made, written and let go
     renderer = Renderer(docs, templates)
@@ -148,9 +159,11 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     put(sweeps_index, *sweep_pages_)
     del sweep_pages_
     put(sessions_index(index), decisions_index(index))
-    renderer.write([(Page("tags.md", "Tags", "tags.md.j2"), None)])
+    # the tags page lists every page by tag: its text is the other pages' titles, and one search
+    # entry per tag grows with the knowledge base (past Zensical's field limit)
+    renderer.write([(Page("tags.md", "Tags", "tags.md.j2", no_search=True), None)])
     written += 1
-    stages.done("pages")
+    stages.done("pages", f"{written} pages", then="sessions")
 
     # 5. decision records, then session pages one session at a time; unchanged ones kept
     manifest = Manifest(docs, key, loaded.digests)
@@ -184,25 +197,27 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     manifest.save()
     renderer.prune()
     copy_assets(docs)
+    publish_logs(sessions, docs, list(loaded.sessions))
     result.pages_kept, result.decisions_kept = len(kept), decisions_kept
     result.pages = written + len(kept) + decisions_kept
-    stages.done("sessions")
+    stages.done("sessions", f"{len(loaded.sessions)} sessions, {decisions_kept + len(kept)} pages kept from the last build",
+                then="svg")
 
     # 6. the charts' SVG files
     result.charts_rendered = render_svgs(chart_jobs, docs, chart_cache, stages.warn)
     prune_svgs(chart_jobs, docs)
-    stages.done("svg")
+    stages.done("svg", f"{result.charts_rendered} of {len(chart_jobs)} charts rendered (the rest unchanged)")
     return result
 
 
 def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config: Path | None = None,
-          warn: Callable[[str], None] = _stderr, chart_cache: Path | None = None) -> BuildResult:
+          warn: Callable[[str], None] = _stderr, chart_cache: Path | None = None, progress: Any = None) -> BuildResult:
     """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``)."""
     from .site import check_dirs, run_mkdocs
 
     check_dirs(docs, out)
     try:
-        result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache)
+        result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache, progress=progress)
     except OSError as exc:  # a read-only or full filesystem under --docs
         from ..errors import BadInput
 
@@ -210,9 +225,13 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
         raise BadInput(f"cannot write the Markdown into {docs}: {exc.strerror or exc}{where}",
                        fix=f"check that {docs} is writable and has free space (or give --docs another directory)") from None
     start = time.perf_counter()
+    if progress is not None:
+        progress.started("mkdocs")
     mkdocs_warnings = run_mkdocs(config, docs, out)
     for message in mkdocs_warnings:  # every warning is said, not only counted
         warn(f"logkit: {message}")
+    if progress is not None:
+        progress.done("mkdocs", f"{result.pages} pages into {out}")
     result.warnings += mkdocs_warnings
     if strict:
         from .strict import refuse

@@ -30,7 +30,7 @@ from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import WORKLOAD, Frames
-from .load import tables
+from .load import metric_label, tables
 from .paths import metrics_path
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class SpecCache:
     """
 
     FILE = ".logkit-chart-specs.json"
-    _FORMAT = 1
+    _FORMAT = 2  # 2: legends under the chart, named series, axes from zero
 
     def __init__(self, docs: Path, key: str) -> None:
         self.path = docs / self.FILE
@@ -104,7 +104,7 @@ def _config_label(frames: Frames, ref: str) -> str:
     short = {v: k for k, v in (rules.get("aliases") or {}).items()}
     parts = [f"{short.get(k, k.removesuffix('_backend'))}={v}" for k, v in sorted(f.fingerprint.items())
              if k not in rules["model_keys"]]
-    return " ".join(parts) or (f.fp_hash or "config")  # whole: charts show C1.., the key table this
+    return " ".join(parts) or (f.fp_hash or "config")  # whole: the key table on the page shows it
 
 
 def _first(names: list[str], present: set[str]) -> str | None:
@@ -136,6 +136,22 @@ def _segments(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(segment=labels)
 
 
+#: a legend under the chart, one series per line, its labels whole (Vega cuts them at 160 px by default)
+_LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 0}
+
+
+def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """A legend label per series: the parts of its configuration and workload that differ between
+    the series of one page (``moe_runner=triton``), not ``C1``; whole when there is one series."""
+    if len(parts) < 2:
+        return {full: full for full in parts}
+    common = set.intersection(*(set(p) for p in parts.values()))
+    names = {full: " ".join(x for x in p if x not in common) or full for full, p in parts.items()}
+    if len(set(names.values())) < len(names):  # two series only told apart by their order: whole
+        return {full: full for full in parts}
+    return names
+
+
 def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
     import altair as alt
 
@@ -144,8 +160,8 @@ def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
     base = alt.Chart(df, title=title, width=520, height=260).encode(
         x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
                 axis=alt.Axis(values=ticks, format="~g")),
-        y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=True, padding=12)),
-        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="right")),
+        y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=True, nice=True)),  # never below zero
+        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
     )
     return alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
 
@@ -156,8 +172,8 @@ def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
     return alt.Chart(df, title=title, width=520).mark_bar().encode(
         y=alt.Y("item:N", title=None, sort=None),
         yOffset=alt.YOffset("config:N"),
-        x=alt.X("value:Q", title=x),
-        color=alt.Color("config:N", title="configuration", legend=alt.Legend(orient="right")),
+        x=alt.X("value:Q", title=x, scale=alt.Scale(zero=True, nice=True)),
+        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
     )
 
 
@@ -165,8 +181,8 @@ def _best_chart(best: pd.DataFrame, title: str, name: str) -> alt.Chart:
     import altair as alt
 
     return alt.Chart(best, title=title, width=520).mark_bar().encode(
-        x=alt.X("value:Q", title=f"{name} (tok/s)"),
-        y=alt.Y("config:N", sort="-x", title="configuration"),
+        x=alt.X("value:Q", title=metric_label(name), scale=alt.Scale(zero=True, nice=True)),
+        y=alt.Y("config:N", sort="-x", title="configuration", axis=alt.Axis(labelLimit=0)),
     )
 
 
@@ -190,23 +206,25 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     label_of = {r: frames.facts[r].name for r in servers}
     # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
     # different build, a patch): their --label names them.
-    m = m.assign(full=[f"{config_of[r]} ({label_of[r]})" if label_of[r] and pd.isna(c) and pd.notna(i) else config_of[r]
-                       for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)])
+    parts = [(*config_of[r].split(" "), *([f"({label_of[r]})"] if label_of[r] and pd.isna(c) and pd.notna(i) else []))
+             for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)]
     # a series is one configuration at one dataset and lengths: concurrency is the only axis a
     # line crosses (figures of two workloads are never drawn as one)
     rest = [tuple(None if pd.isna(x) else x for x in w) for w in zip(*(m[c] for c in WORKLOAD[1:]), strict=True)]
-    m = m.assign(full=[f"{full} @ {workload_text((None, *w))}" if any(x is not None for x in w) else full
-                       for full, w in zip(m["full"], rest, strict=True)])
+    parts = [(*p, f"@ {workload_text((None, *w))}") if any(x is not None for x in w) else p
+             for p, w in zip(parts, rest, strict=True)]
+    m = m.assign(full=[" ".join(p) for p in parts])
+    parts_of = dict(zip(m["full"], parts, strict=True))
     for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
-        # Short series names keep the SVG light (vl-convert measures every glyph); the key
-        # table on the page maps them to the full configuration.
-        key = {full: f"C{i + 1}" for i, full in enumerate(sorted(set(group["full"])))}
+        # A series is named by what tells it apart from the others on the page; the key table
+        # on the page gives each one's whole configuration.
+        key = _series_names({full: parts_of[full] for full in sorted(set(group["full"]))})
         group = group.assign(config=group["full"].map(key))
         model_s = model if isinstance(model, str) else "unknown model"
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
         present = set(group["name"])
         charts: list[ChartCtx] = []
-        for kind, label in (("throughput", "tok/s"), ("ttft", "ms"), ("itl", "ms")):
+        for kind in ("throughput", "ttft", "itl"):
             name = _first(names[kind], present)
             if name is None:
                 continue
@@ -217,13 +235,13 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
             src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
             if sel["concurrency"].nunique() > 1:
-                y, title = f"{name} ({label})", f"{name} against concurrency"
+                y, title = metric_label(name), f"{metric_label(name)} against concurrency"
                 src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
             table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
             charts.append(ChartCtx(
-                title=f"{name} against concurrency", src=src,
+                title=f"{metric_label(name)} against concurrency", src=src,
                 alt=f"{name} against max concurrency for {model_s} on {gpu_s}",
                 headers=["concurrency", *[str(c) for c in table.columns]],
                 rows=[[f"{c:g}", *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for c, r in zip(table.index, table.values)],
@@ -233,13 +251,13 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
         items = group[(group["name"] == name) & group["concurrency"].isna() & group["item"].notna()] if name else group[:0]
         if not items.empty:
             items = items.sort_values("ts").groupby(["item", "config"], as_index=False, sort=False)["value"].last()
-            x, title = f"{name} (tok/s)", f"{name} per prompt"
+            x, title = metric_label(name), f"{metric_label(name)} per prompt"
             src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
             jobs.append(job)
             table = items.pivot(index="item", columns="config", values="value")
             table = table.reindex(list(dict.fromkeys(items["item"])))  # in the order measured
             charts.append(ChartCtx(
-                title=f"{name} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
+                title=f"{metric_label(name)} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
                 headers=["prompt", *[str(c) for c in table.columns]],
                 rows=[[str(i), *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for i, r in zip(table.index, table.values)],
             ))
@@ -252,12 +270,12 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                 best = works[work].groupby("config", as_index=False)["value"].max()
                 if len(best) < 2:
                     continue
-                title = f"best {name} per configuration at {workload_text(work)}"
+                title = f"best {metric_label(name)} per configuration at {workload_text(work)}"
                 src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
                 jobs.append(job)
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
-                    headers=["configuration", name],
+                    headers=["configuration", metric_label(name)],
                     rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)

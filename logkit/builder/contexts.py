@@ -157,8 +157,9 @@ class EvidenceCtx:
     signature: str | None = None
     metrics: list[MetricRow] = field(default_factory=list)
     lines: list[Line] = field(default_factory=list)
-    #: the log file, relative to the session directory
+    #: the log file, relative to the session directory, and its published copy (None: not on disk)
     log: str | None = None
+    log_href: str | None = None
 
 
 @dataclass
@@ -288,6 +289,8 @@ class Entry:
     items: list[tuple[str, str, str | None]] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     extra: dict[str, str] = field(default_factory=dict)
+    #: an attempt's raw log: (its file relative to the session directory, the published copy's href)
+    log: tuple[str, str] | None = None
 
 
 @dataclass

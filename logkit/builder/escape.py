@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "link", "text_block"]
+__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "keep_words", "link", "text_block"]
 
 # Characters Python-Markdown, its tables/attr_list extensions or raw HTML give a meaning to. Others
 # (``(``, ``!``, ``.``) only mean something next to one of these, so escaping these is enough; an
@@ -56,11 +56,30 @@ def _esc_str(text: str) -> Markup:
     return Markup(text)
 
 
+_IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
+
+
+def _nowrap(match: re.Match[str]) -> str:
+    if len(match[1]) > 60:  # a URL or a long path may break rather than push the page sideways
+        return match[1]
+    return f'<span class="lk-nw">{match[1]}</span>'  # a function: a template string is re-parsed per match
+
+
+def keep_words(text: str) -> str:
+    """Escaped ``text`` with each identifier-like word (with ``-``, ``_``, ``/`` or ``.``: a flag,
+    an id, a model name, a path) kept on one line (``lk-nw``): a line breaks between words, never
+    inside ``--fp4-gemm-backend``."""
+    if "-" in text or "_" in text or "/" in text or "." in text:
+        return _IDENT.sub(_nowrap, text)
+    return text
+
+
 def text_block(value: Any) -> Markup:
-    """Multi-line prose as one escaped paragraph, its line breaks kept as ``<br>``."""
+    """Multi-line prose as one escaped paragraph, its line breaks kept as ``<br>``, identifiers
+    (flags, ids, paths) never broken across lines (:func:`keep_words`)."""
     if value is None:
         return Markup("")
-    lines = [esc(line) for line in str(value).splitlines() if line.strip()]
+    lines = [keep_words(str(esc(line))) for line in str(value).splitlines() if line.strip()]
     return Markup("<br>\n".join(lines))
 
 

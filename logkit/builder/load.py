@@ -36,7 +36,7 @@ from ..events import (
 from ..store.files import events_path
 from ..store.reader import Problem, ReadResult, cross_check
 
-__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "norm_time",
+__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "metric_label", "norm_time",
            "tables"]
 
 
@@ -58,6 +58,16 @@ def tables() -> dict[str, Any]:
     """The builder's knowledge tables (``logkit/data/knowledge.toml``)."""
     with resources.files("logkit").joinpath("data/knowledge.toml").open("rb") as fh:
         return tomllib.load(fh)
+
+
+def metric_label(name: str) -> str:
+    """How metric ``name`` reads in a header or on an axis (``[metrics.labels]`` of knowledge.toml)."""
+    return str(_metric_labels().get(name) or name.replace("_", " "))
+
+
+@cache
+def _metric_labels() -> dict[str, str]:
+    return dict(tables()["metrics"].get("labels", {}))
 
 
 #: the kinds a session holds many of (per attempt): read when a page shows them, see the contract

@@ -30,7 +30,7 @@ from ..reasoning import matrix
 from ..errorlines import error_template
 from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order as _work_order
-from ..launch.flags import workload_text
+from ..launch.flags import describe, workload_text
 from .contexts import (
     AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
     MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
@@ -166,11 +166,12 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
 
 
 def _headings(configs: list[ConfigCtx], chosen: dict[str, dict[str, object]]) -> None:
-    """Give each configuration its heading: its backend values, and where another configuration of
+    """Give each configuration its heading: its backend values, each named by its axis
+    (``flashinfer_cutlass MoE + trtllm NSA decode``), and where another configuration of
     the page has the same ones, the chosen values that differ between them (``mem_fraction_static=0.92``)."""
     same: dict[str, list[ConfigCtx]] = defaultdict(list)
     for c in configs:
-        same[" + ".join(v for _k, v in c.backends) or "configuration"].append(c)
+        same[describe(dict(c.backends)) or "configuration"].append(c)  # each value with its axis
     for base, group in same.items():
         if len(group) == 1:
             group[0].heading = base if group[0].backends else f"configuration {group[0].anchor}"

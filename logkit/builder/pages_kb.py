@@ -24,8 +24,10 @@ from .frames import WORKLOAD, AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
 from .paths import (
-    PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, session_href, session_part_href,
+    PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, log_href, session_href,
+    session_part_href,
 )
+from ..logfiles import log_file
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
@@ -113,16 +115,30 @@ def home_page(index: KBIndex) -> HomePage:
     )
 
 
+def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None:
+    """An attempt's raw log as the events name it (relative to the session directory) and the href
+    of the site's copy (:func:`.site.publish_logs`); None without a log on disk, plain or compressed."""
+    outcome, attempt = facts.outcome, facts.attempt
+    rel = outcome.log.path if outcome and outcome.log else attempt.log.path if attempt and attempt.log else None
+    if rel is None:
+        return None
+    if log_file(index.loaded.root / facts.session, rel) is None:
+        return None
+    return rel, log_href(facts.session, rel)
+
+
 def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
     session = index.loaded.sessions[facts.session]
     outcome = facts.outcome
     attempt = facts.attempt
+    log = published_log(index, facts)
     return EvidenceCtx(
         attempt=attempt_ref(facts),
         signature=facts.signature,
         metrics=_metric_rows(session, facts.short_id),
         lines=_lines(outcome),
         log=(outcome.log.path if outcome and outcome.log else attempt.log.path if attempt.log else None),
+        log_href=log[1] if log else None,
     )
 
 
@@ -320,7 +336,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
                 provenance=prov, attempt=attempt_ref(facts), command=facts.command,
                 versions=versions, diff=diff, diff_against=against,
                 lines=_lines(outcome), metric_names=names, metric_rows=rows, extra=extra,
-                text=event.label,
+                text=event.label, log=published_log(index, facts),
             ))
         elif isinstance(event, Hypothesis):
             entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,

@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..events import Decision, Sweep, SweepCellResult
 from .contexts import ChartCtx, Page
-from .load import Loaded
 from ..sweep.state import point_text
+from .load import Loaded, metric_label, tables
 from .paths import attempt_href, decision_href, session_href
 
 __all__ = ["SweepPage", "SweepRow", "SweepsIndex", "pareto", "sweep_pages"]
@@ -85,7 +85,10 @@ def _fmt(value: float | None) -> str:
 
 
 def _label(labels: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in labels.items()) or "bench"
+    """A bench point's labels as a reader says them: ``concurrency 16``, other labels ``key=value``."""
+    conc = tables()["metrics"]["concurrency_labels"]
+    return " ".join(f"concurrency {v:g}" if k in conc and isinstance(v, (int, float)) else f"{k}={v}"
+                    for k, v in labels.items()) or "bench"
 
 
 def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | None, list[str], tuple[str, dict] | None]:
@@ -102,7 +105,8 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     x = alt.X("per_user:Q", title="output tok/s per user")
     y = alt.Y("throughput:Q", title="output tok/s (all users)")
     points = alt.Chart(frame).mark_point(filled=True, size=90).encode(
-        x=x, y=y, color=alt.Color("cell:N", title="cell"), shape=alt.Shape("front:N", title=""),
+        x=x, y=y, color=alt.Color("cell:N", title="cell", legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical")),
+        shape=alt.Shape("front:N", title="", legend=alt.Legend(orient="bottom")),
         tooltip=["cell", "point", "per_user", "throughput"])
     line = alt.Chart(frame[frame["front"] == "Pareto front"].sort_values("per_user")).mark_line(
         color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="per_user:Q")
@@ -167,7 +171,7 @@ def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions
                              latency, evidence))
     rows.sort(key=lambda row: (0 if row.rank else 1, int(row.rank or 0)))
     chart, front, job = _chart(sweep, ordered)
-    limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else "none"
+    limit = f"{metric_label(sweep.limit_metric)} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else "none"
     page = SweepPage(
         page=Page(f"sweeps/{sweep.sweep}/index.md", f"Sweep {sweep.sweep}: {sweep.title}", "sweep.md.j2",
                   tags=["sweep", *([sweep.arch] if sweep.arch else [])]),

@@ -19,7 +19,7 @@ from .frames import AttemptFacts
 
 __all__ = [
     "PART_ATTEMPTS", "attempt_href", "attempt_part", "attempt_ref", "config_href", "config_path", "decision_href",
-    "key_slug", "metrics_path", "negative_path", "session_href", "session_part_href", "signature_path", "slug",
+    "key_slug", "log_href", "metrics_path", "negative_path", "session_href", "session_part_href", "signature_path", "slug",
 ]
 
 
@@ -61,6 +61,12 @@ def session_part_href(session_id: str, part: int) -> str:
 def attempt_href(session_id: str, short_id: str) -> str:
     """An attempt's anchor on the part of its session page that shows it."""
     return f"{session_part_href(session_id, attempt_part(short_id))}#{short_id}"
+
+
+def log_href(session_id: str, file: str) -> str:
+    """An attempt's raw log as the site publishes it (``file``: the name the events give it, relative
+    to the session directory, ``logs/A7.log``, compressed on disk or not; :func:`logkit.builder.site.publish_logs`)."""
+    return f"logs/{session_id}/{file}"
 
 
 def decision_href(decision_id: str) -> str:

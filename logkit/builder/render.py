@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shlex
 import posixpath
 from collections.abc import Iterable
 from datetime import datetime
@@ -22,7 +23,8 @@ from typing import Any
 import jinja2
 
 from .contexts import Page
-from .escape import Markup, code, esc, fence, finalize, html_text, link, text_block
+from .load import metric_label, tables
+from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, text_block
 
 __all__ = ["Renderer"]
 
@@ -35,6 +37,41 @@ def _num(value: float | None) -> Markup:
     if value is None or value != value:
         return Markup("")
     return Markup(f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}")
+
+
+def _conc(value: float | None) -> Markup:
+    """A concurrency (a count of requests): ``64``, never ``64.0``."""
+    if value is None or value != value:
+        return Markup("")
+    return Markup(f"{value:g}")
+
+
+def count(n: int, nouns: str, bold: bool = False) -> Markup:
+    """``n`` and ``nouns`` (a plural) in the number's form: ``1 decision``, ``2 decisions``,
+    ``1 working launch``, ``1 hypothesis``; the number in bold with ``bold``."""
+    if n == 1:
+        nouns = (nouns[:-2] + "is" if nouns.endswith("ses") and nouns.endswith("theses") else
+                 nouns[:-2] if nouns.endswith(("ches", "shes", "sses")) else nouns.removesuffix("s"))
+    number = f"**{n}**" if bold else str(n)
+    return Markup(f"{number} ") + esc(nouns)
+
+
+def _command(value: Any) -> Markup:
+    """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
+    (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
+    text = str(value or "")
+    try:
+        words = shlex.split(text)
+    except ValueError:  # unbalanced quotes: show it as recorded
+        return fence(text, "bash")
+    if "\n" in text or any(set(w) <= set("|&;<>()") for w in words):  # a pipeline or script: as recorded
+        return fence(text, "bash")
+    lines: list[list[str]] = [[]]
+    for word in words:  # ``python -m sglang.launch_server`` stays whole; each long flag starts a line
+        if lines[-1] and (word.startswith("--") or (len(lines) > 1 and word.startswith("-") and len(word) == 2)):
+            lines.append([])
+        lines[-1].append(shlex.quote(word))
+    return fence(" \\\n  ".join(" ".join(line) for line in lines), "bash")
 
 
 def _numbered(lines: Any) -> str:
@@ -54,13 +91,6 @@ def _excerpt(lines: Any) -> Markup:
     return fence(_numbered(lines), "text")
 
 
-_IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
-
-
-def _nowrap(match: re.Match[str]) -> str:
-    return f'<span class="lk-nw">{match[1]}</span>'  # a function: a template string is re-parsed per match
-
-
 def _cell(value: Any) -> Markup:
     """Escaped text for a table cell (never empty, so the row keeps its shape).
 
@@ -70,12 +100,28 @@ def _cell(value: Any) -> Markup:
     text = str(esc(value))
     if not text:
         return Markup("&nbsp;")
-    if "-" in text or "_" in text or "/" in text or "." in text:
-        text = _IDENT.sub(_nowrap, text)
-    return Markup(text)
+    return Markup(keep_words(text))
 
 
 _HEADING = re.compile(r"^##+ ", re.M)
+_SECTION = re.compile(r"^#{1,6} ", re.M)
+_MARKUP = re.compile(r"<[^>]*>|\]\([^)]*\)|&#?\w+;")
+
+
+@functools.cache
+def _search_field_max() -> int:
+    return int(tables()["site"]["search_field_max"])
+
+
+def fits_search(body: str) -> bool:
+    """Whether every section of a page (the text between two headings, one search entry each) stays
+    inside the search index's field limit (``[site] search_field_max`` of knowledge.toml: Zensical
+    refuses a bigger one). Counted on the Markdown less its tags and link targets: at least the
+    text the index gets. A page that does not fit is left out of the search index, never cut."""
+    limit = _search_field_max()
+    if len(body.encode()) <= limit:
+        return True
+    return all(len(_MARKUP.sub(" ", part).encode()) <= limit for part in _SECTION.split(body))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -113,7 +159,8 @@ class Renderer:
             undefined=jinja2.StrictUndefined,
         )
         self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
-                                numbered=_numbered, excerpt=_excerpt)
+                                numbered=_numbered, excerpt=_excerpt, conc=_conc, command=_command,
+                                metric=metric_label)
         self.written: list[Path] = []
 
     def render(self, page: Page, ctx: Any) -> str:
@@ -129,7 +176,8 @@ class Renderer:
         def aref(a: Any) -> Markup:
             return page_link(a.ref, a.href) + Markup(" <small>") + esc(a.status) + Markup("</small>")
 
-        body = self.env.get_template(page.template).render(ctx=ctx, link=page_link, url=url, code=code, aref=aref)
+        body = self.env.get_template(page.template).render(ctx=ctx, link=page_link, url=url, code=code, aref=aref,
+                                                          count=count)
         front = {"title": html_text(page.title)}
         if page.tags:
             front["tags"] = [html_text(t) for t in page.tags]
@@ -139,7 +187,7 @@ class Renderer:
         if page.tags:
             lines.append("tags:")
             lines += [f"  - {json.dumps(t)}" for t in front["tags"]]
-        if page.no_search:
+        if page.no_search or not fits_search(body):
             lines += ["search:", "  exclude: true"]
         lines.append("---")
         return "\n".join(lines) + "\n\n" + body

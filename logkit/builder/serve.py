@@ -48,7 +48,7 @@ def serve(sessions: Path, docs: Path, config: Path | None, addr: str) -> None:
     conf.write_text(
         f"INHERIT: {json.dumps(str(base))}\n"
         f"docs_dir: {json.dumps(str(docs.resolve()))}\n"
-        f"hooks:\n  - {json.dumps(str(hook))}\n"
+        f"hooks:\n  - {json.dumps(str(hook))}\n  - {json.dumps(str(hook.with_name('offline_hook.py')))}\n"
         f"watch:\n  - {json.dumps(str(Path(sessions).resolve()))}\n",
         encoding="utf-8",
     )

@@ -65,6 +65,52 @@ def copy_assets(docs: Path) -> None:
                 dest.write_bytes(data)
 
 
+def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
+    """Copy each session's raw logs (``<session>/logs/*``, redacted as written) to
+    ``<docs>/logs/<session>/logs/`` under the name the events give them, where pages link them
+    (:func:`.paths.log_href`): a compressed log is published as its text, so a page's link holds
+    whether the log was compressed before or after the page was made. A copy as new as its source
+    is left, one no session has any more is removed. Returns how many were copied."""
+    import shutil
+
+    from ..abandon import confined_log
+    from ..store.files import LOGS_DIR
+    from ..logfiles import SUFFIX, open_log
+
+    target_root = docs / LOGS_DIR
+    wanted: set[Path] = set()
+    copied = 0
+    for sid in session_ids:
+        folder = sessions / sid / LOGS_DIR
+        if not folder.is_dir():
+            continue
+        for src in folder.iterdir():
+            if src.name.startswith(".") or src.is_symlink() or not src.is_file():
+                continue  # a reservation or a compression in progress; a link may lead out of the session
+            if confined_log(sessions / sid, f"{LOGS_DIR}/{src.name}") is None:
+                continue  # never publish a file from outside the session (events and links arrive through git)
+            dest = target_root / sid / LOGS_DIR / src.name.removesuffix(SUFFIX)
+            wanted.add(dest)
+            st = src.stat()
+            try:
+                if int(dest.stat().st_mtime) == int(st.st_mtime):
+                    continue
+            except OSError:
+                pass
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.tmp")
+            with open_log(src) as fh, open(tmp, "wb") as out:
+                shutil.copyfileobj(fh, out, 1 << 20)
+            os.utime(tmp, (st.st_atime, st.st_mtime))
+            os.replace(tmp, dest)
+            copied += 1
+    if target_root.is_dir():
+        for old in target_root.rglob("*"):
+            if old.is_file() and old not in wanted:
+                old.unlink()
+    return copied
+
+
 def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -> Any:
     """The MkDocs configuration object with our directories."""
     from mkdocs.config import load_config
@@ -74,6 +120,7 @@ def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -
     env_url = os.environ.get(ENV_SITE_URL, "").strip()
     if env_url:
         extra.setdefault("site_url", env_url)
+    extra.setdefault("hooks", [str(Path(__file__).with_name("offline_hook.py").resolve())])
     try:
         return load_config(config_file=str(path), docs_dir=str(docs.resolve()), site_dir=str(out.resolve()), **extra)
     except ConfigurationError as exc:

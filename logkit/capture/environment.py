@@ -257,6 +257,12 @@ class Probes:
             "interpreter": data.get("executable") or interp,
         }
 
+    def join(self, name: str, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for probe ``name`` (``git``, ``gpus``, ``packages``) alone."""
+        for thread in self._threads:
+            if thread.name == f"logkit-probe-{name}":
+                thread.join(timeout)
+
     def done(self) -> bool:
         """Whether every probe has finished."""
         return not any(t.is_alive() for t in self._threads)

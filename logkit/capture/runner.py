@@ -51,7 +51,14 @@ PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"")]
 #: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
 CONFIRMERS: list[str] = []
 
-PROBE_WAIT_S = 5.0
+#: How long the end of an attempt waits for environment probes still running (git, nvidia-smi, the
+#: package probe): the summary comes within a blink of the child's exit; a probe not done by then
+#: is recorded as "still running after Ns" (the environment event says which), never waited for.
+PROBE_WAIT_S = 0.1
+#: ...except the GPU probe, waited for up to this long: the GPUs' architecture is what makes a failed
+#: launch count in the matrix (nvidia-smi on a GPU host answers in about a second, long done by the
+#: time a launch fails; without a GPU it fails at once).
+GPU_PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
 
 
@@ -97,19 +104,22 @@ class RunOptions(Slotted):
 class RunResult(Slotted):
     """What happened, for the CLI's summary."""
 
-    __slots__ = ("exit_status", "session", "attempt", "outcome")
+    __slots__ = ("exit_status", "session", "attempt", "outcome", "unrecorded")
 
     exit_status: int
     session: str | None
     attempt: dict[str, Any] | None
     outcome: dict[str, Any] | None
+    #: why the command ran unrecorded (said again in the closing summary); None when recorded
+    unrecorded: str | None
 
     def __init__(self, exit_status: int, session: str | None = None, attempt: dict[str, Any] | None = None,
-                 outcome: dict[str, Any] | None = None) -> None:
+                 outcome: dict[str, Any] | None = None, unrecorded: str | None = None) -> None:
         self.exit_status = exit_status
         self.session = session
         self.attempt = attempt
         self.outcome = outcome
+        self.unrecorded = unrecorded
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
@@ -300,7 +310,8 @@ class _Recording(Slotted):
             print(f"logkit: warning: {len(survivors)} process(es) of the command's group still running: "
                   + ", ".join(str(s["pid"]) for s in survivors) + f" (kill -9 -{child.pgid})", file=sys.stderr)
         if not self.recorded:
-            return RunResult(exit_status=status_code, session=journal.id)
+            return RunResult(exit_status=status_code, session=journal.id,
+                             unrecorded="; ".join(problems) or "the attempt could not be recorded")
         rec.close_log(sync=True)
         info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
                         forwarded_signal=stop.signal, duration_s=duration, lines=rec.lines,
@@ -319,6 +330,7 @@ class _Recording(Slotted):
             except Exception as exc:
                 problems.append(f"watcher failed: {type(exc).__name__}: {exc}")
         if not self.env_written:
+            self.probes.join("gpus", GPU_PROBE_WAIT_S)
             _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
         problems.extend(rec.problems)
         outcome = files.event(

@@ -25,9 +25,11 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "sweep": ("sweep",),
     "sglang": ("classify", "import", "bench"),
     "why": ("why",),
+    "inspect": ("show", "compare", "export"),
     "reason": ("hypothesis", "todo", "decide", "decision", "note", "status", "record"),
     "site": ("build", "serve", "cite"),
     "agents": ("mcp", "hook"),
+    "demo": ("demo",),
 }
 
 

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["register"]
@@ -92,11 +93,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
 
     def report(result: Any) -> None:
+        if result.unrecorded is not None:
+            # said again at the end: the warning at the top has scrolled away by the end of a launch
+            why = result.unrecorded.splitlines()[0].rstrip(".")  # its fix is the one below
+            print(f"logkit: NOT RECORDED: {why}. The command ran (exit status {result.exit_status}) "
+                  f"but nothing of it is in {root}\n  fix: make {root} writable (or pass --sessions DIR), then run it again",
+                  file=sys.stderr)
         if result.outcome is not None:
             o = result.outcome
             log = os.path.relpath(os.path.join(root, str(result.session), o["log"]["path"]))  # openable from here
             print(f"logkit: {o['attempt']} {o['status']}: {o.get('label', '')} in {o['duration_s']:.1f}s; "
                   f"log {log}", file=sys.stderr)
+            # the attempt has ended and its outcome is written: a big log is stored compressed (after
+            # the summary, which never waits for it; every reader of logkit reads either form)
+            from ..logfiles import compress_ended
+
+            try:
+                if compress_ended(Path(root) / str(result.session), o["log"]["path"]) is not None:
+                    print(f"logkit: log stored compressed: {log}.gz (logkit show, why and the site read it as text)",
+                          file=sys.stderr)
+            except Exception as exc:  # noqa: BLE001 - the record stands with the plain log
+                print(f"logkit: warning: the log stays uncompressed: {exc}", file=sys.stderr)
 
     try:
         if args.repeat != 1 or args.warmup:

@@ -57,11 +57,17 @@ def _existing(args: argparse.Namespace) -> Any:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    import contextlib
+
     from ..builder import build
+    from ..builder.progress import make
 
     st = _existing(args)
-    result = build(st.root, Path(args.docs), Path(args.out), strict=args.strict,
-                   config=Path(args.config) if args.config else None, chart_cache=Path(".cache/logkit-charts"))
+    progress = make()  # live stages on a terminal; quiet without one
+    with progress if progress is not None else contextlib.nullcontext():
+        result = build(st.root, Path(args.docs), Path(args.out), strict=args.strict,
+                       config=Path(args.config) if args.config else None, chart_cache=Path(".cache/logkit-charts"),
+                       progress=progress)
     took = sum(result.timings.values())
     skipped = f", {len(result.warnings)} warning(s)" if result.warnings else ""
     print(f"built {result.pages} pages from {st.root} in {took:.1f}s{skipped}: {Path(args.out) / 'index.html'}")

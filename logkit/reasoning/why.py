@@ -123,7 +123,8 @@ def _own_log(root: Path, sid: str, logs: list[Any], asked: Path, size: int, dige
     for log in logs:
         if not log:
             continue
-        if (root / sid / log["path"]).resolve() == asked:
+        recorded = root / sid / log["path"]
+        if asked in (recorded.resolve(), recorded.with_name(recorded.name + ".gz").resolve()):  # stored compressed
             return True
         if log.get("sha256") and log.get("size") == size:
             if not digest:  # hashed once, and only when some log has its size
@@ -182,6 +183,8 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
                         evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
                         itself=itself)
     asked = log.resolve() if log is not None else None
+    if asked is not None and not asked.exists() and asked.with_name(asked.name + ".gz").is_file():
+        asked = asked.with_name(asked.name + ".gz")  # its attempt ended and the log was stored compressed
     size, digest = (asked.stat().st_size if asked is not None else -1), []
     if key is None and asked is None:
         return report

@@ -501,11 +501,16 @@ def check_log_path(p: Path) -> None:
 
 
 def classify_file(path: str | Path) -> Classification:
-    """Classify a log file written without logkit (streamed: any size, bounded memory)."""
+    """Classify a log file written without logkit (streamed: any size, bounded memory). A log logkit
+    stored compressed reads the same, named by its recorded path or its ``.gz`` file."""
+    from ...logfiles import SUFFIX, open_log
+
     p = Path(path)
+    if not p.exists() and Path(f"{p}{SUFFIX}").is_file():
+        p = Path(f"{p}{SUFFIX}")  # compressed once its attempt ended
     check_log_path(p)
     try:
-        with p.open("rb") as fh:
+        with open_log(p) as fh:
             return classify_stream(fh)
     except IsADirectoryError as exc:
         raise BadInput(f"{p}: is a directory, not a log", fix="pass the log file itself") from exc

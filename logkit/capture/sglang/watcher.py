@@ -41,8 +41,10 @@ from .timeline import Timeline
 __all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
 
 POLL_S = 1.0
-#: How long the end of a launch waits for SGLang's full parse still running beside it.
-PARSE_WAIT_S = 60.0
+#: How long the end of a launch waits for SGLang's full parse still running beside it: not at all (a
+#: launch that died at once held the terminal for the seconds SGLang's import takes, 4 s at load 4):
+#: a parse not done by then is cancelled and a note says so; the cached spec's parse stands.
+PARSE_WAIT_S = 0.0
 
 
 def probe_url(host: str | None, port: int | None) -> str | None:
@@ -335,6 +337,8 @@ class LaunchWatcher:
             self._parse_thread.join(timeout=PARSE_WAIT_S)
             if self._parse_thread.is_alive() and self.background is not None:
                 self.background.cancel()
+                self._note("SGLang's full parse of the flags was still running when the launch ended: cancelled, "
+                           "not recorded (the flags as logkit's cached spec parsed them stand)")
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
                             stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
                             hang=self.hang, launch=not self.latent)

@@ -1,0 +1,116 @@
+"""``logkit show``, ``logkit compare`` and ``logkit export``: one attempt, two side by side, tidy tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._common import add_json, print_json, print_text, store
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add this domain's commands."""
+    p = sub.add_parser("show", help="one attempt whole: command, configuration, outcome, metrics, log tail",
+                       description="Show one attempt: its command, configuration, environment, outcome with its "
+                       "evidence lines, metrics, the verdicts and decisions citing it, its log and the log's tail.")
+    p.add_argument("attempt", metavar="ATTEMPT", help="A3 (in the current session) or SESSION/A3")
+    p.add_argument("--tail", type=int, default=20, metavar="N", help="lines of the log's end to print (default 20)")
+    add_json(p)
+    p.set_defaults(func=cmd_show)
+    p = sub.add_parser("compare", help="two attempts side by side: configuration diff, outcomes, metrics",
+                       description="Compare two attempts: what differs in their configuration (flags; the port and "
+                       "other run-specific values are not configuration), watched environment and versions, and "
+                       "their outcomes and metrics side by side.")
+    p.add_argument("a", metavar="A", help="A3 or SESSION/A3")
+    p.add_argument("b", metavar="B", help="A5 or SESSION/A5")
+    add_json(p)
+    p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("export", help="tidy tables for pandas and notebooks: attempts, metrics, matrix cells",
+                       description="Write the knowledge base as one tidy table: one row per attempt, per metric "
+                       "or per matrix cell (backend value x architecture x model x versions), from the index.")
+    p.add_argument("--what", choices=("attempts", "metrics", "matrix"), default="attempts",
+                   help="the table (default attempts)")
+    p.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="csv", help="default csv")
+    p.add_argument("--out", "-o", metavar="FILE", help="write here (default stdout; parquet needs a file)")
+    p.set_defaults(func=cmd_export)
+
+
+def _snapshot(args: argparse.Namespace) -> Any:
+    from contextlib import ExitStack
+
+    from ..store.index import Index
+
+    st = store(args)
+    stack = ExitStack()
+    index = stack.enter_context(Index(st.root))
+    index.refresh()
+    return st, stack, stack.enter_context(index.snapshot())
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .. import attempt_view
+
+    st, stack, snap = _snapshot(args)
+    with stack:
+        rec = attempt_view.load(snap, *attempt_view.resolve(args.attempt, st.current()))
+        if args.json:
+            print_json(attempt_view.show_json(rec, args.tail))
+        else:
+            print_text(attempt_view.show_text(rec, args.tail))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .. import attempt_view
+
+    st, stack, snap = _snapshot(args)
+    with stack:
+        decisions = snap.decisions()
+        a = attempt_view.load(snap, *attempt_view.resolve(args.a, st.current()), decisions=decisions)
+        b = attempt_view.load(snap, *attempt_view.resolve(args.b, st.current()), decisions=decisions)
+        c = attempt_view.compare(a, b)
+    if args.json:
+        print_json(c)
+    else:
+        print_text(attempt_view.compare_text(c))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .. import attempt_view
+    from ..errors import BadInput
+
+    if args.format == "parquet" and not args.out:
+        raise BadInput("parquet is a binary file format, not for a terminal", fix="add --out FILE.parquet")
+    _st, stack, snap = _snapshot(args)
+    with stack:
+        rows = attempt_view.export_rows(snap, args.what)
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise BadInput(f"{out.parent} is not a directory", fix="create it, or write --out elsewhere")
+    if args.format == "csv":
+        text = frame.to_csv(index=False)
+    elif args.format == "jsonl":
+        text = frame.to_json(orient="records", lines=True, force_ascii=False) if len(frame) else ""
+    else:
+        try:
+            frame.to_parquet(out, index=False)
+        except ImportError as exc:
+            raise BadInput("writing parquet needs pyarrow, which is not installed",
+                           fix="pip install 'logkit[parquet]' (pyarrow), or use --format csv|jsonl") from exc
+        print(f"logkit: {len(frame)} {args.what} rows -> {out}", file=sys.stderr)
+        return 0
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        print(f"logkit: {len(frame)} {args.what} rows -> {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,120 @@
+"""An attempt's raw log on disk: plain while the attempt runs, gzip-compressed once it has ended.
+
+Contract: the events name a log by the path it was written under (``logs/A7.log``, relative to the
+session directory) and keep that name for good. Once the attempt has ended, :func:`compress` swaps
+the file for ``logs/A7.log.gz`` (written beside it, flushed, renamed, then the plain file removed:
+a crash leaves one whole copy or the other, never neither). Every reader goes through
+:func:`log_file` (which of the two is there) and :func:`read_log` / :func:`open_log` (the bytes,
+decompressed), so classify, ``why``, ``show`` and the site read either form alike. The log is
+redacted as it is written; compression changes nothing in its text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["SUFFIX", "compress", "compress_ended", "compress_over", "log_file", "open_log", "read_log", "tail"]
+
+#: overrides ``[logs] compress_over_bytes`` of logkit/data/storage.toml
+ENV_COMPRESS_OVER = "LOGKIT_COMPRESS_LOGS_OVER"
+
+#: the compressed form's suffix, after the recorded name
+SUFFIX = ".gz"
+
+
+def log_file(session_dir: Path, rel: str) -> Path | None:
+    """The file holding the log recorded as ``rel``: the plain one, else its compressed form, else
+    None (also for a path that leads out of the session directory: events arrive through git)."""
+    from .abandon import confined_log
+
+    plain = confined_log(session_dir, rel)
+    if plain is None:
+        return None
+    if plain.exists():
+        return plain
+    packed = plain.with_name(plain.name + SUFFIX)
+    return packed if packed.exists() else None
+
+
+def open_log(path: Path) -> BinaryIO:
+    """``path`` (as :func:`log_file` gave it) open for reading its text's bytes."""
+    if path.name.endswith(SUFFIX):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def read_log(path: Path) -> bytes:
+    """The whole text of the log at ``path``, decompressed."""
+    with open_log(path) as fh:
+        return fh.read()
+
+
+def compress(session_dir: Path, rel: str, *, level: int = 6) -> Path | None:
+    """Store the ended attempt's log ``rel`` compressed; the new file (None when there is no plain log).
+
+    Idempotent: a log already compressed is left as it is. An error (a full disk) leaves the plain
+    log in place and removes the partial copy: the log is never lost for a compression.
+    """
+    plain = session_dir / rel
+    if not plain.is_file():
+        return None
+    packed = plain.with_name(plain.name + SUFFIX)
+    tmp = plain.with_name(f".{plain.name}{SUFFIX}.{os.getpid()}.tmp")
+    try:
+        with open(plain, "rb") as src, open(tmp, "wb") as raw:
+            with gzip.GzipFile(filename=plain.name, mode="wb", fileobj=raw, compresslevel=level, mtime=0) as gz:
+                while chunk := src.read(1 << 20):
+                    gz.write(chunk)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, packed)
+        plain.unlink()
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        if packed.exists() and plain.exists():
+            packed.unlink(missing_ok=True)
+        return None
+    return packed
+
+
+def compress_over() -> int:
+    """Logs bigger than this many bytes are compressed once their attempt has ended."""
+    env = os.environ.get(ENV_COMPRESS_OVER, "").strip()
+    if env.isdigit():
+        return int(env)
+    import tomllib
+    from importlib import resources
+
+    with resources.files("logkit").joinpath("data/storage.toml").open("rb") as fh:
+        return int(tomllib.load(fh)["logs"]["compress_over_bytes"])
+
+
+def compress_ended(session_dir: Path, rel: str) -> Path | None:
+    """After ``logkit run`` wrote an attempt's outcome: compress its log when it is over :func:`compress_over`.
+    Returns the compressed file, or None when the log stays as it is (small, gone, or not compressible
+    now: a full disk leaves it plain)."""
+    plain = session_dir / rel  # the log this run just wrote (its own path, not one read from git)
+    try:
+        if plain.is_symlink() or plain.stat().st_size <= compress_over():
+            return None
+    except OSError:
+        return None
+    return compress(session_dir, rel)
+
+
+def tail(path: Path, limit: int = 1 << 16) -> bytes:
+    """The last ``limit`` bytes of the log's text (a compressed log is read through once)."""
+    if not path.name.endswith(SUFFIX):
+        with open(path, "rb") as fh:
+            fh.seek(0, io.SEEK_END)
+            fh.seek(max(0, fh.tell() - limit))
+            return fh.read()
+    keep = b""
+    with gzip.open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            keep = (keep + chunk)[-limit:]
+    return keep
