@@ -2,7 +2,7 @@
 
 * client: one ``python -m sglang.benchmark.serving`` run (the real client, tests/benchclient.py:
   stand-in torchvision, packages from .venv/sglang-bench-client, a tiny tokenizer, ``random-ids``,
-  8 prompts at concurrency 2) against the stand-in client of tests/fake_sglang, wall time each,
+  8 prompts at concurrency 2) against the stand-in client of logkit/demo/standin/fake_sglang, wall time each,
   against the same stand-in server; and ``python -c pass`` as the floor.
 * parse: ``import sglang.srt.server_args`` (what logkit runs to parse every launch) with the
   client's packages on PYTHONPATH against without: why they live in a folder of their own.
@@ -70,7 +70,7 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp())
         tok = tiny_tokenizer(tmp / "tok")
         env = client_env()
-        stand_in = {**os.environ, "PYTHONPATH": str(ROOT / "tests" / "fake_sglang")}
+        stand_in = {**os.environ, "PYTHONPATH": str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")}
         floor, real, fake, tput = [], [], [], []
         for i in range(args.repeat):
             floor.append(_timed([sys.executable, "-c", "pass"], os.environ.copy()))

@@ -1,6 +1,6 @@
 """A small knowledge base made the way a user makes one, for the agent tests (MCP server, hooks).
 
-Real ``logkit run`` of the stand-in SGLang server (tests/fake_sglang on the child's PYTHONPATH;
+Real ``logkit run`` of the stand-in SGLang server (logkit/demo/standin/fake_sglang on the child's PYTHONPATH;
 SGLang's real parser reads the flags) on a stand-in nvidia-smi that reports one SM120 GPU:
 ``flashinfer_trtllm`` MoE crashes with the SM100-only TRT-LLM error (A1), ``triton`` MoE comes up
 and answers its smoke prompt (A2, with an API key that must never be shown). Then, through the
@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-FAKE = str(ROOT / "tests" / "fake_sglang")
+FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 SECRET = "sk-live-Zq8vK2mN4pR7tW1x"
 SMI = """#!/bin/sh
 case "$*" in

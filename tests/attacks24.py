@@ -3,7 +3,7 @@
 and raises ``AssertionError`` when something was lost, leaked, hung or printed a traceback.
 
 Needs only the standard library and logkit (``bench/report.py`` runs without pytest); the sweep
-attacks use the stand-in SGLang of ``tests/fake_sglang`` and ``tests/test_sweep.py``'s backends.
+attacks use the stand-in SGLang of ``logkit/demo/standin/fake_sglang`` and ``tests/test_sweep.py``'s backends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
-FAKE = ROOT / "tests" / "fake_sglang"
+FAKE = ROOT / "logkit" / "demo" / "standin" / "fake_sglang"
 LOGKIT = scenarios.LOGKIT
 HANG_S = 20.0  # a command that takes longer than this beside a FIFO counts as hung
 

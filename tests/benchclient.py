@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKE_TORCHVISION = str(ROOT / "tests" / "fake_torchvision")
 #: where setup.sh --test installs the client's packages (beside the venv's own site-packages)
 CLIENT_PACKAGES = Path(sys.prefix) / "sglang-bench-client"
-#: the words the stand-in server generates (tests/fakeserver.py ``tokens``) and some filler
+#: the words the stand-in server generates (logkit/demo/standin/fakeserver.py ``tokens``) and some filler
 WORDS = ("the", "model", "said", "tokens", "here", "and", "more", "text", "alpha", "beta", "gamma", "delta")
 
 
@@ -42,10 +42,10 @@ def tiny_tokenizer(where: Path) -> Path:
 
 
 def fake_server_argv(port: int, *extra: str) -> list[str]:
-    """The stand-in SGLang server (tests/fakeserver.py; where it moves with the demo,
-    logkit/demo/standin/fakeserver.py) on 127.0.0.1:``port``."""
-    script = next((p for p in (ROOT / "tests" / "fakeserver.py", ROOT / "logkit" / "demo" / "standin" / "fakeserver.py")
-                   if p.is_file()), ROOT / "tests" / "fakeserver.py")
+    """The stand-in SGLang server (logkit/demo/standin/fakeserver.py) on 127.0.0.1:``port``."""
+    from logkit.demo import STANDIN
+
+    script = STANDIN / "fakeserver.py"
     return [sys.executable, str(script), "--port", str(port), *extra]
 
 

@@ -1,6 +1,6 @@
 """The accuracy gate: logkit's shipped question set, scored by exact match against a ready server;
 below the threshold the launch is ``inaccurate`` (a refuting failure) with the score and the wrong
-answers recorded. Live against tests/fakeserver.py with a share of the answers wrong."""
+answers recorded. Live against logkit/demo/standin/fakeserver.py with a share of the answers wrong."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from logkit.errors import BadInput
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-FAKE = str(ROOT / "tests" / "fake_sglang")
+FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 
 
 def test_the_set_is_fixed_exact_and_few_shot() -> None:

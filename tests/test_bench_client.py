@@ -2,7 +2,7 @@
 
 ``python -m sglang.benchmark.serving`` of the lean SGLang 0.5.23 install runs for real
 (tests/benchclient.py: the stand-in torchvision on its PYTHONPATH, a tiny tokenizer made here,
-``--dataset-name random-ids``: no download), against tests/fakeserver.py streaming server-sent
+``--dataset-name random-ids``: no download), against logkit/demo/standin/fakeserver.py streaming server-sent
 events. Its record is read by :func:`logkit.capture.sglang.bench.parse_file`.
 """
 

@@ -19,7 +19,7 @@ from benchclient import client_argv, client_env, fake_server_argv, tiny_tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-STAND_IN = str(ROOT / "tests" / "fake_sglang")
+STAND_IN = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_real_client_repeated_after_a_warm_up(server: int, tmp_path: Path) -> No
 
 
 def test_five_runs_give_a_bootstrap_interval_of_the_median(server: int, tmp_path: Path) -> None:
-    # the stand-in client (tests/fake_sglang: a fraction of a second a run) for the five runs
+    # the stand-in client (logkit/demo/standin/fake_sglang: a fraction of a second a run) for the five runs
     sessions = tmp_path / "sessions"
     argv = ["env", f"PYTHONPATH={STAND_IN}", PY, "-m", "sglang.bench_serving", "--port", str(server),
             "--dataset-name", "random-ids", "--max-concurrency", "2"]

@@ -182,7 +182,7 @@ def test_classify_and_why_never_answer_abandoned(tmp_path: Path, sessions: Path,
 
 
 def test_a_script_that_starts_a_server_is_probed_and_smoked_as_a_launch(tmp_path: Path, sessions: Path, logkit) -> None:
-    """`./serve.sh` starting the stand-in server (tests/fakeserver.py: SGLang's own log lines and
+    """`./serve.sh` starting the stand-in server (logkit/demo/standin/fakeserver.py: SGLang's own log lines and
     endpoints, no GPU here): its printed server_args make it a launch, readiness is probed on the
     printed port, the --smoke prompt is sent and --smoke-only stops it."""
     import socket
@@ -192,7 +192,7 @@ def test_a_script_that_starts_a_server_is_probed_and_smoked_as_a_launch(tmp_path
         port = s.getsockname()[1]
     assert logkit("session", "start", "served").returncode == 0
     script = tmp_path / "serve.sh"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).parent / "fakeserver.py"}" '
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).parent.parent / "logkit" / "demo" / "standin" / "fakeserver.py"}" '
                       f'--model-path fake/model --host 127.0.0.1 --port {port} --mode healthy\n')
     script.chmod(0o755)
     done = logkit("run", "--smoke", "Say hi", "--smoke-only", "--grace", "5", "--", str(script), timeout=90)

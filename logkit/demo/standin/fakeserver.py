@@ -1,6 +1,6 @@
 """A stand-in SGLang server for the tests (there is no GPU here): SGLang's endpoints and log lines.
 
-    python tests/fakeserver.py --model-path M --port P [--host H] [--api-key K] --mode MODE
+    python logkit/demo/standin/fakeserver.py --model-path M --port P [--host H] [--api-key K] --mode MODE
 
 Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``sm100`` (exits with the
 TRT-LLM "only supported on SM100" error while loading), ``oom`` (CUDA out of memory while

@@ -1,6 +1,6 @@
-"""A stand-in ``sglang`` package for the tests: ``python -m sglang.launch_server`` runs tests/fakeserver.py.
+"""A stand-in ``sglang`` package for the tests: ``python -m sglang.launch_server`` runs logkit/demo/standin/fakeserver.py.
 
-Put ``tests/fake_sglang`` on PYTHONPATH of the wrapped command only (logkit parses the flags with
+Put ``logkit/demo/standin/fake_sglang`` on PYTHONPATH of the wrapped command only (logkit parses the flags with
 the real SGLang in an isolated interpreter, which ignores PYTHONPATH). The mode comes from
 ``FAKE_SGLANG_MODE`` so the flags stay ones the real ServerArgs accepts.
 """

@@ -1,4 +1,4 @@
-"""``python -m sglang.launch_server`` of the stand-in package: run tests/fakeserver.py."""
+"""``python -m sglang.launch_server`` of the stand-in package: run logkit/demo/standin/fakeserver.py."""
 
 import os
 import runpy
