@@ -69,7 +69,8 @@ def _rows(site: Path, model: str) -> list[str]:
 
 
 def _row(rows: list[str], axis: str, value: str) -> str | None:
-    return next((r for r in rows if f"<code>{axis}</code>" in r and f"<code>{value}</code>" in r), None)
+    # the value in code, its axis beside it (the matrix names each value's axis)
+    return next((r for r in rows if f'lk-axis">{axis}<' in r and f"<code>{value}</code>" in r), None)
 
 
 def test_only_failures_that_speak_about_a_backend_refute_it(site: Path) -> None:
