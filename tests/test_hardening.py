@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +66,7 @@ def test_two_hosts_starting_one_title_get_two_readable_ids(sessions: Path) -> No
     assert {r["id"] for r in json.loads(listed.stdout)} == {a, b, old.name}
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_team_repository_of_two_hosts_merges_with_git_and_loses_nothing(tmp_path: Path) -> None:
     figures = attacks24.two_hosts_git(tmp_path, build=True)
     assert figures["conflicts"] == 0 and figures["sessions"] == 2 and figures["decisions"] == 2
