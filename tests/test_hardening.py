@@ -96,6 +96,11 @@ def test_a_newline_in_a_title_is_shown_escaped_never_as_a_fake_line(sessions: Pa
     assert "real\\n2026-01-01" in shown and "\nfake" not in shown
     assert len(shown.splitlines()) == 3, shown
     assert "multi\\nline" in _cli(sessions, "session", "list").stdout
+    assert _cli(sessions, "decide", "Dec\nfake decision line", "--decision", "x").returncode == 0
+    for args in (("status",), ("hypothesis", "list"), ("decision", "list")):
+        out = _cli(sessions, *args).stdout
+        assert "\nfake" not in out and "\\nfake" in out or "real\\n2026" in out, (args, out)
+        assert not any(line.startswith(("2026-01-01", "fake")) for line in out.splitlines()), (args, out)
 
 
 # -- errors, not tracebacks -------------------------------------------------------------------------
