@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +66,7 @@ def test_two_hosts_starting_one_title_get_two_readable_ids(sessions: Path) -> No
     assert {r["id"] for r in json.loads(listed.stdout)} == {a, b, old.name}
 
 
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_a_team_repository_of_two_hosts_merges_with_git_and_loses_nothing(tmp_path: Path) -> None:
     figures = attacks24.two_hosts_git(tmp_path, build=True)
     assert figures["conflicts"] == 0 and figures["sessions"] == 2 and figures["decisions"] == 2
@@ -94,6 +96,11 @@ def test_a_newline_in_a_title_is_shown_escaped_never_as_a_fake_line(sessions: Pa
     assert "real\\n2026-01-01" in shown and "\nfake" not in shown
     assert len(shown.splitlines()) == 3, shown
     assert "multi\\nline" in _cli(sessions, "session", "list").stdout
+    assert _cli(sessions, "decide", "Dec\nfake decision line", "--decision", "x").returncode == 0
+    for args in (("status",), ("hypothesis", "list"), ("decision", "list")):
+        out = _cli(sessions, *args).stdout
+        assert "\nfake" not in out and "\\nfake" in out or "real\\n2026" in out, (args, out)
+        assert not any(line.startswith(("2026-01-01", "fake")) for line in out.splitlines()), (args, out)
 
 
 # -- errors, not tracebacks -------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import shlex
 import sys
 from typing import Any
 
-from ._common import add_json, group, print_json, print_text, store
+from ._common import add_json, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -232,7 +232,7 @@ def cmd_hypothesis_list(args: argparse.Namespace) -> int:
         ev = f" by {', '.join(r['evidence'])}" if r["evidence"] else ""
         was = r["replaces"]
         was_text = f" (was {was['verdict']}" + (f" by {', '.join(was['evidence'])})" if was["evidence"] else ")") if was else ""
-        print(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {r['text']}{ev}{was_text}")
+        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {one_line(r['text'])}{ev}{was_text}")
     return 0
 
 
@@ -305,7 +305,7 @@ def cmd_decision_list(args: argparse.Namespace) -> int:
         print_json(rows)
     for r in rows if not args.json else []:
         by = f" by {', '.join(r['superseded_by'])}" if r["superseded_by"] else ""
-        print(f"{r['id']:<9} {r['session']:<44} [{r['status']}{by}] {r['title']}")
+        print_text(f"{r['id']:<9} {r['session']:<44} [{r['status']}{by}] {one_line(r['title'])}")
     return 0
 
 
@@ -347,8 +347,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     data, problems = current_status(store(args), args.session_id, last=args.last)
     for problem in problems:
         print_text(f"logkit: warning: {problem}", file=sys.stderr)
-    print_json(data) if args.json else print_text(render(data))
+    print_json(data) if args.json else print_text(render(_one_line_fields(data)))
     return 0
+
+
+def _one_line_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The status with what users typed (titles, hypothesis texts, labels) on one line each: a
+    newline in a title is shown as ``\\n``, never as a line of its own."""
+    out = dict(data, title=one_line(data["title"]) if data.get("title") else data.get("title"))
+    for key, field in (("hypotheses", "text"), ("attempts", "label"), ("decisions", "title")):
+        out[key] = [dict(row, **{field: one_line(row[field])}) if isinstance(row.get(field), str) else row
+                    for row in data.get(key) or []]
+    return out
 
 
 def cmd_record_session(args: argparse.Namespace) -> int:
