@@ -98,7 +98,7 @@ def test_script_with_a_stand_in_gpu_runs_every_step_and_reports_each_miss(tmp_pa
     assert rows["arch"].endswith("| MISS |") or "not run: nvcc" in rows["arch"]
     assert "| environment | FAILED: no environment event, or env_truth.py printed no JSON |" in done.stdout
     assert "throughput: FAILED: throughput-without-1 exited 1" in done.stdout
-    sessions = list((work / "sessions").iterdir())
+    sessions = [d for d in (work / "sessions").iterdir() if d.is_dir() and not d.name.startswith(".")]
     labels = [json.loads(line).get("label") for line in (sessions[0] / "events.jsonl").read_text().splitlines()
               if '"kind":"attempt"' in line]
     assert labels == [f.name for f in check.FAILURES if f.name != "arch" or "not run" not in rows["arch"]] + ["environment"]
