@@ -20,25 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchclient import client_argv, client_env, fake_server_argv, tiny_tokenizer  # noqa: E402
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from benchclient import client_argv, client_env, stand_in_server, tiny_tokenizer  # noqa: E402
+from logkit.demo import STANDIN  # noqa: E402
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> float:
@@ -57,20 +50,11 @@ def main() -> None:
     from logkit.reasoning.matrix import compare
     from logkit.stats import spread
 
-    port = _port()
-    server = subprocess.Popen(fake_server_argv(port),
-                              stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+    with stand_in_server() as port:
         tmp = Path(tempfile.mkdtemp())
         tok = tiny_tokenizer(tmp / "tok")
         env = client_env()
-        stand_in = {**os.environ, "PYTHONPATH": str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")}
+        stand_in = {**os.environ, "PYTHONPATH": str(STANDIN / "fake_sglang")}
         floor, real, fake, tput = [], [], [], []
         for i in range(args.repeat):
             floor.append(_timed([sys.executable, "-c", "pass"], os.environ.copy()))
@@ -100,9 +84,6 @@ def main() -> None:
         t = time.perf_counter()
         r = accuracy.check(f"http://127.0.0.1:{port}")
         print(f"accuracy: {r.total} questions in {time.perf_counter() - t:.2f} s, {r.label()}")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,15 @@ library's JSON format, a few kB), so nothing is fetched from a hub (``HF_HUB_OFF
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +53,26 @@ def fake_server_argv(port: int, *extra: str) -> list[str]:
 
     script = STANDIN / "fakeserver.py"
     return [sys.executable, str(script), "--port", str(port), *extra]
+
+
+@contextlib.contextmanager
+def stand_in_server(*extra: str) -> Iterator[int]:
+    """The stand-in server started on a free port and answering ``/ready``: its port; stopped after."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(fake_server_argv(port, *extra), stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def client_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -9,44 +9,23 @@ events. Its record is read by :func:`logkit.capture.sglang.bench.parse_file`.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchclient import FAKE_TORCHVISION, client_argv, client_env, fake_server_argv, tiny_tokenizer
+from benchclient import FAKE_TORCHVISION, client_argv, client_env, stand_in_server, tiny_tokenizer
 from logkit.capture.sglang import bench
 
 pytestmark = pytest.mark.sglang
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def server() -> Iterator[int]:
-    port = _port()
-    proc = subprocess.Popen(fake_server_argv(port),
-                            stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+    with stand_in_server() as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_real_client_openai_completions_record_every_key_parsed(server: int, tmp_path: Path) -> None:

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchclient import client_argv, client_env, fake_server_argv, tiny_tokenizer
+from benchclient import client_argv, client_env, stand_in_server, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -24,21 +21,8 @@ STAND_IN = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")
 
 @pytest.fixture
 def server() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(fake_server_argv(port), stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.05)
+    with stand_in_server() as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _logkit(sessions: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
