@@ -66,8 +66,6 @@ def _launches(index: KBIndex) -> list[AttemptFacts]:
     return cached
 
 
-#: best throughput per launch reference, per workload
-Best = dict[str, dict[Workload, float]]
 #: every run's throughput per launch reference, per workload (``logkit run --repeat``: several)
 Runs = dict[str, dict[Workload, list[float]]]
 
@@ -78,7 +76,7 @@ def _runs(index: KBIndex) -> Runs:
     for name in tables()["metrics"]["throughput"]:
         runs: Runs = {}
         for ref, rows in index.metrics_by_server.items():
-            for metric, value, _unit, work in rows:
+            for metric, value, _unit, work, _item in rows:
                 if metric == name:
                     runs.setdefault(ref, {}).setdefault(work, []).append(value)
         if runs:
@@ -86,34 +84,51 @@ def _runs(index: KBIndex) -> Runs:
     return {}
 
 
-def _best_throughput(index: KBIndex) -> Best:
-    """Best throughput measured against each launch attempt at each workload, by its reference."""
-    return {ref: {work: max(vs) for work, vs in works.items()} for ref, works in _runs(index).items()}
+def _best_text(runs: Runs, configs: list[list[str]]) -> str:
+    """``172.0 at concurrency 1; 71.9 at workload not recorded``: per workload, the best of the
+    configurations' figures, each the median of its runs (as its page shows it: :func:`_metric_table`;
+    a repeated benchmark's best run would be its luckiest, not its figure). ``configs``: each
+    configuration's launch references."""
+    from statistics import median
 
-
-def _best_text(best: Best, refs: list[str]) -> str:
-    """``172.0 at concurrency 1; 71.9 at workload not recorded``: the best figure per workload."""
     top: dict[Workload, float] = {}
-    for ref in refs:
-        for work, value in best.get(ref, {}).items():
-            top[work] = max(value, top.get(work, value))
+    for refs in configs:
+        pooled: dict[Workload, list[float]] = {}
+        for ref in refs:
+            for work, values in runs.get(ref, {}).items():
+                pooled.setdefault(work, []).extend(values)
+        for work, values in pooled.items():
+            top[work] = max(median(values), top.get(work, float("-inf")))
     return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
 
 
 def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """The latest figure per workload of the first throughput / TTFT / ITL names measured."""
-    latest: dict[tuple[Workload, str], float] = {}
+    """The figure per workload of the first throughput / TTFT / ITL names measured: one run's value,
+    or, with several runs at that workload (``logkit run --repeat``, a benchmark run again), their
+    median and spread as the sweep shows them (:func:`logkit.sweep.state.point_text`)."""
+    from statistics import median
+
+    from ..sweep.state import point_text
+
+    runs: dict[tuple[tuple[Workload, str], str], list[float]] = {}  # (workload, prompt), name
     for ref in refs:
-        for name, value, _unit, work in index.metrics_by_server.get(ref, []):
-            latest[(work, name)] = value  # rows are in time order: the last one wins
-    if not latest:
+        for name, value, _unit, work, item in index.metrics_by_server.get(ref, []):
+            runs.setdefault(((work, item or ""), name), []).append(value)
+    if not runs:
         return [], []
-    present = {n for _w, n in latest}
+    present = {n for _w, n in runs}
     names = [n for group in ("throughput", "ttft", "itl") for n in tables()["metrics"][group][:1] if n in present]
     if not names:
         return [], []
-    works = sorted({w for w, _n in latest}, key=_work_order)
-    return names, [(workload_text(w), [_fmt(latest.get((w, n))) for n in names]) for w in works]
+
+    def cell(values: list[float] | None) -> str:
+        if not values:
+            return ""
+        return _fmt(values[0]) if len(values) == 1 else point_text(median(values), values)
+
+    works = sorted({w for w, _n in runs}, key=lambda wi: (_work_order(wi[0]), wi[1]))
+    return names, [(workload_text(w) + (f", prompt {item}" if item else ""), [cell(runs.get(((w, item), n))) for n in names])
+                   for w, item in works]
 
 
 def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[ConfigPage]:
@@ -188,12 +203,12 @@ def _headings(configs: list[ConfigCtx], chosen: dict[str, dict[str, object]]) ->
 
 def configs_index(index: KBIndex, pages: list[ConfigPage]) -> ConfigsIndex:
     """The table of configuration pages."""
-    best = _best_throughput(index)
+    runs = _runs(index)
     rows = []
     for p in pages:
-        refs = [a.ref for c in p.configs for a in c.attempts]
+        configs = [[a.ref for a in c.attempts] for c in p.configs]
         rows.append(ConfigRow(p.model, p.gpu, p.arch, p.sglang, len(p.configs),
-                              sum(1 for c in p.configs if c.stale_by), _best_text(best, refs), p.page.path))
+                              sum(1 for c in p.configs if c.stale_by), _best_text(runs, configs), p.page.path))
     return ConfigsIndex(page=Page("configs/index.md", "Working configurations", "configs_index.md.j2"), rows=rows)
 
 

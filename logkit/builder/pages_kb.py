@@ -75,9 +75,14 @@ def home_page(index: KBIndex) -> HomePage:
             chosen = metrics[(metrics["name"] == name) & metrics["server"].notna()]
             if chosen.empty:
                 continue
-            # "best" is per model, GPU and workload: figures of two workloads are never ranked
-            top = chosen.sort_values("value", ascending=False).groupby(["model", "gpu", *WORKLOAD],
-                                                                       dropna=False).head(1)
+            # "best" is per model, GPU and workload: figures of two workloads are never ranked; a
+            # configuration's figure is the median of its runs there, as its page shows it
+            # (pages_configs._metric_table), never its luckiest run
+            chosen = chosen.assign(config=[frames.facts[s].fp_hash or "" for s in chosen["server"]])
+            keys = ["model", "gpu", *WORKLOAD]
+            per_config = chosen.groupby([*keys, "config"], dropna=False, sort=False).agg(
+                value=("value", "median"), server=("server", "last"), unit=("unit", "first")).reset_index()
+            top = per_config.sort_values("value", ascending=False, kind="stable").groupby(keys, dropna=False).head(1)
             found = []
             for rec in top.to_dict("records"):
                 server = frames.facts[rec["server"]]
