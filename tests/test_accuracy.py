@@ -16,6 +16,8 @@ import pytest
 from logkit.capture.sglang import accuracy
 from logkit.errors import BadInput
 
+pytestmark = pytest.mark.slow  # live launches with the accuracy gate: seconds each
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 FAKE = str(ROOT / "logkit" / "demo" / "standin" / "fake_sglang")

@@ -19,7 +19,7 @@ import pytest
 from benchclient import FAKE_TORCHVISION, client_argv, client_env, stand_in_server, tiny_tokenizer
 from logkit.capture.sglang import bench
 
-pytestmark = pytest.mark.sglang
+pytestmark = [pytest.mark.sglang, pytest.mark.slow]  # the real client: seconds of imports per run
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the real gpu_check.sh and logkit run processes
+
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "bench" / "gpu_check.sh"
 CORPUS = REPO / "tests" / "fixtures" / "logs"

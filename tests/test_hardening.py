@@ -21,6 +21,8 @@ import scenarios
 from logkit.store import files, shared
 from logkit.store.sessions import slugify
 
+pytestmark = pytest.mark.slow  # issue 24's probes as real processes (sweeps, git, FIFOs, builds)
+
 
 def _cli(sessions: Path, *args: str | bytes, env: dict[str, str] | None = None, cwd: Path | None = None,
          timeout: float = 60) -> subprocess.CompletedProcess[str]:
