@@ -68,3 +68,30 @@ def parser_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def sglang_args_cache(parser_cache: Path) -> Iterator[None]:
     """SGLang's parser spec cached for the module's logkit processes (the session-wide cache)."""
     yield
+
+
+def on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path | None = None,
+                  timeout: float = 120) -> tuple[int, bytes]:
+    """Run ``argv`` with a pseudo-terminal as its stdin, stdout and stderr: (exit status, all it wrote)."""
+    import select
+    import time
+
+    master, slave = os.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd)
+    os.close(slave)
+    out = b""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    return proc.wait(timeout=30), out

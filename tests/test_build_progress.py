@@ -7,15 +7,13 @@ with plain pipes.
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, on_a_terminal
 
 pytestmark = pytest.mark.slow  # real mkdocs builds
 
@@ -28,38 +26,16 @@ def _args(tmp_path: Path) -> list[str]:
             "--docs", str(tmp_path / "docs")]
 
 
-def _on_a_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, bytes]:
-    master, slave = os.openpty()
-    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
-    os.close(slave)
-    out = b""
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    return proc.wait(timeout=30), out
-
-
 def test_stages_with_counts_on_a_terminal_in_colour_unless_no_color(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"TERM": "xterm-256color"}
-    code, out = _on_a_terminal(_args(tmp_path / "a"), env)
+    code, out = on_a_terminal(_args(tmp_path / "a"), env, cwd=REPO)
     text = out.decode(errors="replace")
     assert code == 0, text
     for stage in STAGES:
         assert f"done {stage}" in text.replace("\x1b[0m", "").replace("\x1b[32m", ""), (stage, text[-2000:])
     assert "3 sessions" in text and "pages into" in text
     assert "\x1b[32m" in text  # green "done"
-    code, out = _on_a_terminal(_args(tmp_path / "b"), {**env, "NO_COLOR": "1"})
+    code, out = on_a_terminal(_args(tmp_path / "b"), {**env, "NO_COLOR": "1"}, cwd=REPO)
     assert code == 0 and b"done mkdocs" in out
     assert b"\x1b[32m" not in out  # no colour (NO_COLOR leaves styles such as dim)
 

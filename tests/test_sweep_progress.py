@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from conftest import on_a_terminal
 
 PY = sys.executable
 COLOR = re.compile(rb"\x1b\[[0-9;]*(?:3[0-7]|38;[0-9;]+|9[0-7])m")
@@ -29,28 +29,6 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _on_a_terminal(env: dict[str, str]) -> tuple[int, bytes]:
-    master, slave = os.openpty()
-    proc = subprocess.Popen([PY, "-m", "logkit", *ARGS], stdin=slave, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    out = b""
-    end = time.monotonic() + 120
-    while time.monotonic() < end:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    return proc.wait(timeout=30), out
-
-
 def test_plain_lines_without_a_terminal(tmp_path: Path) -> None:
     r = subprocess.run([PY, "-m", "logkit", *ARGS], env=_env(tmp_path), capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -62,10 +40,10 @@ def test_plain_lines_without_a_terminal(tmp_path: Path) -> None:
 
 
 def test_a_terminal_gets_rich_colours_unless_no_color(tmp_path: Path) -> None:
-    code, out = _on_a_terminal(_env(tmp_path))
+    code, out = on_a_terminal([PY, "-m", "logkit", *ARGS], _env(tmp_path))
     assert code == 0, out.decode(errors="replace")
     assert b"[1/2]" in out and b"attention_backend=trtlm_mha" in out
     assert COLOR.search(out), "rich coloured the results on a terminal"
-    code, out = _on_a_terminal(_env(tmp_path / "nc", NO_COLOR="1"))
+    code, out = on_a_terminal([PY, "-m", "logkit", *ARGS], _env(tmp_path / "nc", NO_COLOR="1"))
     assert code == 0 and b"[2/2]" in out
     assert not COLOR.search(out), "NO_COLOR is honoured"
