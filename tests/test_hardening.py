@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -271,3 +272,29 @@ def test_a_private_key_printed_across_reads_is_redacted_to_its_end(tmp_path: Pat
     os.close(fd)
     assert log.read_bytes() == (b"before\n-----BEGIN OPENSSH PRIVATE KEY-----\n[REDACTED]\n[REDACTED]\n"
                                 b"-----END OPENSSH PRIVATE KEY-----\nafter api_key=None\n")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_private_key_after_another_secret_is_redacted_however_the_reads_split(tmp_path: Path, seed: int) -> None:
+    """CI once leaked a key's body: its header sat in the two-line region of the cookie on the line
+    before, so the block's region stopped at the header. Every split of the same output, tried."""
+    from logkit.capture import recorder
+    from logkit.capture.redact import Redactor
+
+    text = "".join(t + "\n" for t, _p in attacks24.PRINTED).encode()
+    planted = [p.encode() for _t, p in attacks24.PRINTED]
+    rng = random.Random(seed)
+    for trial in range(300):
+        cuts = sorted(rng.sample(range(1, len(text)), rng.randint(0, 3)))
+        if trial == 0:
+            cuts = [215, 389, 484]  # the split CI met
+        reads = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        log = tmp_path / f"A{seed}-{trial}.log"
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        rec = recorder.Recorder(fd, Redactor.for_run({}, []), None)
+        for data in reads:
+            rec.consume(5, data, rec.scan(5, data))
+        os.close(fd)
+        stored = log.read_bytes()
+        assert [p for p in planted if p in stored] == [], cuts
+        assert stored.count(b"\n") == text.count(b"\n"), cuts

@@ -269,19 +269,24 @@ class Redactor:
         span = self.window
         regions: list[list[Any]] = []  # [start, end, patterns]
         for at, patterns in hits:
-            if regions and at < regions[-1][1]:
-                regions[-1][2] |= patterns
-                continue
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", min(at + span, len(data)))
-            end = len(data) if end < 0 else data.find(b"\n", end + 1)
-            end = len(data) if end < 0 else end + 1
-            for i in patterns & self._until.keys():  # a block: up to the line of its closing text
+            inside = bool(regions) and at < regions[-1][1]
+            end = regions[-1][1] if inside else 0
+            if not inside:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", min(at + span, len(data)))
+                end = len(data) if end < 0 else data.find(b"\n", end + 1)
+                end = len(data) if end < 0 else end + 1
+            # a block, also one whose header sits in an earlier trigger's region: up to the line of its
+            # closing text
+            for i in patterns & self._until.keys():
                 close = low.find(self._until[i], at, at + UNTIL_MAX)
                 if close >= 0:
                     close = data.find(b"\n", close)
                     end = max(end, len(data) if close < 0 else close + 1)
-            if regions and start <= regions[-1][1]:
+            if inside:
+                regions[-1][1] = end
+                regions[-1][2] |= patterns
+            elif regions and start <= regions[-1][1]:
                 regions[-1][1] = end
                 regions[-1][2] |= patterns
             else:
