@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,66 @@ def test_each_rows_needles_are_required_by_its_regex_on_the_corpus() -> None:
                 checked.add(sig.id)
     with_needles = [s.id for s in load_signatures() if s.needles]
     assert len(checked) >= len(with_needles) // 2, f"only {sorted(checked)} of {len(with_needles)} rows seen in the corpus"
+
+
+def _every_corpus_log() -> list[Path]:
+    return sorted(LOGS.glob("*.log")) + sorted(HOLDOUT.glob("*.log"))
+
+
+def _full_scan(self: Classifier, chunk: bytes, first_line: int) -> list[tuple[bytes, int]]:
+    return [(chunk, first_line)]  # every row and the garbage scan over every line: no shape skipped
+
+
+def _seen(c: Any) -> tuple[Any, ...]:
+    return (c.status, c.label, c.signature, [(e.line, e.text) for e in c.evidence], c.ready, c.ready_line)
+
+
+def _stream(raw: bytes, warm: bytes, size: int) -> Any:
+    """``warm`` (healthy lines, their shapes learned) then ``raw``, fed in line-aligned pieces of ~size."""
+    clf = Classifier()
+    data = warm + raw
+    line = 1
+    at = 0
+    while at < len(data):
+        cut = data.find(b"\n", min(at + size, len(data)))
+        cut = len(data) if cut < 0 else cut + 1
+        clf.feed(data[at:cut], line)
+        line += data.count(b"\n", at, cut)
+        at = cut
+    return clf.decide(finished=False)
+
+
+def test_skipping_known_clean_line_shapes_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shape gate (``Classifier._unknown_lines``) is a speed-up only: every corpus log, read
+    whole and streamed after healthy lines in small pieces, gets the very same answer, evidence
+    and line numbers as a scan of every line by every row."""
+    warm = b"".join(ln for p in _every_corpus_log() for ln in p.read_bytes().splitlines(keepends=True)
+                    if b"Decode batch" in ln or b"Prefill batch" in ln or b"INFO:" in ln) * 5
+    assert warm.count(b"\n") > 100
+    fast = {p.name: (_seen(classify_file(p)), _seen(_stream(p.read_bytes(), warm, 2048))) for p in _every_corpus_log()}
+    monkeypatch.setattr(Classifier, "_unknown_lines", _full_scan)
+    slow = {p.name: (_seen(classify_file(p)), _seen(_stream(p.read_bytes(), warm, 2048))) for p in _every_corpus_log()}
+    assert len(fast) >= 160
+    assert [n for n in fast if fast[n] != slow[n]] == []
+
+
+@pytest.mark.parametrize(("healthy", "bad", "status"), [
+    # a number's digits are hidden in its shape: one digit repeated is still read as garbage
+    (b"reply: 1234567 tokens\n", b'reply: "7777777"\n', "garbage"),
+    # upper case is lowered in a shape: a failure in capitals after lower-case lines like it
+    (b"runtimeerror: cuda error: all fine\n", b"RuntimeError: CUDA error: out of memory\n", "oom"),
+])
+def test_a_learned_shape_never_hides_a_failure(healthy: bytes, bad: bytes, status: str) -> None:
+    clf = Classifier()
+    clf.feed(healthy * 500, 1)
+    assert clf.decide(finished=False).status == "incomplete"
+    clf.feed(healthy * 10 + bad + healthy, 501)
+    assert clf.decide(finished=False).status == status
+
+
+def test_a_prefilter_word_with_a_digit_is_read_whatever_shape_was_learned() -> None:
+    clf = Classifier()
+    clf.feed(b"arch sm80 ok 12\n" * 100, 1)  # its shape holds sm00, as sm90's does: never skipped
+    assert clf._unknown_lines(b"x\narch sm90 ok 12\n", 101) == [(b"x\narch sm90 ok 12\n", 101)]
+    clf.feed(b"plain line 12\n" * 100, 101)
+    assert clf._unknown_lines(b"plain line 99\n", 201) == []

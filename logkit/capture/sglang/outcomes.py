@@ -10,7 +10,11 @@ Contract:
   all rows measured 7x slower: it defeats the regex engine's literal-prefix search), and lines are
   counted with ``bytes.count``; nothing loops per line in Python. A row's ``needles`` (literals
   of which every match contains one, checked on the corpus by ``tests/test_sglang_classify.py``)
-  let a chunk holding none of them skip the regex at ``bytes.__contains__`` speed.
+  let a chunk holding none of them skip the regex at ``bytes.__contains__`` speed. Rows whose
+  needles all hold a prefilter word, and the garbage scan, read only the lines whose *shape* is
+  not known clean (:meth:`Classifier._unknown_lines`): a healthy log's lines repeat a few hundred
+  shapes, so its chunks cost a translate, a split and set lookups (>= 200 MiB/s,
+  ``bench/bench_classify.py``); a test replays the corpus with and without the skip.
 * :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets
@@ -30,6 +34,7 @@ Contract:
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 import re
@@ -185,8 +190,9 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, boo
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], bool]]:
-    """(regex, signature, needles, case-insensitive, behind the gate) rows, the ready regex, the gate."""
+def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
+    """(regex, signature, needles, case-insensitive, behind the gate) rows, the ready regex, the
+    gate's words as line shapes (:data:`_SHAPE`)."""
     data = _data("sglang.toml")
     gate = tuple(w.encode() for w in data.get("prefilter_words", []))
     rows = []
@@ -198,7 +204,7 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], Callable[[bytes], 
         needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
         rows.append((regex, s, needles, nocase, gated))
-    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), lambda low: not gate or any(w in low for w in gate)
+    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), tuple(w.translate(_SHAPE) for w in gate)
 
 
 @lru_cache(maxsize=1)
@@ -222,6 +228,38 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
 
         scanner = GarbageScanner()
     return serving, row, scanner
+
+
+#: A line's shape (see :meth:`Classifier._unknown_lines`): ASCII lowercased, each digit made ``0``.
+_SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
+#: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
+_SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
+#: Clean shapes remembered per classifier (a bound: a log of ever-new shapes only costs speed).
+MAX_SHAPES = 8192
+
+
+def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only under the
+    ``000000`` of its shapes ``norm``: a C search, and a small regex per long number."""
+    found: list[int] = []
+    at = norm.find(b"000000")
+    while at >= 0:
+        window = norm[at:at + 64]
+        end = at + len(window) - len(window.lstrip(b"0"))
+        m = _SAME_DIGITS.search(chunk, at, end)
+        if m:
+            found.append(m.start())
+        at = norm.find(b"000000", max(end, at + 1))
+    return found
+
+
+def _clean_shape(shape: bytes) -> bool:
+    """Whether no prefilter word and no garbage candidate run is in ``shape``."""
+    _rows, _ready, words = _compiled()
+    if any(w in shape for w in words):
+        return False
+    _serving, row, scanner = _extras()
+    return row is None or scanner is None or not scanner.has_candidate(shape)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -263,6 +301,8 @@ class Classifier:
     lines: int = 0
     #: the last lines seen (number, text): what an ``incomplete`` log shows last
     tail: list[tuple[int, str]] = field(default_factory=list)
+    #: line shapes known clean (:meth:`_unknown_lines`)
+    _clean: set[bytes] = field(default_factory=set, repr=False, compare=False)
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -271,10 +311,8 @@ class Classifier:
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
-        sigs, ready, gate = _compiled()
+        sigs, ready, _gate_words = _compiled()
         serving, garbage_row, scanner = _extras()
-        lowered = chunk.lower()
-        gate_open = gate(lowered)
         if self.ready_line is None:
             m = ready.search(chunk)
             if m:
@@ -287,30 +325,93 @@ class Classifier:
                 self.serving_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line)
+        # The gated rows and the garbage scan read only the lines whose shape is not known clean
+        # (see :meth:`_unknown_lines`); the other rows read the whole chunk. Rows run in file order.
+        whole = [(chunk, first_line, None)]
+        parts: list[tuple[bytes, int, bytes | None]] = [(c, n, c.lower()) for c, n in self._unknown_lines(chunk, first_line)]
         for regex, sig, needles, nocase, gated in sigs:
-            if gated and not gate_open:
-                continue
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            if needles is not None and not any(n in (lowered if nocase else chunk) for n in needles):
-                continue
-            pos = 0
-            line = first_line
-            for m in regex.finditer(chunk):
-                line += chunk.count(b"\n", pos, m.start())
-                pos = m.start()
-                if self._add(sig, line, _line_at(chunk, m.start())):
+            for i, (part, first, lowered) in enumerate(parts if gated else whole):
+                if needles is not None:
+                    if nocase and lowered is None:
+                        lowered = part.lower()
+                        whole[i] = (part, first, lowered)
+                    if not any(n in (lowered if nocase else part) for n in needles):
+                        continue
+                if self._find(regex, sig, part, first):
                     break
-        if scanner is not None and garbage_row is not None and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE:
-            for offset, text, why in scanner.scan(chunk):
-                line = first_line + chunk.count(b"\n", 0, offset)
-                full = self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS])
-                self.hits[garbage_row.id][-1].why = why
-                if full:
+        if scanner is not None and garbage_row is not None:
+            for part, first, _low in parts:
+                if len(self.hits.get(garbage_row.id, ())) >= MAX_PER_SIGNATURE:
                     break
+                for offset, text, why in scanner.scan(part):
+                    line = first + part.count(b"\n", 0, offset)
+                    full = self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS])
+                    self.hits[garbage_row.id][-1].why = why
+                    if full:
+                        break
         self.lines = max(self.lines, first_line - 1 + chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1))
         self._keep_tail(chunk)
+
+    def _find(self, regex: re.Pattern[bytes], sig: Signature, part: bytes, first: int) -> bool:
+        """Add ``regex``'s matches in ``part`` (line ``first`` on); True once the row is full."""
+        pos = 0
+        line = first
+        for m in regex.finditer(part):
+            line += part.count(b"\n", pos, m.start())
+            pos = m.start()
+            if self._add(sig, line, _line_at(part, m.start())):
+                return True
+        return False
+
+    def _unknown_lines(self, chunk: bytes, first_line: int) -> list[tuple[bytes, int]]:
+        """The runs of ``chunk``'s lines (each with one line of context either side) whose *shape*
+        is not known clean, as ``(bytes, first line number)``; the whole chunk when most are.
+
+        A line's shape is the line lowercased with each digit made ``0`` (one ``bytes.translate``).
+        A shape is clean when it holds no prefilter word (made the same way) and no candidate run
+        of the garbage scanner: both only grow under that mapping (a run stays a run, a word a
+        word), except a run of one repeated digit, which ``0`` (a never-unit) hides: those are
+        looked for in the raw bytes under each ``000000`` of the shapes. So a line whose shape is
+        clean can match no gated row and hold no garbage. A healthy server prints a few hundred
+        shapes (its batch and access lines with other numbers): after the first chunks a healthy
+        chunk costs a translate, a split and a set lookup per line, all in C.
+        """
+        norm = chunk.translate(_SHAPE)
+        shapes = norm.split(b"\n")
+        known = self._clean
+        digits = _digit_runs(chunk, norm)
+        if not digits and known.issuperset(shapes):
+            return []
+        if len(known) > MAX_SHAPES:
+            known.clear()
+        unclean = False
+        for shape in set(shapes).difference(known):
+            if _clean_shape(shape):
+                known.add(shape)
+            else:
+                unclean = True
+        if not unclean and not digits:
+            return []
+        starts = [0]
+        for shape in shapes:
+            starts.append(starts[-1] + len(shape) + 1)
+        dirty = sorted({i for i, shape in enumerate(shapes) if shape not in known}
+                       | {bisect.bisect_right(starts, at) - 1 for at in digits})
+        if not dirty:
+            return []
+        if 2 * len(dirty) > len(shapes):
+            return [(chunk, first_line)]
+        runs: list[list[int]] = []
+        for i in dirty:
+            lo, hi = max(i - 1, 0), min(i + 1, len(shapes) - 1)
+            if runs and lo <= runs[-1][1] + 1:
+                runs[-1][1] = hi
+            else:
+                runs.append([lo, hi])
+        return [(chunk[starts[lo]:min(starts[hi + 1], len(chunk))], first_line + lo) for lo, hi in runs]
 
     def _server_lines(self, chunk: bytes, first_line: int) -> None:
         server, args = _server()

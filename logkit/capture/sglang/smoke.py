@@ -197,6 +197,10 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
 class GarbageScanner:
     """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
 
+    def has_candidate(self, data: bytes) -> bool:
+        """Whether ``data`` holds a candidate run at all (what :meth:`scan` would look at)."""
+        return next(iter(_gate()(data)), None) is not None
+
     def scan(self, chunk: bytes) -> list[tuple[int, str, str]]:
         """``(offset of the line, line text, reason)`` for each degenerate line in ``chunk``."""
         spans: dict[int, list[int]] = {}
