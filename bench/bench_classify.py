@@ -116,6 +116,41 @@ def main() -> int:
     took = time.perf_counter() - t0
     print(f"speed on healthy serving lines: 32 MiB in {took:.3f}s ({32 / took:.0f} MiB/s); "
           f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
+    # A generated 0.5.23-style serving log (reference/sglang-0.5.23.md's runtime lines, TP0..TP7,
+    # DP ranks, random numbers of every width: 6-digit token counts, 5-digit ports): more shapes.
+    import random
+
+    rng = random.Random(20)
+
+    def line(i: int) -> bytes:
+        ts = f"[2026-12-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} DP{i % 2} TP{i % 8}]"
+        if i % 7 == 0:
+            return (f'INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} - '
+                    f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n').encode()
+        if i % 3 == 0:
+            return (f"{ts} Prefill batch, #new-seq: {rng.randint(1, 64)}, #new-token: {rng.randint(1, 200000)}, "
+                    f"#cached-token: {rng.randint(0, 900000)}, token usage: {rng.random():.2f}, #running-req: "
+                    f"{rng.randint(0, 512)}, #queue-req: {rng.randint(0, 2000)}, #pending-token: {rng.randint(0, 99999)}\n").encode()
+        return (f"{ts} Decode batch, #running-req: {rng.randint(1, 512)}, #token: {rng.randint(1, 2000000)}, token usage: "
+                f"{rng.random():.2f}, cuda graph: {rng.random() < 0.9}, gen throughput (token/s): {rng.uniform(1, 30000):.2f}, "
+                f"#queue-req: {rng.randint(0, 2000)}\n").encode()
+
+    generated = b"".join(line(i) for i in range(250_000))
+    mib = len(generated) / (1 << 20)
+    t0 = time.perf_counter()
+    generated.count(b"\n")
+    base = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    clf = Classifier()
+    for i in range(0, len(generated), step):
+        chunk = generated[i : i + step]
+        cut = chunk.rfind(b"\n") + 1 or len(chunk)
+        clf.feed(chunk[:cut], 1)
+    took = time.perf_counter() - t0
+    got = clf.decide(finished=False)
+    assert got.status == "ready", (got.status, got.label, got.evidence[:3])
+    print(f"speed on a generated serving log (random numbers): {mib:.0f} MiB in {took:.3f}s ({mib / took:.0f} MiB/s); "
+          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
     return 0 if h_right / h_n >= 0.95 and t_false + h_false == 0 else 1
 
 

@@ -150,6 +150,15 @@ def test_rules_bars_dumps_and_masks_are_not_garbage(line: str) -> None:
     assert classify_text(line + "\n").status == "incomplete"
 
 
+@pytest.mark.parametrize("line", [  # the generated serving log of bench/bench_classify.py met these
+    "[2026-12-06 10:15:23 DP1 TP3] Decode batch, #running-req: 171, #token: 999999, token usage: 0.18",
+    "[2026-12-06 10:15:23 TP0] Prefill batch, #new-seq: 1, #queue-req: 222222",
+])
+def test_a_batch_lines_counters_are_not_garbage(line: str) -> None:
+    assert degenerate_line(line) is None
+    assert classify_text(line + "\n").status == "ready"  # a batch scheduled: serving
+
+
 _BAR = st.builds(lambda pct, n, fill, w: f"{pct:3d}%|{fill * n}{' ' * (w - n)}| {n}/{w} [00:0{n % 10}<00:00]",
                  st.integers(0, 100), st.integers(0, 40), st.sampled_from(["█", "#", "=", "▏", "━"]), st.just(40))
 _RULE = st.builds(lambda ch, n, title: f"{ch * n} {title} {ch * n}", st.sampled_from(list("=-_*#~.+")),

@@ -234,23 +234,21 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
 _SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
+_LONG_NUMBER = re.compile(rb"000000+")
 #: Clean shapes remembered per classifier (a bound: a log of ever-new shapes only costs speed).
 MAX_SHAPES = 8192
 
 
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only under the
-    ``000000`` of its shapes ``norm``: a C search, and a small regex per long number."""
-    found: list[int] = []
-    at = norm.find(b"000000")
-    while at >= 0:
-        window = norm[at:at + 64]
-        end = at + len(window) - len(window.lstrip(b"0"))
-        m = _SAME_DIGITS.search(chunk, at, end)
-        if m:
-            found.append(m.start())
-        at = norm.find(b"000000", max(end, at + 1))
-    return found
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only in the
+    numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw bytes joined,
+    one regex search; each number alone only when that finds one."""
+    if b"000000" not in norm:
+        return []
+    spans = [m.span() for m in _LONG_NUMBER.finditer(norm)]
+    if not _SAME_DIGITS.search(b" ".join([chunk[a:b] for a, b in spans])):
+        return []
+    return [m.start() for a, b in spans if (m := _SAME_DIGITS.search(chunk, a, b))]
 
 
 def _clean_shape(shape: bytes) -> bool:

@@ -97,6 +97,10 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
         quoted = m.start() > 0 and text[m.start() - 1] in "'\"`"
         if unit.isdigit() and not quoted and token.strip("'\"`,;()[]{}") != m.group(0):
             return False  # part of a number, a version or key=value: 0.3333333, id=99999999
+        before = text[: m.start()].rstrip()
+        if unit.isdigit() and not quoted and before.endswith((":", "=")) and (
+                text[m.end():m.end() + 1] == "," or before.rsplit(None, 1)[-1].startswith("#")):
+            return False  # a counter in a list of them: `#token: 999999,` in a batch line
     return True
 
 
