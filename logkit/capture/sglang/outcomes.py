@@ -235,8 +235,10 @@ _SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in 
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _LONG_NUMBER = re.compile(rb"000000+")
-#: Clean shapes remembered per classifier (a bound: a log of ever-new shapes only costs speed).
+#: Clean shapes remembered per classifier, at most this many of at most this size (about 8 MiB: a log
+#: of ever-new or very long lines only costs speed, it is read line by line as before).
 MAX_SHAPES = 8192
+MAX_SHAPE_BYTES = 1024
 
 
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -387,7 +389,7 @@ class Classifier:
             known.clear()
         unclean = False
         for shape in set(shapes).difference(known):
-            if _clean_shape(shape):
+            if len(shape) <= MAX_SHAPE_BYTES and _clean_shape(shape):
                 known.add(shape)
             else:
                 unclean = True
