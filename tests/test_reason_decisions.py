@@ -249,3 +249,16 @@ def test_supersession_has_one_owner_that_list_and_site_read() -> None:
     for module in (index, reason):
         source = inspect.getsource(module)
         assert "supersession(" in source and ".supersedes !=" not in source, module.__name__
+
+
+def test_a_fifo_named_decisions_tsv_is_a_clear_error_never_a_hang(logkit, sessions: Path) -> None:
+    """The ledger read by `decision list/check` and appended by `decide` is opened only when it is a
+    regular file: a FIFO in its place would block the command forever."""
+    _ok(logkit("record", "session", "one", "--id", "one", *SRC))
+    os.mkfifo(sessions / "DECISIONS.tsv")
+    assert logkit("decision", "list").returncode == 0  # lists the sessions' records: the ledger is not read
+    for args in (["decision", "check"], ["decide", "Use x", "--chosen", "x"]):
+        done = logkit(*args)  # run_logkit's timeout turns a hang into a failure
+        assert done.returncode == 2, (args, done.stderr)
+        assert "DECISIONS.tsv is a FIFO, not a regular file" in done.stderr and "fix:" in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr

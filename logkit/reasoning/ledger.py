@@ -93,6 +93,7 @@ def append_ledger(store: Store, line: str) -> None:
     path = ledger_path(store)
     data = (LEDGER_HEADER if not path.exists() else "") + line
     try:
+        files.check_regular(path)  # a FIFO named DECISIONS.tsv would block the writer
         files.append(path, data.encode("utf-8"), durable=True)
     except StoreError as exc:
         raise StoreError(f"{exc.message}; the decision was recorded in its session but not in {path.name}",
@@ -116,6 +117,7 @@ def ledger_rows(store: Store) -> tuple[list[LedgerRow], list[tuple[int, str]]]:
     bad: list[tuple[int, str]] = []
     if not path.exists():
         return rows, bad
+    files.check_regular(path)
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -132,6 +134,7 @@ def refuse_unmerged(store: Store) -> None:
     path = ledger_path(store)
     if not path.exists():
         return
+    files.check_regular(path)
     for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
         if line.startswith(CONFLICT_MARKERS):
             raise BadInput(
