@@ -3,9 +3,10 @@
     .venv/bin/python bench/bench_classify.py [--logs tests/fixtures/logs]
 
 Prints, for the training part (``manifest.toml``: logs the signature rows were checked against),
-the first hold-out (``holdout/manifest.toml``: rows were later fixed from its misses' sources, so
-it is no longer blind) and the blind second hold-out (``holdout2/manifest.toml``: labelled and
-committed before the classifier ever ran on it, no row written from it) separately: the
+the first and second hold-outs (``holdout/``, ``holdout2/``: rows were later written from the
+sources of the kinds they missed, so they are no longer blind) and the blind third hold-out
+(``holdout3/manifest.toml``: labelled and committed before the classifier ever ran on it, no row
+written from it) separately: the
 exact-class accuracy (overall, and per engine group: SGLang, the other serving engines vLLM, TGI
 and TensorRT-LLM, and other projects, from each entry's ``engine``), every miss, a confusion table (expected x got) and the number of failed
 launches classified `ready` (must be 0). Then the classification speed on the corpus
@@ -83,13 +84,18 @@ def main() -> int:
     h_right, h_n, h_false, held = part(logs / "holdout" / "manifest.toml",
                                        "first hold-out (its misses were fixed from their sources: no longer blind)")
     blobs += held
-    b_right, b_n, b_false, blind = part(logs / "holdout2" / "manifest.toml",
-                                        "second hold-out (blind: labelled and committed before any run, no row written from it)")
+    s_right, s_n, s_false, second = part(logs / "holdout2" / "manifest.toml",
+                                         "second hold-out (blind on first measure, 43/59; rows were then written "
+                                         "from sources for the kinds it missed)")
+    blobs += second
+    b_right, b_n, b_false, blind = part(logs / "holdout3" / "manifest.toml",
+                                        "third hold-out (blind: labelled and committed before any run, no row written from it)")
     blobs += blind
     print(f"summary: training {t_right}/{t_n} = {100 * t_right / t_n:.1f}%, "
           f"first hold-out {h_right}/{h_n} = {100 * h_right / h_n:.1f}%, "
-          f"blind hold-out {b_right}/{b_n} = {100 * b_right / b_n:.1f}%, "
-          f"failed launches called ready: {t_false + h_false + b_false}\n")
+          f"second hold-out {s_right}/{s_n} = {100 * s_right / s_n:.1f}%, "
+          f"blind third hold-out {b_right}/{b_n} = {100 * b_right / b_n:.1f}%, "
+          f"failed launches called ready: {t_false + h_false + s_false + b_false}\n")
     # Speed: classify ~32 MiB of real log bytes vs. a line count over the same bytes.
     data = b"".join(blobs)
     reps = max(1, (32 << 20) // max(1, len(data)))
@@ -159,7 +165,7 @@ def main() -> int:
     assert got.status == "ready", (got.status, got.label, got.evidence[:3])
     print(f"speed on a generated serving log (random numbers): {mib:.0f} MiB in {took:.3f}s ({mib / took:.0f} MiB/s); "
           f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
-    return 0 if b_right / b_n >= 0.95 and t_false + h_false + b_false == 0 else 1
+    return 0 if b_right / b_n >= 0.95 and t_false + h_false + s_false + b_false == 0 else 1
 
 
 if __name__ == "__main__":
