@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from logkit.capture.sglang.outcomes import Classifier, classify_file  # noqa: E402
+from logkit.capture.sglang.outcomes import Classification, Classifier, classify_file  # noqa: E402
 
 
 #: Engine groups reported separately (each manifest entry's ``engine``).
@@ -74,6 +74,54 @@ def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
     return right, n, false_ready, blobs
 
 
+def speed(title: str, data: bytes) -> Classification:
+    """Feed ``data`` in line-aligned 1 MiB pieces (cut before the clock starts); print MiB/s and the
+    ratio to ``bytes.count`` of its lines in the same run; return the decision."""
+    pieces, at = [], 0
+    while at < len(data):
+        cut = data.find(b"\n", min(at + (1 << 20), len(data)))
+        cut = len(data) if cut < 0 else cut + 1
+        pieces.append(data[at:cut])
+        at = cut
+    t0 = time.perf_counter()
+    data.count(b"\n")
+    base = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    clf = Classifier()
+    line = 1
+    for piece in pieces:
+        clf.feed(piece, line)
+        line += piece.count(b"\n")
+    took = time.perf_counter() - t0
+    mib = len(data) / (1 << 20)
+    print(f"speed on {title}: {mib:.0f} MiB in {took:.3f}s ({mib / took:.0f} MiB/s); "
+          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
+    return clf.decide(finished=False)
+
+
+def generated_serving_log(lines: int) -> bytes:
+    """A 0.5.23-style serving log (reference/sglang-0.5.23.md's runtime lines, TP0..TP7, DP ranks,
+    random numbers of every width: 6-digit token counts, 5-digit ports): more shapes than the corpus's."""
+    import random
+
+    rng = random.Random(20)
+
+    def line(i: int) -> bytes:
+        ts = f"[2026-12-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} DP{i % 2} TP{i % 8}]"
+        if i % 7 == 0:
+            return (f'INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} - '
+                    f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n').encode()
+        if i % 3 == 0:
+            return (f"{ts} Prefill batch, #new-seq: {rng.randint(1, 64)}, #new-token: {rng.randint(1, 200000)}, "
+                    f"#cached-token: {rng.randint(0, 900000)}, token usage: {rng.random():.2f}, #running-req: "
+                    f"{rng.randint(0, 512)}, #queue-req: {rng.randint(0, 2000)}, #pending-token: {rng.randint(0, 99999)}\n").encode()
+        return (f"{ts} Decode batch, #running-req: {rng.randint(1, 512)}, #token: {rng.randint(1, 2000000)}, token usage: "
+                f"{rng.random():.2f}, cuda graph: {rng.random() < 0.9}, gen throughput (token/s): {rng.uniform(1, 30000):.2f}, "
+                f"#queue-req: {rng.randint(0, 2000)}\n").encode()
+
+    return b"".join(line(i) for i in range(lines))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", default=str(ROOT / "tests/fixtures/logs"),
@@ -98,73 +146,15 @@ def main() -> int:
           f"failed launches called ready: {t_false + h_false + s_false + b_false}\n")
     # Speed: classify ~32 MiB of real log bytes vs. a line count over the same bytes.
     data = b"".join(blobs)
-    reps = max(1, (32 << 20) // max(1, len(data)))
-    big = data * reps
-    t0 = time.perf_counter()
-    big.count(b"\n")
-    base = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    clf = Classifier()
-    step = 1 << 20
-    for i in range(0, len(big), step):
-        chunk = big[i : i + step]
-        cut = chunk.rfind(b"\n") + 1 or len(chunk)
-        clf.feed(chunk[:cut], 1)
-    took = time.perf_counter() - t0
-    mib = len(big) / (1 << 20)
-    print(f"\nspeed: {mib:.0f} MiB classified in {took:.3f}s ({mib / took:.0f} MiB/s); "
-          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
+    speed("the corpus (failure-dense)", data * max(1, (32 << 20) // max(1, len(data))))
     # A healthy serving stream: the corpus's own runtime lines (batch stats, access log) repeated.
     import re
 
     runtime = b"".join(ln for blob in blobs for ln in blob.splitlines(keepends=True)
                        if re.search(rb"Decode batch|Prefill batch|INFO:", ln))
-    healthy = (runtime * ((32 << 20) // max(1, len(runtime)) + 1))[: 32 << 20]
-    t0 = time.perf_counter()
-    healthy.count(b"\n")
-    base = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    clf = Classifier()
-    for i in range(0, len(healthy), step):
-        clf.feed(healthy[i : i + step], 1)
-    took = time.perf_counter() - t0
-    print(f"speed on healthy serving lines: 32 MiB in {took:.3f}s ({32 / took:.0f} MiB/s); "
-          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
-    # A generated 0.5.23-style serving log (reference/sglang-0.5.23.md's runtime lines, TP0..TP7,
-    # DP ranks, random numbers of every width: 6-digit token counts, 5-digit ports): more shapes.
-    import random
-
-    rng = random.Random(20)
-
-    def line(i: int) -> bytes:
-        ts = f"[2026-12-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} DP{i % 2} TP{i % 8}]"
-        if i % 7 == 0:
-            return (f'INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} - '
-                    f'"POST /v1/chat/completions HTTP/1.1" 200 OK\n').encode()
-        if i % 3 == 0:
-            return (f"{ts} Prefill batch, #new-seq: {rng.randint(1, 64)}, #new-token: {rng.randint(1, 200000)}, "
-                    f"#cached-token: {rng.randint(0, 900000)}, token usage: {rng.random():.2f}, #running-req: "
-                    f"{rng.randint(0, 512)}, #queue-req: {rng.randint(0, 2000)}, #pending-token: {rng.randint(0, 99999)}\n").encode()
-        return (f"{ts} Decode batch, #running-req: {rng.randint(1, 512)}, #token: {rng.randint(1, 2000000)}, token usage: "
-                f"{rng.random():.2f}, cuda graph: {rng.random() < 0.9}, gen throughput (token/s): {rng.uniform(1, 30000):.2f}, "
-                f"#queue-req: {rng.randint(0, 2000)}\n").encode()
-
-    generated = b"".join(line(i) for i in range(250_000))
-    mib = len(generated) / (1 << 20)
-    t0 = time.perf_counter()
-    generated.count(b"\n")
-    base = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    clf = Classifier()
-    for i in range(0, len(generated), step):
-        chunk = generated[i : i + step]
-        cut = chunk.rfind(b"\n") + 1 or len(chunk)
-        clf.feed(chunk[:cut], 1)
-    took = time.perf_counter() - t0
-    got = clf.decide(finished=False)
+    speed("healthy serving lines (the corpus's)", (runtime * ((32 << 20) // max(1, len(runtime)) + 1))[: 32 << 20])
+    got = speed("a generated serving log (random numbers)", generated_serving_log(250_000))
     assert got.status == "ready", (got.status, got.label, got.evidence[:3])
-    print(f"speed on a generated serving log (random numbers): {mib:.0f} MiB in {took:.3f}s ({mib / took:.0f} MiB/s); "
-          f"line-count baseline {base:.4f}s; ratio {took / base if base else float('inf'):.0f}x")
     return 0 if b_right / b_n >= 0.95 and t_false + h_false + s_false + b_false == 0 else 1
 
 
