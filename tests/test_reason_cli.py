@@ -110,6 +110,11 @@ def test_todo_import_maps_items_visibly(logkit, sessions: Path, tmp_path: Path) 
     ]}))
     out = _ok(logkit("todo", "import", str(todo)))
     assert "-> H1 (4 shared words" in out and "-> H2 (explicit H2: prefix)" in out and "no match" in out
+    shown = _ok(logkit("status")).splitlines()  # the latest snapshot, as the JSON and the MCP tool give it
+    at = shown.index("todo (1 of 3 done):")
+    assert shown[at + 1:at + 4] == [
+        "  [x] Test flashinfer_trtllm MoE backend (SM100 only - doesn't work on SM120)  (H1)",
+        "  [ ] H2: look again at the checkpoint  (H2)", "  [ ] Write the systemd unit"]
     todo.write_text(json.dumps([{"content": "Write the systemd unit", "status": "completed"}]))  # a bare list
     _ok(logkit("todo", "import", str(todo)))
     from logkit.events import Todo

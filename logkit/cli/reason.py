@@ -355,7 +355,7 @@ def _one_line_fields(data: dict[str, Any]) -> dict[str, Any]:
     """The status with what users typed (titles, hypothesis texts, labels) on one line each: a
     newline in a title is shown as ``\\n``, never as a line of its own."""
     out = dict(data, title=one_line(data["title"]) if data.get("title") else data.get("title"))
-    for key, field in (("hypotheses", "text"), ("attempts", "label"), ("decisions", "title")):
+    for key, field in (("hypotheses", "text"), ("attempts", "label"), ("decisions", "title"), ("todo", "content")):
         out[key] = [dict(row, **{field: one_line(row[field])}) if isinstance(row.get(field), str) else row
                     for row in data.get(key) or []]
     return out

@@ -187,6 +187,14 @@ def render(data: dict[str, Any]) -> str:
         for r in data["running"]:
             where = f" port {r['port']}" if r.get("port") else ""
             out.append(f"  {r['id']:<4} pid {r['pid']}{where} $ {r['command']}")
+    todo = data.get("todo") or []
+    if todo:
+        out.append("")
+        out.append(f"todo ({sum(t.get('status') == 'completed' for t in todo)} of {len(todo)} done):")
+        for t in todo:
+            mark = {"completed": "x", "in_progress": "~"}.get(str(t.get("status")), " ")
+            linked = f"  ({t['hypothesis']})" if t.get("hypothesis") else ""
+            out.append(f"  [{mark}] {t.get('content')}{linked}")
     if data["decisions"]:
         out.append("")
         out.append("decisions: " + ", ".join(f"{d['id']} {d['title']}" for d in data["decisions"]))
