@@ -106,7 +106,7 @@ def load(snap: Any, session: str, short: str, *, decisions: list[dict[str, Any]]
             smokes.append(event)
     metrics = [m for m in snap.metrics(session=session) if short in (m["attempt"], m["server_attempt"])]
     verdicts = [v for v in snap.verdicts(session=session) if short in json.loads(v["evidence"] or "[]")]
-    from .reasoning.why import _cited as cited  # the one rule of which decisions cite an attempt
+    from .reasoning.why import cited_by as cited  # the one rule of which decisions cite an attempt
 
     ref = f"{session}/{short}"
     found = cited(decisions if decisions is not None else snap.decisions()).get(ref, [])

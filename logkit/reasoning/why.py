@@ -36,7 +36,7 @@ from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict
 from ..capture.sglang.outcomes import classify_text
 
-__all__ = ["Match", "SeenReport", "as_json", "cite_links", "failure_key", "seen_before"]
+__all__ = ["Match", "SeenReport", "as_json", "cite_links", "cited_by", "failure_key", "seen_before"]
 
 
 @dataclass
@@ -99,7 +99,7 @@ def _config(a: dict[str, Any] | None) -> dict[str, Any]:
     return dict(launch.get("non_default") or launch.get("fingerprint") or {})
 
 
-def _cited(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
+def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
     """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it, as evidence
     or as an option's attempts."""
     latest: dict[str, dict[str, Any]] = {}
@@ -199,7 +199,7 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
                 report.key = key = failure_key(report.status, report.signature, report.label)
                 report.evidence = []
             found = _candidates(snap, report.status, report.signature)
-            cited = _cited(snap.decisions()) if found else {}
+            cited = cited_by(snap.decisions()) if found else {}
     for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)
         if asked is not None and _own_log(store.root, sid, [a.get("log"), o.get("log")], asked, size, digest):

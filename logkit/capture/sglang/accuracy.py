@@ -128,7 +128,7 @@ def matches(reply: str | None, answer: str) -> bool:
 def check(base: str, *, model: str = "default", api_key: str | None = None, threshold: float | None = None,
           timeout: float = 60.0) -> AccuracyResult:
     """Ask every question of the server at ``base`` and score the replies (never raises for a reply)."""
-    from .smoke import _post  # the one small JSON POST of the capture side (auth header included)
+    from .smoke import post_json  # the one small JSON POST of the capture side (auth header included)
 
     limit = default_threshold() if threshold is None else threshold
     wrong: list[tuple[str, str, str]] = []
@@ -137,7 +137,7 @@ def check(base: str, *, model: str = "default", api_key: str | None = None, thre
         body = {"model": model, "prompt": prompt(q.text), "max_tokens": int(_table()["max_tokens"]),
                 "temperature": 0, "stop": ["\n"]}
         try:
-            reply = str(_post(f"{base}/v1/completions", body, timeout, api_key)["choices"][0].get("text") or "")
+            reply = str(post_json(f"{base}/v1/completions", body, timeout, api_key)["choices"][0].get("text") or "")
         except Exception as exc:  # noqa: BLE001 - an unanswered question is a wrong answer, never a crash
             reply = f"(no reply: {type(exc).__name__}: {exc})"
         if not matches(reply, q.answer):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["GarbageScanner", "SmokeReply", "degenerate", "degenerate_line", "send"]
+__all__ = ["GarbageScanner", "SmokeReply", "degenerate", "degenerate_line", "post_json", "send"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -230,7 +230,8 @@ class GarbageScanner:
         return out
 
 
-def _post(url: str, body: dict[str, Any], timeout: float, api_key: str | None) -> dict[str, Any]:
+def post_json(url: str, body: dict[str, Any], timeout: float, api_key: str | None) -> dict[str, Any]:
+    """POST ``body`` as JSON to ``url`` (with ``api_key`` as a bearer token) and return the reply's JSON."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -247,7 +248,7 @@ def send(base: str, prompt: str, *, model: str = "default", timeout: float = 120
             "temperature": 0, "logprobs": True}
     try:
         try:
-            data = _post(f"{base}/v1/chat/completions", body, timeout, api_key)
+            data = post_json(f"{base}/v1/chat/completions", body, timeout, api_key)
             choice = data["choices"][0]
             reply = (choice.get("message") or {}).get("content")
             lps = [c.get("logprob") for c in ((choice.get("logprobs") or {}).get("content") or [])]
@@ -255,7 +256,7 @@ def send(base: str, prompt: str, *, model: str = "default", timeout: float = 120
             if exc.code not in (404, 400):
                 raise
             body2 = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "logprobs": 1}
-            data = _post(f"{base}/v1/completions", body2, timeout, api_key)
+            data = post_json(f"{base}/v1/completions", body2, timeout, api_key)
             choice = data["choices"][0]
             reply = choice.get("text")
             lps = list((choice.get("logprobs") or {}).get("token_logprobs") or [])
