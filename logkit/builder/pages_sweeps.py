@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..events import Decision, Sweep, SweepCellResult
 from .contexts import ChartCtx, Page
-from ..sweep.state import point_text
+from ..sweep.state import RankRow, SweepView, point_text, ranking
 from .load import Loaded, metric_label, tables
 from .paths import attempt_href, decision_href, session_href
 
@@ -124,19 +124,13 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     return ctx, names, (src, spec)
 
 
-def _versus(r: SweepCellResult, top: SweepCellResult) -> str:
-    """A working cell against the first-ranked one at the first's best point (the one rule,
-    :func:`logkit.reasoning.matrix.compare`): ``tied: ...`` or ``slower: ... on 5 runs each``."""
-    from ..reasoning.matrix import compare
-
-    ok = [p for p in top.points if p.output_throughput is not None and p.within_limit is not False]
-    if not ok:
+def _versus(row: RankRow) -> str:
+    """A working cell against the first-ranked one, as :func:`logkit.sweep.state.ranking` compared
+    them (the one rule, :func:`logkit.reasoning.matrix.compare`): ``tied: ...`` or ``slower than
+    #1: ...``; ``""`` for the first."""
+    v = row.versus
+    if v is None:
         return ""
-    at = max(ok, key=lambda p: p.output_throughput or 0.0)
-    mine = next((p for p in r.points if p.labels == at.labels and p.output_throughput is not None), None)
-    if mine is None:
-        return ""
-    v = compare(mine.runs or [mine.output_throughput], at.runs or [at.output_throughput])
     return v.text() if v.verdict == "tied" else f"{v.verdict} than #1: {v.text()}"
 
 
@@ -146,13 +140,10 @@ def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions
     for r in ordered:
         labels.extend(lab for lab in (_label(p.labels) for p in r.points) if lab not in labels)
     rows: list[SweepRow] = []
-    best = sorted((r for r in ordered if r.status == "works"),
-                  key=lambda r: -max((p.output_throughput or 0 for p in r.points if p.within_limit is not False), default=0))
-    rank = {r.cell: str(n) for n, r in enumerate(best, start=1)}
-    for cell in sweep.cells:
-        r = results.get(cell.id)
+    for ranked in ranking(SweepView(sweep, sid, results)):  # the CLI's ranking, the one rule
+        r = results.get(ranked.cell)
         if r is None:
-            rows.append(SweepRow("", cell.key, "pending", "not run yet", [""] * len(labels), ""))
+            rows.append(SweepRow("", ranked.key, "pending", "not run yet", [""] * len(labels), ""))
             continue
         by = {_label(p.labels): p for p in r.points}
         lat = [p for p in r.points if p.latency is not None]
@@ -163,13 +154,10 @@ def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions
         if r.refuted_by:
             other, _, short = r.refuted_by.rpartition("/")
             evidence.append((r.refuted_by, attempt_href(other or sid, short)))
-        why = "" if r.status == "works" else ": ".join(x for x in (r.outcome, r.reason) if x and x != r.status)
-        if r.status == "works" and best and r is not best[0]:
-            why = _versus(r, best[0])
-        rows.append(SweepRow(rank.get(r.cell, ""), r.key, r.status, why,
+        why = _versus(ranked) if r.status == "works" else ": ".join(x for x in (r.outcome, r.reason) if x and x != r.status)
+        rows.append(SweepRow(str(ranked.rank or ""), r.key, r.status, why,
                              [point_text(by[lab].output_throughput, by[lab].runs) if lab in by else "" for lab in labels],
                              latency, evidence))
-    rows.sort(key=lambda row: (0 if row.rank else 1, int(row.rank or 0)))
     chart, front, job = _chart(sweep, ordered)
     limit = f"{metric_label(sweep.limit_metric)} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else "none"
     page = SweepPage(
