@@ -51,6 +51,7 @@ from ... import statuses
 from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
+from ..shapes import SHAPE, CleanShapes
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
@@ -192,7 +193,7 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, boo
 @lru_cache(maxsize=1)
 def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
     """(regex, signature, needles, case-insensitive, behind the gate) rows, the ready regex, the
-    gate's words as line shapes (:data:`_SHAPE`)."""
+    gate's words."""
     data = _data("sglang.toml")
     gate = tuple(w.encode() for w in data.get("prefilter_words", []))
     rows = []
@@ -204,7 +205,7 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]
         needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
         rows.append((regex, s, needles, nocase, gated))
-    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), tuple(w.translate(_SHAPE) for w in gate)
+    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), gate
 
 
 @lru_cache(maxsize=1)
@@ -230,15 +231,9 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     return serving, row, scanner
 
 
-#: A line's shape (see :meth:`Classifier._unknown_lines`): ASCII lowercased, each digit made ``0``.
-_SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _LONG_NUMBER = re.compile(rb"000000+")
-#: Clean shapes remembered per classifier, at most this many of at most this size (about 8 MiB: a log
-#: of ever-new or very long lines only costs speed, it is read line by line as before).
-MAX_SHAPES = 8192
-MAX_SHAPE_BYTES = 1024
 
 
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -253,13 +248,11 @@ def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
     return [m.start() for a, b in spans if (m := _SAME_DIGITS.search(chunk, a, b))]
 
 
-def _clean_shape(shape: bytes) -> bool:
-    """Whether no prefilter word and no garbage candidate run is in ``shape``."""
+def _clean_shapes() -> CleanShapes:
+    """A classifier's memory of clean line shapes: no prefilter word, no garbage candidate run."""
     _rows, _ready, words = _compiled()
-    if any(w in shape for w in words):
-        return False
     _serving, row, scanner = _extras()
-    return row is None or scanner is None or not scanner.has_candidate(shape)
+    return CleanShapes(words, None if row is None or scanner is None else lambda shape: not scanner.has_candidate(shape))
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -302,7 +295,7 @@ class Classifier:
     #: the last lines seen (number, text): what an ``incomplete`` log shows last
     tail: list[tuple[int, str]] = field(default_factory=list)
     #: line shapes known clean (:meth:`_unknown_lines`)
-    _clean: set[bytes] = field(default_factory=set, repr=False, compare=False)
+    _shapes: CleanShapes = field(default_factory=_clean_shapes, repr=False, compare=False)
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -370,31 +363,18 @@ class Classifier:
         """The runs of ``chunk``'s lines (each with one line of context either side) whose *shape*
         is not known clean, as ``(bytes, first line number)``; the whole chunk when most are.
 
-        A line's shape is the line lowercased with each digit made ``0`` (one ``bytes.translate``).
-        A shape is clean when it holds no prefilter word (made the same way) and no candidate run
-        of the garbage scanner: both only grow under that mapping (a run stays a run, a word a
-        word), except a run of one repeated digit, which ``0`` (a never-unit) hides: those are
-        looked for in the raw bytes under each ``000000`` of the shapes. So a line whose shape is
-        clean can match no gated row and hold no garbage. A healthy server prints a few hundred
-        shapes (its batch and access lines with other numbers): after the first chunks a healthy
-        chunk costs a translate, a split and a set lookup per line, all in C.
+        A line's shape (:mod:`logkit.capture.shapes`) is clean when it holds no prefilter word and
+        no candidate run of the garbage scanner: both only grow under the shape's mapping (a run
+        stays a run, a word a word), except a run of one repeated digit, which ``0`` (a
+        never-unit) hides: those are looked for in the raw bytes under each ``000000`` of the
+        shapes. So a line whose shape is clean can match no gated row and hold no garbage.
         """
-        norm = chunk.translate(_SHAPE)
+        norm = chunk.translate(SHAPE)
         shapes = norm.split(b"\n")
-        known = self._clean
         digits = _digit_runs(chunk, norm)
-        if not digits and known.issuperset(shapes):
+        if (self._shapes.all_clean(shapes) or self._shapes.learn(shapes)) and not digits:
             return []
-        if len(known) > MAX_SHAPES:
-            known.clear()
-        unclean = False
-        for shape in set(shapes).difference(known):
-            if len(shape) <= MAX_SHAPE_BYTES and _clean_shape(shape):
-                known.add(shape)
-            else:
-                unclean = True
-        if not unclean and not digits:
-            return []
+        known = self._shapes.known
         starts = [0]
         for shape in shapes:
             starts.append(starts[-1] + len(shape) + 1)
