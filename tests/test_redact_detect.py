@@ -97,3 +97,21 @@ def test_a_harmless_value_on_every_line_is_decided_without_the_joined_regex() ->
     chunk = b"".join(b"[%d] server_args: api_key=None, tp_size=8, port=30000\n" % i for i in range(5000))
     assert r.chunk(chunk) == chunk
     assert r._subsets == {} and r._bytes_re_ is None  # each pattern alone said: nothing changes
+
+
+def test_the_clean_line_memory_never_hides_a_secret() -> None:
+    """Lines whose shape (lowercased, digits 0) was clean are skipped; a secret in a line of another
+    case or other digits, or a learned literal, is still found (logkit/capture/shapes.py)."""
+    from logkit.capture.redact import Redactor
+
+    r = Redactor.for_run({"HF_TOKEN": "hf_Secret1234567890"}, [])
+    healthy = b"[TP0] Decode batch, #token: 41234, gen throughput (token/s): 18.21, user=alice\n" * 200
+    assert r.chunk(healthy) == healthy and r._shapes.known  # learned
+    assert r.chunk(healthy.replace(b"41234", b"99")) == healthy.replace(b"41234", b"99")
+    line = b"[TP0] Decode batch, #token: 41234, gen throughput (token/s): 18.21, API_KEY=abc9876543\n"
+    assert b"abc9876543" not in r.chunk(healthy + line)
+    literal = b"[TP0] Decode batch, #token: 41234, gen throughput (token/s): 18.21, u=hf_Secret1234567890\n"
+    assert b"hf_Secret1234567890" not in r.chunk(healthy + literal)
+    # a secret with a line break in it (a key in the environment): nothing is vouched for
+    multi = Redactor.for_run({"SSH_KEY": "-----BEGIN KEY-----\nAAAAB3NzaC1yc2EAAAADAQAB\n-----END KEY-----"}, [])
+    assert not multi._shapes.usable and multi.chunk(healthy) == healthy

@@ -223,6 +223,9 @@ class Redactor:
         cover = tuple(t for t in needles if not any(o != t and o in t for o in needles))
         self._cover = cover
         self._str_triggers = tuple(t.decode() for t in cover)
+        from .shapes import CleanShapes
+
+        self._shapes = CleanShapes((*cover, *self._lit_bytes))
 
     # The joined regex is compiled on first use: most runs never need it (start-up matters).
     @property
@@ -243,9 +246,20 @@ class Redactor:
         return max((len(t) for t in (*self._triggers, *self._lit_bytes)), default=1)
 
     def suspicious(self, data: bytes) -> bool:
-        """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret."""
+        """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret.
+
+        Lines whose shape (:mod:`logkit.capture.shapes`) is known to hold neither are not searched
+        again: a long run's output repeats a few hundred kinds of line, and each of the ~65 needles
+        costs a pass over every chunk. The answer is the same either way (a needle never spans a
+        line; a literal with a line break turns the memory off)."""
+        shapes = self._shapes.shapes(data)
+        if self._shapes.all_clean(shapes):
+            return False
         low = data.lower()
-        return any(t in low for t in self._cover) or any(v in data for v in self._lit_bytes)
+        if any(t in low for t in self._cover) or any(v in data for v in self._lit_bytes):
+            return True
+        self._shapes.learn(shapes)
+        return False
 
     def redact_chunk(self, data: bytes) -> bytes:
         """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
