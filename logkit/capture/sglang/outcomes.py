@@ -295,7 +295,7 @@ class Classifier:
     #: the last lines seen (number, text): what an ``incomplete`` log shows last
     tail: list[tuple[int, str]] = field(default_factory=list)
     #: line shapes known clean (:meth:`_unknown_lines`)
-    _shapes: CleanShapes = field(default_factory=_clean_shapes, repr=False, compare=False)
+    _shapes: CleanShapes | None = field(default=None, repr=False, compare=False)  # made at the first chunk
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -369,12 +369,15 @@ class Classifier:
         never-unit) hides: those are looked for in the raw bytes under each ``000000`` of the
         shapes. So a line whose shape is clean can match no gated row and hold no garbage.
         """
+        memory = self._shapes
+        if memory is None:
+            memory = self._shapes = _clean_shapes()
         norm = chunk.translate(SHAPE)
         shapes = norm.split(b"\n")
         digits = _digit_runs(chunk, norm)
-        if (self._shapes.all_clean(shapes) or self._shapes.learn(shapes)) and not digits:
+        if (memory.all_clean(shapes) or memory.learn(shapes)) and not digits:
             return []
-        known = self._shapes.known
+        known = memory.known
         starts = [0]
         for shape in shapes:
             starts.append(starts[-1] + len(shape) + 1)
