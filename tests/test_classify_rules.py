@@ -259,3 +259,24 @@ def test_classify_refuses_a_device_that_never_ends_and_reads_a_pipe() -> None:
     r = lk("classify", "--json", "/dev/stdin", input="x\nOutput: !!!!!!!!!!!!!!!!\n")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "garbage"
+
+
+# --- texts as the libraries' format strings print them (rows written from those sources) -------
+# Each case fills the source's format string with plausible values; `signature` is the row that
+# must decide (not merely a row of the right class).
+SOURCE_TEXTS = [
+    pytest.param(  # TensorRT-LLM plugins' NCCLCHECK: printf("Failed, NCCL error %s:%d '%s'\n", __FILE__, __LINE__, ...)
+        "[TensorRT-LLM][INFO] Loaded engine size: 12959 MiB\n"
+        "Failed, NCCL error /src/tensorrt_llm/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:295 "
+        "'unhandled cuda error'\n", "nccl", "trtllm-ncclcheck", id="trtllm-ncclcheck"),
+    pytest.param(  # the runtime's TLLM_NCCL_CHECK: the same text inside TLLM_CHECK_WITH_INFO's assertion
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Failed, NCCL error "
+        "/src/tensorrt_llm/cpp/tensorrt_llm/runtime/ncclCommunicator.cpp:61 'unknown result code'\n",
+        "nccl", "trtllm-ncclcheck", id="trtllm-nccl-check-runtime"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), SOURCE_TEXTS)
+def test_source_format_strings_are_classified_by_their_row(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
