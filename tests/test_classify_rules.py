@@ -273,6 +273,10 @@ SOURCE_TEXTS = [
         "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Failed, NCCL error "
         "/src/tensorrt_llm/cpp/tensorrt_llm/runtime/ncclCommunicator.cpp:61 'unknown result code'\n",
         "nccl", "trtllm-ncclcheck", id="trtllm-nccl-check-runtime"),
+    pytest.param(  # NCCL's CUCHECK on a driver call: WARN("Cuda failure %d '%s'", err, errStr)
+        "node1:4242:4300 [1] transport/p2p.cc:275 NCCL WARN Cuda failure 1 'invalid argument'\n"
+        "node1:4242:4300 [1] NCCL INFO transport/p2p.cc:327 -> 1\n", "nccl", "nccl-warn-cuda-failure",
+        id="nccl-warn-cuda-failure-driver"),
 ]
 
 
