@@ -277,6 +277,13 @@ SOURCE_TEXTS = [
         "node1:4242:4300 [1] transport/p2p.cc:275 NCCL WARN Cuda failure 1 'invalid argument'\n"
         "node1:4242:4300 [1] NCCL INFO transport/p2p.cc:327 -> 1\n", "nccl", "nccl-warn-cuda-failure",
         id="nccl-warn-cuda-failure-driver"),
+    pytest.param(  # systemd: unit_check_oom, then service_enter_dead's "Failed with result '%s'." (oom-kill)
+        "Jun 28 08:09:41 host systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL\n"
+        "Jun 28 08:09:41 host systemd[1]: sglang.service: Failed with result 'oom-kill'.\n",
+        "killed", "systemd-oom-kill", id="systemd-failed-with-result-oom-kill"),
+    pytest.param(  # systemd-oomd's kill, reported by the unit (unit_check_oomd_kill)
+        "Jun 28 08:09:41 host systemd[1]: run-u42.service: systemd-oomd killed 3 process(es) in this unit.\n",
+        "killed", "systemd-oom-kill", id="systemd-oomd-killed"),
 ]
 
 
