@@ -284,7 +284,17 @@ SOURCE_TEXTS = [
     pytest.param(  # systemd-oomd's kill, reported by the unit (unit_check_oomd_kill)
         "Jun 28 08:09:41 host systemd[1]: run-u42.service: systemd-oomd killed 3 process(es) in this unit.\n",
         "killed", "systemd-oom-kill", id="systemd-oomd-killed"),
+    pytest.param(  # bash job control, as bash 5.2 prints it for a job killed by SIGKILL (jobs.c pretty_print_job)
+        "[1] 24102\n[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "[1]+  Killed                  python -m sglang.launch_server --model-path m\n",
+        "killed", "shell-job-control-killed", id="bash-job-control-killed"),
 ]
+
+
+def test_a_job_control_kill_after_a_cause_is_the_consequence() -> None:
+    text = (TB + "KeyError: 'model.layers.3.mlp.weight_scale'\n"
+            "[1]+  Killed                  python -m sglang.launch_server --model-path m\n")
+    assert classify_text(text).status == "other_crash"
 
 
 @pytest.mark.parametrize(("text", "status", "signature"), SOURCE_TEXTS)
