@@ -288,6 +288,12 @@ SOURCE_TEXTS = [
         "[1] 24102\n[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
         "[1]+  Killed                  python -m sglang.launch_server --model-path m\n",
         "killed", "shell-job-control-killed", id="bash-job-control-killed"),
+    pytest.param(  # TensorRT-LLM compileEngine.cpp: CHECK_TLLM_XQA_JIT_ERROR over nvrtcWrapper's "NVRTC Internal Error"
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] TllmXqaJit runtime error in "
+        "tllmXqaJitCreateAndCompileProgram(&program, &context): NVRTC Internal Error "
+        "(/src/cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/compileEngine.cpp:75)\n",
+        "jit_error", "trtllm-xqa-jit-nvrtc", id="trtllm-xqa-jit-nvrtc"),
 ]
 
 
