@@ -294,6 +294,15 @@ SOURCE_TEXTS = [
         "tllmXqaJitCreateAndCompileProgram(&program, &context): NVRTC Internal Error "
         "(/src/cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/compileEngine.cpp:75)\n",
         "jit_error", "trtllm-xqa-jit-nvrtc", id="trtllm-xqa-jit-nvrtc"),
+    pytest.param(  # triton errors.py CompilationError.__repr__ ("{}({!r})"), as a task's or worker's exception shows it
+        "future: <Task finished name='Task-5' coro=<Manager.loop() done> exception=CompilationError('at 38:4:\\n"
+        "def _rotary_kernel(\\n    Q, Cos, Sin,')>\n", "jit_error", "triton-compile", id="triton-compilation-error-repr"),
+    pytest.param(  # its subclasses: CompileTimeAssertionFailure (tl.static_assert), UnsupportedLanguageConstruct
+        "triton.compiler.errors.CompileTimeAssertionFailure: at 10:4:\n    tl.static_assert(BLOCK % 16 == 0)\n"
+        "    ^\n", "jit_error", "triton-compile", id="triton-compile-time-assertion"),
+    pytest.param(
+        "UnsupportedLanguageConstruct: at 3:4:\n    for i in range(n):\n    ^\nunsupported AST node type: Continue\n",
+        "jit_error", "triton-compile", id="triton-unsupported-language-construct"),
 ]
 
 
