@@ -303,7 +303,18 @@ SOURCE_TEXTS = [
     pytest.param(
         "UnsupportedLanguageConstruct: at 3:4:\n    for i in range(n):\n    ^\nunsupported AST node type: Continue\n",
         "jit_error", "triton-compile", id="triton-unsupported-language-construct"),
+    pytest.param(  # vLLM's bitsandbytes check, raised from a worker (its traceback prefixed)
+        "(VllmWorker rank=0 pid=7) ERROR 01-01 00:00:01 [multiproc_executor.py:470] ImportError: Please install "
+        "bitsandbytes>=0.45.3 via `pip install bitsandbytes>=0.45.3` to use bitsandbytes quantizer.\n"
+        "ERROR 01-01 00:00:02 [core.py:700] EngineCore failed to start.\n", "import_error", "import-error-raised",
+        id="vllm-bitsandbytes-import-error"),
 ]
+
+
+def test_a_raised_import_error_gives_way_to_a_specific_failure() -> None:
+    text = ("ImportError: flash_attn is not installed, falling back to the torch backend\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert classify_text(text).status == "oom"
 
 
 def test_a_job_control_kill_after_a_cause_is_the_consequence() -> None:
