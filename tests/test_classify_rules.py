@@ -308,6 +308,18 @@ SOURCE_TEXTS = [
         "bitsandbytes>=0.45.3 via `pip install bitsandbytes>=0.45.3` to use bitsandbytes quantizer.\n"
         "ERROR 01-01 00:00:02 [core.py:700] EngineCore failed to start.\n", "import_error", "import-error-raised",
         id="vllm-bitsandbytes-import-error"),
+    pytest.param(  # TensorRT-LLM's CudaAllocatorAsync (tllmBuffers.h) through check() (cudaUtils.h), as the
+        # executor's Python side re-raises it on an MPI rank
+        "[12/06/2026-10:00:00] [TRT-LLM] [RANK 0] [E] Failed to initialize executor on rank 0: [TensorRT-LLM][ERROR] "
+        "CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n"
+        "1       0x7f0000000000 void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int)"
+        " + 149\n", "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-rank"),
+    pytest.param(  # the same, as TllmException's what() after terminate (no Python in between)
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
+        "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
+        "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
 ]
 
 
