@@ -288,6 +288,10 @@ SOURCE_TEXTS = [
         "[1] 24102\n[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
         "[1]+  Killed                  python -m sglang.launch_server --model-path m\n",
         "killed", "shell-job-control-killed", id="bash-job-control-killed"),
+    pytest.param(  # bash -c (a container's command) reporting its killed foreground job, as bash 5.2 prints it
+        "[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "bash:  6880 Killed                  python3 -m sglang.launch_server --model-path m\n",
+        "killed", "shell-job-killed", id="bash-c-killed"),
     pytest.param(  # TensorRT-LLM compileEngine.cpp: CHECK_TLLM_XQA_JIT_ERROR over nvrtcWrapper's "NVRTC Internal Error"
         "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
         "  what():  [TensorRT-LLM][ERROR] TllmXqaJit runtime error in "
