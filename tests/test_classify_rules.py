@@ -259,3 +259,87 @@ def test_classify_refuses_a_device_that_never_ends_and_reads_a_pipe() -> None:
     r = lk("classify", "--json", "/dev/stdin", input="x\nOutput: !!!!!!!!!!!!!!!!\n")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["status"] == "garbage"
+
+
+# --- texts as the libraries' format strings print them (rows written from those sources) -------
+# Each case fills the source's format string with plausible values; `signature` is the row that
+# must decide (not merely a row of the right class).
+SOURCE_TEXTS = [
+    pytest.param(  # TensorRT-LLM plugins' NCCLCHECK: printf("Failed, NCCL error %s:%d '%s'\n", __FILE__, __LINE__, ...)
+        "[TensorRT-LLM][INFO] Loaded engine size: 12959 MiB\n"
+        "Failed, NCCL error /src/tensorrt_llm/cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp:295 "
+        "'unhandled cuda error'\n", "nccl", "trtllm-ncclcheck", id="trtllm-ncclcheck"),
+    pytest.param(  # the runtime's TLLM_NCCL_CHECK: the same text inside TLLM_CHECK_WITH_INFO's assertion
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Failed, NCCL error "
+        "/src/tensorrt_llm/cpp/tensorrt_llm/runtime/ncclCommunicator.cpp:61 'unknown result code'\n",
+        "nccl", "trtllm-ncclcheck", id="trtllm-nccl-check-runtime"),
+    pytest.param(  # NCCL's CUCHECK on a driver call: WARN("Cuda failure %d '%s'", err, errStr)
+        "node1:4242:4300 [1] transport/p2p.cc:275 NCCL WARN Cuda failure 1 'invalid argument'\n"
+        "node1:4242:4300 [1] NCCL INFO transport/p2p.cc:327 -> 1\n", "nccl", "nccl-warn-cuda-failure",
+        id="nccl-warn-cuda-failure-driver"),
+    pytest.param(  # systemd: unit_check_oom, then service_enter_dead's "Failed with result '%s'." (oom-kill)
+        "Jun 28 08:09:41 host systemd[1]: sglang.service: Main process exited, code=killed, status=9/KILL\n"
+        "Jun 28 08:09:41 host systemd[1]: sglang.service: Failed with result 'oom-kill'.\n",
+        "killed", "systemd-oom-kill", id="systemd-failed-with-result-oom-kill"),
+    pytest.param(  # systemd-oomd's kill, reported by the unit (unit_check_oomd_kill)
+        "Jun 28 08:09:41 host systemd[1]: run-u42.service: systemd-oomd killed 3 process(es) in this unit.\n",
+        "killed", "systemd-oom-kill", id="systemd-oomd-killed"),
+    pytest.param(  # bash job control, as bash 5.2 prints it for a job killed by SIGKILL (jobs.c pretty_print_job)
+        "[1] 24102\n[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "[1]+  Killed                  python -m sglang.launch_server --model-path m\n",
+        "killed", "shell-job-control-killed", id="bash-job-control-killed"),
+    pytest.param(  # bash -c (a container's command) reporting its killed foreground job, as bash 5.2 prints it
+        "[2026-01-01 00:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "bash:  6880 Killed                  python3 -m sglang.launch_server --model-path m\n",
+        "killed", "shell-job-killed", id="bash-c-killed"),
+    pytest.param(  # TensorRT-LLM compileEngine.cpp: CHECK_TLLM_XQA_JIT_ERROR over nvrtcWrapper's "NVRTC Internal Error"
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] TllmXqaJit runtime error in "
+        "tllmXqaJitCreateAndCompileProgram(&program, &context): NVRTC Internal Error "
+        "(/src/cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/decoderXQAImplJIT/compileEngine.cpp:75)\n",
+        "jit_error", "trtllm-xqa-jit-nvrtc", id="trtllm-xqa-jit-nvrtc"),
+    pytest.param(  # triton errors.py CompilationError.__repr__ ("{}({!r})"), as a task's or worker's exception shows it
+        "future: <Task finished name='Task-5' coro=<Manager.loop() done> exception=CompilationError('at 38:4:\\n"
+        "def _rotary_kernel(\\n    Q, Cos, Sin,')>\n", "jit_error", "triton-compile", id="triton-compilation-error-repr"),
+    pytest.param(  # its subclasses: CompileTimeAssertionFailure (tl.static_assert), UnsupportedLanguageConstruct
+        "triton.compiler.errors.CompileTimeAssertionFailure: at 10:4:\n    tl.static_assert(BLOCK % 16 == 0)\n"
+        "    ^\n", "jit_error", "triton-compile", id="triton-compile-time-assertion"),
+    pytest.param(
+        "UnsupportedLanguageConstruct: at 3:4:\n    for i in range(n):\n    ^\nunsupported AST node type: Continue\n",
+        "jit_error", "triton-compile", id="triton-unsupported-language-construct"),
+    pytest.param(  # vLLM's bitsandbytes check, raised from a worker (its traceback prefixed)
+        "(VllmWorker rank=0 pid=7) ERROR 01-01 00:00:01 [multiproc_executor.py:470] ImportError: Please install "
+        "bitsandbytes>=0.45.3 via `pip install bitsandbytes>=0.45.3` to use bitsandbytes quantizer.\n"
+        "ERROR 01-01 00:00:02 [core.py:700] EngineCore failed to start.\n", "import_error", "import-error-raised",
+        id="vllm-bitsandbytes-import-error"),
+    pytest.param(  # TensorRT-LLM's CudaAllocatorAsync (tllmBuffers.h) through check() (cudaUtils.h), as the
+        # executor's Python side re-raises it on an MPI rank
+        "[12/06/2026-10:00:00] [TRT-LLM] [RANK 0] [E] Failed to initialize executor on rank 0: [TensorRT-LLM][ERROR] "
+        "CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n"
+        "1       0x7f0000000000 void tensorrt_llm::common::check<cudaError>(cudaError, char const*, char const*, int)"
+        " + 149\n", "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-rank"),
+    pytest.param(  # the same, as TllmException's what() after terminate (no Python in between)
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
+        "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
+        "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+]
+
+
+def test_a_raised_import_error_gives_way_to_a_specific_failure() -> None:
+    text = ("ImportError: flash_attn is not installed, falling back to the torch backend\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    assert classify_text(text).status == "oom"
+
+
+def test_a_job_control_kill_after_a_cause_is_the_consequence() -> None:
+    text = (TB + "KeyError: 'model.layers.3.mlp.weight_scale'\n"
+            "[1]+  Killed                  python -m sglang.launch_server --model-path m\n")
+    assert classify_text(text).status == "other_crash"
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), SOURCE_TEXTS)
+def test_source_format_strings_are_classified_by_their_row(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
