@@ -15,6 +15,7 @@ vouch for anything); what is remembered is bounded (:data:`MAX_SHAPES` shapes of
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
 
 __all__ = ["MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE", "CleanShapes"]
@@ -26,14 +27,18 @@ MAX_SHAPE_BYTES = 1024
 
 
 class CleanShapes:
-    """The line shapes known to hold none of ``needles`` (and to pass ``also``, when given)."""
+    """The line shapes known to hold none of ``needles`` (and no offset that ``marks`` yields, when
+    given: ``marks(data)`` gives offsets in ``data`` of what makes a line unclean, never across a
+    line break)."""
 
-    def __init__(self, needles: Iterable[bytes], also: Callable[[bytes], bool] | None = None) -> None:
+    def __init__(self, needles: Iterable[bytes], marks: Callable[[bytes], Iterable[int]] | None = None) -> None:
         needles = tuple(needles)
         self.usable = not any(b"\n" in n for n in needles)
         self.needles = tuple(n.translate(SHAPE) for n in needles)
-        self.also = also
+        self.marks = marks
         self.known: set[bytes] = set()
+        #: shapes found to hold a needle or a mark (not tested again)
+        self.unclean: set[bytes] = set()
 
     def shapes(self, data: bytes) -> list[bytes]:
         """The shape of each line of ``data`` (split at ``\\n``; offsets match ``data``'s)."""
@@ -44,18 +49,52 @@ class CleanShapes:
         return self.usable and self.known.issuperset(shapes)
 
     def learn(self, shapes: list[bytes]) -> bool:
-        """Test the shapes not known yet, remember the clean ones; True when all of ``shapes`` are clean."""
+        """Test the shapes not known yet, remember the clean ones; True when all of ``shapes`` are clean.
+
+        The new shapes are tested together, joined by line breaks: one search per needle (and one
+        ``marks`` call) over all of them, each hit charged to the shape it falls in."""
         if not self.usable:
             return False
-        known = self.known
-        if len(known) > MAX_SHAPES:
+        known, seen_unclean = self.known, self.unclean
+        distinct = set(shapes)
+        new = list(distinct.difference(known).difference(seen_unclean))
+        if not new:
+            return distinct.isdisjoint(seen_unclean)
+        if 2 * len(new) > len(shapes):
+            return False  # mostly lines never seen (a traceback, a start-up): read them all, learn later
+        if len(known) + len(seen_unclean) + len(new) > MAX_SHAPES:
             known.clear()
-        clean = True
-        for shape in set(shapes).difference(known):
-            if any(n in shape for n in self.needles) or (self.also is not None and not self.also(shape)):
-                clean = False
-            elif len(shape) <= MAX_SHAPE_BYTES:
+            seen_unclean.clear()
+        joined = b"\n".join(new)
+        starts = [0]
+        for shape in new:
+            starts.append(starts[-1] + len(shape) + 1)
+        unclean: set[int] = set()
+        for at in (at for n in self.needles for at in _finds(joined, n)):
+            unclean.add(bisect.bisect_right(starts, at) - 1)
+        if self.marks is not None and len(unclean) < len(new):
+            rest = [i for i in range(len(new)) if i not in unclean]
+            part = b"\n".join(new[i] for i in rest)
+            at_rest = [0]
+            for i in rest:
+                at_rest.append(at_rest[-1] + len(new[i]) + 1)
+            for at in self.marks(part):
+                unclean.add(rest[bisect.bisect_right(at_rest, at) - 1])
+        clean = not unclean and distinct.isdisjoint(seen_unclean)
+        for i, shape in enumerate(new):
+            if i in unclean:
+                if len(shape) <= MAX_SHAPE_BYTES:
+                    seen_unclean.add(shape)
+                continue
+            if len(shape) <= MAX_SHAPE_BYTES:
                 known.add(shape)
             else:
                 clean = False  # clean, but too long to remember: the caller reads it
         return clean
+
+
+def _finds(data: bytes, needle: bytes) -> Iterable[int]:
+    at = data.find(needle)
+    while at >= 0:
+        yield at
+        at = data.find(needle, at + 1)

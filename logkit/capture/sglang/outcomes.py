@@ -234,6 +234,9 @@ def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _LONG_NUMBER = re.compile(rb"000000+")
+#: More runs of unknown lines than this in a chunk and the chunk is read whole (each run costs every
+#: row's needle test; a few whole-chunk passes cost less).
+MAX_RUNS = 16
 
 
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -252,7 +255,7 @@ def _clean_shapes() -> CleanShapes:
     """A classifier's memory of clean line shapes: no prefilter word, no garbage candidate run."""
     _rows, _ready, words = _compiled()
     _serving, row, scanner = _extras()
-    return CleanShapes(words, None if row is None or scanner is None else lambda shape: not scanner.has_candidate(shape))
+    return CleanShapes(words, None if row is None or scanner is None else scanner.candidates)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -394,6 +397,8 @@ class Classifier:
                 runs[-1][1] = hi
             else:
                 runs.append([lo, hi])
+        if len(runs) > MAX_RUNS:
+            return [(chunk, first_line)]  # scattered (a failure-dense log): one pass per row is cheaper
         return [(chunk[starts[lo]:min(starts[hi + 1], len(chunk))], first_line + lo) for lo, hi in runs]
 
     def _server_lines(self, chunk: bytes, first_line: int) -> None:
