@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 import io
+import itertools
 import os
 import re
 import stat
@@ -242,13 +243,16 @@ MAX_RUNS = 16
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
     """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only in the
     numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw bytes joined,
-    one regex search; each number alone only when that finds one."""
+    one regex search, each hit mapped back to its number."""
     if b"000000" not in norm:
         return []
     spans = [m.span() for m in _LONG_NUMBER.finditer(norm)]
-    if not _SAME_DIGITS.search(b" ".join([chunk[a:b] for a, b in spans])):
+    joined = b" ".join([chunk[a:b] for a, b in spans])
+    found = [m.start() for m in _SAME_DIGITS.finditer(joined)]
+    if not found:
         return []
-    return [m.start() for a, b in spans if (m := _SAME_DIGITS.search(chunk, a, b))]
+    starts = list(itertools.accumulate((b - a + 1 for a, b in spans), initial=0))
+    return [spans[i][0] + at - starts[i] for at in found for i in [bisect.bisect_right(starts, at) - 1]]
 
 
 def _clean_shapes() -> CleanShapes:
