@@ -85,6 +85,16 @@ def _dumps(value: Any) -> str | None:
     return _ENCODE(value) if value else None
 
 
+@cache
+def _owners() -> tuple[Any, ...]:
+    """The owners :func:`attempt_row` asks (imported when a row is first derived, not when the index opens)."""
+    from .. import statuses
+    from ..launch import flags
+    from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
+
+    return statuses, flags, category_of, hang_limit
+
+
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
     """The ``attempts`` row of ``session``/``short_id`` from its events ``(line, dict)`` in file order;
     None when its ``attempt`` line is not among them (an orphan the reader already named)."""
@@ -113,10 +123,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
             cell = event
     if attempt is None:
         return None
-    from .. import statuses  # the tables: read when a row is derived, not when the index opens
-    from ..launch import flags
-    from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
-
+    statuses, flags, category_of, hang_limit = _owners()
     environment = environment or {}
     launch = launch or {}
     outcome = outcome or {}
@@ -128,6 +135,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     argv = attempt.get("argv") or []
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
+    configuration = flags.configuration(launch)
     return {
         "session": session,
         "short_id": short_id,
@@ -158,8 +166,8 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
         "outcome_label": label,
-        "configuration": _dumps(flags.configuration(launch)),
-        "config_key": flags.config_key(launch),
+        "configuration": _dumps(configuration),
+        "config_key": flags.config_key(launch, configuration),
         "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
         "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
@@ -192,12 +200,17 @@ def _launch(launch: Any) -> dict[str, Any] | None:
             "args": launch.args, "sglang_version": launch.sglang_version}
 
 
+#: fields :func:`light` leaves out (``environment``, ``launch``, ``provenance``: added back in the stored shape)
+_HEAVY = ("environment", "launch", "evidence", "tail", "timeline", "provenance")
+
+
 def light(event: Any) -> dict[str, Any]:
     """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
     (no JSON parsed again: the index builds rows of a whole file from the models)."""
     fields = event.__dict__
-    out = {k: v for k, v in fields.items()
-           if k not in ("environment", "launch", "evidence", "tail", "timeline", "provenance")}
+    out = fields.copy()  # then the heavy fields dropped: cheaper than filtering each one
+    for key in _HEAVY:
+        out.pop(key, None)
     out["kind"] = event.kind
     if fields.get("provenance") is not None:
         out["provenance"] = {"source": fields["provenance"].source}
@@ -214,16 +227,28 @@ def light(event: Any) -> dict[str, Any]:
 def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
     :data:`METRIC_COLUMNS` order."""
-    from ..launch.flags import workload  # the owner
-
-    labels = metric.labels or {}
-    table = _knowledge()["metrics"]
-    work = workload(labels, _first_number(labels, table["concurrency_labels"]))
-    item = next((str(labels[k]) for k in table.get("item_labels", []) if labels.get(k) is not None
-                 and str(labels[k]).strip()), None)
-    return (session, line, metric.name, metric.value, metric.unit, metric.attempt, metric.server_attempt,
-            metric.ts.isoformat(), *(v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work),
+    workload, concurrency_keys, item_keys = _metric_owners()
+    fields = metric.__dict__
+    labels = fields["labels"] or {}
+    work = workload(labels, _first_number(labels, concurrency_keys))
+    item = None
+    for key in item_keys:
+        value = labels.get(key)
+        if value is not None and str(value).strip():
+            item = str(value)
+            break
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
+            fields["ts"].isoformat(), *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
             _dumps(labels), item)
+
+
+@cache
+def _metric_owners() -> tuple[Any, ...]:
+    """What :func:`metric_row` asks: the workload's owner, ``knowledge.toml``'s concurrency and item labels."""
+    from ..launch.flags import workload
+
+    table = _knowledge()["metrics"]
+    return workload, tuple(table["concurrency_labels"]), tuple(table.get("item_labels", []))
 
 
 def _first_number(labels: dict[str, Any], keys: list[str]) -> float | None:
