@@ -17,7 +17,6 @@ message`` and skipped; with ``strict=True`` any raises :class:`~logkit.errors.Ba
 from __future__ import annotations
 
 import contextlib
-import gc
 import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -35,22 +34,10 @@ from ..events import (
 )
 from ..store.files import events_path
 from ..store.reader import Problem, ReadResult, cross_check
+from ..store.snapshot import gc_paused  # re-exported: the builder's stages pause it too
 
 __all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "metric_label", "norm_time",
            "tables"]
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: reading builds many objects and no cycles (restores the
-    previous state, so it nests)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 @cache
