@@ -8,7 +8,7 @@ Contract:
   ``--hang-timeout`` that stopped it). It reads the attempt's events as stored (plain dicts at the
   current schema), and asks each fact's owner (``docs/knowledge-model.md``): the launch
   configuration, fingerprint, backend axes and model :mod:`logkit.launch.flags`; the architecture
-  :mod:`logkit.reasoning.refuted` (moving to ``logkit.gpu``: switch the import here); the category
+  :mod:`logkit.gpu`; the category
   :mod:`logkit.statuses`. Change what it derives and bump :data:`DERIVATION`: every index is rebuilt.
 * :func:`backend_rows` are an attempt's backend axes as rows (what the pre-launch check looks up).
 * :func:`metric_row` is a metric's row: the figure and the workload it was measured at.
@@ -60,8 +60,13 @@ def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict
     """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, first name found wins;
     SGLang from the launch parse when no package names it; the CUDA torch was built for; the driver)."""
     packages = environment.get("packages") or {}
-    found = {name: str(packages[k]) for name, keys in _knowledge()["versions"].items()
-             for k in [next((k for k in keys if packages.get(k)), None)] if k}
+    found = {}
+    for name, keys in _knowledge()["versions"].items():
+        for key in keys:  # a loop, not a generator per name: this runs for every attempt the index ingests
+            value = packages.get(key)
+            if value:
+                found[name] = str(value)
+                break
     if "sglang" not in found and (launch or {}).get("sglang_version"):
         found["sglang"] = str(launch["sglang_version"])  # type: ignore[index]
     if environment.get("torch_cuda"):
@@ -70,12 +75,6 @@ def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict
     if gpus and gpus[0].get("driver"):
         found["driver"] = str(gpus[0]["driver"])
     return found
-
-
-def _arch(environment: dict[str, Any] | None) -> str | None:
-    from ..gpu import arch_of  # the one parser
-
-    return arch_of(environment)
 
 
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # one encoder, not one per value
@@ -90,9 +89,10 @@ def _owners() -> tuple[Any, ...]:
     """The owners :func:`attempt_row` asks (imported when a row is first derived, not when the index opens)."""
     from .. import statuses
     from ..launch import flags
+    from ..gpu import arch_of  # the one parser of an architecture
     from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
 
-    return statuses, flags, category_of, hang_limit
+    return statuses, flags, category_of, hang_limit, arch_of
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -123,7 +123,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
             cell = event
     if attempt is None:
         return None
-    statuses, flags, category_of, hang_limit = _owners()
+    statuses, flags, category_of, hang_limit, arch_of = _owners()
     environment = environment or {}
     launch = launch or {}
     outcome = outcome or {}
@@ -148,7 +148,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
-        "arch": _arch(environment),
+        "arch": arch_of(environment),
         "sglang": shown.get("sglang"),
         "flashinfer": shown.get("flashinfer"),
         "torch": shown.get("torch"),
