@@ -20,7 +20,7 @@ from ..events import Attempt, Outcome
 from ..reasoning.matrix import with_smoke
 from .load import Loaded, SessionData, gc_paused, parse_time
 
-__all__ = ["AttemptFacts", "Frames", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -94,6 +94,13 @@ class Frames:
     metrics: pd.DataFrame
 
 
+#: The ``attempts`` columns :func:`facts_of` reads: all a build reads of every attempt (the others
+#: are for the CLI and ``export``).
+FACT_COLUMNS = ("session", "short_id", "role", "started", "command", "model", "gpu", "gpu_count", "arch", "versions",
+                "configuration", "config_key", "backends", "status", "category", "smoke_ok", "source", "label",
+                "outcome_label", "signature", "ended")
+
+
 def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, Any] | None = None) -> AttemptFacts:
     """The facts of one ``attempts`` row of the index (every fact derived there, once). With ``memo``,
     one object per distinct string and JSON dict the rows repeat (models, GPUs, versions,
@@ -156,7 +163,7 @@ _METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "mod
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     memo: dict[Any, Any] = {}
-    for row in loaded.attempt_rows():
+    for row in loaded.attempt_rows(FACT_COLUMNS):
         f = facts_of(row, loaded.sessions.get(row["session"]), memo)
         facts[f.ref] = f
     # column by column: a million rows as dicts cost more than the frames themselves

@@ -17,7 +17,6 @@ message`` and skipped; with ``strict=True`` any raises :class:`~logkit.errors.Ba
 from __future__ import annotations
 
 import contextlib
-import gc
 import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -35,22 +34,10 @@ from ..events import (
 )
 from ..store.files import events_path
 from ..store.reader import Problem, ReadResult, cross_check
+from ..store.snapshot import gc_paused  # re-exported: the builder's stages pause it too
 
-__all__ = ["HEAVY", "Heavy", "Loaded", "MetricFact", "Resident", "SessionData", "gc_paused", "load", "metric_label", "norm_time",
-           "tables"]
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: reading builds many objects and no cycles (restores the
-    previous state, so it nests)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+__all__ = ["HEAVY", "Heavy", "Loaded", "METRIC_FACT_COLUMNS", "MetricFact", "Resident", "SessionData", "attempt_rows",
+           "gc_paused", "load", "metric_label", "metric_rows", "norm_time", "tables"]
 
 
 @cache
@@ -252,12 +239,31 @@ class Loaded:
     #: the index and snapshot :func:`load` opened itself (held open while this is in use)
     _hold: Any = field(default=None, repr=False)
 
-    def attempt_rows(self) -> Iterator[dict[str, Any]]:
-        """The index's ``attempts`` rows in (session, line) order, one at a time (never all in memory)."""
+    def attempt_rows(self, columns: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
+        """The index's ``attempts`` rows in (session, line) order, one at a time (never all in memory);
+        ``columns``: only these (:data:`logkit.builder.frames.FACT_COLUMNS`, what the pages read)."""
         from ..store.derive import ATTEMPT_COLUMNS
 
-        for row in self.conn.execute(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM attempts ORDER BY session, line"):
-            yield dict(zip(ATTEMPT_COLUMNS, row, strict=True))
+        columns = columns or ATTEMPT_COLUMNS
+        for row in attempt_rows(self.conn, columns):
+            yield dict(zip(columns, row, strict=True))
+
+
+def attempt_rows(conn: Any, columns: tuple[str, ...]) -> Any:
+    """The cursor of ``columns`` of every ``attempts`` row, as tuples in (session, line) order: one
+    scan of the table (its key); what a build reads of every attempt (``bench/bench_index.py`` times it)."""
+    return conn.execute(f"SELECT {', '.join(columns)} FROM attempts ORDER BY session, line")
+
+
+#: The ``metrics`` columns a build reads (one :class:`MetricFact` each), in :func:`metric_rows`' order.
+METRIC_FACT_COLUMNS = ("session", "name", "value", "unit", "attempt", "server_attempt", "concurrency", "item", "ts",
+                       "dataset", "input_len", "output_len")
+
+
+def metric_rows(conn: Any) -> Any:
+    """The cursor of :data:`METRIC_FACT_COLUMNS` of every ``metrics`` row, as tuples, each session's
+    in time order: what a build reads of every metric (``bench/bench_index.py`` times it)."""
+    return conn.execute(f"SELECT {', '.join(METRIC_FACT_COLUMNS)} FROM metrics ORDER BY session, ts, line")
 
 
 _BY_TS = lambda event: event.ts  # noqa: E731
@@ -357,8 +363,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
                     sessions[sid].declared.append(source)
         times: dict[str, datetime] = {}
         strings: dict[str, str] = {}
-        for row in conn.execute("SELECT session, name, value, unit, attempt, server_attempt, concurrency, item, ts,"
-                                " dataset, input_len, output_len FROM metrics ORDER BY session, ts, line"):
+        for row in metric_rows(conn):
             sid, name, value, unit, attempt, server, conc, item, ts, dataset, inp, outp = row
             when = times.get(ts) or times.setdefault(ts, parse_time(ts))
             one = strings.setdefault  # one object per distinct string the rows repeat

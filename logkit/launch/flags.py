@@ -151,15 +151,23 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def config_key(launch: dict[str, Any] | None) -> str | None:
-    """A short hash of :func:`configuration` (None for a launch with nothing given)."""
+def config_key(launch: dict[str, Any] | None, conf: dict[str, Any] | None = None) -> str | None:
+    """A short hash of :func:`configuration` (None for a launch with nothing given); ``conf``: that
+    configuration, when the caller has it already."""
     import hashlib
-    import json
 
-    conf = configuration(launch)
+    conf = configuration(launch) if conf is None else conf
     if not conf:
         return None
-    return hashlib.sha1(json.dumps(conf, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return hashlib.sha1(_key_encoder()(conf).encode()).hexdigest()[:10]
+
+
+@functools.cache
+def _key_encoder() -> Any:
+    """The encoder of :func:`config_key` (``json.dumps(conf, sort_keys=True, default=str)``), made once."""
+    import json
+
+    return json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 #: the metric labels naming each part of a workload, first found wins
@@ -177,7 +185,12 @@ def workload(labels: dict[str, Any] | None, concurrency: float | None = None) ->
     labels = labels or {}
     parts: list[Any] = []
     for name, keys in _WORKLOAD.items():
-        value = next((labels[k] for k in keys if labels.get(k) not in (None, "")), None)
+        value = None
+        for k in keys:  # the first recorded (a loop: this runs for every metric the index ingests)
+            found = labels.get(k)
+            if found is not None and found != "":
+                value = found
+                break
         if name == "concurrency" and value is None:
             value = concurrency
         if isinstance(value, str):

@@ -8,7 +8,7 @@ Contract:
   ``--hang-timeout`` that stopped it). It reads the attempt's events as stored (plain dicts at the
   current schema), and asks each fact's owner (``docs/knowledge-model.md``): the launch
   configuration, fingerprint, backend axes and model :mod:`logkit.launch.flags`; the architecture
-  :mod:`logkit.reasoning.refuted` (moving to ``logkit.gpu``: switch the import here); the category
+  :mod:`logkit.gpu`; the category
   :mod:`logkit.statuses`. Change what it derives and bump :data:`DERIVATION`: every index is rebuilt.
 * :func:`backend_rows` are an attempt's backend axes as rows (what the pre-launch check looks up).
 * :func:`metric_row` is a metric's row: the figure and the workload it was measured at.
@@ -60,8 +60,13 @@ def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict
     """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, first name found wins;
     SGLang from the launch parse when no package names it; the CUDA torch was built for; the driver)."""
     packages = environment.get("packages") or {}
-    found = {name: str(packages[k]) for name, keys in _knowledge()["versions"].items()
-             for k in [next((k for k in keys if packages.get(k)), None)] if k}
+    found = {}
+    for name, keys in _knowledge()["versions"].items():
+        for key in keys:  # a loop, not a generator per name: this runs for every attempt the index ingests
+            value = packages.get(key)
+            if value:
+                found[name] = str(value)
+                break
     if "sglang" not in found and (launch or {}).get("sglang_version"):
         found["sglang"] = str(launch["sglang_version"])  # type: ignore[index]
     if environment.get("torch_cuda"):
@@ -72,17 +77,22 @@ def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict
     return found
 
 
-def _arch(environment: dict[str, Any] | None) -> str | None:
-    from ..gpu import arch_of  # the one parser
-
-    return arch_of(environment)
-
-
 _ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode  # one encoder, not one per value
 
 
 def _dumps(value: Any) -> str | None:
     return _ENCODE(value) if value else None
+
+
+@cache
+def _owners() -> tuple[Any, ...]:
+    """The owners :func:`attempt_row` asks (imported when a row is first derived, not when the index opens)."""
+    from .. import statuses
+    from ..launch import flags
+    from ..gpu import arch_of  # the one parser of an architecture
+    from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
+
+    return statuses, flags, category_of, hang_limit, arch_of
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -113,10 +123,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
             cell = event
     if attempt is None:
         return None
-    from .. import statuses  # the tables: read when a row is derived, not when the index opens
-    from ..launch import flags
-    from ..reasoning.matrix import category_of, hang_limit  # the cell rule; the one reading of the hang stop's label
-
+    statuses, flags, category_of, hang_limit, arch_of = _owners()
     environment = environment or {}
     launch = launch or {}
     outcome = outcome or {}
@@ -128,6 +135,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     argv = attempt.get("argv") or []
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
+    configuration = flags.configuration(launch)
     return {
         "session": session,
         "short_id": short_id,
@@ -140,7 +148,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
-        "arch": _arch(environment),
+        "arch": arch_of(environment),
         "sglang": shown.get("sglang"),
         "flashinfer": shown.get("flashinfer"),
         "torch": shown.get("torch"),
@@ -158,8 +166,8 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
         "outcome_label": label,
-        "configuration": _dumps(flags.configuration(launch)),
-        "config_key": flags.config_key(launch),
+        "configuration": _dumps(configuration),
+        "config_key": flags.config_key(launch, configuration),
         "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
         "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
@@ -192,12 +200,17 @@ def _launch(launch: Any) -> dict[str, Any] | None:
             "args": launch.args, "sglang_version": launch.sglang_version}
 
 
+#: fields :func:`light` leaves out (``environment``, ``launch``, ``provenance``: added back in the stored shape)
+_HEAVY = ("environment", "launch", "evidence", "tail", "timeline", "provenance")
+
+
 def light(event: Any) -> dict[str, Any]:
     """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
     (no JSON parsed again: the index builds rows of a whole file from the models)."""
     fields = event.__dict__
-    out = {k: v for k, v in fields.items()
-           if k not in ("environment", "launch", "evidence", "tail", "timeline", "provenance")}
+    out = fields.copy()  # then the heavy fields dropped: cheaper than filtering each one
+    for key in _HEAVY:
+        out.pop(key, None)
     out["kind"] = event.kind
     if fields.get("provenance") is not None:
         out["provenance"] = {"source": fields["provenance"].source}
@@ -214,16 +227,28 @@ def light(event: Any) -> dict[str, Any]:
 def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
     :data:`METRIC_COLUMNS` order."""
-    from ..launch.flags import workload  # the owner
-
-    labels = metric.labels or {}
-    table = _knowledge()["metrics"]
-    work = workload(labels, _first_number(labels, table["concurrency_labels"]))
-    item = next((str(labels[k]) for k in table.get("item_labels", []) if labels.get(k) is not None
-                 and str(labels[k]).strip()), None)
-    return (session, line, metric.name, metric.value, metric.unit, metric.attempt, metric.server_attempt,
-            metric.ts.isoformat(), *(v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work),
+    workload, concurrency_keys, item_keys = _metric_owners()
+    fields = metric.__dict__
+    labels = fields["labels"] or {}
+    work = workload(labels, _first_number(labels, concurrency_keys))
+    item = None
+    for key in item_keys:
+        value = labels.get(key)
+        if value is not None and str(value).strip():
+            item = str(value)
+            break
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
+            fields["ts"].isoformat(), *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
             _dumps(labels), item)
+
+
+@cache
+def _metric_owners() -> tuple[Any, ...]:
+    """What :func:`metric_row` asks: the workload's owner, ``knowledge.toml``'s concurrency and item labels."""
+    from ..launch.flags import workload
+
+    table = _knowledge()["metrics"]
+    return workload, tuple(table["concurrency_labels"]), tuple(table.get("item_labels", []))
 
 
 def _first_number(labels: dict[str, Any], keys: list[str]) -> float | None:

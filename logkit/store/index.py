@@ -72,7 +72,7 @@ from pathlib import Path
 
 from . import files
 from .derive import DERIVATION
-from .schema import MIGRATIONS
+from .schema import MIGRATIONS, PAGE_SIZE
 from .snapshot import Snapshot, lines_at
 
 __all__ = [
@@ -215,6 +215,7 @@ class Index:
         try:
             if path is not None:
                 try:
+                    conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file's (a no-op for one made)
                     mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 except sqlite3.DatabaseError as exc:
                     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):

@@ -5,6 +5,8 @@ reader makes, and :func:`lines_at`, which reads whole events back from their lin
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import sqlite3
 from collections.abc import Iterator
@@ -15,7 +17,20 @@ from . import files
 from ..errors import StoreError
 from .derive import ATTEMPT_COLUMNS, METRIC_COLUMNS
 
-__all__ = ["Snapshot", "lines_at"]
+__all__ = ["Snapshot", "gc_paused", "lines_at"]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: reading (or ingesting) many rows makes many objects and
+    no cycles (restores the previous state, so it nests)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
@@ -59,10 +74,11 @@ class Snapshot:
 
     def _rows(self, sql: str, args: tuple[Any, ...] | list[Any] = (), tuples: bool = False) -> list[Any]:
         cursor = self.conn.execute(sql, args)
-        if tuples:
-            return cursor.fetchall()
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, r, strict=True)) for r in cursor]
+        with gc_paused():  # a reader of every row makes a million objects, none in a cycle
+            if tuples:
+                return cursor.fetchall()
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, r, strict=True)) for r in cursor]
 
     @staticmethod
     def _where(**filters: Any) -> tuple[str, list[Any]]:
