@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE", "CleanShapes"]
+__all__ = ["CleanShapes", "MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE"]
 
 #: ASCII letters lowercased, each digit made ``0``; every other byte kept.
 SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
