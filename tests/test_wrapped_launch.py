@@ -139,16 +139,19 @@ def test_output_makes_a_command_a_launch_with_the_printed_flags(tmp_path: Path, 
     script = tmp_path / "serve.sh"
     script.write_text(f'#!/bin/sh\ncat "{LOGS / "docs-notebook-027.log"}"\nexit 0\n')
     script.chmod(0o755)
-    done = logkit("run", "--", str(script))
+    # a cold parser-spec cache (a first launch on this install): the printed flags are still recorded,
+    # before the outcome (the end of the run waits for that event, never for a full parse)
+    done = logkit("run", "--", str(script), env={"XDG_CACHE_HOME": str(tmp_path / "cold-cache")})
     assert done.returncode == 0, done.stderr
     outcome, events = _outcome(sessions)
     printed = [e for e in events if e["kind"] == "launch_config" and e.get("role") == "launch"]
-    assert printed and printed[-1]["launch"]["parser"] == "printed"
+    assert [e["kind"] for e in events].index("launch_config") < [e["kind"] for e in events].index("outcome")
+    assert printed and printed[-1]["launch"]["parser"] == "printed", [(e["kind"], e.get("role")) for e in events]
     assert printed[-1]["launch"]["args"]["model_path"] == "meta-llama/Meta-Llama-3.1-8B-Instruct"
     assert printed[-1]["launch"]["port"] == 33322
     assert logkit("status").returncode == 0  # a reader brings the index up to date
     db = next(p for p in sessions.rglob("*") if p.suffix in (".sqlite", ".db"))
-    role = sqlite3.connect(db).execute("SELECT role FROM attempts ORDER BY rowid DESC LIMIT 1").fetchone()[0]
+    role = sqlite3.connect(db).execute("SELECT role FROM attempts ORDER BY session, line DESC LIMIT 1").fetchone()[0]
     assert role == "launch"
     assert outcome["status"] == "exit_ok"  # the server exited 0 after ready: the exit says more than the log
 

@@ -45,6 +45,11 @@ POLL_S = 1.0
 #: launch that died at once held the terminal for the seconds SGLang's import takes, 4 s at load 4):
 #: a parse not done by then is cancelled and a note says so; the cached spec's parse stands.
 PARSE_WAIT_S = 0.0
+#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed: that
+#: event is the record of what ran (a wrapped launch has no other). It needs the installed SGLang's
+#: parser spec, cached on disk after its first build (about 2 s, once per SGLang install): only that
+#: first launch can wait, and only as long as the build takes.
+PRINTED_WAIT_S = 10.0
 
 
 def probe_url(host: str | None, port: int | None) -> str | None:
@@ -329,7 +334,7 @@ class LaunchWatcher:
     def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
         for t in self._printing:  # the printed flags' launch_config goes before the outcome
-            t.join(timeout=PARSE_WAIT_S)
+            t.join(timeout=PRINTED_WAIT_S)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
         if self._parse_thread is not None:
