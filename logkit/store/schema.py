@@ -103,4 +103,9 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session, line)) WITHOUT ROWID;
     CREATE INDEX metrics_name ON metrics (name)
     """,
+    # 4. the environment an attempt probed after its start (the pre-launch view of the last launch),
+    # found by its attempt, not by walking the session's events from that attempt on
+    """
+    CREATE INDEX events_environment ON events (session, attempt) WHERE kind = 'environment'
+    """,
 )

@@ -240,14 +240,19 @@ class Snapshot:
     def last_launch(self, session: str) -> dict[str, Any] | None:
         """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
         after its start (an ``environment`` event) in place of the one it started with; or None."""
-        row = self.conn.execute("SELECT short_id, line FROM attempts WHERE session = ? AND role = 'launch'"
-                                " ORDER BY line DESC LIMIT 1", (session,)).fetchone()
+        # INDEXED BY: the planner would walk the (session, line) key backwards through every attempt
+        # row of the session (about 1 KB each) to the last launch, often far back
+        row = self.conn.execute("SELECT short_id, line FROM attempts INDEXED BY attempts_role WHERE session = ?"
+                                " AND role = 'launch' ORDER BY line DESC LIMIT 1", (session,)).fetchone()
         if row is None:
             return None
         found: dict[str, Any] | None = None
         spans = self.conn.execute(
-            "SELECT id, offset, length FROM events WHERE session = ? AND (kind = 'attempt' AND short_id = ?"
-            " OR kind = 'environment' AND attempt = ?) ORDER BY line", (session, row[0], row[0])).fetchall()
+            "SELECT id, offset, length, line FROM events WHERE session = ? AND line = ? UNION ALL"
+            " SELECT id, offset, length, line FROM events INDEXED BY events_environment"
+            " WHERE session = ? AND attempt = ? AND kind = 'environment' ORDER BY 4",
+            (session, row[1], session, row[0])).fetchall()
+        spans = [(event_id, offset, length) for event_id, offset, length, _line in spans]
         for event in lines_at(files.events_path(self.root, session), spans):
             if event["kind"] == "attempt":
                 found = event
