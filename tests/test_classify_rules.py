@@ -324,7 +324,37 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # TensorRT-LLM py_executor_creator.py _maybe_explain_if_oom: RuntimeError(explanation) from e
+        "RuntimeError: Executor creation failed due to insufficient GPU memory.\n\n"
+        "The following component could not be created: KV cache\nTotal GPU memory (GiB): 79.10\n",
+        "oom", "trtllm-cuda-runtime-oom", id="trtllm-executor-creation-oom"),
+    pytest.param(  # ProcessGroupNCCL::getNCCLWatchdogTimeoutErrorMsg, logged on the rank told to dump
+        "[rank1]:[E101 00:00:01.000000000 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+        "Received a dump signal due to a collective timeout from rank 0 and we will try our best to dump the "
+        "debug info. Last enqueued NCCL work: 7, last completed NCCL work: 6.This is most likely caused by "
+        "incorrect usages of collectives\n", "nccl", "nccl-watchdog", id="torch-nccl-dump-signal"),
+    pytest.param(  # Open MPI / PRRTE help topic proc-aborted-strsignal, strsignal(SIGKILL)
+        "Primary job  terminated normally, but 1 process returned\n"
+        "mpirun noticed that process rank 3 with PID 4242 on node gpu01 exited on signal 9 (Killed).\n",
+        "killed", "launcher-shard-signal-9", id="mpirun-rank-signal-9"),
+    pytest.param(  # vllm/_custom_ops.py 'import vllm._C' on an install without the compiled extension
+        TB + '  File "/venv/lib/python3.12/site-packages/vllm/_custom_ops.py", line 9, in <module>\n'
+        "    import vllm._C\nModuleNotFoundError: No module named 'vllm._C'\n",
+        "missing_kernel", "kernel-extension-missing", id="vllm-c-extension-missing"),
+    pytest.param(  # triton's JITFunction.run -> compile() (compiler.py), the exception line cut off
+        TB + '  File "/venv/lib/python3.12/site-packages/triton/runtime/jit.py", line 569, in run\n'
+        "    kernel = self.compile(src, target=target, options=options.__dict__)\n"
+        '  File "/venv/lib/python3.12/site-packages/triton/compiler/compiler.py", line 278, in compile\n'
+        "    module = src.make_ir(options, codegen_fns, module_map, context)\n",
+        "jit_error", "jit-build-frame", id="triton-compile-frame"),
 ]
+
+
+def test_vllm_custom_ops_import_warning_alone_is_not_a_missing_kernel() -> None:
+    """_custom_ops' own warning for the same import is not fatal (vLLM goes on): only the exception line counts."""
+    d = classify_text("WARNING 01-01 00:00:01 _custom_ops.py:15] Failed to import from vllm._C with "
+                      "ModuleNotFoundError(\"No module named 'vllm._C'\")\n")
+    assert d.status != "missing_kernel" and d.signature != "kernel-extension-missing"
 
 
 def test_a_raised_import_error_gives_way_to_a_specific_failure() -> None:
