@@ -176,8 +176,8 @@ def _every_corpus_log() -> list[Path]:
     return [p for part in (LOGS, HOLDOUT, SECOND, BLIND, FOURTH) for p in sorted(part.glob("*.log"))]
 
 
-def _full_scan(self: Classifier, chunk: bytes, first_line: int) -> list[tuple[bytes, int]]:
-    return [(chunk, first_line)]  # every row and the garbage scan over every line: no shape skipped
+def _full_scan(self: Classifier, chunk: bytes, first_line: int) -> tuple[list[tuple[bytes, int]], bool, None]:
+    return [(chunk, first_line)], True, None  # every row and the garbage scan over every line: no shape skipped
 
 
 def _seen(c: Any) -> tuple[Any, ...]:
@@ -230,6 +230,6 @@ def test_a_learned_shape_never_hides_a_failure(healthy: bytes, bad: bytes, statu
 def test_a_prefilter_word_with_a_digit_is_read_whatever_shape_was_learned() -> None:
     clf = Classifier()
     clf.feed(b"arch sm80 ok 12\n" * 100, 1)  # its shape holds sm00, as sm90's does: never skipped
-    assert clf._unknown_lines(b"x\narch sm90 ok 12\n", 101) == [(b"x\narch sm90 ok 12\n", 101)]
+    assert clf._unknown_lines(b"x\narch sm90 ok 12\n", 101)[0] == [(b"x\narch sm90 ok 12\n", 101)]
     clf.feed(b"plain line 12\n" * 100, 101)
-    assert clf._unknown_lines(b"plain line 99\n", 201) == []
+    assert clf._unknown_lines(b"plain line 99\n", 201) == ([], False, None)

@@ -37,8 +37,9 @@ class CleanShapes:
         self.needles = tuple(n.translate(SHAPE) for n in needles)
         self.marks = marks
         self.known: set[bytes] = set()
-        #: shapes found to hold a needle or a mark (not tested again)
+        #: shapes found to hold a needle or a mark (not tested again), and those of them with a mark
         self.unclean: set[bytes] = set()
+        self.marked: set[bytes] = set()
 
     def shapes(self, data: bytes) -> list[bytes]:
         """The shape of each line of ``data`` (split at ``\\n``; offsets match ``data``'s)."""
@@ -52,7 +53,8 @@ class CleanShapes:
         """Test the shapes not known yet, remember the clean ones; True when all of ``shapes`` are clean.
 
         The new shapes are tested together, joined by line breaks: one search per needle (and one
-        ``marks`` call) over all of them, each hit charged to the shape it falls in."""
+        ``marks`` call) over all of them, each hit charged to the shape it falls in. Unclean shapes
+        are remembered too, those with a mark also in :attr:`marked`."""
         if not self.usable:
             return False
         known, seen_unclean = self.known, self.unclean
@@ -65,6 +67,7 @@ class CleanShapes:
         if len(known) + len(seen_unclean) + len(new) > MAX_SHAPES:
             known.clear()
             seen_unclean.clear()
+            self.marked.clear()
         joined = b"\n".join(new)
         starts = [0]
         for shape in new:
@@ -72,19 +75,17 @@ class CleanShapes:
         unclean: set[int] = set()
         for at in (at for n in self.needles for at in _finds(joined, n)):
             unclean.add(bisect.bisect_right(starts, at) - 1)
-        if self.marks is not None and len(unclean) < len(new):
-            rest = [i for i in range(len(new)) if i not in unclean]
-            part = b"\n".join(new[i] for i in rest)
-            at_rest = [0]
-            for i in rest:
-                at_rest.append(at_rest[-1] + len(new[i]) + 1)
-            for at in self.marks(part):
-                unclean.add(rest[bisect.bisect_right(at_rest, at) - 1])
+        marked: set[int] = set()
+        if self.marks is not None:
+            marked = {bisect.bisect_right(starts, at) - 1 for at in self.marks(joined)}
+            unclean |= marked
         clean = not unclean and distinct.isdisjoint(seen_unclean)
         for i, shape in enumerate(new):
             if i in unclean:
                 if len(shape) <= MAX_SHAPE_BYTES:
                     seen_unclean.add(shape)
+                    if i in marked:
+                        self.marked.add(shape)
                 continue
             if len(shape) <= MAX_SHAPE_BYTES:
                 known.add(shape)

@@ -188,13 +188,13 @@ def load_signatures() -> tuple[Signature, ...]:
     return tuple(out)
 
 
-_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool]
+_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool, "tuple[bytes, ...] | None"]
 
 
 @lru_cache(maxsize=1)
 def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
-    """(regex, signature, needles, case-insensitive, behind the gate) rows, the ready regex, the
-    gate's words."""
+    """(regex, signature, needles, case-insensitive, behind the gate, needles as line shapes) rows,
+    the ready regex, the gate's words."""
     data = _data("sglang.toml")
     gate = tuple(w.encode() for w in data.get("prefilter_words", []))
     rows = []
@@ -205,7 +205,7 @@ def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]
         nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
         needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
         gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
-        rows.append((regex, s, needles, nocase, gated))
+        rows.append((regex, s, needles, nocase, gated, None if needles is None else tuple(n.translate(SHAPE) for n in needles)))
     return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), gate
 
 
@@ -237,7 +237,10 @@ _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _LONG_NUMBER = re.compile(rb"000000+")
 #: More runs of unknown lines than this in a chunk and the chunk is read whole (each run costs every
 #: row's needle test; a few whole-chunk passes cost less).
-MAX_RUNS = 16
+MAX_RUNS = 256
+#: At most this many kinds of unknown line are looked for one by one in a chunk; more and its lines
+#: are walked once instead.
+MAX_SEARCHED = 32
 
 
 def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -327,22 +330,25 @@ class Classifier:
             self._server_lines(chunk, first_line)
         # The gated rows and the garbage scan read only the lines whose shape is not known clean
         # (see :meth:`_unknown_lines`); the other rows read the whole chunk. Rows run in file order.
-        whole = [(chunk, first_line, None)]
-        parts: list[tuple[bytes, int, bytes | None]] = [(c, n, c.lower()) for c, n in self._unknown_lines(chunk, first_line)]
-        for regex, sig, needles, nocase, gated in sigs:
+        whole = [[chunk, first_line, None]]
+        unknown, garbage_too, hint = self._unknown_lines(chunk, first_line)
+        parts: list[list[Any]] = [[c, n, None] for c, n in unknown]
+        for regex, sig, needles, nocase, gated, shaped in sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            for i, (part, first, lowered) in enumerate(parts if gated else whole):
+            if gated and (not parts or hint is not None and shaped is not None and not any(n in hint for n in shaped)):
+                continue  # none of its needles in the kinds of line read (``hint``: their shapes, joined)
+            for target in parts if gated else whole:
+                part, first, lowered = target
                 if needles is not None:
                     if nocase and lowered is None:
-                        lowered = part.lower()
-                        whole[i] = (part, first, lowered)
+                        lowered = target[2] = part.lower()
                     if not any(n in (lowered if nocase else part) for n in needles):
                         continue
                 if self._find(regex, sig, part, first):
                     break
-        if scanner is not None and garbage_row is not None:
+        if scanner is not None and garbage_row is not None and garbage_too:
             for part, first, _low in parts:
                 if len(self.hits.get(garbage_row.id, ())) >= MAX_PER_SIGNATURE:
                     break
@@ -366,9 +372,13 @@ class Classifier:
                 return True
         return False
 
-    def _unknown_lines(self, chunk: bytes, first_line: int) -> list[tuple[bytes, int]]:
+    def _unknown_lines(self, chunk: bytes, first_line: int) -> tuple[list[tuple[bytes, int]], bool, bytes | None]:
         """The runs of ``chunk``'s lines (each with one line of context either side) whose *shape*
-        is not known clean, as ``(bytes, first line number)``; the whole chunk when most are.
+        is not known clean, as ``(bytes, first line number)``; the whole chunk when most are. And
+        whether the garbage scan must read them: not when each is only a line known to hold a
+        prefilter word and no garbage candidate. And, when they are runs, the shapes of their
+        unknown kinds of line joined (a row whose needles, as shapes, are in none skips them: the
+        context lines are clean, they hold none).
 
         A line's shape (:mod:`logkit.capture.shapes`) is clean when it holds no prefilter word and
         no candidate run of the garbage scanner: both only grow under the shape's mapping (a run
@@ -383,15 +393,53 @@ class Classifier:
         shapes = norm.split(b"\n")
         digits = _digit_runs(chunk, norm)
         if (memory.all_clean(shapes) or memory.learn(shapes)) and not digits:
-            return []
-        known = memory.known
-        starts = [0]
+            return [], False, None
+        # Where the lines not known clean start: each such shape found whole in the shapes (C
+        # searches), so a healthy chunk with a few odd lines costs a search per odd kind of line
+        unknown = set(shapes).difference(memory.known)
+        garbage_too = bool(digits) or not all(s in memory.unclean and s not in memory.marked for s in unknown)
+        if len(unknown) > MAX_SEARCHED:
+            return self._unknown_runs(chunk, first_line, shapes, digits, norm), True, None
+        wrapped = b"\n" + norm + b"\n"
+        starts: set[int] = set()
+        for shape in unknown:
+            needle = b"\n" + shape + b"\n"
+            at = wrapped.find(needle)
+            while at >= 0:
+                starts.add(at)  # the line's start in norm (wrapped has one byte more in front)
+                if 2 * len(starts) > len(shapes):
+                    return [(chunk, first_line)], True, None  # mostly unknown lines: one pass per row is cheaper
+                at = wrapped.find(needle, at + 1)
+        starts.update(norm.rfind(b"\n", 0, at) + 1 for at in digits)
+        if not starts:
+            return [], False, None
+        runs: list[list[int]] = []  # [start byte, end byte, first line number], one line of context each side
+        line, prev = first_line, 0
+        for start in sorted(starts):
+            line += norm.count(b"\n", prev, start)
+            prev = start
+            lo = norm.rfind(b"\n", 0, start - 1) + 1 if start else 0
+            end = norm.find(b"\n", start)
+            end = len(norm) if end < 0 else norm.find(b"\n", end + 1)
+            hi = len(norm) if end < 0 else end + 1
+            if runs and lo <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], hi)
+            else:
+                runs.append([lo, hi, line - (1 if start else 0)])
+        if len(runs) > MAX_RUNS:
+            return [(chunk, first_line)], True, None  # scattered (a failure-dense log): one pass per row is cheaper
+        return [(chunk[lo:hi], first) for lo, hi, first in runs], garbage_too, b"\n".join(unknown)
+
+    def _unknown_runs(self, chunk: bytes, first_line: int, shapes: list[bytes], digits: list[int],
+                      norm: bytes) -> list[tuple[bytes, int]]:
+        """:meth:`_unknown_lines` for a chunk of many kinds of unknown line: one pass over its lines."""
+        assert self._shapes is not None
+        known = self._shapes.known
+        offsets = [0]
         for shape in shapes:
-            starts.append(starts[-1] + len(shape) + 1)
+            offsets.append(offsets[-1] + len(shape) + 1)
         dirty = sorted({i for i, shape in enumerate(shapes) if shape not in known}
-                       | {bisect.bisect_right(starts, at) - 1 for at in digits})
-        if not dirty:
-            return []
+                       | {bisect.bisect_right(offsets, at) - 1 for at in digits})
         if 2 * len(dirty) > len(shapes):
             return [(chunk, first_line)]
         runs: list[list[int]] = []
@@ -402,8 +450,8 @@ class Classifier:
             else:
                 runs.append([lo, hi])
         if len(runs) > MAX_RUNS:
-            return [(chunk, first_line)]  # scattered (a failure-dense log): one pass per row is cheaper
-        return [(chunk[starts[lo]:min(starts[hi + 1], len(chunk))], first_line + lo) for lo, hi in runs]
+            return [(chunk, first_line)]
+        return [(chunk[offsets[lo]:min(offsets[hi + 1], len(chunk))], first_line + lo) for lo, hi in runs]
 
     def _server_lines(self, chunk: bytes, first_line: int) -> None:
         server, args = _server()
