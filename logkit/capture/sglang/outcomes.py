@@ -239,7 +239,7 @@ _LONG_NUMBER = re.compile(rb"000000+")
 #: row's needle test; a few whole-chunk passes cost less).
 MAX_RUNS = 256
 #: At most this many kinds of unknown line are looked for one by one in a chunk; more and its lines
-#: are walked once instead.
+#: are walked once instead (the runs are made the same way).
 MAX_SEARCHED = 32
 
 
@@ -394,25 +394,29 @@ class Classifier:
         digits = _digit_runs(chunk, norm)
         if (memory.all_clean(shapes) or memory.learn(shapes)) and not digits:
             return [], False, None
-        # Where the lines not known clean start: each such shape found whole in the shapes (C
-        # searches), so a healthy chunk with a few odd lines costs a search per odd kind of line
+        # Where the lines not known clean start: a few kinds of line are each found whole in the
+        # shapes (a C search per kind: a healthy chunk with a few odd lines); many, by one walk
         unknown = set(shapes).difference(memory.known)
         garbage_too = bool(digits) or not all(s in memory.unclean and s not in memory.marked for s in unknown)
+        starts: set[int] = {norm.rfind(b"\n", 0, at) + 1 for at in digits}
         if len(unknown) > MAX_SEARCHED:
-            return self._unknown_runs(chunk, first_line, shapes, digits, norm), True, None
-        wrapped = b"\n" + norm + b"\n"
-        starts: set[int] = set()
-        for shape in unknown:
-            needle = b"\n" + shape + b"\n"
-            at = wrapped.find(needle)
-            while at >= 0:
-                starts.add(at)  # the line's start in norm (wrapped has one byte more in front)
-                if 2 * len(starts) > len(shapes):
-                    return [(chunk, first_line)], True, None  # mostly unknown lines: one pass per row is cheaper
-                at = wrapped.find(needle, at + 1)
-        starts.update(norm.rfind(b"\n", 0, at) + 1 for at in digits)
+            at = 0
+            for shape in shapes:
+                if shape in unknown:
+                    starts.add(at)
+                at += len(shape) + 1
+        else:
+            wrapped = b"\n" + norm + b"\n"
+            for shape in unknown:
+                needle = b"\n" + shape + b"\n"
+                at = wrapped.find(needle)
+                while at >= 0 and 2 * len(starts) <= len(shapes):
+                    starts.add(at)  # the line's start in norm (wrapped has one byte more in front)
+                    at = wrapped.find(needle, at + 1)
         if not starts:
             return [], False, None
+        if 2 * len(starts) > len(shapes):
+            return [(chunk, first_line)], True, None  # mostly unknown lines: one pass per row is cheaper
         runs: list[list[int]] = []  # [start byte, end byte, first line number], one line of context each side
         line, prev = first_line, 0
         for start in sorted(starts):
@@ -429,29 +433,6 @@ class Classifier:
         if len(runs) > MAX_RUNS:
             return [(chunk, first_line)], True, None  # scattered (a failure-dense log): one pass per row is cheaper
         return [(chunk[lo:hi], first) for lo, hi, first in runs], garbage_too, b"\n".join(unknown)
-
-    def _unknown_runs(self, chunk: bytes, first_line: int, shapes: list[bytes], digits: list[int],
-                      norm: bytes) -> list[tuple[bytes, int]]:
-        """:meth:`_unknown_lines` for a chunk of many kinds of unknown line: one pass over its lines."""
-        assert self._shapes is not None
-        known = self._shapes.known
-        offsets = [0]
-        for shape in shapes:
-            offsets.append(offsets[-1] + len(shape) + 1)
-        dirty = sorted({i for i, shape in enumerate(shapes) if shape not in known}
-                       | {bisect.bisect_right(offsets, at) - 1 for at in digits})
-        if 2 * len(dirty) > len(shapes):
-            return [(chunk, first_line)]
-        runs: list[list[int]] = []
-        for i in dirty:
-            lo, hi = max(i - 1, 0), min(i + 1, len(shapes) - 1)
-            if runs and lo <= runs[-1][1] + 1:
-                runs[-1][1] = hi
-            else:
-                runs.append([lo, hi])
-        if len(runs) > MAX_RUNS:
-            return [(chunk, first_line)]
-        return [(chunk[offsets[lo]:min(offsets[hi + 1], len(chunk))], first_line + lo) for lo, hi in runs]
 
     def _server_lines(self, chunk: bytes, first_line: int) -> None:
         server, args = _server()

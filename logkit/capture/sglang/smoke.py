@@ -201,10 +201,6 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
 class GarbageScanner:
     """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
 
-    def has_candidate(self, data: bytes) -> bool:
-        """Whether ``data`` holds any candidate run (stops at the first)."""
-        return next(iter(_gate()(data)), None) is not None
-
     def candidates(self, data: bytes) -> list[int]:
         """Offsets of the candidate runs in ``data`` (what :meth:`scan` would look at; none spans a
         line break)."""
