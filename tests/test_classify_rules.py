@@ -140,7 +140,6 @@ def test_garbage_with_a_clean_exit_is_garbage() -> None:
     "    return self._call_impl(*args, **kwargs)\n           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
     "00000000: 0000 0000 ffff ffff 0000 0000 ffff ffff  ................",
     "ptr=0x7f0000000000 size=0xffffffffffff",
-    "tensor([nan, nan, nan, nan, nan, nan, nan, nan], device='cuda:0')",
     "max_total_num_tokens=99999999, context_len=1000000, ratio=0.3333333333",
     "Authorization: Bearer xxxxxxxxxxxxxxxxxxxxxxxx",
     "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏ waiting",
@@ -148,6 +147,45 @@ def test_garbage_with_a_clean_exit_is_garbage() -> None:
 def test_rules_bars_dumps_and_masks_are_not_garbage(line: str) -> None:
     assert degenerate_line(line) is None
     assert classify_text(line + "\n").status == "incomplete"
+
+
+def test_a_tensor_full_of_nan_is_nan_not_garbage() -> None:
+    line = "tensor([nan, nan, nan, nan, nan, nan, nan, nan], device='cuda:0')"
+    assert degenerate_line(line) is None
+    assert classify_text(line + "\n").status == "nan"
+    # a few NaN among numbers (a masked value, a padded row) are not a NaN run
+    assert classify_text("tensor([0.1, nan, 0.3, nan, 0.5], device='cuda:0')\n").status == "incomplete"
+
+
+@pytest.mark.parametrize("line", [
+    # tokens sampled with no grammar: word salad, writing systems mixed inside words, mojibake,
+    # one special token looping
+    "Assistant: ... embarked Sol existed trainer Tunisia replacing Wash Bac knowing franchise Premier "
+    "sun lacked Tight circulating survived polishing policy redund Blocks visibly gorgeous freeway",
+    "'content': 'มนุษย์\")).orthand Cumberland app mult撒以及有大量的imest Jwt一时的动力にくstatic 考核异常家都知道供'",
+    "reply: ÑÑ‚Ð°Ð½ Ð¿Ñ€Ð¾Ð´Ð°Ð¶Ðµ Ð·Ð°ÐºÐ°Ð·",
+    "text: <|reserved_special_token_7|><|reserved_special_token_7|><|reserved_special_token_7|>"
+    "<|reserved_special_token_7|><|reserved_special_token_7|><|reserved_special_token_7|>",
+])
+def test_sampled_nonsense_is_garbage(line: str) -> None:
+    assert degenerate_line(line) is not None
+    assert classify_text(f"[bench] request 3\n{line}\n").status == "garbage"
+
+
+@pytest.mark.parametrize("line", [
+    # prose, lists and other languages are not salad
+    "The server could not load the model because the weights are larger than the memory of the GPU "
+    "and the user did not set a tensor parallel size that splits them across all of the devices",
+    "Installing collected packages: mpmath, sympy, networkx, jinja, fsspec, filelock, typing, triton, torch, "
+    "markupsafe, numpy, pillow, requests, urllib, idna, certifi, charset, packaging, pyyaml, regex, tqdm",
+    "Successfully built torch triton sympy networkx jinja fsspec filelock mpmath markupsafe numpy pillow "
+    "requests urllib idna certifi charset packaging pyyaml regex safetensors tokenizers tqdm",
+    "模型加载完成，使用GPU运行 Qwen3 推理服务，端口 30000",
+    "Bitte verwenden Sie die Größe für München, Straße und Übergrößen",
+    "<s> Hello <pad> world </s>",
+])
+def test_prose_lists_and_languages_are_not_salad(line: str) -> None:
+    assert degenerate_line(line) is None, line
 
 
 @pytest.mark.parametrize("line", [  # the generated serving log of bench/bench_classify.py met these

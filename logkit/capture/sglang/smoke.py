@@ -133,6 +133,70 @@ def _why_run(unit: str, reps: int) -> str:
     return f"a unit repeated ({unit!r} x{reps})"
 
 
+@lru_cache(maxsize=1)
+def _salad_cfg() -> tuple[frozenset[str], tuple[tuple[int, int, str], ...], re.Pattern[str], re.Pattern[str]]:
+    g = _cfg()
+    ranges = tuple(sorted((int(a), int(b), str(name)) for name, a, b in g["scripts"]))
+    # UTF-8's lead byte then continuation bytes, each decoded as Latin-1 or cp1252 ("Ð°", "å¤§")
+    cont = "\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122"
+    mojibake = re.compile(f"[\u00c2-\u00df][{cont}]|[\u00e0-\u00ef][{cont}]{{2}}")
+    special = re.compile(r"(<\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*\1){%d,}" % (g["special_token_repeats"] - 1))
+    return frozenset(g["function_words"]), ranges, mojibake, special
+
+
+def _script(ch: str, ranges: tuple[tuple[int, int, str], ...]) -> str | None:
+    o = ord(ch)
+    for a, b, name in ranges:
+        if o < a:
+            return None
+        if o <= b:
+            return name
+    return None
+
+
+def _salad(text: str) -> str | None:
+    """Why one line reads as sampled tokens with no language (word salad, scripts mixed inside
+    words, mojibake, one special token looping), or None. Thresholds in sglang.toml [garbage]."""
+    g = _cfg()
+    function, ranges, mojibake, special = _salad_cfg()
+    m = special.search(text)
+    if m:
+        return f"special token repeated ({m.group(1)!r})"
+    if not text.isascii():
+        if len(mojibake.findall(text)) >= g["mojibake_pairs"]:
+            return "mojibake (UTF-8 text read as Latin-1)"
+        counts: dict[str, int] = {}
+        switching = 0
+        for token in text.split():
+            seen = set()
+            for ch in token:
+                if ch.isalpha():
+                    sc = _script(ch, ranges)
+                    if sc is not None:
+                        seen.add(sc)
+                        counts[sc] = counts.get(sc, 0) + 1
+            switching += len(seen) > 1
+        scripts = sorted(sc for sc, n in counts.items() if n >= 2)
+        if len(scripts) >= g["mixed_scripts"] or (len(scripts) >= 3 and switching >= g["mixed_scripts_tokens"]):
+            return f"letters of {len(scripts)} writing systems mixed ({', '.join(scripts)})"
+    tokens = text.split()
+    if len(tokens) < g["salad_min_words"]:
+        return None
+    if sum(1 for t in tokens if t.endswith(",")) >= g["salad_list_share"] * len(tokens):
+        return None
+    words = [w for w in (t.strip("'\"`,;.:!?()[]{}*") for t in tokens)
+             if w.isalpha() and (w.islower() or w[1:].islower())]
+    if len(words) < g["salad_min_words"]:
+        return None
+    used = sum(1 for w in words if w.lower() in function)
+    capitalized = sum(1 for w in words if w[0].isupper())
+    # sampled tokens mix cases; a list of names or packages is all one case
+    mixed = g["salad_capitalized_share"] * len(words) <= capitalized <= (1 - g["salad_capitalized_share"]) * len(words)
+    if mixed and used <= g["salad_function_share"] * len(words):
+        return f"word salad ({len(words)} words, {used} function words)"
+    return None
+
+
 def degenerate(reply: str | None, logprobs: list[float | None] | None = None) -> str | None:
     """Why ``reply`` is garbage, or None when it looks like text."""
     g = _cfg()
@@ -155,6 +219,10 @@ def degenerate(reply: str | None, logprobs: list[float | None] | None = None) ->
     # In a reply the loop must dominate (a short answer may repeat a word legitimately).
     if loop is not None and loop[1] * len(loop[0]) >= 0.5 * len(words):
         return f"token loop ({' '.join(loop[0])!r} repeated)"
+    for line in text.splitlines():
+        why = _salad(line)
+        if why:
+            return why
     return None
 
 
@@ -177,7 +245,7 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
     loop = _word_loop(text[lo:hi].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
     if loop is not None:
         return f"token loop ({' '.join(loop[0])!r} x{loop[1]})"
-    return None
+    return _salad(text)
 
 
 @lru_cache(maxsize=1)
@@ -193,7 +261,8 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     words = rb"(?:[A-Za-z]{1,20}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
-    pattern = b"|".join([*singles, long_run, words, fffd, wide])
+    special = rb"(?P<tok><\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*(?P=tok)){%d}" % (g["special_token_repeats"] - 1)
+    pattern = b"|".join([*singles, long_run, words, fffd, wide, special])
     regex = re.compile(pattern)
     return lambda chunk: (m.span() for m in regex.finditer(chunk))
 
