@@ -362,6 +362,20 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # TensorRT's builder logger through TensorRT-LLM's logger (closed libnvinfer's category name)
+        "[08/11/2024-06:10:36] [TRT] [E] [globWriter.cpp::makeResizableGpuMemory::435] Error Code 2: OutOfMemory "
+        "(Requested size was 16654532608 bytes.)\n[08/11/2024-06:10:36] [TRT-LLM] [E] Engine building failed\n",
+        "oom", "trtllm-cuda-runtime-oom", id="tensorrt-error-code-out-of-memory"),
+    pytest.param(  # pydantic-core's message for a validator that raised, under vLLM's config validation
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, max_model_len 262144 is larger than the model allows [type=value_error, input_value=...]\n",
+        "arg_error", "pydantic-value-error", id="pydantic-config-value-error"),
+    pytest.param(  # argparse's usage block, the error line after it cut off
+        "usage: launch_server.py [-h] [--model-path MODEL_PATH]\n                        [--tp-size TP_SIZE]\n",
+        "arg_error", "argparse-usage", id="argparse-usage-without-error-line"),
+    pytest.param(  # transformers Trainer.log's per-step dict
+        "{'loss': nan, 'grad_norm': nan, 'learning_rate': 1.9e-05, 'epoch': 0.12}\n",
+        "nan", "named-value-nan", id="trainer-loss-nan"),
     pytest.param(  # TensorRT-LLM py_executor_creator.py _maybe_explain_if_oom: RuntimeError(explanation) from e
         "RuntimeError: Executor creation failed due to insufficient GPU memory.\n\n"
         "The following component could not be created: KV cache\nTotal GPU memory (GiB): 79.10\n",
@@ -393,6 +407,13 @@ def test_vllm_custom_ops_import_warning_alone_is_not_a_missing_kernel() -> None:
     d = classify_text("WARNING 01-01 00:00:01 _custom_ops.py:15] Failed to import from vllm._C with "
                       "ModuleNotFoundError(\"No module named 'vllm._C'\")\n")
     assert d.status != "missing_kernel" and d.signature != "kernel-extension-missing"
+
+
+def test_help_output_that_exits_0_is_not_an_arg_error() -> None:
+    clf = Classifier()
+    clf.feed(b"usage: launch_server.py [-h] [--model-path MODEL_PATH]\n\noptions:\n  -h, --help  show this help\n", 1)
+    assert clf.decide(exit_code=0).status == "exit_ok"
+    assert clf.decide(exit_code=2).status == "arg_error"
 
 
 def test_a_raised_import_error_gives_way_to_a_specific_failure() -> None:
