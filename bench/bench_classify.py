@@ -155,9 +155,9 @@ def main() -> int:
     speed("the corpus (failure-dense)", data * max(1, (32 << 20) // max(1, len(data))))
     # A healthy serving stream: the corpus's own serving lines (what sglang.toml's serving_patterns
     # say shows a server serving: batch stats, requests answered 200), repeated.
-    from logkit.capture.sglang.outcomes import _extras
+    from logkit.capture.sglang.table import extras
 
-    serving = _extras()[0]
+    serving = extras()[0]
     runtime = b"".join(ln for blob in blobs for ln in blob.splitlines(keepends=True) if serving.search(ln))
     speed("healthy serving lines (the corpus's)", (runtime * ((32 << 20) // max(1, len(runtime)) + 1))[: 32 << 20])
     got = speed("a generated serving log (random numbers)", generated_serving_log(250_000))

@@ -3,8 +3,8 @@
 Contract:
 
 * The knowledge is data: :file:`logkit/data/signatures.toml` (one row per known failure text:
-  pattern, class, label, priority, weak) and the ready line in :file:`logkit/data/sglang.toml`.
-  This module only applies the table.
+  pattern, class, label, priority, weak) and the ready line in :file:`logkit/data/sglang.toml`,
+  loaded and compiled by :mod:`.table`. This module only applies the table.
 * :class:`Classifier` is fed chunks of complete lines as bytes (the recorder's hot path): each
   signature is a compiled regex scanned with ``finditer`` over the whole chunk (one alternation of
   all rows measured 7x slower: it defeats the regex engine's literal-prefix search), and lines are
@@ -40,11 +40,8 @@ import itertools
 import os
 import re
 import stat
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -53,6 +50,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE, CleanShapes
+from .table import Signature, compiled, data, extras, load_signatures, server_regexes
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
@@ -83,31 +81,11 @@ __all__ = [
 #: Bytes read at a time by :func:`classify_stream` (and the importer).
 BLOCK = 1 << 20
 
-#: Detectors a signature row may name instead of a pattern.
-DETECTORS = ("degenerate",)
-
 #: At most this many evidence lines are kept per signature (a crash loop prints thousands).
 MAX_PER_SIGNATURE = 5
 MAX_LINE_CHARS = 2000
 #: Lines an ``incomplete`` verdict shows: the last ones the log has.
 TAIL_LINES = 3
-
-
-@dataclass(frozen=True)
-class Signature:
-    """One row of the signature table."""
-
-    id: str
-    status: str
-    label: str
-    pattern: str
-    priority: int
-    weak: bool = False
-    source: str = ""
-    source_file: str = ""
-    detector: str | None = None
-    #: Literals of which every match contains at least one: a chunk with none skips the regex.
-    needles: tuple[str, ...] = ()
 
 
 @dataclass
@@ -121,115 +99,6 @@ class Classification:
     ready: bool
     ready_line: int | None = None
     ready_text: str | None = None
-
-
-def _scoped(pattern: str) -> str:
-    """Turn a leading global inline flag ``(?i)x`` into a scoped one ``(?i:x)`` so rows combine."""
-    m = re.match(r"^\(\?([aimsux]+)\)", pattern)
-    if m:
-        return f"(?{m.group(1)}:{pattern[m.end():]})"
-    return f"(?:{pattern})"
-
-
-def _data(name: str) -> dict[str, Any]:
-    text = resources.files("logkit.data").joinpath(name).read_text(encoding="utf-8")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"logkit/data/{name}: {exc}", fix="fix the TOML syntax at that line") from exc
-
-
-@lru_cache(maxsize=1)
-def load_signatures() -> tuple[Signature, ...]:
-    """The signature table, validated (a bad row names its id and the problem)."""
-    rows = _data("signatures.toml").get("signature", [])
-    out: list[Signature] = []
-    seen: set[str] = set()
-    for i, row in enumerate(rows, 1):
-        sid = row.get("id") or f"#{i}"
-        if row.get("class") not in statuses.names():
-            raise BadInput(
-                f"logkit/data/signatures.toml: signature {sid}: class {row.get('class')!r} is not an outcome status",
-                fix=f"use one of {', '.join(statuses.names())}",
-            )
-        if sid in seen:
-            raise BadInput(f"logkit/data/signatures.toml: duplicate signature id {sid!r}", fix="give each row its own id")
-        seen.add(sid)
-        if not row.get("source_file"):
-            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: no source_file",
-                           fix="cite the file the message comes from (repository:path)")
-        if row.get("detector") is not None:
-            if row["detector"] not in DETECTORS:
-                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: unknown detector {row['detector']!r}",
-                               fix=f"use one of {', '.join(DETECTORS)}")
-        else:
-            try:
-                re.compile(_scoped(row["pattern"]).encode())
-            except (KeyError, re.error) as exc:
-                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
-        needles = row.get("needles", [])
-        if not isinstance(needles, list) or not all(isinstance(n, str) and len(n) >= 3 for n in needles):
-            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: needles {needles!r} is not a list of literals",
-                           fix="list literals of 3+ characters, one of which every match contains, or drop the key")
-        out.append(
-            Signature(
-                id=sid,
-                status=row["class"],
-                label=row.get("label", sid),
-                pattern=row.get("pattern", ""),
-                priority=int(row.get("priority", 50)),
-                weak=bool(row.get("weak", False)),
-                source=row.get("source", ""),
-                source_file=row["source_file"],
-                detector=row.get("detector"),
-                needles=tuple(needles),
-            )
-        )
-    return tuple(out)
-
-
-_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool, "tuple[bytes, ...] | None"]
-
-
-@lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
-    """(regex, signature, needles, case-insensitive, behind the gate, needles as line shapes) rows,
-    the ready regex, the gate's words."""
-    data = _data("sglang.toml")
-    gate = tuple(w.encode() for w in data.get("prefilter_words", []))
-    rows = []
-    for s in load_signatures():
-        if s.detector is not None:
-            continue
-        regex = re.compile(s.pattern.encode())
-        nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
-        needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
-        gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
-        rows.append((regex, s, needles, nocase, gated, None if needles is None else tuple(n.translate(SHAPE) for n in needles)))
-    return tuple(rows), re.compile(re.escape(data["ready_pattern"].encode())), gate
-
-
-@lru_cache(maxsize=1)
-def _server() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """The regex of an SGLang server's own lines (``server_patterns`` and the ready line of
-    sglang.toml) and the regex of its ``server_args=ServerArgs(...)`` line."""
-    data = _data("sglang.toml")
-    pats = [p.encode() for p in data.get("server_patterns", [])] + [re.escape(data["ready_pattern"].encode())]
-    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), re.compile(data["server_args_pattern"].encode())
-
-
-@lru_cache(maxsize=1)
-def _extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
-    """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
-    pats = [p.encode() for p in _data("sglang.toml").get("serving_patterns", [])]
-    serving = re.compile(b"|".join(b"(?:%s)" % p for p in pats)) if pats else None
-    row = next((s for s in load_signatures() if s.detector == "degenerate"), None)
-    scanner = None
-    if row is not None:
-        from .smoke import GarbageScanner
-
-        scanner = GarbageScanner()
-    return serving, row, scanner
 
 
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
@@ -260,8 +129,8 @@ def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
 
 def _clean_shapes() -> CleanShapes:
     """A classifier's memory of clean line shapes: no prefilter word, no garbage candidate run."""
-    _rows, _ready, words = _compiled()
-    _serving, row, scanner = _extras()
+    _rows, _ready, words = compiled()
+    _serving, row, scanner = extras()
     return CleanShapes(words, None if row is None or scanner is None else scanner.candidates)
 
 
@@ -314,8 +183,8 @@ class Classifier:
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
-        sigs, ready, _gate_words = _compiled()
-        serving, garbage_row, scanner = _extras()
+        sigs, ready, _gate_words = compiled()
+        serving, garbage_row, scanner = extras()
         if self.ready_line is None:
             m = ready.search(chunk)
             if m:
@@ -435,7 +304,7 @@ class Classifier:
         return [(chunk[lo:hi], first) for lo, hi, first in runs], garbage_too, b"\n".join(unknown)
 
     def _server_lines(self, chunk: bytes, first_line: int) -> None:
-        server, args = _server()
+        server, args = server_regexes()
         if self.server_line is None:
             m = server.search(chunk)
             if m:

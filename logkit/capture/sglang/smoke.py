@@ -41,7 +41,7 @@ class SmokeReply:
 
 @lru_cache(maxsize=1)
 def _cfg() -> dict[str, Any]:
-    from .outcomes import _data
+    from .table import data as _data
 
     return dict(_data("sglang.toml")["garbage"])
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from functools import lru_cache
 
 from ...events import Milestone
-from .outcomes import _data, _line_at
+from .outcomes import _line_at
+from .table import data as _data
 
 __all__ = ["Timeline"]
 

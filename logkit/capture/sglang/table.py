@@ -1,0 +1,149 @@
+"""The classifier's knowledge, loaded and compiled once: the signature table
+(:file:`logkit/data/signatures.toml`, validated row by row: a bad row names its id and the fix) and
+what :file:`logkit/data/sglang.toml` says about SGLang's own lines (the ready line, the server's
+lines, the serving evidence, the prefilter words). :mod:`.outcomes` applies it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ... import statuses
+from ...errors import BadInput
+from ..shapes import SHAPE
+
+__all__ = ["DETECTORS", "Signature", "compiled", "data", "extras", "load_signatures", "server_regexes"]
+
+#: Detectors a signature row may name instead of a pattern.
+DETECTORS = ("degenerate",)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One row of the signature table."""
+
+    id: str
+    status: str
+    label: str
+    pattern: str
+    priority: int
+    weak: bool = False
+    source: str = ""
+    source_file: str = ""
+    detector: str | None = None
+    #: Literals of which every match contains at least one: a chunk with none skips the regex.
+    needles: tuple[str, ...] = ()
+
+
+def _scoped(pattern: str) -> str:
+    """Turn a leading global inline flag ``(?i)x`` into a scoped one ``(?i:x)`` so rows combine."""
+    m = re.match(r"^\(\?([aimsux]+)\)", pattern)
+    if m:
+        return f"(?{m.group(1)}:{pattern[m.end():]})"
+    return f"(?:{pattern})"
+
+
+def data(name: str) -> dict[str, Any]:
+    text = resources.files("logkit.data").joinpath(name).read_text(encoding="utf-8")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"logkit/data/{name}: {exc}", fix="fix the TOML syntax at that line") from exc
+
+
+@lru_cache(maxsize=1)
+def load_signatures() -> tuple[Signature, ...]:
+    """The signature table, validated (a bad row names its id and the problem)."""
+    rows = data("signatures.toml").get("signature", [])
+    out: list[Signature] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows, 1):
+        sid = row.get("id") or f"#{i}"
+        if row.get("class") not in statuses.names():
+            raise BadInput(
+                f"logkit/data/signatures.toml: signature {sid}: class {row.get('class')!r} is not an outcome status",
+                fix=f"use one of {', '.join(statuses.names())}",
+            )
+        if sid in seen:
+            raise BadInput(f"logkit/data/signatures.toml: duplicate signature id {sid!r}", fix="give each row its own id")
+        seen.add(sid)
+        if not row.get("source_file"):
+            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: no source_file",
+                           fix="cite the file the message comes from (repository:path)")
+        if row.get("detector") is not None:
+            if row["detector"] not in DETECTORS:
+                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: unknown detector {row['detector']!r}",
+                               fix=f"use one of {', '.join(DETECTORS)}")
+        else:
+            try:
+                re.compile(_scoped(row["pattern"]).encode())
+            except (KeyError, re.error) as exc:
+                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
+        needles = row.get("needles", [])
+        if not isinstance(needles, list) or not all(isinstance(n, str) and len(n) >= 3 for n in needles):
+            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: needles {needles!r} is not a list of literals",
+                           fix="list literals of 3+ characters, one of which every match contains, or drop the key")
+        out.append(
+            Signature(
+                id=sid,
+                status=row["class"],
+                label=row.get("label", sid),
+                pattern=row.get("pattern", ""),
+                priority=int(row.get("priority", 50)),
+                weak=bool(row.get("weak", False)),
+                source=row.get("source", ""),
+                source_file=row["source_file"],
+                detector=row.get("detector"),
+                needles=tuple(needles),
+            )
+        )
+    return tuple(out)
+
+
+_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool, "tuple[bytes, ...] | None"]
+
+
+@lru_cache(maxsize=1)
+def compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
+    """(regex, signature, needles, case-insensitive, behind the gate, needles as line shapes) rows,
+    the ready regex, the gate's words."""
+    cfg = data("sglang.toml")
+    gate = tuple(w.encode() for w in cfg.get("prefilter_words", []))
+    rows = []
+    for s in load_signatures():
+        if s.detector is not None:
+            continue
+        regex = re.compile(s.pattern.encode())
+        nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
+        needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
+        gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
+        rows.append((regex, s, needles, nocase, gated, None if needles is None else tuple(n.translate(SHAPE) for n in needles)))
+    return tuple(rows), re.compile(re.escape(cfg["ready_pattern"].encode())), gate
+
+
+@lru_cache(maxsize=1)
+def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """The regex of an SGLang server's own lines (``server_patterns`` and the ready line of
+    sglang.toml) and the regex of its ``server_args=ServerArgs(...)`` line."""
+    cfg = data("sglang.toml")
+    pats = [p.encode() for p in cfg.get("server_patterns", [])] + [re.escape(cfg["ready_pattern"].encode())]
+    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), re.compile(cfg["server_args_pattern"].encode())
+
+
+@lru_cache(maxsize=1)
+def extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
+    """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
+    pats = [p.encode() for p in data("sglang.toml").get("serving_patterns", [])]
+    serving = re.compile(b"|".join(b"(?:%s)" % p for p in pats)) if pats else None
+    row = next((s for s in load_signatures() if s.detector == "degenerate"), None)
+    scanner = None
+    if row is not None:
+        from .smoke import GarbageScanner
+
+        scanner = GarbageScanner()
+    return serving, row, scanner
