@@ -384,7 +384,7 @@ SOURCE_TEXTS = [
         "[rank1]:[E101 00:00:01.000000000 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
         "Received a dump signal due to a collective timeout from rank 0 and we will try our best to dump the "
         "debug info. Last enqueued NCCL work: 7, last completed NCCL work: 6.This is most likely caused by "
-        "incorrect usages of collectives\n", "nccl", "nccl-watchdog", id="torch-nccl-dump-signal"),
+        "incorrect usages of collectives\n", "hang", "collective-timeout", id="torch-nccl-dump-signal"),
     pytest.param(  # Open MPI / PRRTE help topic proc-aborted-strsignal, strsignal(SIGKILL)
         "Primary job  terminated normally, but 1 process returned\n"
         "mpirun noticed that process rank 3 with PID 4242 on node gpu01 exited on signal 9 (Killed).\n",

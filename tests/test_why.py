@@ -50,9 +50,9 @@ def test_why_lists_attempts_with_the_same_signature_config_and_decision(tmp_path
     r = lk(s, "why", "--json", "--config", str(REPO / "mkdocs.yml"), str(LOGS / "nccl-vllm-8978.log"))
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert data["status"] == "nccl"
-    # 8978 is a watchdog timeout, 4289 an NCCL error code: different rows, so not "the same way".
-    assert data["key"] == "signature nccl-watchdog" and data["same"] == []
+    assert data["status"] == "hang"
+    # 8978 is a collective timeout (a hang), 4289 an NCCL error code: different rows, so not "the same way".
+    assert data["key"] == "signature collective-timeout" and data["same"] == []
     # another run that failed the same way (not A1's own log: that one is A1, not "seen before")
     other = tmp_path / "again.log"
     other.write_text((LOGS / "nccl-sglang-4289.log").read_text() + "[2026-01-02 00:00:00] the next day's run\n")
