@@ -362,6 +362,15 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # DeepEP's EP_DEVICE_ASSERT after the server was ready: the crash, not ready
+        "The server is fired up and ready to roll!\n"
+        "Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/internode.cu:483, condition: "
+        "ibgda_get_state()->num_rc_per_pe >= num_channels\n", "illegal_memory", "device-assertion",
+        id="deepep-device-assert-after-ready"),
+    pytest.param(  # CUDA's device-side assert() as the kernel prints it
+        "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [3,0,0], thread: [64,0,0] "
+        "Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n",
+        "illegal_memory", "device-assertion", id="cuda-device-side-assert-line"),
     pytest.param(  # TensorRT's builder logger through TensorRT-LLM's logger (closed libnvinfer's category name)
         "[08/11/2024-06:10:36] [TRT] [E] [globWriter.cpp::makeResizableGpuMemory::435] Error Code 2: OutOfMemory "
         "(Requested size was 16654532608 bytes.)\n[08/11/2024-06:10:36] [TRT-LLM] [E] Engine building failed\n",
