@@ -362,6 +362,18 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # torch_memory_saver's CU_CHECK (SGLang --enable-memory-saver) on cuMemCreate
+        "[torch_memory_saver.cpp] CUresult error: 2 (out of memory) file=csrc/utils.h func=cu_mem_create line=194\n"
+        "Rank 0 scheduler is dead.\n", "oom", "torch-cuda-oom", id="torch-memory-saver-oom"),
+    pytest.param(  # a CUDA driver call's check macro, through a Python binding
+        "RuntimeError: CUDA driver error: out of memory\n", "oom", "torch-cuda-oom", id="cuda-driver-error-oom"),
+    pytest.param(  # Slurm's cgroup plugin after the step's memory.events counted a kill
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=1054.0. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: node1: task 0: Out Of Memory\n", "killed", "linux-oom-killer", id="slurm-oom-kill-event"),
+    pytest.param(  # SGLang's compiled kernels package not installed
+        "  File \"/opt/sglang/python/sglang/srt/layers/activation.py\", line 20, in <module>\n"
+        "    from sgl_kernel import silu_and_mul\nModuleNotFoundError: No module named 'sgl_kernel'\n",
+        "missing_kernel", "kernel-extension-missing", id="sgl-kernel-missing"),
     pytest.param(  # DeepEP's EP_DEVICE_ASSERT after the server was ready: the crash, not ready
         "The server is fired up and ready to roll!\n"
         "Assertion failed: /sgl-workspace/DeepEP/csrc/kernels/internode.cu:483, condition: "
