@@ -362,6 +362,9 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # Megatron-LM's check_for_nan_in_grad (an RL trainer beside SGLang rollouts)
+        "AssertionError: Rank 3: found NaN in local grad norm in backward pass before data-parallel communication "
+        "collective. Device: 3, node: n1\n", "nan", "megatron-grad-nan", id="megatron-grad-norm-nan"),
     pytest.param(  # torch_memory_saver's CU_CHECK (SGLang --enable-memory-saver) on cuMemCreate
         "[torch_memory_saver.cpp] CUresult error: 2 (out of memory) file=csrc/utils.h func=cu_mem_create line=194\n"
         "Rank 0 scheduler is dead.\n", "oom", "torch-cuda-oom", id="torch-memory-saver-oom"),
