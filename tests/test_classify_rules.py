@@ -362,6 +362,14 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # SGLang's assert_pkg_version at launch
+        "Exception: flashinfer_python with minimum required version 0.2.5 is not installed. Please uninstall the old "
+        "version and reinstall the latest version by following the instructions at https://docs.flashinfer.ai\n",
+        "import_error", "sglang-package-version", id="sglang-package-not-installed"),
+    pytest.param(
+        "Exception: sgl-kernel is installed with version 0.0.5, which is less than the minimum required version 0.1.0. "
+        "Please reinstall the latest version with `pip install sgl-kernel --force-reinstall`\n",
+        "import_error", "sglang-package-version", id="sglang-package-too-old"),
     pytest.param(  # Megatron-LM's check_for_nan_in_grad (an RL trainer beside SGLang rollouts)
         "AssertionError: Rank 3: found NaN in local grad norm in backward pass before data-parallel communication "
         "collective. Device: 3, node: n1\n", "nan", "megatron-grad-nan", id="megatron-grad-norm-nan"),
