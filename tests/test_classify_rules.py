@@ -362,6 +362,14 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # an extension built against another libtorch: its missing symbol is torch's own
+        "ImportError: /opt/conda/lib/python3.10/site-packages/tensorrt_llm/bindings.cpython-310-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c106detail14torchCheckFailEPKcS2_jRKSs\n", "missing_kernel", "kernel-undefined-symbol",
+        id="extension-torch-abi-mismatch"),
+    pytest.param(  # ProcessGroupGloo's full-mesh connect at distributed init
+        "[rank10]:[E130 18:11:34.707542570 ProcessGroupGloo.cpp:143] Gloo connectFullMesh failed with "
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n", "nccl", "gloo-connection",
+        id="gloo-connect-full-mesh"),
     pytest.param(  # SGLang's assert_pkg_version at launch
         "Exception: flashinfer_python with minimum required version 0.2.5 is not installed. Please uninstall the old "
         "version and reinstall the latest version by following the instructions at https://docs.flashinfer.ai\n",
