@@ -362,6 +362,9 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # Triton's launcher build (runtime/build.py) running the C compiler, the message cut mid-command
+        "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpfbsy3e1f/main.c', '-O3', "
+        "'-I/usr/local/cuda/include', '-I/opt/conda\n", "jit_error", "jit-toolchain-failed", id="triton-gcc-cut"),
     pytest.param(  # an extension built against another libtorch: its missing symbol is torch's own
         "ImportError: /opt/conda/lib/python3.10/site-packages/tensorrt_llm/bindings.cpython-310-x86_64-linux-gnu.so: "
         "undefined symbol: _ZN3c106detail14torchCheckFailEPKcS2_jRKSs\n", "missing_kernel", "kernel-undefined-symbol",
