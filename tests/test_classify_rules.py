@@ -362,6 +362,11 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # SGLang 0.5.23's KV allocator running out while serving (mem_cache/allocation.py:613): after ready
+        "[2026-01-05 06:12:30] The server is fired up and ready to roll!\n"
+        "[2026-01-05 06:12:40] Decode batch, #running-req: 512, #token: 81920, token usage: 1.00\n"
+        "[2026-01-05 06:12:41] Decode out of memory. Try to lower your batch size.\nTry to allocate 512 tokens.\n",
+        "oom", "sglang-not-enough-memory", id="sglang-decode-out-of-memory-after-ready"),
     pytest.param(  # Triton's launcher build (runtime/build.py) running the C compiler, the message cut mid-command
         "subprocess.CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpfbsy3e1f/main.c', '-O3', "
         "'-I/usr/local/cuda/include', '-I/opt/conda\n", "jit_error", "jit-toolchain-failed", id="triton-gcc-cut"),
