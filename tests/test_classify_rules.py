@@ -362,6 +362,14 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # SGLang's ServerArgs refusing a flag combination (a raise in server_args.py itself)
+        "Traceback (most recent call last):\n"
+        "  File \"/usr/lib/python3.12/site-packages/sglang/srt/server_args.py\", line 5100, in check_server_args\n"
+        "    raise ValueError(\nValueError: --enable-dp-attention requires --dp-size > 1\n",
+        "arg_error", "config-validation-raise", id="sglang-server-args-value-error"),
+    pytest.param(  # vLLM's parser before --model became a warning
+        "ValueError: With `vllm serve`, you should provide the model as a positional argument or in a config file "
+        "instead of via the `--model` option.\n", "arg_error", "vllm-serve-model-flag", id="vllm-serve-model-flag"),
     pytest.param(  # SGLang 0.5.23's KV allocator running out while serving (mem_cache/allocation.py:613): after ready
         "[2026-01-05 06:12:30] The server is fired up and ready to roll!\n"
         "[2026-01-05 06:12:40] Decode batch, #running-req: 512, #token: 81920, token usage: 1.00\n"
@@ -455,6 +463,17 @@ def test_vllm_custom_ops_import_warning_alone_is_not_a_missing_kernel() -> None:
     d = classify_text("WARNING 01-01 00:00:01 _custom_ops.py:15] Failed to import from vllm._C with "
                       "ModuleNotFoundError(\"No module named 'vllm._C'\")\n")
     assert d.status != "missing_kernel" and d.signature != "kernel-extension-missing"
+
+
+def test_a_failure_inside_server_args_that_it_did_not_raise_is_not_an_arg_error() -> None:
+    # the GPU query in ServerArgs fails (no GPU): the raise is torch's, not a check of the flags
+    d = classify_text(
+        "Traceback (most recent call last):\n"
+        "  File \"/x/sglang/srt/server_args.py\", line 800, in _handle_gpu_memory_settings\n"
+        "    gpu_mem = get_device_memory_capacity(self.device)\n"
+        "  File \"/x/torch/cuda/__init__.py\", line 300, in _lazy_init\n"
+        "    torch._C._cuda_init()\nRuntimeError: No CUDA GPUs are available\n")
+    assert d.status != "arg_error", d
 
 
 def test_help_output_that_exits_0_is_not_an_arg_error() -> None:
