@@ -362,6 +362,9 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # ncclGetErrorString's text through another framework (TensorFlow / Horovod)
+        "tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: unhandled system error "
+        "(run with NCCL_DEBUG=INFO for details)\n", "nccl", "nccl-error", id="nccl-error-string-tensorflow"),
     pytest.param(  # SGLang's ServerArgs refusing a flag combination (a raise in server_args.py itself)
         "Traceback (most recent call last):\n"
         "  File \"/usr/lib/python3.12/site-packages/sglang/srt/server_args.py\", line 5100, in check_server_args\n"
