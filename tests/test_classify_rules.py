@@ -502,3 +502,10 @@ def test_a_job_control_kill_after_a_cause_is_the_consequence() -> None:
 def test_source_format_strings_are_classified_by_their_row(text: str, status: str, signature: str) -> None:
     d = classify_text(text)
     assert (d.status, d.signature) == (status, signature), d.label
+
+
+def test_a_benchmark_summary_with_answered_requests_shows_a_serving_server() -> None:
+    summary = ("============ Serving Benchmark Result ============\nBackend:                                 sglang\n"
+               "Successful requests:                     {n}\nBenchmark duration (s):                  170.41\n")
+    assert classify_text(summary.format(n=1648)).status == "ready"
+    assert classify_text(summary.format(n=0)).status == "incomplete"
