@@ -509,3 +509,8 @@ def test_a_benchmark_summary_with_answered_requests_shows_a_serving_server() -> 
                "Successful requests:                     {n}\nBenchmark duration (s):                  170.41\n")
     assert classify_text(summary.format(n=1648)).status == "ready"
     assert classify_text(summary.format(n=0)).status == "incomplete"
+
+
+def test_prose_naming_an_error_is_not_an_exception_line() -> None:
+    assert classify_text("When I run the server I get a vLLM Import Error\n").status == "incomplete"
+    assert classify_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nMemoryError\n").status != "incomplete"
