@@ -514,3 +514,11 @@ def test_a_benchmark_summary_with_answered_requests_shows_a_serving_server() -> 
 def test_prose_naming_an_error_is_not_an_exception_line() -> None:
     assert classify_text("When I run the server I get a vLLM Import Error\n").status == "incomplete"
     assert classify_text("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nMemoryError\n").status != "incomplete"
+
+
+@pytest.mark.parametrize("text", [
+    "Loading checkpoint shards:  88%|███▊  | 7/8 [00:12<00:01,  1.84s/it][1]    14875 killed     python main.py\n",
+    "zsh: killed     python -m sglang.launch_server --model-path m\n",
+])
+def test_zsh_kill_reports_are_killed(text: str) -> None:
+    assert classify_text(text).status == "killed"
