@@ -362,6 +362,10 @@ SOURCE_TEXTS = [
         "  what():  [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
         "out of memory (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:125)\n",
         "oom", "trtllm-cuda-runtime-oom", id="trtllm-cudamallocasync-oom-terminate"),
+    pytest.param(  # flashinfer's check_cuda_arch on an SM120 card its JIT does not recognise
+        "(EngineCore pid=8146)     raise RuntimeError(\"FlashInfer requires GPUs with sm75 or higher\")\n"
+        "(EngineCore pid=8146) RuntimeError: FlashInfer requires GPUs with sm75 or higher\n",
+        "arch_mismatch", "flashinfer-requires-sm75", id="flashinfer-requires-sm75"),
     pytest.param(  # ncclGetErrorString's text through another framework (TensorFlow / Horovod)
         "tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: unhandled system error "
         "(run with NCCL_DEBUG=INFO for details)\n", "nccl", "nccl-error", id="nccl-error-string-tensorflow"),
