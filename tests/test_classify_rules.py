@@ -183,6 +183,7 @@ def test_sampled_nonsense_is_garbage(line: str) -> None:
     "模型加载完成，使用GPU运行 Qwen3 推理服务，端口 30000",
     "Bitte verwenden Sie die Größe für München, Straße und Übergrößen",
     "<s> Hello <pad> world </s>",
+    "translations: hello = привет = 你好 = مرحبا = שלום = สวัสดี = γειά σου",
 ])
 def test_prose_lists_and_languages_are_not_salad(line: str) -> None:
     assert degenerate_line(line) is None, line

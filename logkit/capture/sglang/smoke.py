@@ -177,7 +177,8 @@ def _salad(text: str) -> str | None:
                         counts[sc] = counts.get(sc, 0) + 1
             switching += len(seen) > 1
         scripts = sorted(sc for sc, n in counts.items() if n >= 2)
-        if len(scripts) >= g["mixed_scripts"] or (len(scripts) >= 3 and switching >= g["mixed_scripts_tokens"]):
+        # text in several languages keeps each in its own words; sampled tokens glue systems together
+        if len(scripts) >= g["mixed_scripts"] and switching >= g["mixed_scripts_tokens"]:
             return f"letters of {len(scripts)} writing systems mixed ({', '.join(scripts)})"
     tokens = text.split()
     if len(tokens) < g["salad_min_words"]:
