@@ -29,8 +29,9 @@ from logkit.capture.sglang.detect import detect
 from logkit.capture.sglang.outcomes import Classifier, blocks, classify_file
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
-CORPUS = [(LOGS / e["file"], e) for e in tomllib.loads((LOGS / "manifest.toml").read_text())["log"]] + [
-    (LOGS / "holdout" / e["file"], e) for e in tomllib.loads((LOGS / "holdout" / "manifest.toml").read_text())["log"]]
+#: every part of the corpus: the training part and each hold-out (one manifest per folder)
+CORPUS = [(m.parent / e["file"], e) for m in sorted(LOGS.glob("**/manifest.toml"))
+          for e in tomllib.loads(m.read_text())["log"]]
 
 
 @pytest.mark.parametrize(("cmd", "args", "env"), [
