@@ -453,32 +453,12 @@ class SweepCellResult(BaseEvent):
     duration_s: float | None = None
 
 
-Event = Annotated[
-    Union[
-        Session,
-        Hypothesis,
-        Verdict,
-        Todo,
-        Decision,
-        Note,
-        Attempt,
-        AttemptEnvironment,
-        AttemptLaunch,
-        Outcome,
-        ServerInfo,
-        Smoke,
-        Metric,
-        Sweep,
-        SweepCellResult,
-    ],
-    Field(discriminator="kind"),
-]
+#: Every kind, once: the union and the registry are both made from it.
+_KINDS = (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, AttemptLaunch, Outcome,
+          ServerInfo, Smoke, Metric, Sweep, SweepCellResult)
+Event = Annotated[Union[_KINDS], Field(discriminator="kind")]  # noqa: UP007 - a Union of the tuple
 
-EVENT_TYPES: dict[str, type[BaseEvent]] = {
-    cls.model_fields["kind"].default: cls
-    for cls in (Session, Hypothesis, Verdict, Todo, Decision, Note, Attempt, AttemptEnvironment, AttemptLaunch, Outcome,
-                ServerInfo, Smoke, Metric, Sweep, SweepCellResult)
-}
+EVENT_TYPES: dict[str, type[BaseEvent]] = {cls.model_fields["kind"].default: cls for cls in _KINDS}
 
 _adapter: TypeAdapter[Any] | None = None
 
