@@ -44,14 +44,7 @@ class Child(Slotted):
     pty: bool
     pidfd: int | None
 
-    def __init__(self, proc: subprocess.Popen[bytes], pid: int, pgid: int, outputs: dict[int, int] | None = None,
-                 pty: bool = False, pidfd: int | None = None) -> None:
-        self.proc = proc
-        self.pid = pid
-        self.pgid = pgid
-        self.outputs = {} if outputs is None else outputs
-        self.pty = pty
-        self.pidfd = pidfd
+    _defaults = {"outputs": {}, "pty": False, "pidfd": None}
 
 
 def copy_winsize(master: int) -> None:

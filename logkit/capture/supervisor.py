@@ -89,11 +89,7 @@ class StopState(Slotted):
     #: The stop was --hang-timeout's.
     hang: bool
 
-    def __init__(self, phase: StopPhase = StopPhase.RUNNING, reason: str | None = None,
-                 deadline: float | None = None, signal: int | None = None, hang: bool = False) -> None:
-        for name, value in (("phase", phase), ("reason", reason), ("deadline", deadline), ("signal", signal),
-                            ("hang", hang)):
-            object.__setattr__(self, name, value)
+    _defaults = {"phase": StopPhase.RUNNING, "reason": None, "deadline": None, "signal": None, "hang": False}
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"StopState is frozen: use replace({name}=...)")

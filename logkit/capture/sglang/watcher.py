@@ -305,7 +305,7 @@ class LaunchWatcher:
         """The accuracy gate (:mod:`.accuracy`): the score as a metric of this launch, the wrong
         answers in a note, and below ``threshold`` the attempt ends ``inaccurate``."""
         assert self.ctx is not None and self.base is not None
-        from ...events import Metric, Note
+        from ...events import Metric
         from .accuracy import check
 
         r = check(self.base, model=self._model(), api_key=self.api_key, threshold=threshold)
