@@ -15,6 +15,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -62,13 +63,11 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
     """Start ``argv`` in a new session; raises FileNotFoundError/PermissionError like Popen."""
     if use_pty:
         master, slave = os.openpty()
-        try:
+        with contextlib.suppress(OSError, termios.error):
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the log gets the child's bytes
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
             copy_winsize(master)
-        except (OSError, termios.error):
-            pass
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=slave, stderr=slave, start_new_session=True)
         except BaseException:
@@ -81,10 +80,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         for fd in (out_r, err_r):
-            try:
+            with contextlib.suppress(OSError):  # a lower pipe-max-size: the default 64 KiB works, just more reads
                 fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
-            except OSError:
-                pass  # a lower pipe-max-size: the default 64 KiB works, just more reads
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out_w, stderr=err_w, start_new_session=True)
         except BaseException:

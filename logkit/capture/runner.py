@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -215,10 +216,8 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         problems.append(f"could not record the attempt: {exc}")
         print(f"logkit: warning: {problems[-1]}; the command runs unrecorded", file=sys.stderr)
         attempt.setdefault("short_id", None)
-    try:
+    with contextlib.suppress(Exception):  # the index only speeds up the next run
         journal.refresh_index(launch=plan.role == "launch")  # the child runs: off its critical path
-    except Exception:  # noqa: BLE001, S110 - the index only speeds up the next run
-        pass
     recording = _Recording(journal, child, attempt, plan, opts, options, redactor, probes, base_env, problems, started)
     try:
         return recording.supervise(log_fd)

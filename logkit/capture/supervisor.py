@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import select
@@ -56,14 +57,12 @@ def _keep_buffers() -> None:
     most :data:`~logkit.capture.recorder.QUEUE_CHUNKS` reads' worth. Called on the first big read
     only (``ctypes`` costs ~4 ms to import); elsewhere than glibc it does nothing.
     """
-    try:
+    with contextlib.suppress(Exception):  # not glibc (musl, macOS): the default allocator is fine
         import ctypes
 
         libc = ctypes.CDLL(None)
         libc.mallopt(-3, 8 << 20)  # M_MMAP_THRESHOLD: allocations below 8 MiB come from the heap
         libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep up to 64 MiB of freed heap
-    except Exception:  # noqa: BLE001 - not glibc (musl, macOS): the default allocator is fine
-        pass
 
 
 class StopPhase(enum.Enum):
@@ -203,19 +202,15 @@ class Supervisor:
             signal.signal(sig, handler)
         child = self.child
         for fd in (*child.outputs, self._wake_r, self._wake_w, *([child.pidfd] if child.pidfd is not None else [])):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def _resize(self) -> None:
         # The pty is not the child's controlling terminal (it runs in a session of its own without
         # one), so the kernel sends no SIGWINCH on the resize: send it to the group ourselves.
-        try:
+        with contextlib.suppress(OSError, StopIteration):  # the pty or the group is gone: the child has ended
             copy_winsize(next(iter(self.child.outputs)))
             os.killpg(self.child.pgid, signal.SIGWINCH)
-        except (OSError, StopIteration):
-            pass  # the pty or the group is gone: the child has ended
 
     def service(self) -> None:
         """Forward the signals received since the last call; SIGKILL when the grace is over."""
@@ -264,10 +259,8 @@ class Supervisor:
                     rec.echo(open_fds[fd], data)
                     rec.submit(fd, data, self.service, rec.scan(fd, data))
                 elif fd == self._wake_r:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.read(self._wake_r, 512)
-                    except OSError:
-                        pass
                 elif fd == child.pidfd:
                     poller.unregister(fd)
                     check_exit = True

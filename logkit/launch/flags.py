@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import tomllib
 from pathlib import Path
@@ -65,10 +66,8 @@ def table() -> dict[str, Any]:
 def coerce(value: str) -> Any:
     """``"2"`` -> 2, ``"0.8"`` -> 0.8, anything else stays a string."""
     for cast in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return cast(value)
-        except ValueError:
-            pass
     return value
 
 

@@ -23,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -119,21 +120,17 @@ def store_spec(python: str, probed: dict[str, Any], spec: dict[str, Any], env: d
     path = _path(python, env)
     entry = {"format": CACHE_FORMAT, "python": python, "python_mtime": _mtime(python),
              "probe": {k: probed.get(k) for k in ("version", "stamp", "stamps", "packages")}, "spec": spec}
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def forget(python: str, env: dict[str, str] | None = None) -> None:
     """Drop ``python``'s cache entry (the full parse saw another SGLang than the cache)."""
-    try:
+    with contextlib.suppress(OSError):
         _path(python, env).unlink()
-    except OSError:
-        pass
 
 
 def _request(flags: list[str], spec: bool) -> str:
@@ -162,10 +159,8 @@ def full_parse(flags: list[str], python: str, *, spec: bool = False, timeout: fl
 
 
 def _nice() -> None:  # pragma: no cover - runs in the forked child
-    try:
+    with contextlib.suppress(OSError):
         os.nice(5)
-    except OSError:
-        pass
 
 
 class Background:
@@ -205,11 +200,9 @@ class Background:
     def cancel(self) -> None:
         """Stop the parse (logkit is ending before it finished)."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self._done = True
 
 

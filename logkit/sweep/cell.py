@@ -123,12 +123,10 @@ class CellRun:
 
 
 def _deathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
+    with contextlib.suppress(Exception):  # without it a SIGKILLed sweep leaves the run to its own devices
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - without it a SIGKILLed sweep leaves the run to its own devices
-        pass
 
 
 def _logkit(ctx: CellContext, args: list[str]) -> subprocess.Popen[bytes]:
@@ -144,11 +142,9 @@ def port_free(host: str | None, port: int) -> bool:
     h = "127.0.0.1" if host in (None, "", "0.0.0.0", "::") else host
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.settimeout(0.5)
-        try:
+        with contextlib.suppress(OSError):
             if s.connect_ex((h, port)) == 0:
                 return False
-        except OSError:
-            pass
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

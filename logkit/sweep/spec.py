@@ -35,6 +35,7 @@ The file::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -257,8 +258,6 @@ def from_cli(axes: list[str], argv: list[str], *, smoke: list[str] | None = None
 def _scalar(text: str) -> Any:
     text = text.strip()
     for cast in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return cast(text)
-        except ValueError:
-            pass
     return text

@@ -11,6 +11,7 @@ are there). :func:`parse_file` tries JSONL first. Pure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -162,10 +163,8 @@ def parse_file(path: str | Path) -> BenchResult:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise BadInput(f"{p}: cannot read: {exc.strerror}", fix="check the path") from exc
-    try:
+    with contextlib.suppress(ValueError, json.JSONDecodeError):
         return parse_jsonl(text)
-    except (ValueError, json.JSONDecodeError):
-        pass
     try:
         return parse_text(text)
     except ValueError:

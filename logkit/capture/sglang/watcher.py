@@ -18,6 +18,7 @@ never raised into the recorder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -76,12 +77,10 @@ def _note(ctx: WatchContext | None, text: str) -> None:
     """A note about the attempt (a problem of logkit's own probes); never raises into the recording."""
     if ctx is None:
         return
-    try:
+    with contextlib.suppress(Exception):
         from ...events import Note
 
         ctx.emit(Note(session=ctx.attempt.session, text=text, refs=[ctx.attempt.short_id]))
-    except Exception:  # noqa: BLE001
-        pass
 
 
 #: signature -> status of the findings logkit's own probes make once a server is ready, which its
@@ -289,10 +288,8 @@ class LaunchWatcher:
         """The served model's name (``/v1/models``), else ``default``."""
         code, body = _get(f"{self.base}/v1/models")
         if code == 200:
-            try:
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
                 return str(json.loads(body)["data"][0]["id"])
-            except (ValueError, KeyError, IndexError, TypeError):
-                pass
         return "default"
 
     def _accuracy(self, threshold: float) -> None:
@@ -417,10 +414,8 @@ class BenchWatcher:
 
     def _result(self) -> BenchResult | None:
         if self.output_file and Path(self.output_file).is_file():
-            try:
+            with contextlib.suppress(Exception):  # fall back to the printed block
                 return parse_file(self.output_file)
-            except Exception:  # noqa: BLE001 - fall back to the printed block
-                pass
         if self._tail:
             try:
                 return parse_text(b"".join(self._tail).decode("utf-8", "replace"))
@@ -451,10 +446,8 @@ class BenchWatcher:
             for problem in self.sink.problems:
                 _note(self.ctx, problem)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 self._redact_output()
-            except OSError:
-                pass
         result = self._result()
         if result is not None and self.ctx is not None and self.measure:
             labels = {**self.bench.labels, **result.labels, **({"repeat": self.repeat} if self.repeat else {})}
