@@ -55,11 +55,9 @@ def probe(python: str, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any] | Non
     try:
         proc = subprocess.run([python, "-I", str(SCRIPT), "--probe"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
-        line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-        data = json.loads(line) if line.startswith("{") else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, subprocess.TimeoutExpired, ValueError):  # ValueError: output that is not UTF-8
         return None
-    return data if isinstance(data, dict) else None
+    return _decode(proc.stdout)
 
 
 def _mtime(path: str) -> int | None:
