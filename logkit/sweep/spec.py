@@ -47,7 +47,7 @@ from typing import Any
 from ..errors import BadInput
 from ..store import shared
 
-__all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
+__all__ = ["CHOICES", "SweepSpec", "from_cli", "line_of", "load", "parse_duration"]
 
 #: The axis value that means "every choice SGLang's parser allows for this flag".
 CHOICES = "choices"
@@ -104,7 +104,7 @@ def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> 
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _line_of(text: str, key: str) -> int:
+def line_of(text: str, key: str) -> int:
     """The 1-based line where ``key`` is set (first match), else 1."""
     pattern = re.compile(r"^[ \t]*(?:\[[ \t]*)?[\"']?" + re.escape(key) + r"[\"']?[ \t]*[=\]]", re.M)
     match = pattern.search(text)
@@ -155,7 +155,7 @@ def _axes(raw: Any, where: str, *, allow_choices: bool, at: Any = None) -> dict[
 
 def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
     def where(key: str) -> str:
-        return f"{path}:{_line_of(text, key)}"
+        return f"{path}:{line_of(text, key)}"
 
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
