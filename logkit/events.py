@@ -92,7 +92,6 @@ __all__ = [
     "UPGRADES",
     "Verdict",
     "event_adapter",
-    "fast_validate",
     "new_id",
     "parse_event",
     "upgrade",
@@ -469,11 +468,6 @@ def event_adapter() -> TypeAdapter[Any]:
     if _adapter is None:
         _adapter = TypeAdapter(Event)
     return _adapter
-
-
-def fast_validate(line: bytes) -> BaseEvent:
-    """Validate one JSON line already at :data:`SCHEMA_VERSION` (no upgrade step); raises ValueError."""
-    return event_adapter().validate_json(line)
 
 
 def parse_event(data: dict[str, Any]) -> BaseEvent:
