@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -117,7 +116,6 @@ def ask(
     yes: bool = False,
     stdin: TextIO | None = None,
     stderr: TextIO | None = None,
-    ask: Callable[[str], str] | None = None,
 ) -> bool:
     """Warn about ``runs``; True to go ahead. Prompts only on a terminal, and not with ``yes``."""
     if not runs:
@@ -138,7 +136,7 @@ def ask(
     stderr.write("Run anyway? [y/N] ")
     stderr.flush()
     try:
-        answer = ask("") if ask else stdin.readline()
+        answer = stdin.readline()
     except (EOFError, KeyboardInterrupt):
         answer = ""
     return answer.strip().lower() in ("y", "yes")
@@ -159,8 +157,7 @@ def arch_for_launch(environment: Any) -> str | None:
     return local_arch()
 
 
-def check_launch(plan: Any, environment: Any, sessions: str | None, *,
-                 stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
+def check_launch(plan: Any, environment: Any, sessions: str | None) -> bool:
     """Warn (and ask on a terminal) when ``plan``'s launch repeats a refuted one; True to launch."""
     launch = getattr(plan, "launch", None)
     if launch is not None and not isinstance(launch, dict):
@@ -168,7 +165,7 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     backends = backend_axes(launch)
     if not backends:
         return True
-    err = stderr or sys.stderr
+    err = sys.stderr
     try:
         # one read of the matrix: the refuted cells warn, the conflicting ones are said
         from types import SimpleNamespace
@@ -184,4 +181,4 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
         return True
-    return ask(runs, stdin=stdin, stderr=err)
+    return ask(runs, stderr=err)
