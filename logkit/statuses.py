@@ -39,6 +39,7 @@ __all__ = [
     "of_class",
     "refuting",
     "row",
+    "signal_name",
     "table",
     "verb",
 ]
@@ -201,12 +202,13 @@ def from_exit(exit_code: int | None, signal: int | None, *, stopped_by_logkit: b
             continue
         if rule.exit_codes is not None and (signal is not None or exit_code not in rule.exit_codes):
             continue
-        label = rule.label.format(signal=_name(signal), code=exit_code, reason=reason or "stopped")
+        label = rule.label.format(signal=signal_name(signal), code=exit_code, reason=reason or "stopped")
         return rule.status, label
     raise AssertionError("unreachable: the last exit rule matches anything")  # _load checks it
 
 
-def _name(sig: int | None) -> str:
+def signal_name(sig: int | None) -> str:
+    """``SIGTERM`` for 15, ``signal 99`` for a number that names none, ``""`` for None."""
     if sig is None:
         return ""
     try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import termios
@@ -93,10 +92,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
             os.close(err_w)
         outputs = {out_r: 1, err_r: 2}
     pidfd: int | None = None
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = None
     return Child(proc=proc, pid=proc.pid, pgid=proc.pid, outputs=outputs, pty=use_pty, pidfd=pidfd)
 
 
@@ -105,9 +102,7 @@ def kill_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
         return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    except (ProcessLookupError, PermissionError):
         return False
 
 
@@ -117,11 +112,3 @@ def exit_status(returncode: int) -> tuple[int, int | None, int | None]:
         sig = -returncode
         return 128 + sig, None, sig
     return returncode, returncode, None
-
-
-def signal_name(sig: int) -> str:
-    """``SIGTERM`` for 15."""
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import procs
+from ..statuses import signal_name
 from ._slotted import Slotted
-from .process import Child, copy_winsize, kill_group, signal_name
+from .process import Child, copy_winsize, kill_group
 from .recorder import Recorder
 
 __all__ = ["BIG_READ", "DRAIN_S", "FORWARDED", "KILL_AT", "READ_SIZE", "StopPhase", "StopState", "Stopper", "Supervisor", "TICK_S"]
