@@ -29,11 +29,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import procs
 from ..statuses import signal_name
-from ._slotted import Slotted
 from .process import Child, copy_winsize, kill_group
 from .recorder import Recorder
 
@@ -74,31 +73,22 @@ class StopPhase(enum.Enum):
     KILLED = "killed"
 
 
-class StopState(Slotted):
-    """A frozen snapshot of the stop (a transition makes a new one)."""
+class StopState(NamedTuple):
+    """A frozen snapshot of the stop (a transition makes a new one: :meth:`replace`)."""
 
-    __slots__ = ("phase", "reason", "deadline", "signal", "hang")
-
-    phase: StopPhase
+    phase: StopPhase = StopPhase.RUNNING
     #: Why logkit stopped the child: "SIGINT received", "no output for 5s (--hang-timeout)", ...
-    reason: str | None
+    reason: str | None = None
     #: When the group gets SIGKILL (monotonic clock), once stopping.
-    deadline: float | None
+    deadline: float | None = None
     #: The last signal logkit received and forwarded.
-    signal: int | None
+    signal: int | None = None
     #: The stop was --hang-timeout's.
-    hang: bool
-
-    _defaults = {"phase": StopPhase.RUNNING, "reason": None, "deadline": None, "signal": None, "hang": False}
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"StopState is frozen: use replace({name}=...)")
+    hang: bool = False
 
     def replace(self, **changes: Any) -> StopState:
         """A copy with ``changes``."""
-        fields = {n: getattr(self, n) for n in self.__slots__}
-        fields.update(changes)
-        return StopState(**fields)
+        return self._replace(**changes)
 
     @property
     def stopped(self) -> bool:
