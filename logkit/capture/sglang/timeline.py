@@ -27,9 +27,7 @@ def _patterns() -> tuple[tuple[str, re.Pattern[bytes]], ...]:
     return tuple((m["stage"], re.compile(m["pattern"].encode())) for m in _data("sglang.toml")["milestone"])
 
 
-def _num(value: bytes | None) -> float | str | None:
-    if value is None:
-        return None
+def _num(value: bytes) -> float | str:
     text = value.decode("utf-8", "replace")
     try:
         return float(text)
