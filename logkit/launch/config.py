@@ -196,8 +196,7 @@ def given_only(flag_words: list[str]) -> dict[str, Any]:
         given, _error = sg.quick_parse(flag_words, {**spec, "actions": _optional(spec)})
     if given is None:
         return plain_config(flag_words)
-    cfg = _config("sglang", None, True, dict(given), dict(given), given)
-    return cfg
+    return _config("sglang", None, True, dict(given), dict(given), given)
 
 
 def printed_args(line: str) -> dict[str, Any] | None:
