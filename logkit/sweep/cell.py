@@ -26,7 +26,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import procs, statuses
+from ..store import files
 from .grid import Cell
 
 __all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "foreign_server", "run_cell", "wait_port"]
@@ -53,7 +53,7 @@ class Interrupted(Exception):
 
 
 class Tail:
-    """New complete lines of a session's ``events.jsonl``, as dicts (no validation: speed)."""
+    """New complete lines of a session's ``events.jsonl``, as dicts (:func:`logkit.store.files.decode`: no validation)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -72,12 +72,7 @@ class Tail:
         if end < 0:
             return []
         self.offset += end + 1
-        new = []
-        for line in data[: end + 1].splitlines():
-            try:
-                new.append(json.loads(line))
-            except ValueError:
-                continue
+        new = [e for e in map(files.decode, data[: end + 1].splitlines()) if e is not None]  # damaged lines skipped
         self.events.extend(new)
         return new
 
