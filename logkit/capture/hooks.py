@@ -34,10 +34,6 @@ if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slo
 
 __all__ = ["ExitInfo", "Plan", "Planner", "WatchContext", "WatchResult", "Watcher"]
 
-# Plain classes with __slots__ rather than @dataclass: `dataclasses` imports inspect, ast and dis
-# (~10 ms of every `logkit run` start-up). Field names, order and defaults are the dataclasses' ones;
-# a list or dict default is made fresh for each instance.
-
 
 class ExitInfo(Slotted):
     """How the child process ended, as the runner saw it."""

@@ -63,10 +63,6 @@ GPU_PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
 
 
-# Plain classes with __slots__, not @dataclass: `dataclasses` imports inspect, ast and dis (~10 ms
-# of every `logkit run` start-up).
-
-
 class RunOptions(Slotted):
     """What the command line asked for."""
 
