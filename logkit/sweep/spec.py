@@ -35,7 +35,6 @@ The file::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..launch.flags import coerce
 from ..store import shared
 
 __all__ = ["CHOICES", "SweepSpec", "from_cli", "line_of", "load", "parse_duration"]
@@ -241,7 +241,7 @@ def from_cli(axes: list[str], argv: list[str], *, smoke: list[str] | None = None
             name, eq, values = item.partition("=")
             if not eq or not name.strip() or not values.strip():
                 raise BadInput(f"{what} {item!r} is not FLAG=V1,V2", fix=f"{what} moe-runner-backend=auto,triton")
-            out[_flag(name)] = CHOICES if values.strip() == CHOICES else [_scalar(v) for v in values.split(",") if v.strip()]
+            out[_flag(name)] = CHOICES if values.strip() == CHOICES else [coerce(v.strip()) for v in values.split(",") if v.strip()]
         return out
 
     spec_axes = split(axes, "--axis")
@@ -253,11 +253,3 @@ def from_cli(axes: list[str], argv: list[str], *, smoke: list[str] | None = None
     return SweepSpec(title=title or f"sweep of {', '.join(spec_axes)}", argv=list(argv), axes=spec_axes,
                      smoke=list(smoke or []), bench_argv=_argv(bench, "--bench") if bench else [],
                      bench_axes=b_axes)  # type: ignore[arg-type]
-
-
-def _scalar(text: str) -> Any:
-    text = text.strip()
-    for cast in (int, float):
-        with contextlib.suppress(ValueError):
-            return cast(text)
-    return text
