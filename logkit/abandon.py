@@ -74,13 +74,9 @@ def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> O
 def _log_digest(path: Path, rel: str) -> LogFile:
     import hashlib
 
-    digest = hashlib.sha256()
-    size = 0
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return LogFile(path=rel, size=size, sha256=digest.hexdigest())
+        digest = hashlib.file_digest(fh, "sha256")
+        return LogFile(path=rel, size=fh.tell(), sha256=digest.hexdigest())  # tell(): the bytes hashed
 
 
 def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:

@@ -23,14 +23,21 @@ def hostname() -> str:
     return os.environ.get(ENV_HOST) or os.uname().nodename
 
 
+def _stat(pid: int | str) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the ``)`` that closes comm (state ppid pgrp ...), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[-1].split()
+    except OSError:
+        return None
+
+
 def alive(pid: int) -> bool:
     """Whether a process with this pid exists and is not a zombie."""
     if not isinstance(pid, int) or not 0 < pid <= PID_MAX:
         return False  # a hand-edited "recorder_pid": 2**62 names no process (and overflows os.kill)
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
+    fields = _stat(pid)
+    if fields is None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -38,8 +45,7 @@ def alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
-    state = stat.rsplit(b")", 1)[-1].split()[0:1]
-    return state != [b"Z"]
+    return fields[0:1] != [b"Z"]
 
 
 def cmdline(pid: int) -> str | None:
@@ -64,18 +70,8 @@ def group_members(pgid: int) -> list[int]:
     except OSError:
         return members
     for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # fields after the ")" that closes comm: state ppid pgrp ...
-        fields = stat.rsplit(b")", 1)[-1].split()
-        if len(fields) < 3 or fields[0] == b"Z":
-            continue
-        if int(fields[2]) == pgid:
+        fields = _stat(name) if name.isdigit() else None
+        if fields is not None and len(fields) >= 3 and fields[0] != b"Z" and int(fields[2]) == pgid:
             members.append(int(name))
     return sorted(members)
 
@@ -100,10 +96,8 @@ def listen_inodes(port: int) -> set[int]:
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``), or None."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[-1].split()
-        return int(fields[19])  # field 22 of the line; 20th after the ")" that closes comm
-    except (OSError, ValueError, IndexError):
+        return int((_stat(pid) or [])[19])  # field 22 of the line; 20th after the ")" that closes comm
+    except (ValueError, IndexError):
         return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from statistics import median
+from typing import NamedTuple
 
 __all__ = ["BOOTSTRAP_MIN", "LEVEL", "RESAMPLES", "Spread", "bootstrap_median", "spread"]
 
@@ -24,17 +25,14 @@ LEVEL = 0.95
 RESAMPLES = 2000
 
 
-class Spread:
+class Spread(NamedTuple):
     """N runs of one figure: median, min-max and (N >= :data:`BOOTSTRAP_MIN`) the bootstrap interval."""
 
-    __slots__ = ("n", "median", "low", "high", "ci")
-
-    def __init__(self, n: int, median: float, low: float, high: float, ci: tuple[float, float] | None) -> None:
-        self.n = n
-        self.median = median
-        self.low = low
-        self.high = high
-        self.ci = ci
+    n: int
+    median: float
+    low: float
+    high: float
+    ci: tuple[float, float] | None
 
     @property
     def interval(self) -> tuple[float, float]:

@@ -23,7 +23,7 @@ import functools
 import signal as _signal
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import BadInput
 
@@ -39,6 +39,7 @@ __all__ = [
     "of_class",
     "refuting",
     "row",
+    "signal_name",
     "table",
     "verb",
 ]
@@ -50,46 +51,34 @@ REFUTING_CATEGORIES = ("crash", "garbage", "oom", "inaccurate")
 _WHERE = "logkit/data/statuses.toml"
 
 
-class StatusRow:
+class StatusRow(NamedTuple):
     """One status of the table."""
 
-    __slots__ = ("name", "klass", "category", "verb")
-
-    def __init__(self, name: str, klass: str, category: str, verb: str | None) -> None:
-        self.name = name
-        self.klass = klass
-        self.category = category
-        self.verb = verb
+    name: str
+    klass: str
+    category: str
+    verb: str | None
 
     @property
     def refutes(self) -> bool:
         """Does an attempt ending in this status count against its backends?"""
         return self.category in REFUTING_CATEGORIES
 
-    def __repr__(self) -> str:
-        return f"StatusRow({self.name!r}, class={self.klass!r}, category={self.category!r}, verb={self.verb!r})"
+
+class _ExitRule(NamedTuple):
+    stopped_by_logkit: bool | None
+    signals: frozenset[int]
+    any_signal: bool
+    exit_codes: frozenset[int] | None
+    status: str
+    label: str
 
 
-class _ExitRule:
-    __slots__ = ("stopped_by_logkit", "signals", "any_signal", "exit_codes", "status", "label")
-
-    def __init__(self, stopped_by_logkit: bool | None, signals: frozenset[int], any_signal: bool,
-                 exit_codes: frozenset[int] | None, status: str, label: str) -> None:
-        self.stopped_by_logkit = stopped_by_logkit
-        self.signals = signals
-        self.any_signal = any_signal
-        self.exit_codes = exit_codes
-        self.status = status
-        self.label = label
-
-
-class _Table:
-    __slots__ = ("rows", "rules", "shell_signals")
-
-    def __init__(self, rows: dict[str, StatusRow], rules: tuple[_ExitRule, ...]) -> None:
-        self.rows = rows
-        self.rules = rules
-        self.shell_signals = frozenset(s for r in rules for s in r.signals)
+class _Table(NamedTuple):
+    rows: dict[str, StatusRow]
+    rules: tuple[_ExitRule, ...]
+    #: the signals some rule names: a shell's exit status 128+N is read as signal N
+    shell_signals: frozenset[int]
 
 
 def _signum(name: Any, where: str) -> int:
@@ -133,7 +122,7 @@ def _load(text: str) -> _Table:
                         for r in rules[-1:]):
         raise BadInput(f"{_WHERE}: the last [[exit]] rule must match anything",
                        fix='end with a rule that has only status and label (status = "other_crash")')
-    return _Table(rows, tuple(rules))
+    return _Table(rows, tuple(rules), frozenset(s for r in rules for s in r.signals))
 
 
 @functools.cache
@@ -201,12 +190,13 @@ def from_exit(exit_code: int | None, signal: int | None, *, stopped_by_logkit: b
             continue
         if rule.exit_codes is not None and (signal is not None or exit_code not in rule.exit_codes):
             continue
-        label = rule.label.format(signal=_name(signal), code=exit_code, reason=reason or "stopped")
+        label = rule.label.format(signal=signal_name(signal), code=exit_code, reason=reason or "stopped")
         return rule.status, label
     raise AssertionError("unreachable: the last exit rule matches anything")  # _load checks it
 
 
-def _name(sig: int | None) -> str:
+def signal_name(sig: int | None) -> str:
+    """``SIGTERM`` for 15, ``signal 99`` for a number that names none, ``""`` for None."""
     if sig is None:
         return ""
     try:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import BadInput
 
@@ -34,13 +34,12 @@ __all__ = ["HookAnswer", "launches", "pre_launch", "read_call", "todo", "unwrap"
 MAX_INPUT = 4 * 1024 * 1024
 
 
-class HookAnswer:
+class HookAnswer(NamedTuple):
     """What a hook prints and how it exits."""
 
-    __slots__ = ("code", "stdout", "stderr")
-
-    def __init__(self, code: int = 0, stdout: str = "", stderr: str = "") -> None:
-        self.code, self.stdout, self.stderr = code, stdout, stderr
+    code: int = 0
+    stdout: str = ""
+    stderr: str = ""
 
 
 def read_call(data: bytes, hook: str) -> dict[str, Any]:

@@ -1,20 +1,43 @@
 """A tiny base for the plain records on the ``logkit run`` path (instead of ``@dataclass``).
 
-Contract: a subclass lists its fields in ``__slots__`` (in order) and writes an explicit keyword
-``__init__``; :class:`Slotted` gives it a ``__repr__`` naming every field and a field-wise ``__eq__``
-(same class, same values), as a dataclass would. ``dataclasses`` is not used because importing it
-pulls in ``inspect``, ``ast`` and ``dis`` (~10 ms of every ``logkit run`` start-up).
+Contract: a subclass lists its fields in ``__slots__`` (in order) and the defaults of those a caller
+may leave out in ``_defaults`` (a list or dict default is copied for each instance, and also stands
+for a ``None`` given); :class:`Slotted` gives it a positional-or-keyword ``__init__`` over those
+fields, a ``__repr__`` naming every field and a field-wise ``__eq__`` (same class, same values), as a
+dataclass would. ``dataclasses`` is not used because importing it pulls in ``inspect``, ``ast`` and
+``dis`` (~10 ms of every ``logkit run`` start-up).
 """
 
 from __future__ import annotations
+
+from typing import Any, ClassVar
 
 __all__ = ["Slotted"]
 
 
 class Slotted:
-    """Field-wise ``__repr__`` and ``__eq__`` over the ``__slots__`` of the concrete class."""
+    """Field-wise ``__init__``, ``__repr__`` and ``__eq__`` over the ``__slots__`` of the concrete class."""
 
     __slots__ = ()
+    _defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = self._fields()
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__qualname__} takes at most {len(fields)} arguments")
+        given = dict(zip(fields, args))
+        for name, value in kwargs.items():
+            if name not in fields or name in given:
+                raise TypeError(f"{type(self).__qualname__}: unexpected or repeated argument {name!r}")
+            given[name] = value
+        for name in fields:
+            if name not in given and name not in self._defaults:
+                raise TypeError(f"{type(self).__qualname__} needs {name!r}")
+            default = self._defaults.get(name)
+            value = given.get(name, default)
+            if isinstance(default, (list, dict)) and (value is None or value is default):
+                value = default.copy()
+            object.__setattr__(self, name, value)
 
     def _fields(self) -> tuple[str, ...]:
         names: list[str] = []

@@ -34,10 +34,6 @@ if TYPE_CHECKING:  # annotations only: importing the models (pydantic) would slo
 
 __all__ = ["ExitInfo", "Plan", "Planner", "WatchContext", "WatchResult", "Watcher"]
 
-# Plain classes with __slots__ rather than @dataclass: `dataclasses` imports inspect, ast and dis
-# (~10 ms of every `logkit run` start-up). Field names, order and defaults are the dataclasses' ones;
-# a list or dict default is made fresh for each instance.
-
 
 class ExitInfo(Slotted):
     """How the child process ended, as the runner saw it."""
@@ -59,19 +55,8 @@ class ExitInfo(Slotted):
     #: True when logkit had to SIGKILL the group after --grace.
     escalated: bool
 
-    def __init__(self, exit_code: int | None, signal: int | None, stopped_by_logkit: bool = False,
-                 forwarded_signal: int | None = None, duration_s: float = 0.0, lines: int = 0,
-                 tail: list[EvidenceLine] | None = None, stop_reason: str | None = None,
-                 escalated: bool = False) -> None:
-        self.exit_code = exit_code
-        self.signal = signal
-        self.stopped_by_logkit = stopped_by_logkit
-        self.forwarded_signal = forwarded_signal
-        self.duration_s = duration_s
-        self.lines = lines
-        self.tail = [] if tail is None else tail
-        self.stop_reason = stop_reason
-        self.escalated = escalated
+    _defaults = {"stopped_by_logkit": False, "forwarded_signal": None, "duration_s": 0.0, "lines": 0, "tail": [],
+                 "stop_reason": None, "escalated": False}
 
 
 class WatchResult(Slotted):
@@ -86,15 +71,7 @@ class WatchResult(Slotted):
     timeline: list[Milestone]
     ready_at: Any  # datetime | None
 
-    def __init__(self, status: str | None = None, label: str | None = None, signature: str | None = None,
-                 evidence: list[EvidenceLine] | None = None, timeline: list[Milestone] | None = None,
-                 ready_at: Any = None) -> None:
-        self.status = status
-        self.label = label
-        self.signature = signature
-        self.evidence = [] if evidence is None else evidence
-        self.timeline = [] if timeline is None else timeline
-        self.ready_at = ready_at
+    _defaults = {"status": None, "label": None, "signature": None, "evidence": [], "timeline": [], "ready_at": None}
 
 
 class WatchContext(Slotted):
@@ -162,17 +139,8 @@ class Plan(Slotted):
     #: Printed to stderr before launch (warnings, the config diff).
     notes: list[str]
 
-    def __init__(self, role: str = "command", argv: list[str] | None = None,
-                 launch: LaunchConfig | dict[str, Any] | None = None,
-                 bench: BenchConfig | None = None, watcher: Watcher | None = None, refuse: str | None = None,
-                 notes: list[str] | None = None) -> None:
-        self.role = role
-        self.argv = argv
-        self.launch = launch
-        self.bench = bench
-        self.watcher = watcher
-        self.refuse = refuse
-        self.notes = [] if notes is None else notes
+    _defaults = {"role": "command", "argv": None, "launch": None, "bench": None, "watcher": None, "refuse": None,
+                 "notes": []}
 
 
 class Planner(Protocol):

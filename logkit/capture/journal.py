@@ -117,11 +117,7 @@ class Journal:
         files.check_regular(journal.events_path)
         if not journal.events_path.exists():
             raise NotFound(f"no session {session_id!r} in {root}", fix="see 'logkit session list' (the store is $LOGKIT_SESSIONS)")
-        try:
-            journal._reconcile()
-        except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a launch
-            print(f"logkit: warning: could not check {session_id} for abandoned attempts "
-                  f"({type(exc).__name__}: {exc}); recording anyway", file=sys.stderr)
+        journal.reconcile("; recording anyway")
         return journal
 
     def hypothesis_ids(self) -> list[str]:
@@ -129,13 +125,13 @@ class Journal:
         self.view.catch_up()
         return list(self.view.hyps)
 
-    def reconcile(self) -> None:
-        """Mark attempts whose recorder died as abandoned; never raises."""
+    def reconcile(self, then: str = "") -> None:
+        """Mark attempts whose recorder died as abandoned; never raises (a warning ending in ``then``)."""
         try:
             self._reconcile()
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
             print(f"logkit: warning: could not check {self.id} for abandoned attempts "
-                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+                  f"({type(exc).__name__}: {exc}){then}", file=sys.stderr)
 
     def _reconcile(self) -> None:
         host = procs.hostname()
@@ -169,7 +165,7 @@ class Journal:
                         continue
                     outcome = abandoned_outcome(self.id, self.dir, attempt)
                     line = scrub(outcome.model_dump(mode="json", exclude_none=True))
-                    files.write_line(fd, self._line(line), path=self.events_path, durable=True)
+                    files.write_line(fd, files.json_line(line), path=self.events_path, durable=True)
                     written.append((attempt, outcome))
                     with contextlib.suppress(OSError):
                         files.reserve_path(self.dir, attempt.short_id).unlink()
@@ -187,14 +183,10 @@ class Journal:
         with appending(self.events_path, fix=f"check that {self.dir} is writable") as fd:
             yield fd
 
-    @staticmethod
-    def _line(event: dict[str, Any]) -> bytes:
-        return files.json_line(event)
-
     def append(self, event: dict[str, Any], *, durable: bool = False) -> None:
         """Append one event as one whole line (or nothing, and :class:`StoreError`)."""
         with self.transaction() as fd:
-            files.write_line(fd, self._line(event), path=self.events_path, durable=durable)
+            files.write_line(fd, files.json_line(event), path=self.events_path, durable=durable)
 
     def append_attempt(self, event: dict[str, Any]) -> dict[str, Any]:
         """Allocate the next ``A<n>`` under the lock, set it (and the log path), append, reserve room."""
@@ -206,7 +198,7 @@ class Journal:
                 number += 1  # a log without its line (a recorder killed in between): never wiped, never reused
             event["short_id"] = f"A{number}"
             event["log"] = {"path": f"{files.LOGS_DIR}/A{number}.log"}
-            files.write_line(fd, self._line(event), path=self.events_path)
+            files.write_line(fd, files.json_line(event), path=self.events_path)
             view.catch_up()
         self._reserve(event["short_id"])
         return event

@@ -15,9 +15,9 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
-import signal
 import struct
 import subprocess
 import termios
@@ -34,7 +34,6 @@ _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 class Child(Slotted):
     """A running child: its pid, process group and the output fds to read (fd -> logkit fd)."""
 
-    # __slots__, not @dataclass: `dataclasses` costs `logkit run` ~10 ms of start-up (inspect, ast).
     __slots__ = ("proc", "pid", "pgid", "outputs", "pty", "pidfd")
 
     proc: subprocess.Popen[bytes]
@@ -44,14 +43,7 @@ class Child(Slotted):
     pty: bool
     pidfd: int | None
 
-    def __init__(self, proc: subprocess.Popen[bytes], pid: int, pgid: int, outputs: dict[int, int] | None = None,
-                 pty: bool = False, pidfd: int | None = None) -> None:
-        self.proc = proc
-        self.pid = pid
-        self.pgid = pgid
-        self.outputs = {} if outputs is None else outputs
-        self.pty = pty
-        self.pidfd = pidfd
+    _defaults = {"outputs": {}, "pty": False, "pidfd": None}
 
 
 def copy_winsize(master: int) -> None:
@@ -69,13 +61,11 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
     """Start ``argv`` in a new session; raises FileNotFoundError/PermissionError like Popen."""
     if use_pty:
         master, slave = os.openpty()
-        try:
+        with contextlib.suppress(OSError, termios.error):
             attrs = termios.tcgetattr(slave)
             attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the log gets the child's bytes
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
             copy_winsize(master)
-        except (OSError, termios.error):
-            pass
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=slave, stderr=slave, start_new_session=True)
         except BaseException:
@@ -88,10 +78,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         for fd in (out_r, err_r):
-            try:
+            with contextlib.suppress(OSError):  # a lower pipe-max-size: the default 64 KiB works, just more reads
                 fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
-            except OSError:
-                pass  # a lower pipe-max-size: the default 64 KiB works, just more reads
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out_w, stderr=err_w, start_new_session=True)
         except BaseException:
@@ -103,10 +91,8 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
             os.close(err_w)
         outputs = {out_r: 1, err_r: 2}
     pidfd: int | None = None
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        pidfd = None
     return Child(proc=proc, pid=proc.pid, pgid=proc.pid, outputs=outputs, pty=use_pty, pidfd=pidfd)
 
 
@@ -115,9 +101,7 @@ def kill_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
         return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+    except (ProcessLookupError, PermissionError):
         return False
 
 
@@ -127,11 +111,3 @@ def exit_status(returncode: int) -> tuple[int, int | None, int | None]:
         sig = -returncode
         return 128 + sig, None, sig
     return returncode, returncode, None
-
-
-def signal_name(sig: int) -> str:
-    """``SIGTERM`` for 15."""
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"

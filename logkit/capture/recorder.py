@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -209,14 +210,10 @@ class Recorder:
         if fd is None:
             return
         if sync:
-            try:
+            with contextlib.suppress(OSError):
                 os.fsync(fd)
-            except OSError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
     def echo(self, dest: int, data: bytes) -> None:
         if not self.echo_ok.get(dest, True):

@@ -133,13 +133,17 @@ def _blank(value: Any, placeholder: str) -> Any:
     return value if value in (None, "", False, True) else placeholder
 
 
+def _keys(value: dict[Any, Any], rules: Rules, inner: Any) -> dict[Any, Any]:
+    """A mapping with everything under a secret key blanked and ``inner`` applied to the other values."""
+    return {k: _blank(v, rules.placeholder) if isinstance(k, str) and v not in (None, "", False, True)
+            and is_secret_key(k, rules) else inner(v) for k, v in value.items()}
+
+
 def redact_keys(value: Any) -> Any:
     """A JSON-ready value (``/server_info``) with every value under a secret key replaced, deeply;
     nothing else is changed (:meth:`Redactor.scrub` also redacts the text)."""
-    rules = load_rules()
     if isinstance(value, dict):
-        return {k: _blank(v, rules.placeholder) if isinstance(k, str) and v not in (None, "", False, True)
-                and is_secret_key(k, rules) else redact_keys(v) for k, v in value.items()}
+        return _keys(value, load_rules(), redact_keys)
     if isinstance(value, list):
         return [redact_keys(v) for v in value]
     return value
@@ -375,9 +379,6 @@ class Redactor:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
         return is_secret_key(key, self.rules)
 
-    def _flag_values(self, argv: list[str]) -> list[tuple[int, str]]:
-        return _flag_values(self.rules, argv)
-
     # -- redaction -----------------------------------------------------------------------------
 
     def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, group: str | None = "") -> Any:
@@ -468,7 +469,7 @@ class Redactor:
         """The argv as it may be stored: secret flag values replaced (``-u USER:PW``'s password,
         ``mysql -pPW``'s too), every word redacted as text."""
         out = list(argv)
-        for i, _value in self._flag_values(argv):
+        for i, _value in _flag_values(self.rules, argv):
             if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
                 flag = argv[i].partition("=")[0]
                 out[i] = f"{flag}={self.placeholder}"
@@ -494,13 +495,7 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                if isinstance(key, str) and item not in (None, "", False, True) and self.is_secret_key(key):
-                    out[key] = _blank(item, self.placeholder)
-                else:
-                    out[key] = self.scrub(item)
-            return out
+            return _keys(value, self.rules, self.scrub)
         if isinstance(value, list):
             if value and all(isinstance(v, str) for v in value):
                 return self.argv(value)

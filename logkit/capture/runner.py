@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -38,7 +39,7 @@ from . import environment as envmod
 from ._slotted import Slotted
 from .hooks import ExitInfo, Plan, WatchContext
 from .journal import Journal
-from .process import Child, exit_status, spawn
+from .process import exit_status, spawn
 from .recorder import Recorder
 from .redact import Redactor
 from .supervisor import StopState, Supervisor
@@ -62,10 +63,6 @@ GPU_PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
 
 
-# Plain classes with __slots__, not @dataclass: `dataclasses` imports inspect, ast and dis (~10 ms
-# of every `logkit run` start-up).
-
-
 class RunOptions(Slotted):
     """What the command line asked for."""
 
@@ -84,21 +81,8 @@ class RunOptions(Slotted):
     preflight: bool
     extra: dict[str, Any]
 
-    def __init__(self, sessions: str | None = None, session: str | None = None, tests: list[str] | None = None,
-                 role: str | None = None, label: str | None = None, grace: float = 30.0,
-                 hang_timeout: float | None = None, smoke: list[str] | None = None, smoke_only: bool = False,
-                 preflight: bool = True, extra: dict[str, Any] | None = None) -> None:
-        self.sessions = sessions
-        self.session = session
-        self.tests = [] if tests is None else tests
-        self.role = role
-        self.label = label
-        self.grace = grace
-        self.hang_timeout = hang_timeout
-        self.smoke = [] if smoke is None else smoke
-        self.smoke_only = smoke_only
-        self.preflight = preflight
-        self.extra = {} if extra is None else extra
+    _defaults = {"sessions": None, "session": None, "tests": [], "role": None, "label": None, "grace": 30.0,
+                 "hang_timeout": None, "smoke": [], "smoke_only": False, "preflight": True, "extra": {}}
 
 
 class RunResult(Slotted):
@@ -113,13 +97,7 @@ class RunResult(Slotted):
     #: why the command ran unrecorded (said again in the closing summary); None when recorded
     unrecorded: str | None
 
-    def __init__(self, exit_status: int, session: str | None = None, attempt: dict[str, Any] | None = None,
-                 outcome: dict[str, Any] | None = None, unrecorded: str | None = None) -> None:
-        self.exit_status = exit_status
-        self.session = session
-        self.attempt = attempt
-        self.outcome = outcome
-        self.unrecorded = unrecorded
+    _defaults = {"session": None, "attempt": None, "outcome": None, "unrecorded": None}
 
 
 def default_confirm(plan: Plan, environment: Any) -> bool:
@@ -234,10 +212,8 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         problems.append(f"could not record the attempt: {exc}")
         print(f"logkit: warning: {problems[-1]}; the command runs unrecorded", file=sys.stderr)
         attempt.setdefault("short_id", None)
-    try:
+    with contextlib.suppress(Exception):  # the index only speeds up the next run
         journal.refresh_index(launch=plan.role == "launch")  # the child runs: off its critical path
-    except Exception:  # noqa: BLE001, S110 - the index only speeds up the next run
-        pass
     recording = _Recording(journal, child, attempt, plan, opts, options, redactor, probes, base_env, problems, started)
     try:
         return recording.supervise(log_fd)
@@ -251,21 +227,7 @@ class _Recording(Slotted):
     __slots__ = ("journal", "child", "attempt", "plan", "opts", "options", "redactor", "probes", "base_env",
                  "problems", "started", "env_written")
 
-    def __init__(self, journal: Journal, child: Child, attempt: dict[str, Any], plan: Plan, opts: RunOptions,
-                 options: dict[str, Any], redactor: Redactor, probes: envmod.Probes, base_env: dict[str, Any],
-                 problems: list[str], started: float) -> None:
-        self.journal = journal
-        self.child = child
-        self.attempt = attempt
-        self.plan = plan
-        self.opts = opts
-        self.options = options
-        self.redactor = redactor
-        self.probes = probes
-        self.base_env = base_env
-        self.problems = problems
-        self.started = started
-        self.env_written = False
+    _defaults = {"env_written": False}
 
     @property
     def recorded(self) -> bool:

@@ -24,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -86,11 +87,9 @@ class SessionView(Slotted):
         except OSError:
             return view
         if size > SCAN_LIMIT:
-            try:
+            with contextlib.suppress(Exception):  # the index only speeds this up: scan instead
                 if view._from_index():
                     return view
-            except Exception:  # noqa: BLE001 - the index only speeds this up: scan instead
-                pass
             view._reset()
         view.catch_up()
         return view
@@ -173,11 +172,9 @@ class SessionView(Slotted):
 
 def refresh(root: Path, session: str) -> None:
     """Bring the index up to date with ``session``'s file (validated ingest); never raises."""
-    try:
+    with contextlib.suppress(Exception):  # only the next reader's speed depends on it
         from ..store.index import Index
 
         with Index(root) as index:
             if index.path is not None:
                 index.refresh([session], fallback=False)
-    except Exception:  # noqa: BLE001 - only the next reader's speed depends on it
-        pass

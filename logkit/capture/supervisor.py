@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import select
@@ -28,11 +29,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import procs
-from ._slotted import Slotted
-from .process import Child, copy_winsize, kill_group, signal_name
+from ..statuses import signal_name
+from .process import Child, copy_winsize, kill_group
 from .recorder import Recorder
 
 __all__ = ["BIG_READ", "DRAIN_S", "FORWARDED", "KILL_AT", "READ_SIZE", "StopPhase", "StopState", "Stopper", "Supervisor", "TICK_S"]
@@ -56,14 +57,12 @@ def _keep_buffers() -> None:
     most :data:`~logkit.capture.recorder.QUEUE_CHUNKS` reads' worth. Called on the first big read
     only (``ctypes`` costs ~4 ms to import); elsewhere than glibc it does nothing.
     """
-    try:
+    with contextlib.suppress(Exception):  # not glibc (musl, macOS): the default allocator is fine
         import ctypes
 
         libc = ctypes.CDLL(None)
         libc.mallopt(-3, 8 << 20)  # M_MMAP_THRESHOLD: allocations below 8 MiB come from the heap
         libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep up to 64 MiB of freed heap
-    except Exception:  # noqa: BLE001 - not glibc (musl, macOS): the default allocator is fine
-        pass
 
 
 class StopPhase(enum.Enum):
@@ -74,35 +73,22 @@ class StopPhase(enum.Enum):
     KILLED = "killed"
 
 
-class StopState(Slotted):
-    """A frozen snapshot of the stop (a transition makes a new one)."""
+class StopState(NamedTuple):
+    """A frozen snapshot of the stop (a transition makes a new one: :meth:`replace`)."""
 
-    __slots__ = ("phase", "reason", "deadline", "signal", "hang")
-
-    phase: StopPhase
+    phase: StopPhase = StopPhase.RUNNING
     #: Why logkit stopped the child: "SIGINT received", "no output for 5s (--hang-timeout)", ...
-    reason: str | None
+    reason: str | None = None
     #: When the group gets SIGKILL (monotonic clock), once stopping.
-    deadline: float | None
+    deadline: float | None = None
     #: The last signal logkit received and forwarded.
-    signal: int | None
+    signal: int | None = None
     #: The stop was --hang-timeout's.
-    hang: bool
-
-    def __init__(self, phase: StopPhase = StopPhase.RUNNING, reason: str | None = None,
-                 deadline: float | None = None, signal: int | None = None, hang: bool = False) -> None:
-        for name, value in (("phase", phase), ("reason", reason), ("deadline", deadline), ("signal", signal),
-                            ("hang", hang)):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"StopState is frozen: use replace({name}=...)")
+    hang: bool = False
 
     def replace(self, **changes: Any) -> StopState:
         """A copy with ``changes``."""
-        fields = {n: getattr(self, n) for n in self.__slots__}
-        fields.update(changes)
-        return StopState(**fields)
+        return self._replace(**changes)
 
     @property
     def stopped(self) -> bool:
@@ -207,19 +193,15 @@ class Supervisor:
             signal.signal(sig, handler)
         child = self.child
         for fd in (*child.outputs, self._wake_r, self._wake_w, *([child.pidfd] if child.pidfd is not None else [])):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def _resize(self) -> None:
         # The pty is not the child's controlling terminal (it runs in a session of its own without
         # one), so the kernel sends no SIGWINCH on the resize: send it to the group ourselves.
-        try:
+        with contextlib.suppress(OSError, StopIteration):  # the pty or the group is gone: the child has ended
             copy_winsize(next(iter(self.child.outputs)))
             os.killpg(self.child.pgid, signal.SIGWINCH)
-        except (OSError, StopIteration):
-            pass  # the pty or the group is gone: the child has ended
 
     def service(self) -> None:
         """Forward the signals received since the last call; SIGKILL when the grace is over."""
@@ -268,10 +250,8 @@ class Supervisor:
                     rec.echo(open_fds[fd], data)
                     rec.submit(fd, data, self.service, rec.scan(fd, data))
                 elif fd == self._wake_r:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.read(self._wake_r, 512)
-                    except OSError:
-                        pass
                 elif fd == child.pidfd:
                     poller.unregister(fd)
                     check_exit = True

@@ -38,15 +38,12 @@ def _command_of(argv: list[str]) -> str | None:
     i = 0
     while i < len(argv):
         word = argv[i]
-        if word == "--sessions":
-            i += 2
-            continue
-        if word.startswith("-"):
-            if word.startswith("--sessions="):
-                i += 1
-                continue
+        if word == "--sessions" or word.startswith("--sessions="):
+            i += 2 if word == "--sessions" else 1
+        elif word.startswith("-"):
             return None  # --help, --version, or a typo: the full parser answers
-        return word
+        else:
+            return word
     return None
 
 

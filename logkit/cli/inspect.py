@@ -96,21 +96,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise BadInput(f"{out.parent} is not a directory", fix="create it, or write --out elsewhere")
-    if args.format == "csv":
-        text = frame.to_csv(index=False)
-    elif args.format == "jsonl":
-        text = frame.to_json(orient="records", lines=True, force_ascii=False) if len(frame) else ""
-    else:
+    if args.format == "parquet":
         try:
             frame.to_parquet(out, index=False)
         except ImportError as exc:
             raise BadInput("writing parquet needs pyarrow, which is not installed",
                            fix="pip install 'logkit[parquet]' (pyarrow), or use --format csv|jsonl") from exc
-        print(f"logkit: {len(frame)} {args.what} rows -> {out}", file=sys.stderr)
-        return 0
-    if out is None:
-        sys.stdout.write(text)
     else:
+        text = frame.to_csv(index=False) if args.format == "csv" else (
+            frame.to_json(orient="records", lines=True, force_ascii=False) if len(frame) else "")
+        if out is None:
+            sys.stdout.write(text)
+            return 0
         out.write_text(text, encoding="utf-8")
-        print(f"logkit: {len(frame)} {args.what} rows -> {out}", file=sys.stderr)
+    print(f"logkit: {len(frame)} {args.what} rows -> {out}", file=sys.stderr)
     return 0

@@ -60,13 +60,12 @@ def run_demo(target: Path, say: Callable[[str], None] = print) -> int:
            "PYTHONPATH": os.pathsep.join(p for p in (str(STANDIN / "fake_sglang"), os.environ.get("PYTHONPATH", "")) if p)}
     started = time.monotonic()
 
-    def step(title: str, *args: str, show: bool = True) -> subprocess.CompletedProcess[str]:
+    def step(title: str, *args: str) -> subprocess.CompletedProcess[str]:
         say(f"\n$ logkit {' '.join(args)}\n# {title}")
         r = subprocess.run([sys.executable, "-m", "logkit", *args], env=env, cwd=target, capture_output=True,
                            text=True, timeout=600)
-        if show:
-            for line in (r.stdout + r.stderr).strip().splitlines()[-14:]:
-                say(f"  {line}")
+        for line in (r.stdout + r.stderr).strip().splitlines()[-14:]:
+            say(f"  {line}")
         if r.returncode != 0:
             raise BadInput(f"demo step failed (exit {r.returncode}): logkit {' '.join(args)}",
                            fix=f"see the output above; the demo's files are in {target}")

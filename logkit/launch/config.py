@@ -26,6 +26,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -195,8 +196,7 @@ def given_only(flag_words: list[str]) -> dict[str, Any]:
         given, _error = sg.quick_parse(flag_words, {**spec, "actions": _optional(spec)})
     if given is None:
         return plain_config(flag_words)
-    cfg = _config("sglang", None, True, dict(given), dict(given), given)
-    return cfg
+    return _config("sglang", None, True, dict(given), dict(given), given)
 
 
 def printed_args(line: str) -> dict[str, Any] | None:
@@ -210,7 +210,7 @@ def printed_args(line: str) -> dict[str, Any] | None:
     if start < 0:
         return None
     body = line[start + len("ServerArgs("):].rstrip()
-    try:
+    with contextlib.suppress(SyntaxError, AssertionError, RecursionError, MemoryError):
         call = ast.parse("f(" + body.removesuffix(")") + ")", mode="eval").body
         assert isinstance(call, ast.Call)
         out: dict[str, Any] = {}
@@ -220,8 +220,6 @@ def printed_args(line: str) -> dict[str, Any] | None:
             except ValueError:
                 continue
         return out
-    except (SyntaxError, AssertionError, RecursionError, MemoryError):
-        pass
     # A line cut short (a pasted excerpt): take each `name=value` that parses on its own.
     out = {}
     marks = list(re.finditer(r"(?:^|, )([A-Za-z_]\w*)=", body))

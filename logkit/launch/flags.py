@@ -25,6 +25,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import tomllib
 from pathlib import Path
@@ -65,10 +66,8 @@ def table() -> dict[str, Any]:
 def coerce(value: str) -> Any:
     """``"2"`` -> 2, ``"0.8"`` -> 0.8, anything else stays a string."""
     for cast in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return cast(value)
-        except ValueError:
-            pass
     return value
 
 
@@ -221,10 +220,6 @@ def workload_text(work: tuple[Any, ...]) -> str:
 
 def ignored(value: Any) -> bool:
     """A value that chooses nothing (``auto``, ``none``, empty: ``[fingerprint] ignore_values``)."""
-    return _ignored(value)
-
-
-def _ignored(value: Any) -> bool:
     return value is None or str(value).strip().lower() in _ignore_values()
 
 
@@ -237,14 +232,14 @@ def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None 
     fp = launch.get("fingerprint") or {}
     args, nd = launch.get("args") or {}, launch.get("non_default") or {}
     out = {k: str(v) for k, v in fp.items()
-           if is_backend(k) and not _ignored(v) and (k not in args or k in nd)}
+           if is_backend(k) and not ignored(v) and (k not in args or k in nd)}
     if resolved:
         args = launch.get("args") or {}
         for key, value in resolved.items():
-            if not is_backend(key) or key in out or _ignored(value) or not isinstance(value, str):
+            if not is_backend(key) or key in out or ignored(value) or not isinstance(value, str):
                 continue
             mine = fp.get(key, args.get(key, "auto"))
-            if _ignored(mine):  # left to SGLang: the server says what it picked
+            if ignored(mine):  # left to SGLang: the server says what it picked
                 out[key] = value
     return dict(sorted(out.items()))
 

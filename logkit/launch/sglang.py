@@ -23,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -54,11 +55,9 @@ def probe(python: str, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any] | Non
     try:
         proc = subprocess.run([python, "-I", str(SCRIPT), "--probe"], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
-        line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-        data = json.loads(line) if line.startswith("{") else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, subprocess.TimeoutExpired, ValueError):  # ValueError: output that is not UTF-8
         return None
-    return data if isinstance(data, dict) else None
+    return _decode(proc.stdout)
 
 
 def _mtime(path: str) -> int | None:
@@ -119,21 +118,17 @@ def store_spec(python: str, probed: dict[str, Any], spec: dict[str, Any], env: d
     path = _path(python, env)
     entry = {"format": CACHE_FORMAT, "python": python, "python_mtime": _mtime(python),
              "probe": {k: probed.get(k) for k in ("version", "stamp", "stamps", "packages")}, "spec": spec}
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(entry), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 def forget(python: str, env: dict[str, str] | None = None) -> None:
     """Drop ``python``'s cache entry (the full parse saw another SGLang than the cache)."""
-    try:
+    with contextlib.suppress(OSError):
         _path(python, env).unlink()
-    except OSError:
-        pass
 
 
 def _request(flags: list[str], spec: bool) -> str:
@@ -162,10 +157,8 @@ def full_parse(flags: list[str], python: str, *, spec: bool = False, timeout: fl
 
 
 def _nice() -> None:  # pragma: no cover - runs in the forked child
-    try:
+    with contextlib.suppress(OSError):
         os.nice(5)
-    except OSError:
-        pass
 
 
 class Background:
@@ -205,11 +198,9 @@ class Background:
     def cancel(self) -> None:
         """Stop the parse (logkit is ending before it finished)."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self._done = True
 
 

@@ -86,6 +86,11 @@ def hypothesis_ids(events: list[BaseEvent]) -> list[str]:
     return [e.short_id for e in events if isinstance(e, Hypothesis)]
 
 
+#: per ref prefix: what it names, in the singular and the plural, and where the known ones are listed
+_REF_KINDS = {"A": ("attempt", "attempts", "'logkit status'"),
+              "H": ("hypothesis", "hypotheses", "'logkit hypothesis list'")}
+
+
 def _known(ids: list[str]) -> str:
     return ", ".join(ids[-12:]) if ids else "none yet"
 
@@ -96,8 +101,7 @@ def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], 
     A ref is ``A7``/``H3`` in this session, or ``SESSION/A4`` in another session of the same store.
     ``allow`` says which prefixes are acceptable here.
     """
-    attempts = attempt_ids(events)
-    hypotheses = hypothesis_ids(events)
+    known = {"A": attempt_ids(events), "H": hypothesis_ids(events)}
     for ref in refs:
         if "/" in ref:
             other, _, short = ref.rpartition("/")
@@ -109,18 +113,12 @@ def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], 
             if short not in pool:
                 raise NotFound(f"session {other!r} has no {short}", fix=f"known there: {_known(pool)}")
             continue
-        if _ATTEMPT.match(ref) and "A" in allow:
-            if ref not in attempts:
-                raise NotFound(
-                    f"no attempt {ref} in session {handle.id}",
-                    fix=f"known attempts: {_known(attempts)} (see 'logkit status')",
-                )
-        elif _HYPOTHESIS.match(ref) and "H" in allow:
-            if ref not in hypotheses:
-                raise NotFound(
-                    f"no hypothesis {ref} in session {handle.id}",
-                    fix=f"known hypotheses: {_known(hypotheses)} (see 'logkit hypothesis list')",
-                )
+        kind = ref[:1]
+        if kind in allow and (_ATTEMPT if kind == "A" else _HYPOTHESIS).match(ref):
+            if ref not in known[kind]:
+                name, plural, see = _REF_KINDS[kind]
+                raise NotFound(f"no {name} {ref} in session {handle.id}",
+                               fix=f"known {plural}: {_known(known[kind])} (see {see})")
         else:
             kinds = " or ".join({"A": "an attempt (A7)", "H": "a hypothesis (H3)"}[k] for k in allow)
             raise BadInput(f"{ref!r} is not {kinds}", fix="use ids as 'logkit status' prints them")

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import BadInput, NotFound
 from ..events import Decision, DecisionOption, new_id
-from ..store import SessionHandle, Store
+from ..store import SessionHandle, Store, files
 from .common import check_refs, now, provenance
 from .ledger import (
     CROCKFORD,
@@ -57,9 +57,6 @@ __all__ = [
     "supersession",
 ]
 
-_REF = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[AH][0-9]+$")
-
-
 def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
     """``"flashinfer_trtllm: SM100-only kernels (H2, A4)"`` -> an option that lost, citing H2 and A4."""
     name, sep, why = text.partition(":")
@@ -71,7 +68,7 @@ def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
     tail = re.search(r"\(([^()]*)\)\s*$", why)
     if tail:
         refs = [r.strip() for r in tail.group(1).split(",") if r.strip()]
-        if refs and all(_REF.match(r) for r in refs):
+        if refs and all(files.REF_RE.match(r) for r in refs):
             hypotheses = [r for r in refs if r.rpartition("/")[2].startswith("H")]
             attempts = [r for r in refs if r.rpartition("/")[2].startswith("A")]
             why = why[: tail.start()].rstrip()

@@ -131,14 +131,11 @@ def ledger_rows(store: Store) -> tuple[list[LedgerRow], list[tuple[int, str]]]:
 
 
 def refuse_unmerged(store: Store) -> None:
-    path = ledger_path(store)
-    if not path.exists():
-        return
-    files.check_regular(path)
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    _rows, bad = ledger_rows(store)
+    for number, line in bad:
         if line.startswith(CONFLICT_MARKERS):
             raise BadInput(
-                f"{path}:{number}: unresolved git merge conflict in the decision ledger",
+                f"{ledger_path(store)}:{number}: unresolved git merge conflict in the decision ledger",
                 fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'",
             )
 

@@ -132,38 +132,21 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
 
     def transform(raw: bytes) -> bytes:
         chunks = raw.split(b"\n")
-        target = None
+        target, own = None, {}
         for index, chunk in enumerate(chunks):
-            if not files.may_hold(chunk, b'"decision_id"'):
-                continue
-            data = files.decode(chunk)
+            data = files.decode(chunk) if files.may_hold(chunk, b'"decision_id"') else None
             if data is not None and data.get("kind") == "decision" and data.get("decision_id") == decision_id:
-                target = index
+                target, own = index, data
         if target is None:
             raise NotFound(f"session {session_id} has no decision {decision_id}", fix="see 'logkit decision check'")
-        for index, chunk in enumerate(chunks):
-            if index != target and not files.may_hold(chunk, b'"supersedes"'):
-                continue
-            data = files.decode(chunk)
-            if data is None:
-                continue  # a damaged line stays as it is
-            if index == target:
-                found.update(new_id=permanent_id(str(data.get("id", "")), known_ids(store)),
-                             title=str(data.get("title", "")))
-                data["decision_id"] = found["new_id"]
-            elif data.get("supersedes") == decision_id and found:
+        found.update(new_id=permanent_id(str(own.get("id", "")), known_ids(store)), title=str(own.get("title", "")))
+        own["decision_id"] = found["new_id"]
+        chunks[target] = json.dumps(own, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        for index, chunk in enumerate(chunks):  # supersedes references to the old id (a damaged line stays)
+            data = files.decode(chunk) if index != target and files.may_hold(chunk, b'"supersedes"') else None
+            if data is not None and data.get("supersedes") == decision_id:
                 data["supersedes"] = found["new_id"]
-            else:
-                continue
-            chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        if found:  # supersedes lines before the decision's own line
-            for index, chunk in enumerate(chunks[:target]):
-                if not files.may_hold(chunk, b'"supersedes"'):
-                    continue
-                data = files.decode(chunk)
-                if data is not None and data.get("supersedes") == decision_id:
-                    data["supersedes"] = found["new_id"]
-                    chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         return b"\n".join(chunks)
 
     with store.locked():

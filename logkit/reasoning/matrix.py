@@ -37,7 +37,7 @@ from .. import statuses
 from ..launch.flags import table as launch_table
 
 __all__ = ["Cell", "Comparison", "Key", "Row", "STATES", "aggregated", "category", "category_of", "cells", "compare",
-           "hang_limit", "matching", "refutes", "row_of", "state", "with_smoke"]
+           "hang_limit", "refutes", "row_of", "state", "with_smoke"]
 
 STATES = ("works", "refuted", "conflicting", "untested")
 
@@ -202,19 +202,6 @@ def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
 
 def _order(row: Row) -> tuple[str, str, int]:
     return (row.started, row.session, _num(row.attempt))
-
-
-def matching(found: dict[Key, Cell], backends: dict[str, Any], arch: str | None, *, model: str | None = None,
-             sglang: str | None = None) -> list[Cell]:
-    """The cells a launch choosing ``backends`` on ``arch`` falls in: same axis, value and
-    architecture; same model and SGLang version where both sides know them."""
-    if not arch:
-        return []
-    want = {k: str(v).strip().lower() for k, v in backends.items()}
-    return [c for c in found.values()
-            if c.arch == arch and want.get(c.axis) == c.value.strip().lower()
-            and (model is None or c.model is None or c.model == model)
-            and (sglang is None or c.sglang is None or c.sglang == sglang)]
 
 
 def _num(short: str) -> int:

@@ -70,7 +70,6 @@ def environment(
     compute_cap: str | None,
     count: int,
     first_index: int = 0,
-    memory_mib: int | None = None,
     packages: dict[str, str | None] | None = None,
     env: dict[str, str] | None = None,
 ) -> Environment | None:
@@ -79,7 +78,7 @@ def environment(
         raise BadInput(f"--count {count} must be at least 1", fix="--count 8")
     if compute_cap and not gpu:
         raise BadInput("--compute-cap needs --gpu NAME", fix='--gpu "NVIDIA RTX PRO 6000 Blackwell" --compute-cap 12.0')
-    gpus = [Gpu(index=first_index + i, name=gpu, compute_cap=compute_cap, memory_mib=memory_mib) for i in range(count)] if gpu else []
+    gpus = [Gpu(index=first_index + i, name=gpu, compute_cap=compute_cap) for i in range(count)] if gpu else []
     if not (gpus or packages or env):
         return None
     return Environment(gpus=gpus, packages=dict(packages or {}), env=dict(env or {}), device_capability=compute_cap)

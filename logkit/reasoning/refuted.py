@@ -24,18 +24,15 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from .. import statuses
 from ..gpu import ENV_ARCH, arch_name, arch_of, local_arch
-from ..launch.flags import backend_axes, model_of
-from ..launch.flags import describe as describe_values
+from ..launch.flags import backend_axes, describe, model_of
 from . import matrix
 
-__all__ = ["RefutedRun", "arch_for_launch", "ask", "check", "check_launch", "conflicts", "describe", "launch_cells", "run_of",
+__all__ = ["RefutedRun", "arch_for_launch", "ask", "check", "check_launch", "conflicts", "launch_cells", "run_of",
            "warning"]
 
 
@@ -104,11 +101,6 @@ def conflicts(backends: dict[str, Any], arch: str | None, store: Any, *, model: 
     return [run_of(c) for c in launch_cells(backends, arch, store, model, sglang) if c.state == "conflicting"]
 
 
-def describe(suspected: dict[str, Any]) -> str:
-    """``{"moe_runner_backend": "flashinfer_trtllm"}`` -> ``flashinfer_trtllm MoE``."""
-    return describe_values(suspected)
-
-
 def warning(run: RefutedRun) -> str:
     """``flashinfer_trtllm MoE crashed on SM120 in 2026-11-14-glm5 A4 (arch_mismatch).``"""
     verb = statuses.verb(run.status)
@@ -124,7 +116,6 @@ def ask(
     yes: bool = False,
     stdin: TextIO | None = None,
     stderr: TextIO | None = None,
-    ask: Callable[[str], str] | None = None,
 ) -> bool:
     """Warn about ``runs``; True to go ahead. Prompts only on a terminal, and not with ``yes``."""
     if not runs:
@@ -145,7 +136,7 @@ def ask(
     stderr.write("Run anyway? [y/N] ")
     stderr.flush()
     try:
-        answer = ask("") if ask else stdin.readline()
+        answer = stdin.readline()
     except (EOFError, KeyboardInterrupt):
         answer = ""
     return answer.strip().lower() in ("y", "yes")
@@ -166,15 +157,7 @@ def arch_for_launch(environment: Any) -> str | None:
     return local_arch()
 
 
-class _Sessions:
-    """The sessions directory the check reads (its ``root``), without the typed store."""
-
-    def __init__(self, override: str | None) -> None:
-        self.root = Path(override or os.environ.get("LOGKIT_SESSIONS") or "sessions")
-
-
-def check_launch(plan: Any, environment: Any, sessions: str | None, *,
-                 stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
+def check_launch(plan: Any, environment: Any, sessions: str | None) -> bool:
     """Warn (and ask on a terminal) when ``plan``'s launch repeats a refuted one; True to launch."""
     launch = getattr(plan, "launch", None)
     if launch is not None and not isinstance(launch, dict):
@@ -182,14 +165,20 @@ def check_launch(plan: Any, environment: Any, sessions: str | None, *,
     backends = backend_axes(launch)
     if not backends:
         return True
-    err = stderr or sys.stderr
+    err = sys.stderr
     try:
         # one read of the matrix: the refuted cells warn, the conflicting ones are said
-        found = launch_cells(backends, arch_for_launch(environment), _Sessions(sessions), model_of(launch), None)
+        from types import SimpleNamespace
+
+        from ..store.files import root
+
+        # the sessions directory, without the typed store
+        found = launch_cells(backends, arch_for_launch(environment), SimpleNamespace(root=root(sessions)),
+                             model_of(launch), None)
         runs = [run_of(c) for c in found if c.state == "refuted"]
         for run in (run_of(c) for c in found if c.state == "conflicting"):
             err.write(f"logkit: note: {warning(run)}\n")
     except Exception as exc:  # noqa: BLE001 - the check must never stop a launch by crashing
         err.write(f"logkit: warning: the refuted-configuration check failed ({exc}); launching\n")
         return True
-    return ask(runs, stdin=stdin, stderr=err)
+    return ask(runs, stderr=err)

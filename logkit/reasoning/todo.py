@@ -16,8 +16,10 @@ Contract:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +28,17 @@ from ..errors import BadInput
 from ..events import Hypothesis, Todo, TodoItem
 from ..store import SessionHandle
 from .common import now, provenance
-from .tables import tables
 
 __all__ = ["ITEM_FIELDS", "Match", "diff", "match", "parse", "parse_data", "record", "record_items", "tokens"]
 
 _PREFIX = re.compile(r"^\s*\[?(H[0-9]+)\]?\s*[:\-]\s*")
 _TOKEN = re.compile(r"[a-z0-9_]+")
+
+
+@functools.cache
+def _rule() -> dict[str, Any]:
+    """``logkit/data/reasoning.toml``'s ``[todo_match]``, read once."""
+    return tomllib.loads((Path(__file__).resolve().parent.parent / "data" / "reasoning.toml").read_text("utf-8"))["todo_match"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,7 @@ class Match:
 
 def tokens(text: str) -> set[str]:
     """Lowercase word tokens of ``text`` without stopwords."""
-    stop = set(tables()["todo_match"]["stopwords"])
+    stop = set(_rule()["stopwords"])
     return {t for t in _TOKEN.findall(text.lower()) if t not in stop}
 
 
@@ -115,7 +122,7 @@ def parse_data(data: Any, path: Path | str) -> list[TodoItem]:
 
 def match(items: list[TodoItem], hypotheses: list[Hypothesis]) -> list[Match]:
     """Map every item onto at most one hypothesis; see the module docstring for the rule."""
-    rule = tables()["todo_match"]
+    rule = _rule()
     threshold, min_shared = float(rule["threshold"]), int(rule["min_shared"])
     known = {h.short_id: h for h in hypotheses}
     hyp_tokens = {h.short_id: tokens(h.text) for h in hypotheses}

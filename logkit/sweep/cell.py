@@ -26,7 +26,6 @@ Contract:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import procs, statuses
+from ..store import files
 from .grid import Cell
 
 __all__ = ["CellContext", "CellRun", "Interrupted", "Tail", "foreign_server", "run_cell", "wait_port"]
@@ -53,7 +53,7 @@ class Interrupted(Exception):
 
 
 class Tail:
-    """New complete lines of a session's ``events.jsonl``, as dicts (no validation: speed)."""
+    """New complete lines of a session's ``events.jsonl``, as dicts (:func:`logkit.store.files.decode`: no validation)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -72,12 +72,7 @@ class Tail:
         if end < 0:
             return []
         self.offset += end + 1
-        new = []
-        for line in data[: end + 1].splitlines():
-            try:
-                new.append(json.loads(line))
-            except ValueError:
-                continue
+        new = [e for e in map(files.decode, data[: end + 1].splitlines()) if e is not None]  # damaged lines skipped
         self.events.extend(new)
         return new
 
@@ -123,12 +118,10 @@ class CellRun:
 
 
 def _deathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
+    with contextlib.suppress(Exception):  # without it a SIGKILLed sweep leaves the run to its own devices
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - without it a SIGKILLed sweep leaves the run to its own devices
-        pass
 
 
 def _logkit(ctx: CellContext, args: list[str]) -> subprocess.Popen[bytes]:
@@ -144,11 +137,9 @@ def port_free(host: str | None, port: int) -> bool:
     h = "127.0.0.1" if host in (None, "", "0.0.0.0", "::") else host
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.settimeout(0.5)
-        try:
+        with contextlib.suppress(OSError):
             if s.connect_ex((h, port)) == 0:
                 return False
-        except OSError:
-            pass
     with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -251,6 +242,25 @@ def _finish(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt
     return _outcome(tail, (attempt or {}).get("short_id")), survivors
 
 
+def _interrupted(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt: dict[str, Any] | None) -> Interrupted:
+    """Stop the ``logkit run`` (the sweep was asked to stop); the exception to raise."""
+    _finish(ctx, proc, tail, attempt, stop_it=True)
+    return Interrupted()
+
+
+def _await(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt: dict[str, Any] | None,
+           seconds: float, done: Callable[[], bool]) -> None:
+    """Read the events until ``done()``, the launch ends or ``seconds`` pass; Interrupted on Ctrl-C."""
+    end = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < end and not ctx.stop.is_set():
+        tail.poll()
+        if done():
+            break
+        time.sleep(POLL_S)
+    if ctx.stop.is_set():
+        raise _interrupted(ctx, proc, tail, attempt)
+
+
 def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -> dict[str, Any] | None:
     """The attempt line of ``proc`` (None if it ended without recording one)."""
     while True:
@@ -273,8 +283,7 @@ def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothe
     attempt = _wait_attempt(ctx, proc, tail)
     while proc.poll() is None:
         if ctx.stop.is_set():
-            _finish(ctx, proc, tail, _attempt_of(tail, proc) or attempt, stop_it=True)
-            raise Interrupted()
+            raise _interrupted(ctx, proc, tail, _attempt_of(tail, proc) or attempt)
         time.sleep(POLL_S)
     attempt = _attempt_of(tail, proc) or attempt  # the last run's
     outcome, _ = _finish(ctx, proc, tail, attempt, stop_it=False)
@@ -315,17 +324,22 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     # (no output for ready_timeout) normally fires first; this catches a chatty launch never ready.
     deadline = time.monotonic() + ctx.ready_timeout + 5.0
     ready = False
+
+    def failed(status: str | None, reason: str | None, *, stop_it: bool = True, fallback: str = "other_crash") -> CellRun:
+        """Stop (or reap) the launch: the cell failed with ``status``/``reason``, else its outcome's."""
+        outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=stop_it)
+        clock["wrapped"] = time.monotonic() - t_launch
+        outcome = outcome or {}
+        return CellRun("failed", status or outcome.get("status") or fallback, reason or outcome.get("label"), short,
+                       survivors=survivors, seconds=clock)
+
     while not ready:
         if ctx.stop.is_set():
-            _finish(ctx, proc, tail, attempt, stop_it=True)
-            raise Interrupted()
+            raise _interrupted(ctx, proc, tail, attempt)
         if proc.poll() is not None:
             break
         if time.monotonic() > deadline:
-            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
-            clock["wrapped"] = time.monotonic() - t_launch
-            return CellRun("failed", "hang", f"not ready in {ctx.ready_timeout:g}s", short, survivors=survivors,
-                           seconds=clock)
+            return failed("hang", f"not ready in {ctx.ready_timeout:g}s")
         # ready only when the answer comes from this launch's own server (not another sweep's)
         ready = base is not None and _http_ready(base) and foreign_server(attempt, port) is None
         if not ready:
@@ -333,47 +347,22 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["ready"] = time.monotonic() - t_launch
     if ready and ctx.smoke:
         ctx.phase("smoke")
-        end = time.monotonic() + SMOKE_WAIT_S * len(ctx.smoke)
-        while proc.poll() is None and time.monotonic() < end and not ctx.stop.is_set():
-            tail.poll()
-            if len(tail.find("smoke", attempt=short)) >= len(ctx.smoke):
-                break
-            time.sleep(POLL_S)
+        _await(ctx, proc, tail, attempt, SMOKE_WAIT_S * len(ctx.smoke),
+               lambda: len(tail.find("smoke", attempt=short)) >= len(ctx.smoke))
         bad = [s for s in tail.find("smoke", attempt=short) if not s.get("ok")]
-        if ctx.stop.is_set():
-            _finish(ctx, proc, tail, attempt, stop_it=True)
-            raise Interrupted()
         if bad or len(tail.find("smoke", attempt=short)) < len(ctx.smoke):
             ctx.phase("stopping")
-            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
-            clock["wrapped"] = time.monotonic() - t_launch
             why = bad[0].get("reason") if bad else "smoke prompts unanswered"
-            return CellRun("failed", (outcome or {}).get("status") or "garbage", f"smoke: {why}", short,
-                           survivors=survivors, seconds=clock)
+            return failed(None, f"smoke: {why}", fallback="garbage")
     if ready and ctx.accuracy is not None:
         ctx.phase("accuracy")
-        end = time.monotonic() + SMOKE_WAIT_S
-        while proc.poll() is None and time.monotonic() < end and not ctx.stop.is_set():
-            tail.poll()
-            if tail.find("metric", attempt=short, name="accuracy"):
-                break
-            time.sleep(POLL_S)
-        if ctx.stop.is_set():
-            _finish(ctx, proc, tail, attempt, stop_it=True)
-            raise Interrupted()
+        _await(ctx, proc, tail, attempt, SMOKE_WAIT_S, lambda: bool(tail.find("metric", attempt=short, name="accuracy")))
         scores = tail.find("metric", attempt=short, name="accuracy")
         if not scores or scores[-1]["value"] < ctx.accuracy:
             ctx.phase("stopping")
-            outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=True)
-            clock["wrapped"] = time.monotonic() - t_launch
-            why = (outcome or {}).get("label") if scores else "accuracy questions unanswered"
-            return CellRun("failed", (outcome or {}).get("status") or "inaccurate", why, short,
-                           survivors=survivors, seconds=clock)
+            return failed(None, None if scores else "accuracy questions unanswered", fallback="inaccurate")
     if not ready:  # the launch ended before it was ready: its outcome says why
-        outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=False)
-        clock["wrapped"] = time.monotonic() - t_launch
-        status = (outcome or {}).get("status") or "other_crash"
-        return CellRun("failed", status, (outcome or {}).get("label"), short, survivors=survivors, seconds=clock)
+        return failed(None, None, stop_it=False)
     run = CellRun("works", "ready", None, short, seconds=clock)
     t_bench = time.monotonic()
     for labels, argv in points:
@@ -384,8 +373,7 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
         try:
             b_attempt, b_outcome, metrics = run_bench(ctx, argv, f"{label} bench {tag}".strip(), tail, hypothesis)
         except Interrupted:
-            _finish(ctx, proc, tail, attempt, stop_it=True)
-            raise
+            raise _interrupted(ctx, proc, tail, attempt) from None
         foreign = foreign_server(attempt, port) if proc.poll() is None else None
         if foreign is not None:  # measured someone else's server (or none): never credited to this launch
             # other_crash refutes nothing (statuses.toml): the backend is neither credited nor blamed

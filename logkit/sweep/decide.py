@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import BadInput
 from ..events import Decision
 from ..store import Store, shared
+from .spec import line_of
 from .state import load, ranking
 
 __all__ = ["accept", "draft", "propose"]
@@ -95,13 +96,6 @@ def propose(store: Store, sweep_id: str, path: Path) -> Path:
     return path
 
 
-def _line(text: str, key: str) -> int:
-    for n, line in enumerate(text.splitlines(), start=1):
-        if line.strip().startswith(key):
-            return n
-    return 1
-
-
 def accept(store: Store, path: Path) -> Decision:
     """Record the (edited) draft at ``path`` as a decision of the sweep's session."""
     from ..reasoning import decisions
@@ -109,16 +103,16 @@ def accept(store: Store, path: Path) -> Decision:
     text, data = shared.read_toml(path, fix="logkit decide --from-sweep SW-... writes a draft")
     unknown = sorted(set(data) - FIELDS)
     if unknown:
-        raise BadInput(f"{path}:{_line(text, unknown[0])}: unknown key {unknown[0]!r}",
+        raise BadInput(f"{path}:{line_of(text, unknown[0])}: unknown key {unknown[0]!r}",
                        fix="keys: " + ", ".join(sorted(FIELDS)))
     for key in ("session", "title"):
         if not isinstance(data.get(key), str) or not data[key].strip():
-            raise BadInput(f"{path}:{_line(text, key)}: {key} must be a non-empty string", fix=f'{key} = "..."')
+            raise BadInput(f"{path}:{line_of(text, key)}: {key} must be a non-empty string", fix=f'{key} = "..."')
     from ..events import DECISION_STATUSES
 
     status = str(data.get("status") or "accepted")
     if status not in DECISION_STATUSES:
-        raise BadInput(f"{path}:{_line(text, 'status')}: status {status!r} is not a decision status",
+        raise BadInput(f"{path}:{line_of(text, 'status')}: status {status!r} is not a decision status",
                        fix="one of: " + ", ".join(DECISION_STATUSES))
     options = []
     for n, option in enumerate(data.get("option", []), start=1):

@@ -118,21 +118,6 @@ def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | 
     return hypotheses.add(handle, text, tags=["sweep", sweep, tag]).short_id
 
 
-def _close(handle: SessionHandle, hyp: str, verdict: str, evidence: list[str], because: str | None) -> None:
-    from ..reasoning import hypotheses
-
-    hypotheses.close(handle, hyp, verdict, evidence=evidence, because=because)
-
-
-def _refuted(store: Store, cell: Cell, arch: str | None, version: str | None) -> Any:
-    """The refuted matrix cell this grid cell falls in (:mod:`logkit.reasoning.matrix`: a conflicting
-    cell, or one refuted on another SGLang, is worth trying), or None."""
-    from ..reasoning.refuted import check
-
-    hits = check(cell.fingerprint, arch, store, sglang=version)
-    return hits[0] if hits else None
-
-
 def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None) -> tuple[str, Sweep]:
     from .state import find
 
@@ -276,16 +261,21 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
 def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep: Sweep, recorded: SweepCell,
          cell: Cell, arch: str | None, ctx: CellContext, opts: SweepOptions) -> tuple[SweepCellResult, float | None]:
     """One cell: its result event (not yet written) and the seconds of wrapped ``logkit run``s (None: no launch)."""
+    from ..reasoning.hypotheses import close
+    from ..reasoning.refuted import check
+
     hyp = _hypothesis(handle, sweep.sweep, recorded, arch)
     base = {"session": handle.id, "sweep": sweep.sweep, "cell": recorded.id, "key": recorded.key, "hypothesis": hyp}
     if cell.preflight:
-        _close(handle, hyp, "refuted", [], f"SGLang's parser refuses it: {cell.preflight}")
+        close(handle, hyp, "refuted", because=f"SGLang's parser refuses it: {cell.preflight}")
         return SweepCellResult(**base, status="preflight", reason=cell.preflight), None
-    hit = None if opts.retry_refuted else _refuted(store, cell, arch, grid.sglang_version)
-    if hit is not None:
+    # the refuted matrix cell it falls in (a conflicting cell, or one refuted on another SGLang, is worth trying)
+    hits = [] if opts.retry_refuted else check(cell.fingerprint, arch, store, sglang=grid.sglang_version)
+    if hits:
+        hit = hits[0]
         ref = f"{hit.session}/{hit.attempt}"
         why = f"refuted on {hit.arch} by {ref} ({hit.status}{': ' + hit.label if hit.label else ''}); --retry-refuted runs it"
-        _close(handle, hyp, "refuted", [], why)  # the refuting attempt tested another hypothesis: named, not cited
+        close(handle, hyp, "refuted", because=why)  # the refuting attempt tested another hypothesis: named, not cited
         return SweepCellResult(**base, status="skipped", outcome=hit.status, reason=why, refuted_by=ref), None
     points = bench_points(spec, cell)
     label = f"sweep {sweep.sweep} {recorded.id}: {recorded.key}"
@@ -303,7 +293,7 @@ def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep
         verdict = "inconclusive"  # the one rule of the matrix cell: a shortened hang, an import error, ... refute nothing
     because = None if verdict == "confirmed" else f"{run_.outcome}: {run_.reason or ''}".rstrip(": ")
     if attempts or because:
-        _close(handle, hyp, verdict, attempts, because if because else "launched, smoke passed, benchmarked")
+        close(handle, hyp, verdict, evidence=attempts, because=because or "launched, smoke passed, benchmarked")
     wrapped = run_.seconds.get("wrapped", 0.0)
     return SweepCellResult(**base, status=run_.status, outcome=run_.outcome, reason=reason, attempts=attempts,
                            points=pts), wrapped

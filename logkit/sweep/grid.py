@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import shutil
 from dataclasses import dataclass, field
 from collections.abc import Callable
 from typing import Any
@@ -56,7 +55,7 @@ class Grid:
     python: str | None
 
 
-def with_flag(words: list[str], flag: str, value: Any, *, is_bool: bool = False) -> list[str]:
+def with_flag(words: list[str], flag: str, value: Any) -> list[str]:
     """``words`` with ``--flag value`` set: an existing ``--flag X``/``--flag=X`` is replaced."""
     opt = "--" + flag
     out: list[str] = []
@@ -65,7 +64,7 @@ def with_flag(words: list[str], flag: str, value: Any, *, is_bool: bool = False)
         word = words[i]
         if word == opt:
             i += 1
-            if not is_bool and i < len(words) and not words[i].startswith("--"):
+            if i < len(words) and not words[i].startswith("--"):
                 i += 1
             continue
         if word.startswith(opt + "="):
@@ -73,18 +72,9 @@ def with_flag(words: list[str], flag: str, value: Any, *, is_bool: bool = False)
             continue
         out.append(word)
         i += 1
-    if is_bool or isinstance(value, bool):
+    if isinstance(value, bool):
         return out + [opt] if value else out
     return out + [opt, str(value)]
-
-
-def _interpreter(argv: list[str], python: list[str], env: dict[str, str]) -> str | None:
-    if python:
-        word = python[0]
-        return word if "/" in word else shutil.which(word, path=env.get("PATH"))
-    from ..capture.environment import interpreter_of
-
-    return interpreter_of(argv, env)
 
 
 def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str], None] | None = None) -> Grid:
@@ -95,6 +85,7 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str
     from ..launch.config import spec_for, valid_port
     from ..launch.flags import fingerprint, plain_parse
     from ..launch.sglang import cached_spec, quick_parse
+    from ..capture.sglang import python_for
     from ..capture.sglang.detect import detect
 
     env = dict(os.environ if env is None else env)
@@ -103,7 +94,7 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str
     if target is None or target.kind != "launch" or target.args_at is None:
         raise BadInput(f"{where} is not an SGLang launch logkit can set flags on: {' '.join(spec.argv)[:200]}",
                        fix="python -m sglang.launch_server --model-path M ... (not inside bash -c)")
-    python = _interpreter(spec.argv, target.python, env)
+    python = python_for(target, spec.argv, env)
     head, base = spec.argv[: target.args_at], spec.argv[target.args_at :]
     if python and say is not None and cached_spec(python) is None:
         say(f"reading SGLang's flag parser in {python} (first sweep with this interpreter: a few seconds)")

@@ -60,15 +60,17 @@ class PlainProgress:
 
     def ended(self, key: str, status: str, why: str | None, seconds: float | None, ran: bool) -> None:
         """A cell has its result."""
+        left, tail, reason = self._count(why, seconds, ran)
+        eta = f", ~{_clock(left)} left" if left else ""
+        print(f"[{self.done}/{self.total}] {key}: {status}{reason}{tail} "
+              f"(elapsed {_clock(time.monotonic() - self.started)}{eta})", file=self.stream, flush=True)
+
+    def _count(self, why: str | None, seconds: float | None, ran: bool) -> tuple[float | None, str, str]:
+        """Count the ended cell; the time left, and the text of its duration and of its reason."""
         self.done += 1
         if ran and seconds is not None:
             self.durations.append(seconds)
-        left = self.estimate()
-        tail = f" in {seconds:.1f}s" if seconds is not None else ""
-        eta = f", ~{_clock(left)} left" if left else ""
-        reason = f": {why}" if why else ""
-        print(f"[{self.done}/{self.total}] {key}: {status}{reason}{tail} "
-              f"(elapsed {_clock(time.monotonic() - self.started)}{eta})", file=self.stream, flush=True)
+        return self.estimate(), f" in {seconds:.1f}s" if seconds is not None else "", f": {why}" if why else ""
 
 
 class LiveProgress(PlainProgress):
@@ -114,15 +116,11 @@ class LiveProgress(PlainProgress):
         self.current = phase
 
     def ended(self, key: str, status: str, why: str | None, seconds: float | None, ran: bool) -> None:
-        self.done += 1
-        if ran and seconds is not None:
-            self.durations.append(seconds)
         from rich.markup import escape
 
-        key, why = escape(key), escape(why) if why else why
+        _left, tail, reason = self._count(escape(why) if why else why, seconds, ran)
+        key = escape(key)
         style = {"works": "green", "failed": "red", "preflight": "red", "skipped": "yellow"}.get(status, "")
-        tail = f" in {seconds:.1f}s" if seconds is not None else ""
-        reason = f": {why}" if why else ""
         self.console.print(f"[{self.done}/{self.total}] {key}: [{style}]{status}[/{style}]{reason}{tail}"
                            if style else f"[{self.done}/{self.total}] {key}: {status}{reason}{tail}", markup=True)
         self.cell_key = None

@@ -44,9 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..launch.flags import coerce
 from ..store import shared
 
-__all__ = ["CHOICES", "SweepSpec", "from_cli", "load", "parse_duration"]
+__all__ = ["CHOICES", "SweepSpec", "from_cli", "line_of", "load", "parse_duration"]
 
 #: The axis value that means "every choice SGLang's parser allows for this flag".
 CHOICES = "choices"
@@ -103,7 +104,7 @@ def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> 
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-def _line_of(text: str, key: str) -> int:
+def line_of(text: str, key: str) -> int:
     """The 1-based line where ``key`` is set (first match), else 1."""
     pattern = re.compile(r"^[ \t]*(?:\[[ \t]*)?[\"']?" + re.escape(key) + r"[\"']?[ \t]*[=\]]", re.M)
     match = pattern.search(text)
@@ -154,7 +155,7 @@ def _axes(raw: Any, where: str, *, allow_choices: bool, at: Any = None) -> dict[
 
 def _build(data: dict[str, Any], text: str, path: str) -> SweepSpec:
     def where(key: str) -> str:
-        return f"{path}:{_line_of(text, key)}"
+        return f"{path}:{line_of(text, key)}"
 
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
@@ -240,7 +241,7 @@ def from_cli(axes: list[str], argv: list[str], *, smoke: list[str] | None = None
             name, eq, values = item.partition("=")
             if not eq or not name.strip() or not values.strip():
                 raise BadInput(f"{what} {item!r} is not FLAG=V1,V2", fix=f"{what} moe-runner-backend=auto,triton")
-            out[_flag(name)] = CHOICES if values.strip() == CHOICES else [_scalar(v) for v in values.split(",") if v.strip()]
+            out[_flag(name)] = CHOICES if values.strip() == CHOICES else [coerce(v.strip()) for v in values.split(",") if v.strip()]
         return out
 
     spec_axes = split(axes, "--axis")
@@ -252,13 +253,3 @@ def from_cli(axes: list[str], argv: list[str], *, smoke: list[str] | None = None
     return SweepSpec(title=title or f"sweep of {', '.join(spec_axes)}", argv=list(argv), axes=spec_axes,
                      smoke=list(smoke or []), bench_argv=_argv(bench, "--bench") if bench else [],
                      bench_axes=b_axes)  # type: ignore[arg-type]
-
-
-def _scalar(text: str) -> Any:
-    text = text.strip()
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text

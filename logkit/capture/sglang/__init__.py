@@ -139,19 +139,7 @@ class _Deferred:
             self._real = LaunchWatcher(*self._args, latent=self._latent, printed=self._printed)
         return self._real
 
-    def started(self, ctx: Any) -> None:
-        self._get().started(ctx)
-
-    def feed(self, chunk: bytes, first_line: int) -> None:
-        self._get().feed(chunk, first_line)
-
-    def tick(self, now: float) -> None:
-        self._get().tick(now)
-
-    def finished(self, exit_info: Any) -> Any:
-        return self._get().finished(exit_info)
-
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # started, feed, tick, finished: the real watcher's
         return getattr(self._get(), name)
 
 

@@ -18,7 +18,7 @@ import functools
 import random
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import BadInput
 
@@ -27,30 +27,21 @@ __all__ = ["AccuracyResult", "Question", "check", "default_threshold", "matches"
 DATA = Path(__file__).resolve().parents[2] / "data" / "accuracy.toml"
 
 
-class Question:
+class Question(NamedTuple):
     """One question and its exact answer."""
 
-    __slots__ = ("text", "answer")
-
-    def __init__(self, text: str, answer: str) -> None:
-        self.text = text
-        self.answer = answer
-
-    def __repr__(self) -> str:
-        return f"Question({self.text!r}, {self.answer!r})"
+    text: str
+    answer: str
 
 
-class AccuracyResult:
+class AccuracyResult(NamedTuple):
     """A server's answers to the set: the score (share right), the threshold, the wrong ones."""
 
-    __slots__ = ("total", "right", "threshold", "wrong")
-
-    def __init__(self, total: int, right: int, threshold: float, wrong: list[tuple[str, str, str]]) -> None:
-        self.total = total
-        self.right = right
-        self.threshold = threshold
-        #: (question, expected, got) for each wrong answer
-        self.wrong = wrong
+    total: int
+    right: int
+    threshold: float
+    #: (question, expected, got) for each wrong answer
+    wrong: list[tuple[str, str, str]]
 
     @property
     def score(self) -> float:

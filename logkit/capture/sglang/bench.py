@@ -11,6 +11,7 @@ are there). :func:`parse_file` tries JSONL first. Pure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BadInput
+from ..redact import redact_keys as redact_info  # server_info's secret keys (secrets.toml's) blanked
 
 __all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info", "redact_record"]
 
@@ -74,14 +76,6 @@ class BenchResult:
         if name.endswith("_throughput") or name == "max_output_tokens_per_s":
             return "tok/s"
         return None
-
-
-def redact_info(info: Any) -> Any:
-    """``server_info`` with every secret key's value replaced (api_key, admin_api_key, ...: the keys
-    secrets.toml names, :func:`logkit.capture.redact.redact_keys`)."""
-    from ..redact import redact_keys
-
-    return redact_keys(info)
 
 
 def redact_record(line: bytes, redactor: Any) -> bytes:
@@ -162,10 +156,8 @@ def parse_file(path: str | Path) -> BenchResult:
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise BadInput(f"{p}: cannot read: {exc.strerror}", fix="check the path") from exc
-    try:
+    with contextlib.suppress(ValueError, json.JSONDecodeError):
         return parse_jsonl(text)
-    except (ValueError, json.JSONDecodeError):
-        pass
     try:
         return parse_text(text)
     except ValueError:

@@ -107,15 +107,7 @@ class Target(Slotted):
     #: True when it runs in a container (``docker run``): its interpreter and files are not this host's.
     container: bool
 
-    def __init__(self, kind: str, python: list[str], args: list[str], args_at: int | None,
-                 env: dict[str, str] | None = None, in_shell: bool = False) -> None:
-        self.kind = kind
-        self.python = python
-        self.args = args
-        self.args_at = args_at
-        self.env = {} if env is None else env
-        self.in_shell = in_shell
-        self.container = False
+    _defaults = {"env": {}, "in_shell": False, "container": False}
 
 
 def _skip_launcher(words: list[str], i: int) -> int:

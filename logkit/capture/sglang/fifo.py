@@ -115,16 +115,11 @@ class FifoSink:
                 wake = data.find(_WAKE)
                 if wake >= 0:
                     data = data[:wake]
-                scan = len(buf)
                 buf += data
-                nl = buf.find(b"\n", scan)
-                start = 0
-                while nl >= 0:
-                    self._deliver(bytes(buf[start:nl]))
-                    start = nl + 1
-                    nl = buf.find(b"\n", start)
-                if start:
-                    del buf[:start]
+                if b"\n" in data:  # split only when a record ends: a long one is not copied per read
+                    *complete, buf = buf.split(b"\n")  # the last piece: a record still arriving
+                    for line in complete:
+                        self._deliver(bytes(line))
                 if wake >= 0:
                     break
             if buf.strip():

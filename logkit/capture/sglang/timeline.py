@@ -7,6 +7,7 @@ time it arrived), the rank (``TP3``) and the numbers the line gives (avail mem, 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,9 +28,7 @@ def _patterns() -> tuple[tuple[str, re.Pattern[bytes]], ...]:
     return tuple((m["stage"], re.compile(m["pattern"].encode())) for m in _data("sglang.toml")["milestone"])
 
 
-def _num(value: bytes | None) -> float | str | None:
-    if value is None:
-        return None
+def _num(value: bytes) -> float | str:
     text = value.decode("utf-8", "replace")
     try:
         return float(text)
@@ -60,13 +59,11 @@ class Timeline:
                 self._seen.add((stage, rank))
                 at = now
                 if stamp:
-                    try:
+                    with contextlib.suppress(ValueError):
                         # SGLang stamps local time (logging's asctime) without a zone.
                         at = datetime.strptime(stamp.group(1).decode(), "%Y-%m-%d %H:%M:%S").astimezone(UTC)
                         if stamp.group(2):
                             at = at.replace(microsecond=int(stamp.group(2)) * 1000)
-                    except ValueError:
-                        pass
                 detail = {k: _num(v) for k, v in m.groupdict().items() if v is not None}
                 detail["text"] = _line_at(chunk, m.start())[:300]
                 self.milestones.append(Milestone(stage=stage, at=at, line=line, rank=rank, detail=detail))

@@ -18,6 +18,7 @@ never raised into the recorder.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -70,6 +71,16 @@ def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
         return exc.code, b""
     except Exception:  # noqa: BLE001 - not up yet
         return 0, b""
+
+
+def _note(ctx: WatchContext | None, text: str) -> None:
+    """A note about the attempt (a problem of logkit's own probes); never raises into the recording."""
+    if ctx is None:
+        return
+    with contextlib.suppress(Exception):
+        from ...events import Note
+
+        ctx.emit(Note(session=ctx.attempt.session, text=text, refs=[ctx.attempt.short_id]))
 
 
 #: signature -> status of the findings logkit's own probes make once a server is ready, which its
@@ -146,17 +157,7 @@ class LaunchWatcher:
                                         launch=LaunchConfig.model_validate(cfg) if cfg else None,
                                         error=None if result.get("ok") else result.get("error")))
         except Exception as exc:  # noqa: BLE001 - never kill the recording
-            self._note(f"sglang full parse: {type(exc).__name__}: {exc}")
-
-    def _note(self, text: str) -> None:
-        if self.ctx is None:
-            return
-        try:
-            from ...events import Note
-
-            self.ctx.emit(Note(session=self.ctx.attempt.session, text=text, refs=[self.ctx.attempt.short_id]))
-        except Exception:  # noqa: BLE001
-            pass
+            _note(self.ctx, f"sglang full parse: {type(exc).__name__}: {exc}")
 
     def feed(self, chunk: bytes, first_line: int, classified: bool = False) -> None:
         """``classified``: the classifier has seen this chunk already (the one that made a command a launch)."""
@@ -218,7 +219,7 @@ class LaunchWatcher:
             self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                         launch=LaunchConfig.model_validate(cfg) if cfg else None, role="launch"))
         except Exception as exc:  # noqa: BLE001 - never kill the recording
-            self._note(f"sglang printed server_args: {type(exc).__name__}: {exc}")
+            _note(self.ctx, f"sglang printed server_args: {type(exc).__name__}: {exc}")
 
     def tick(self, now: float) -> None:
         if self.ctx is None or self.hang or self.ready or self.latent:
@@ -263,15 +264,7 @@ class LaunchWatcher:
                 self.ctx.request_stop("smoke test done (--smoke-only)")
         except Exception as exc:  # noqa: BLE001 - never kill the recording
             self.hang = None
-            self.garbage = self.garbage or None
-            if self.ctx:
-                try:
-                    from ...events import Note
-
-                    self.ctx.emit(Note(session=self.ctx.attempt.session, text=f"sglang watcher: {exc}",
-                                       refs=[self.ctx.attempt.short_id]))
-                except Exception:  # noqa: BLE001
-                    pass
+            _note(self.ctx, f"sglang watcher: {exc}")
         finally:
             self.smoke_done.set()
 
@@ -295,17 +288,15 @@ class LaunchWatcher:
         """The served model's name (``/v1/models``), else ``default``."""
         code, body = _get(f"{self.base}/v1/models")
         if code == 200:
-            try:
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
                 return str(json.loads(body)["data"][0]["id"])
-            except (ValueError, KeyError, IndexError, TypeError):
-                pass
         return "default"
 
     def _accuracy(self, threshold: float) -> None:
         """The accuracy gate (:mod:`.accuracy`): the score as a metric of this launch, the wrong
         answers in a note, and below ``threshold`` the attempt ends ``inaccurate``."""
         assert self.ctx is not None and self.base is not None
-        from ...events import Metric, Note
+        from ...events import Metric
         from .accuracy import check
 
         r = check(self.base, model=self._model(), api_key=self.api_key, threshold=threshold)
@@ -316,7 +307,7 @@ class LaunchWatcher:
         if r.wrong:
             shown = "; ".join(f"{q!r}: expected {want!r}, got {got!r}" for q, want, got in r.wrong[:12])
             more = f" (and {len(r.wrong) - 12} more)" if len(r.wrong) > 12 else ""
-            self._note(f"{r.label()}: {shown}{more}")
+            _note(self.ctx, f"{r.label()}: {shown}{more}")
         if not r.passed:
             self.inaccurate = r.label()
 
@@ -342,8 +333,8 @@ class LaunchWatcher:
             self._parse_thread.join(timeout=PARSE_WAIT_S)
             if self._parse_thread.is_alive() and self.background is not None:
                 self.background.cancel()
-                self._note("SGLang's full parse of the flags was still running when the launch ended: cancelled, "
-                           "not recorded (the flags as logkit's cached spec parsed them stand)")
+                _note(self.ctx, "SGLang's full parse of the flags was still running when the launch ended: cancelled, "
+                        "not recorded (the flags as logkit's cached spec parsed them stand)")
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,
                             stopped_by_logkit=exit_info.stopped_by_logkit, http_ready=self.http_ready_at is not None,
                             hang=self.hang, launch=not self.latent)
@@ -406,16 +397,9 @@ class BenchWatcher:
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
         if self.fallback:
-            self._note(self.fallback)
+            _note(self.ctx, self.fallback)
         elif self.sink is not None and self.sink.tmpdir is not None:
-            self._note(f"bench output FIFO in a {self.sink.where}")
-
-    def _note(self, text: str) -> None:
-        if self.ctx is None:
-            return
-        from ...events import Note
-
-        self.ctx.emit(Note(session=self.ctx.attempt.session, text=text, refs=[self.ctx.attempt.short_id]))
+            _note(self.ctx, f"bench output FIFO in a {self.sink.where}")
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         self.clf.feed(chunk, first_line)
@@ -430,10 +414,8 @@ class BenchWatcher:
 
     def _result(self) -> BenchResult | None:
         if self.output_file and Path(self.output_file).is_file():
-            try:
+            with contextlib.suppress(Exception):  # fall back to the printed block
                 return parse_file(self.output_file)
-            except Exception:  # noqa: BLE001 - fall back to the printed block
-                pass
         if self._tail:
             try:
                 return parse_text(b"".join(self._tail).decode("utf-8", "replace"))
@@ -462,12 +444,10 @@ class BenchWatcher:
         if self.sink is not None:
             self.sink.close()
             for problem in self.sink.problems:
-                self._note(problem)
+                _note(self.ctx, problem)
         else:
-            try:
+            with contextlib.suppress(OSError):
                 self._redact_output()
-            except OSError:
-                pass
         result = self._result()
         if result is not None and self.ctx is not None and self.measure:
             labels = {**self.bench.labels, **result.labels, **({"repeat": self.repeat} if self.repeat else {})}

@@ -98,9 +98,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "uvicorn"
 
     def log_message(self, fmt: str, *a: object) -> None:  # uvicorn's access line
-        if ARGS.mode != "warning":
-            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-            sys.stderr.write(f'[{stamp}] INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.requestline}" {a[1] if len(a) > 1 else ""}\n')
+        log(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.requestline}" {a[1] if len(a) > 1 else ""}')
 
     def _json(self, code: int, body: object) -> None:
         data = json.dumps(body).encode()
