@@ -24,7 +24,7 @@ from typing import Any
 from . import files
 from ..errors import StoreError
 from .reader import Problem, iter_events
-from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_row, backend_rows, light, metric_row
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_facts, light, metric_row
 from .index import lines_at
 
 __all__ = ["Ingest", "TABLES"]
@@ -159,10 +159,10 @@ class Ingest:
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are in the file, where its rows say
                 group = self._attempt_events(sid, short, path)
-            row = attempt_row(sid, short, group)
-            if row is not None:
-                rows.append(tuple(row.values()))
-                backends += backend_rows(row)
+            facts = attempt_facts(sid, short, group)
+            if facts is not None:
+                rows.append(tuple(facts[0].values()))
+                backends += facts[1]
         if after:
             run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])
         run(f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)})"
