@@ -88,7 +88,7 @@ class Ingest:
         if row is None:
             self.conn.execute("INSERT INTO sessions (session, events) VALUES (?, 0)", (sid,))
         # the ids any line claims, a damaged or newer one too (never handed out again), the torn one included
-        claims = [max(files.short_numbers(data, prefix), default=0) for prefix in "AH"]
+        claims = files.max_short_numbers(data)
         self.conn.execute(
             "UPDATE sessions SET ino = ?, seen = ?, mtime = ?, size = ?, lines = ?, tail = ?, torn = ?,"
             " events = events + ?, max_a = max(max_a, ?), max_h = max(max_h, ?) WHERE session = ?",
@@ -126,28 +126,29 @@ class Ingest:
             ref = fields.get("attempt")
             if kind == "sweep_cell":
                 ref = fields["attempts"][0] if fields["attempts"] else None
-            provenance = fields.get("provenance")
+            provenance = fields["provenance"]
+            ts = fields["ts"].isoformat()
             events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
-                           find(b"\n", at) - at, fields["ts"].isoformat(), provenance.source if provenance else None))
+                           find(b"\n", at) - at, ts, provenance.source if provenance is not None else None))
             if kind in ATTEMPT_KINDS:
                 data = light(event)
-                owners = fields["attempts"] if kind == "sweep_cell" else [fields.get("short_id") if kind == "attempt" else ref]
-                for short in owners:
-                    groups.setdefault(short, []).append((number, data))
+                if kind == "sweep_cell":
+                    for short in fields["attempts"]:
+                        groups.setdefault(short, []).append((number, data))
+                else:
+                    groups.setdefault(fields["short_id"] if kind == "attempt" else ref, []).append((number, data))
             elif kind == "metric":
-                metrics.append(metric_row(sid, number, event))
+                metrics.append(metric_row(sid, number, event, ts))
             elif kind == "hypothesis":
-                hyps.append((sid, event.short_id, number, event.ts.isoformat(), event.text, event.priority,
-                             json.dumps(event.tags)))
+                hyps.append((sid, event.short_id, number, ts, event.text, event.priority, json.dumps(event.tags)))
             elif kind == "verdict":
-                verdicts.append((sid, number, event.ts.isoformat(), event.hypothesis, event.verdict,
-                                 json.dumps(event.evidence), event.because))
+                verdicts.append((sid, number, ts, event.hypothesis, event.verdict, json.dumps(event.evidence),
+                                 event.because))
             elif kind == "decision":
-                decisions.append((sid, number, event.ts.isoformat(), event.decision_id, event.title, event.status,
-                                  event.supersedes))
+                decisions.append((sid, number, ts, event.decision_id, event.title, event.status, event.supersedes))
             elif kind == "session" and not meta:
-                meta = {"title": event.title, "goal": event.goal, "started": event.ts.isoformat(),
-                        "host": event.host, "tags": json.dumps(event.tags)}
+                meta = {"title": event.title, "goal": event.goal, "started": ts, "host": event.host,
+                        "tags": json.dumps(event.tags)}
         run = self.conn.executemany
         run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", events)
         run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in problems])
