@@ -18,6 +18,8 @@ import hashlib
 import json
 import os
 import sqlite3
+from functools import cache
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,31 @@ __all__ = ["Ingest", "TABLES"]
 #: The tables holding a session's rows.
 TABLES = ("events", "problems", "attempts", "attempt_backends", "metrics", "hypotheses", "verdicts", "decisions", "sessions")
 _TAIL = 4096
+#: Rows per INSERT statement of the narrow, many-rowed tables (events, metrics, attempt_backends):
+#: sqlite3's executemany pays a reset, a step and a GIL release per statement, more than SQLite
+#: pays to insert a narrow row: 32 rows to a statement (at most 32 x 14 variables) insert the
+#: events rows in about two thirds of the time (0.20 -> 0.13 s CPU per 100k rows).
+PACK = 32
 
 
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+@cache
+def _insert_sql(table: str, width: int, rows: int) -> str:
+    one = "(" + ", ".join("?" * width) + ")"
+    return f"INSERT INTO {table} VALUES " + ", ".join([one] * rows)
+
+
+def _insert(conn: sqlite3.Connection, table: str, width: int, rows: list[tuple[Any, ...]]) -> None:
+    """Insert ``rows`` (tuples of ``width`` values) into ``table`` in order, :data:`PACK` to a statement."""
+    whole = len(rows) - len(rows) % PACK
+    if whole:
+        conn.executemany(_insert_sql(table, width, PACK),
+                         [tuple(chain.from_iterable(rows[at:at + PACK])) for at in range(0, whole, PACK)])
+    if whole < len(rows):
+        conn.executemany(_insert_sql(table, width, 1), rows[whole:])
 
 
 class Ingest:
@@ -150,12 +173,12 @@ class Ingest:
                 meta = {"title": event.title, "goal": event.goal, "started": ts, "host": event.host,
                         "tags": json.dumps(event.tags)}
         run = self.conn.executemany
-        run("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", events)
+        _insert(self.conn, "events", 10, events)
         run("INSERT INTO problems VALUES (?, ?, ?, ?)", [(sid, p.line, p.message, p.field) for p in problems])
         run("INSERT OR REPLACE INTO hypotheses VALUES (?, ?, ?, ?, ?, ?, ?)", hyps)
         run("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)", verdicts)
         run("INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?)", decisions)
-        run(f"INSERT INTO metrics VALUES ({', '.join('?' * len(METRIC_COLUMNS))})", metrics)
+        _insert(self.conn, "metrics", len(METRIC_COLUMNS), metrics)
         rows, backends = [], []
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are in the file, where its rows say
@@ -168,7 +191,7 @@ class Ingest:
             run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])
         run(f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)})"
             f" VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})", rows)
-        run(f"INSERT INTO attempt_backends VALUES ({', '.join('?' * 11)})", backends)
+        _insert(self.conn, "attempt_backends", 11, backends)
         return len(events), meta
 
     def _attempt_events(self, sid: str, short: str, path: Path | None = None) -> list[tuple[int, dict[str, Any]]]:
