@@ -88,13 +88,22 @@ def _dumps(value: Any) -> str | None:
 
 #: what :func:`shlex.quote` leaves unquoted (its own test): such a word is its own quoting
 _UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII).search
+#: the same test over words joined by spaces
+_UNSAFE_JOINED = re.compile(r"[^\w@%+=:,./ -]", re.ASCII).search
 
 
 def _command(argv: list[Any]) -> str:
-    """:func:`shlex.join` of ``argv`` (each word as text), without a call per word that needs no quotes."""
-    words = [a if type(a) is str else str(a) for a in argv]
+    """:func:`shlex.join` of ``argv`` (each word as text). The common command, every word safe, is
+    told by one search of the joined words (no word empty, none holding a space)."""
+    try:
+        text = " ".join(argv)
+    except TypeError:  # a word that is not text
+        argv = [str(a) for a in argv]
+        text = " ".join(argv)
+    if all(argv) and not _UNSAFE_JOINED(text) and text.count(" ") == len(argv) - 1:
+        return text
     quote = shlex.quote
-    return " ".join([w if w and not _UNSAFE(w) else quote(w) for w in words])
+    return " ".join([w if w and not _UNSAFE(w) else quote(w) for w in argv])
 
 
 @cache
