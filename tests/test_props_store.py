@@ -54,3 +54,15 @@ def test_event_like_lines_and_truncation(tmp_path: Path, dicts: list[dict], cut:
     assert len(result.events) + len(result.problems) <= 1 + len(dicts)
     for problem in result.problems:
         assert problem.line >= 2 and problem.message
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab1 \t\n'\"$-_=./@%+:,é\\"), max_size=5) | st.text(max_size=6), max_size=6))
+def test_an_attempts_command_is_shlex_join_of_its_argv(argv: list[str]) -> None:
+    """The index's command column (logkit.store.derive._command, a shortcut for words needing no
+    quotes) is exactly shlex.join's text for any words: empty ones, spaces, quotes, non-ASCII."""
+    import shlex
+
+    from logkit.store.derive import _command
+
+    assert _command(argv) == shlex.join(argv)

@@ -18,11 +18,13 @@ Contract:
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from functools import cache
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "backend_rows", "light", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row", "backend_rows",
+           "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 6
@@ -84,6 +86,26 @@ def _dumps(value: Any) -> str | None:
     return _ENCODE(value) if value else None
 
 
+#: what :func:`shlex.quote` leaves unquoted (its own test): such a word is its own quoting
+_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII).search
+#: the same test over words joined by spaces
+_UNSAFE_JOINED = re.compile(r"[^\w@%+=:,./ -]", re.ASCII).search
+
+
+def _command(argv: list[Any]) -> str:
+    """:func:`shlex.join` of ``argv`` (each word as text). The common command, every word safe, is
+    told by one search of the joined words (no word empty, none holding a space)."""
+    try:
+        text = " ".join(argv)
+    except TypeError:  # a word that is not text
+        argv = [str(a) for a in argv]
+        text = " ".join(argv)
+    if all(argv) and not _UNSAFE_JOINED(text) and text.count(" ") == len(argv) - 1:
+        return text
+    quote = shlex.quote
+    return " ".join([w if w and not _UNSAFE(w) else quote(w) for w in argv])
+
+
 @cache
 def _owners() -> tuple[Any, ...]:
     """The owners :func:`attempt_row` asks (imported when a row is first derived, not when the index opens)."""
@@ -98,6 +120,14 @@ def _owners() -> tuple[Any, ...]:
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
     """The ``attempts`` row of ``session``/``short_id`` from its events ``(line, dict)`` in file order;
     None when its ``attempt`` line is not among them (an orphan the reader already named)."""
+    facts = attempt_facts(session, short_id, events)
+    return None if facts is None else facts[0]
+
+
+def attempt_facts(session: str, short_id: str,
+                  events: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
+    """:func:`attempt_row` and its :func:`backend_rows` (made from the backend axes at hand, not
+    from the row's JSON text); None for an orphan."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -136,7 +166,8 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
     configuration = flags.configuration(launch)
-    return {
+    axes = flags.backend_axes(launch, resolved)
+    row = {
         "session": session,
         "short_id": short_id,
         "line": line,
@@ -144,7 +175,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
-        "command": shlex.join(str(a) for a in argv),
+        "command": _command(argv),
         "model": attempt.get("model") or flags.model_of(launch),
         "gpu": gpus[0].get("name") if gpus else None,
         "gpu_count": len(gpus),
@@ -154,7 +185,7 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "torch": shown.get("torch"),
         "fingerprint": _dumps(launch.get("fingerprint")),
         "config": _dumps(flags.chosen(launch)),
-        "backends": _dumps(flags.backend_axes(launch, resolved)),
+        "backends": _dumps(axes),
         "tests": _dumps(attempt.get("tests")),
         "sweep": cell.get("sweep"),
         "cell": cell.get("cell"),
@@ -172,13 +203,17 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
         "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
     }
+    return row, _backend_rows(row, axes)
 
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
     model, sglang, flashinfer, started, num), the value as :func:`logkit.reasoning.matrix.matching`
     compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
-    chosen = json.loads(row["backends"]) if row["backends"] else {}
+    return _backend_rows(row, json.loads(row["backends"]) if row["backends"] else {})
+
+
+def _backend_rows(row: dict[str, Any], chosen: dict[str, Any]) -> list[tuple[Any, ...]]:
     short = row["short_id"]
     num = int(short[1:]) if short[1:].isdigit() else 0
     tail = (row["matrix"], row["model"], row["sglang"], row["flashinfer"], row["started"] or "", num)
@@ -224,9 +259,9 @@ def light(event: Any) -> dict[str, Any]:
     return out
 
 
-def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
+def metric_row(session: str, line: int, metric: Any, ts: str | None = None) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
-    :data:`METRIC_COLUMNS` order."""
+    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already)."""
     workload, concurrency_keys, item_keys = _metric_owners()
     fields = metric.__dict__
     labels = fields["labels"] or {}
@@ -238,7 +273,7 @@ def metric_row(session: str, line: int, metric: Any) -> tuple[Any, ...]:
             item = str(value)
             break
     return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
-            fields["ts"].isoformat(), *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
+            fields["ts"].isoformat() if ts is None else ts, *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
             _dumps(labels), item)
 
 

@@ -71,6 +71,7 @@ __all__ = [
     "kind_of",
     "lines",
     "load",
+    "max_short_numbers",
     "may_hold",
     "no_current",
     "open_attempts",
@@ -108,6 +109,8 @@ _SHORT_NUMBER_RE = {
     "A": re.compile(rb'"short_id":\s*"A([0-9]{1,18})"'),
     "H": re.compile(rb'"short_id":\s*"H([0-9]{1,18})"'),
 }
+_SHORT_KEY = b'"short_id":'
+_SHORT_AT = re.compile(rb'"short_id":\s*"([AH])([0-9]{1,18})"')
 
 
 #: ``UPGRADES[n]`` turns an event dict of version ``n`` into version ``n + 1``.
@@ -411,6 +414,22 @@ def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[
 def short_numbers(raw: bytes, prefix: str) -> list[int]:
     """The numbers of the ``A<n>`` (or ``H<n>``) short ids in a session file's bytes."""
     return [int(m) for m in _SHORT_NUMBER_RE[prefix].findall(raw)]
+
+
+def max_short_numbers(raw: bytes) -> tuple[int, int]:
+    """The largest ``A<n>`` and ``H<n>`` numbers of :func:`short_numbers` (0 where none), in one pass:
+    ``bytes.find`` of the key skips through the bytes faster than a regular expression scans them."""
+    best = {b"A": 0, b"H": 0}
+    find, match = raw.find, _SHORT_AT.match
+    at = find(_SHORT_KEY)
+    while at >= 0:
+        found = match(raw, at)
+        if found is not None:
+            number = int(found[2])
+            if number > best[found[1]]:
+                best[found[1]] = number
+        at = find(_SHORT_KEY, at + len(_SHORT_KEY))
+    return best[b"A"], best[b"H"]
 
 
 # -- writing -------------------------------------------------------------------------------------
