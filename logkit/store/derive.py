@@ -208,7 +208,7 @@ def attempt_facts(session: str, short_id: str,
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
-    model, sglang, flashinfer, started, num), the value as :func:`logkit.reasoning.matrix.matching`
+    model, sglang, flashinfer, started, num), the value as :meth:`logkit.store.snapshot.Snapshot.cell_counts`
     compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
     return _backend_rows(row, json.loads(row["backends"]) if row["backends"] else {})
 

@@ -127,8 +127,8 @@ class Snapshot:
         """The matrix cells a launch choosing ``backends`` (axis=value, compared stripped and in lower
         case) on ``arch`` falls in, aggregated in the index: ``(axis, value, model, sglang, flashinfer,
         category, count)`` per cell and matrix category (attributable attempts only; ``model`` and
-        ``sglang``: only cells that know another one are left out, as
-        :func:`logkit.reasoning.matrix.matching` says)."""
+        ``sglang``: a cell that does not know them still matches; only cells that know another one
+        are left out)."""
         pairs = [(axis, str(value).strip().lower()) for axis, value in backends.items()]
         if not pairs:
             return []
