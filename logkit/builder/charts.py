@@ -1,4 +1,4 @@
-"""Stage 3, charts: Altair charts of the metrics, rendered to SVG files at build time.
+"""Stage 3, charts: Vega-Lite charts of the metrics, rendered to SVG files at build time.
 
 Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
 GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
@@ -10,8 +10,9 @@ line through concurrencies nobody ran); figures at a single concurrency get the 
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
 its file name and a cache directory lets a rebuild skip rendering it.
+The specs are plain dicts (:mod:`.vlspec`: the ones Altair would write, without its object model).
 A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
-from, so a rebuild makes Altair specs (and imports Altair) only for charts whose data changed.
+from, so a rebuild makes specs only for charts whose data changed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -31,10 +32,8 @@ from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import WORKLOAD, Frames
 from .load import metric_label, tables
+from . import vlspec as vl
 from .paths import metrics_path
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = ["ChartJob", "SpecCache", "metrics_pages", "prune_svgs", "render_svgs"]
 
@@ -68,14 +67,14 @@ class SpecCache:
             self.old = data["specs"]
 
     def spec(self, kind: str, df: pd.DataFrame, labels: tuple[str, ...],
-             make: Callable[[], alt.TopLevelMixin]) -> dict[str, Any]:
+             make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The spec ``make()`` gives for chart ``kind`` of ``df`` with ``labels``, made only when new."""
         h = hashlib.sha256(json.dumps([kind, list(labels), list(map(str, df.columns)), list(map(str, df.dtypes))]).encode())
         h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
         digest = h.hexdigest()
         spec = self.old.get(digest)
         if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
-            spec = _plain(_spec(make()))
+            spec = _plain(make())
             self.made += 1
         self.new[digest] = spec
         return spec
@@ -109,12 +108,6 @@ def _config_label(frames: Frames, ref: str) -> str:
 
 def _first(names: list[str], present: set[str]) -> str | None:
     return next((n for n in names if n in present), None)
-
-
-def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    spec = chart.to_dict(validate=False)  # built by this module from known columns
-    spec.pop("$schema", None)
-    return spec
 
 
 def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
@@ -152,38 +145,34 @@ def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return names
 
 
-def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
-    import altair as alt
-
+def _line(df: pd.DataFrame, y: str, title: str) -> dict[str, Any]:
     df = _segments(df)
     ticks = sorted({float(c) for c in df["concurrency"]})
-    base = alt.Chart(df, title=title, width=520, height=260).encode(
-        x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
-                axis=alt.Axis(values=ticks, format="~g")),
-        y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=True, nice=True)),  # never below zero
-        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
-    )
-    return alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
+    shared = {
+        "color": vl.field("config:N", title="configuration", legend=_LEGEND),
+        "x": vl.field("concurrency:Q", title="max concurrency (log2)", scale={"base": 2, "padding": 24, "type": "log"},
+                      axis={"format": "~g", "values": ticks}),
+        "y": vl.field("value:Q", title=y, scale={"nice": True, "zero": True}),  # never below zero
+    }
+    return vl.layer([(None, {"type": "line"}, {**shared, "detail": vl.field("segment:N")}, {"title": title}),
+                     (None, {"type": "point", "filled": True, "size": 60}, shared, {"title": title})],
+                    data=df, height=260, width=520)
 
 
-def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
-    import altair as alt
-
-    return alt.Chart(df, title=title, width=520).mark_bar().encode(
-        y=alt.Y("item:N", title=None, sort=None),
-        yOffset=alt.YOffset("config:N"),
-        x=alt.X("value:Q", title=x, scale=alt.Scale(zero=True, nice=True)),
-        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
-    )
+def _per_item(df: pd.DataFrame, x: str, title: str) -> dict[str, Any]:
+    return vl.chart(df, {"type": "bar"}, {
+        "y": vl.field("item:N", title=None, sort=None),
+        "yOffset": vl.field("config:N"),
+        "x": vl.field("value:Q", title=x, scale={"nice": True, "zero": True}),
+        "color": vl.field("config:N", title="configuration", legend=_LEGEND),
+    }, title=title, width=520)
 
 
-def _best_chart(best: pd.DataFrame, title: str, name: str) -> alt.Chart:
-    import altair as alt
-
-    return alt.Chart(best, title=title, width=520).mark_bar().encode(
-        x=alt.X("value:Q", title=metric_label(name), scale=alt.Scale(zero=True, nice=True)),
-        y=alt.Y("config:N", sort="-x", title="configuration", axis=alt.Axis(labelLimit=0)),
-    )
+def _best_chart(best: pd.DataFrame, title: str, name: str) -> dict[str, Any]:
+    return vl.chart(best, {"type": "bar"}, {
+        "x": vl.field("value:Q", title=metric_label(name), scale={"nice": True, "zero": True}),
+        "y": vl.field("config:N", sort="-x", title="configuration", axis={"labelLimit": 0}),
+    }, title=title, width=520)
 
 
 def metrics_pages(frames: Frames, specs: SpecCache | None = None,
@@ -191,7 +180,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
 
     def spec(kind: str, df: pd.DataFrame, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
-        return specs.spec(kind, df, labels, make) if specs is not None else _plain(_spec(make()))
+        return specs.spec(kind, df, labels, make) if specs is not None else _plain(make())
 
     names = tables()["metrics"]
     m = frames.metrics
