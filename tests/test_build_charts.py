@@ -78,9 +78,10 @@ def _altair(spec: object) -> dict:
 
 
 def test_plain_specs_are_the_ones_altair_writes() -> None:
-    """The builder writes its Vega-Lite specs as plain dicts (``builder/vlspec.py``); each kind is
-    the dict Altair writes for the same chart, key order and dataset names included, so a chart
-    keeps its file name (a hash of its spec) and an earlier build's spec cache still matches."""
+    """The builder writes its Vega-Lite specs as plain dicts of plain rows (``builder/vlspec.py``,
+    no Altair, no pandas); each kind is the dict Altair writes for the same chart from a DataFrame
+    of those rows, key order and dataset names included, so a chart keeps its file name (a hash of
+    its spec)."""
     import json
 
     import altair as alt
@@ -91,22 +92,22 @@ def test_plain_specs_are_the_ones_altair_writes() -> None:
     from logkit.events import Sweep, SweepCellResult
 
     legend = charts._LEGEND
-    lines = pd.DataFrame({"config": ["a=1", "a=1", "b=2", "b=2"], "concurrency": [1.0, 4.0, 1.0, 64.0],
-                          "value": [10.5, 20.25, float("nan"), 3.0]})
-    df = charts._segments(lines)
+    lines = [{"config": c, "concurrency": n, "value": v}
+             for c, n, v in (("b=2", 64.0, 3.0), ("a=1", 1.0, 10.5), ("a=1", 4.0, 20.25), ("b=2", 1.0, float("nan")))]
+    df = pd.DataFrame(charts._segments(lines))
     base = alt.Chart(df, title="t", width=520, height=260).encode(
         x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
                 axis=alt.Axis(values=sorted({float(c) for c in df["concurrency"]}), format="~g")),
         y=alt.Y("value:Q", title="y", scale=alt.Scale(zero=True, nice=True)),
         color=alt.Color("config:N", title="configuration", legend=legend))
     want = alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
-    items = pd.DataFrame({"item": ["p1", "p2", None], "config": ["a", "b", "a"], "value": [1.0, float("inf"), 2.0]})
-    want_items = alt.Chart(items, title="t", width=520).mark_bar().encode(
+    items = [{"item": i, "config": c, "value": v} for i, c, v in (("p1", "a", 1.0), ("p2", "b", float("inf")), (None, "a", 2.0))]
+    want_items = alt.Chart(pd.DataFrame(items), title="t", width=520).mark_bar().encode(
         y=alt.Y("item:N", title=None, sort=None), yOffset=alt.YOffset("config:N"),
         x=alt.X("value:Q", title="x", scale=alt.Scale(zero=True, nice=True)),
         color=alt.Color("config:N", title="configuration", legend=legend))
-    best = pd.DataFrame({"config": ["a", "b"], "value": [3.5, 1.0]})
-    want_best = alt.Chart(best, title="t", width=520).mark_bar().encode(
+    best = [{"config": "a", "value": 3.5}, {"config": "b", "value": 1.0}]
+    want_best = alt.Chart(pd.DataFrame(best), title="t", width=520).mark_bar().encode(
         x=alt.X("value:Q", title=charts.metric_label("output_throughput"), scale=alt.Scale(zero=True, nice=True)),
         y=alt.Y("config:N", sort="-x", title="configuration", axis=alt.Axis(labelLimit=0)))
     for got, ref in ((charts._line(lines, "y", "t"), want), (charts._per_item(items, "x", "t"), want_items),

@@ -8,7 +8,7 @@ the writes is a pure function of the previous one's output:
                 its attempt and metric rows and each session's few events (:mod:`.load`; a
                 session's many events are read from the snapshot when its page is written); bad
                 lines (the index's problems) warned about and skipped
-2. ``frames``   pandas DataFrames of the attempt and metric rows (:mod:`.frames`)
+2. ``frames``   the facts of every attempt and the metric rows joined to their launches (:mod:`.frames`)
 3. ``charts``   Altair specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
 4. ``pages``    one typed context per page (:mod:`.pages_kb`, :mod:`.pages_configs`,
                 :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)

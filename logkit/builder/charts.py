@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
-from .frames import WORKLOAD, Frames
+from .frames import Frames, MetricRow
 from .load import metric_label, tables
 from . import vlspec as vl
 from .paths import metrics_path
@@ -50,7 +49,7 @@ class SpecCache:
     """
 
     FILE = ".logkit-chart-specs.json"
-    _FORMAT = 2  # 2: legends under the chart, named series, axes from zero
+    _FORMAT = 3  # 2: legends under the chart, named series, axes from zero; 3: digests of the rows' JSON
 
     def __init__(self, docs: Path, key: str) -> None:
         self.path = docs / self.FILE
@@ -66,12 +65,10 @@ class SpecCache:
                 and isinstance(data.get("specs"), dict):
             self.old = data["specs"]
 
-    def spec(self, kind: str, df: pd.DataFrame, labels: tuple[str, ...],
+    def spec(self, kind: str, rows: list[dict[str, Any]], labels: tuple[str, ...],
              make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """The spec ``make()`` gives for chart ``kind`` of ``df`` with ``labels``, made only when new."""
-        h = hashlib.sha256(json.dumps([kind, list(labels), list(map(str, df.columns)), list(map(str, df.dtypes))]).encode())
-        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-        digest = h.hexdigest()
+        """The spec ``make()`` gives for chart ``kind`` of ``rows`` with ``labels``, made only when new."""
+        digest = hashlib.sha256(json.dumps([kind, list(labels), rows], default=str).encode()).hexdigest()
         spec = self.old.get(digest)
         if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
             spec = _plain(make())
@@ -116,17 +113,38 @@ def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
     return src, (src, spec)
 
 
-def _segments(df: pd.DataFrame) -> pd.DataFrame:
-    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per configuration."""
+Rows = list[dict[str, Any]]
+
+
+def _segments(rows: Rows) -> Rows:
+    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per
+    configuration: the rows sorted by configuration and concurrency, each with its ``segment``."""
     ratio = float(tables()["metrics"].get("join_ratio", 4))
-    df = df.sort_values(["config", "concurrency"]).reset_index(drop=True)
-    segment, labels, last = 0, [], None
-    for config, conc in zip(df["config"], df["concurrency"], strict=True):
+    out: Rows = []
+    segment, last = 0, None
+    for row in sorted(rows, key=lambda r: (r["config"], r["concurrency"])):
+        config, conc = row["config"], row["concurrency"]
         if last is None or last[0] != config or conc > ratio * last[1] or last[1] <= 0:
             segment += 1
-        labels.append(f"{config}-{segment}")
+        out.append({**row, "segment": f"{config}-{segment}"})
         last = (config, conc)
-    return df.assign(segment=labels)
+    return out
+
+
+def _latest(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
+    """The latest figure of each ``key`` (by time; of two at one time, the later row), in the
+    order each key was first measured."""
+    latest: dict[tuple[Any, ...], float] = {}
+    for row in sorted(rows, key=lambda r: r.ts):
+        if not math.isnan(row.value):
+            latest[key(row)] = row.value
+        else:
+            latest.setdefault(key(row), row.value)
+    return latest
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None or value != value else f"{value:,.1f}"
 
 
 #: a legend under the chart, one series per line, its labels whole (Vega cuts them at 160 px by default)
@@ -145,9 +163,9 @@ def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return names
 
 
-def _line(df: pd.DataFrame, y: str, title: str) -> dict[str, Any]:
-    df = _segments(df)
-    ticks = sorted({float(c) for c in df["concurrency"]})
+def _line(rows: Rows, y: str, title: str) -> dict[str, Any]:
+    df = _segments(rows)
+    ticks = sorted({float(r["concurrency"]) for r in df})
     shared = {
         "color": vl.field("config:N", title="configuration", legend=_LEGEND),
         "x": vl.field("concurrency:Q", title="max concurrency (log2)", scale={"base": 2, "padding": 24, "type": "log"},
@@ -159,7 +177,7 @@ def _line(df: pd.DataFrame, y: str, title: str) -> dict[str, Any]:
                     data=df, height=260, width=520)
 
 
-def _per_item(df: pd.DataFrame, x: str, title: str) -> dict[str, Any]:
+def _per_item(df: Rows, x: str, title: str) -> dict[str, Any]:
     return vl.chart(df, {"type": "bar"}, {
         "y": vl.field("item:N", title=None, sort=None),
         "yOffset": vl.field("config:N"),
@@ -168,7 +186,7 @@ def _per_item(df: pd.DataFrame, x: str, title: str) -> dict[str, Any]:
     }, title=title, width=520)
 
 
-def _best_chart(best: pd.DataFrame, title: str, name: str) -> dict[str, Any]:
+def _best_chart(best: Rows, title: str, name: str) -> dict[str, Any]:
     return vl.chart(best, {"type": "bar"}, {
         "x": vl.field("value:Q", title=metric_label(name), scale={"nice": True, "zero": True}),
         "y": vl.field("config:N", sort="-x", title="configuration", axis={"labelLimit": 0}),
@@ -179,84 +197,96 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                   ) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
     """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
 
-    def spec(kind: str, df: pd.DataFrame, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
-        return specs.spec(kind, df, labels, make) if specs is not None else _plain(make())
+    def spec(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
+        return specs.spec(kind, rows, labels, make) if specs is not None else _plain(make())
 
     names = tables()["metrics"]
-    m = frames.metrics
-    m = m[m["server"].notna()] if not m.empty else m
+    m = [row for row in frames.metrics if row.server is not None]
     pages: list[MetricsPage] = []
     jobs: list[ChartJob] = []
-    rows: list[tuple[str, str, int, str]] = []
-    if m.empty:
-        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
-    servers = m["server"].unique()  # a launch has many figures: label each launch once
+    index_rows: list[tuple[str, str, int, str]] = []
+    if not m:
+        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
+    servers = dict.fromkeys(row.server for row in m)  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
     label_of = {r: frames.facts[r].name for r in servers}
     # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
     # different build, a patch): their --label names them.
-    parts = [(*config_of[r].split(" "), *([f"({label_of[r]})"] if label_of[r] and pd.isna(c) and pd.notna(i) else []))
-             for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)]
+    parts = [(*config_of[r.server].split(" "),
+              *([f"({label_of[r.server]})"] if label_of[r.server] and r.concurrency is None and r.item is not None else []))
+             for r in m]
     # a series is one configuration at one dataset and lengths: concurrency is the only axis a
     # line crosses (figures of two workloads are never drawn as one)
-    rest = [tuple(None if pd.isna(x) else x for x in w) for w in zip(*(m[c] for c in WORKLOAD[1:]), strict=True)]
-    parts = [(*p, f"@ {workload_text((None, *w))}") if any(x is not None for x in w) else p
-             for p, w in zip(parts, rest, strict=True)]
-    m = m.assign(full=[" ".join(p) for p in parts])
-    parts_of = dict(zip(m["full"], parts, strict=True))
-    for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
+    parts = [(*p, f"@ {workload_text((None, *r.workload[1:]))}") if any(x is not None for x in r.workload[1:]) else p
+             for p, r in zip(parts, m, strict=True)]
+    fulls = [" ".join(p) for p in parts]
+    parts_of = dict(zip(fulls, parts, strict=True))
+    groups: dict[tuple[str | None, str | None], list[tuple[str, MetricRow]]] = {}
+    for full, row in zip(fulls, m, strict=True):
+        groups.setdefault((row.model, row.gpu), []).append((full, row))
+    for model, gpu in sorted(groups, key=lambda k: (k[0] is None, k[0] or "", k[1] is None, k[1] or "")):
+        group = groups[(model, gpu)]
         # A series is named by what tells it apart from the others on the page; the key table
         # on the page gives each one's whole configuration.
-        key = _series_names({full: parts_of[full] for full in sorted(set(group["full"]))})
-        group = group.assign(config=group["full"].map(key))
+        key = _series_names({full: parts_of[full] for full in sorted({full for full, _row in group})})
+        config = {id(row): key[full] for full, row in group}
+        rows = [row for _full, row in group]
         model_s = model if isinstance(model, str) else "unknown model"
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
-        present = set(group["name"])
+        present = {row.name for row in rows}
         charts: list[ChartCtx] = []
         for kind in ("throughput", "ttft", "itl"):
             name = _first(names[kind], present)
             if name is None:
                 continue
-            sel = group[(group["name"] == name) & group["concurrency"].notna()]
-            if sel.empty:
+            sel_rows = [r for r in rows if r.name == name and r.concurrency is not None]
+            if not sel_rows:
                 continue
             # the latest figure per configuration and concurrency
-            sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
+            latest = _latest(sel_rows, lambda r: (config[id(r)], r.concurrency))
+            sel = [{"config": c, "concurrency": conc, "value": v} for (c, conc), v in sorted(latest.items(), key=lambda kv: kv[0])]
             src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
-            if sel["concurrency"].nunique() > 1:
+            concs = sorted({r["concurrency"] for r in sel})
+            if len(concs) > 1:
                 y, title = metric_label(name), f"{metric_label(name)} against concurrency"
                 src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
-            table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
+            columns = sorted({r["config"] for r in sel})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} against concurrency", src=src,
                 alt=f"{name} against max concurrency for {model_s} on {gpu_s}",
-                headers=["concurrency", *[str(c) for c in table.columns]],
-                rows=[[f"{c:g}", *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for c, r in zip(table.index, table.values)],
+                headers=["concurrency", *columns],
+                rows=[[f"{c:g}", *[_fmt(latest.get((col, c))) for col in columns]] for c in concs],
                 note=note,
             ))
         name = _first(names["throughput"], present)
-        items = group[(group["name"] == name) & group["concurrency"].isna() & group["item"].notna()] if name else group[:0]
-        if not items.empty:
-            items = items.sort_values("ts").groupby(["item", "config"], as_index=False, sort=False)["value"].last()
+        item_rows = [r for r in rows if r.name == name and r.concurrency is None and r.item is not None] if name else []
+        if item_rows:
+            latest = _latest(item_rows, lambda r: (r.item, config[id(r)]))
+            items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
             src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
             jobs.append(job)
-            table = items.pivot(index="item", columns="config", values="value")
-            table = table.reindex(list(dict.fromkeys(items["item"])))  # in the order measured
+            columns = sorted({r["config"] for r in items})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
-                headers=["prompt", *[str(c) for c in table.columns]],
-                rows=[[str(i), *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for i, r in zip(table.index, table.values)],
+                headers=["prompt", *columns],
+                rows=[[str(i), *[_fmt(latest.get((i, col))) for col in columns]]
+                      for i in dict.fromkeys(r["item"] for r in items)],  # in the order measured
             ))
-        name = _first(names["throughput"], present)
         if name is not None:
-            named = group[group["name"] == name]
-            works = {tuple(None if pd.isna(x) else x for x in w): rows
-                     for w, rows in named.groupby(WORKLOAD, dropna=False, sort=False)}
+            works: dict[tuple[Any, ...], dict[str, float]] = {}
+            for r in rows:
+                if r.name == name:
+                    best_of = works.setdefault(r.workload, {})
+                    c = config[id(r)]
+                    if not math.isnan(r.value) and (c not in best_of or math.isnan(best_of[c]) or r.value > best_of[c]):
+                        best_of[c] = r.value
+                    else:
+                        best_of.setdefault(c, r.value)
             for work in sorted(works, key=workload_order):  # one ranking per workload
-                best = works[work].groupby("config", as_index=False)["value"].max()
+                best = [{"config": c, "value": v} for c, v in sorted(works[work].items())]
                 if len(best) < 2:
                     continue
                 title = f"best {metric_label(name)} per configuration at {workload_text(work)}"
@@ -265,13 +295,13 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", metric_label(name)],
-                    rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
+                    rows=[[str(r["config"]), f"{r['value']:,.1f}"] for r in sorted(best, key=lambda r: -r["value"])],
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
         pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
-        rows.append((model_s, gpu_s, len(group), path))
-    return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
+        index_rows.append((model_s, gpu_s, len(group), path))
+    return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
 
 
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:

@@ -15,8 +15,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from ..events import Decision, Sweep, SweepCellResult
 from . import vlspec as vl
 from .contexts import ChartCtx, Page
@@ -98,9 +96,8 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     if not rows:
         return None, [], None
     front = set(pareto([(x, y) for _k, _l, x, y in rows]))
-    frame = pd.DataFrame([{"cell": k, "point": lab, "per_user": x, "throughput": y,
-                           "front": "Pareto front" if i in front else "dominated"}
-                          for i, (k, lab, x, y) in enumerate(rows)])
+    frame = [{"cell": k, "point": lab, "per_user": x, "throughput": y, "front": "Pareto front" if i in front else "dominated"}
+             for i, (k, lab, x, y) in enumerate(rows)]
     x = vl.field("per_user:Q", title="output tok/s per user")
     y = vl.field("throughput:Q", title="output tok/s (all users)")
     points = {"x": x, "y": y,
@@ -108,7 +105,7 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
               "shape": vl.field("front:N", title="", legend={"orient": "bottom"}),
               "tooltip": [vl.field("cell:N"), vl.field("point:N"), vl.field("per_user:Q"), vl.field("throughput:Q")]}
     spec = vl.layer([
-        (frame[frame["front"] == "Pareto front"].sort_values("per_user"),
+        (sorted((p for p in frame if p["front"] == "Pareto front"), key=lambda p: p["per_user"]),
          {"type": "line", "color": "black", "strokeDash": [5, 3]}, {"x": x, "y": y, "order": vl.field("per_user:Q")}, {}),
         (frame, {"type": "point", "filled": True, "size": 90}, points, {}),
     ], width=560, height=340, title=f"{sweep.sweep}: throughput per user vs total")

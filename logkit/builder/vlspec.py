@@ -10,9 +10,8 @@ Altair. Building a spec this way costs well under a millisecond; through Altair 
 a chart (its schema objects, a copy and a sanitising pass over each DataFrame), and importing Altair
 another second and ~23 MB a build.
 
-Rows come from a DataFrame as Altair sanitises them: floats as Python floats with NaN and
-infinities as ``null``, integers and booleans as Python values, strings kept, missing values
-``null``.
+Data are rows (dicts, each with the columns in one order), as Altair writes a DataFrame's: NaN
+and infinities become ``null``.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ import json
 import math
 from typing import Any
 
-import pandas as pd
-
 __all__ = ["VIEW", "chart", "field", "layer", "records"]
 
 #: Altair's default top-level config
@@ -32,24 +29,10 @@ VIEW = {"view": {"continuousWidth": 300, "continuousHeight": 300}}
 _TYPES = {"Q": "quantitative", "N": "nominal", "O": "ordinal", "T": "temporal"}
 
 
-def records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """``df``'s rows as JSON-ready dicts, as Altair's ``to_values`` makes them."""
-    names = [str(c) for c in df.columns]
-    columns: list[list[Any]] = []
-    for name in df.columns:
-        col = df[name]
-        kind = col.dtype.kind
-        values = col.tolist()
-        if kind == "f":
-            values = [None if math.isnan(v) or math.isinf(v) else v for v in values]
-        elif kind not in "iub":  # object and string columns: missing (None, NaN, NaT) is null
-            values = [None if _missing(v) else v for v in values]
-        columns.append(values)
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NaT
+def records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` as Altair's ``to_values`` gives a DataFrame's rows: NaN and infinities ``null``."""
+    return [{k: None if isinstance(v, float) and (math.isnan(v) or math.isinf(v)) else v for k, v in row.items()}
+            for row in rows]
 
 
 def _name(rows: list[dict[str, Any]]) -> str:
@@ -69,15 +52,15 @@ def _encoding(channels: dict[str, dict[str, Any] | list[dict[str, Any]]]) -> dic
     return dict(sorted(channels.items()))
 
 
-def _data(df: pd.DataFrame, datasets: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+def _data(df: list[dict[str, Any]], datasets: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     rows = records(df)
     name = _name(rows)
     datasets[name] = rows
     return {"name": name}
 
 
-def chart(df: pd.DataFrame, mark: dict[str, Any], encoding: dict[str, Any], **props: Any) -> dict[str, Any]:
-    """One chart of ``df`` (Altair's ``Chart(df, **props).mark_*(...).encode(...)``)."""
+def chart(df: list[dict[str, Any]], mark: dict[str, Any], encoding: dict[str, Any], **props: Any) -> dict[str, Any]:
+    """One chart of the rows ``df`` (Altair's ``Chart(df, **props).mark_*(...).encode(...)``)."""
     datasets: dict[str, list[dict[str, Any]]] = {}
     spec: dict[str, Any] = {"config": VIEW, "data": _data(df, datasets), "mark": mark, "encoding": _encoding(encoding)}
     spec.update(sorted(props.items()))
@@ -85,8 +68,8 @@ def chart(df: pd.DataFrame, mark: dict[str, Any], encoding: dict[str, Any], **pr
     return spec
 
 
-def layer(layers: list[tuple[pd.DataFrame | None, dict[str, Any], dict[str, Any], dict[str, Any]]],
-          data: pd.DataFrame | None = None, **props: Any) -> dict[str, Any]:
+def layer(layers: list[tuple[list[dict[str, Any]] | None, dict[str, Any], dict[str, Any], dict[str, Any]]],
+          data: list[dict[str, Any]] | None = None, **props: Any) -> dict[str, Any]:
     """Layered charts: each ``(its data or None, mark, encoding, its properties)``; ``data`` shared
     by the layers that have none (Altair's ``alt.layer(...)`` of charts, ``props`` its ``properties``)."""
     datasets: dict[str, list[dict[str, Any]]] = {}
