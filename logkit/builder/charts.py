@@ -4,7 +4,9 @@ Contract: :func:`metrics_pages` turns the metrics frame into one :class:`Metrics
 GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
 against concurrency, throughput per item such as a prompt, best throughput per configuration at
 each workload measured for more than one: figures of two workloads are never ranked together),
-each with the numbers as a table. A chart draws only what was measured: points on a log2
+each with the numbers as a table. A ranking whose every bar would be a point the throughput chart
+already draws (the same configurations, the same figures at that concurrency) is its table alone,
+which says so: a chart that repeats another draws nothing new, and each costs ~60-100 ms to render. A chart draws only what was measured: points on a log2
 concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
@@ -235,6 +237,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
         present = {row.name for row in rows}
         charts: list[ChartCtx] = []
+        drawn: dict[str, tuple[str, dict[tuple[Any, ...], float]]] = {}  # metric -> its line chart's title and points
         for kind in ("throughput", "ttft", "itl"):
             name = _first(names[kind], present)
             if name is None:
@@ -252,6 +255,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                 src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
+                drawn[name] = (title, latest)
             columns = sorted({r["config"] for r in sel})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} against concurrency", src=src,
@@ -290,12 +294,19 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                 if len(best) < 2:
                     continue
                 title = f"best {metric_label(name)} per configuration at {workload_text(work)}"
-                src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
-                jobs.append(job)
+                line = drawn.get(name)
+                if line is not None and work[0] is not None and all(line[1].get((r["config"], work[0])) == r["value"] for r in best):
+                    # every bar would be a point the line chart above draws: the table ranks them
+                    src, note = None, f"no chart: these are the points at {workload_text(work)} of “{line[0]}” above, ranked"
+                else:
+                    src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
+                    jobs.append(job)
+                    note = None
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", metric_label(name)],
                     rows=[[str(r["config"]), f"{r['value']:,.1f}"] for r in sorted(best, key=lambda r: -r["value"])],
+                    note=note,
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
         pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
