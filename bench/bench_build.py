@@ -69,9 +69,11 @@ def _tree_pss_mb(root: int) -> float:
     return total / 1024
 
 
-def run_measured(cmd: list[str], cwd: Path) -> tuple[float, float, float, str]:
+def run_measured(cmd: list[str], cwd: Path) -> tuple[float, float, float, str, float]:
     """Run ``cmd``: (wall seconds, peak RSS in MB of its largest single process via ``os.wait4``,
-    peak memory in MB of its whole process tree at once (PSS summed, sampled every 0.2 s), stdout)."""
+    peak memory in MB of its whole process tree at once (PSS summed, sampled every 0.2 s), stdout,
+    CPU seconds: user + system of it and its waited-for children, every thread's; on a shared
+    machine the steadier figure, since other work stretches the wall time of each run apart)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak_tree = 0.0
@@ -92,7 +94,7 @@ def run_measured(cmd: list[str], cwd: Path) -> tuple[float, float, float, str]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err.decode(errors='replace')[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, peak_tree, out.decode(errors="replace")
+    return wall, usage.ru_maxrss / 1024, peak_tree, out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def add_attempt(sessions: Path, n: int) -> str:
@@ -129,22 +131,26 @@ def main() -> int:
               "--docs", str(work / "docs"), "--out", str(work / "out"), "--config", str(config)]
 
     fulls, rebuilds, bares, rss, trees, bare_trees = [], [], [], [], [], []
+    cpus: dict[str, list[float]] = {"build": [], "bare": [], "rebuild": []}
     loads = [os.getloadavg()[0]]
     for round_ in range(args.rounds):
         for path in (work / "docs", work / "out", work / "bare-out", work / ".cache", work / "sessions" / ".cache"):
             shutil.rmtree(path, ignore_errors=True)
-        wall, peak, tree, _out = run_measured(logkit, work)
+        wall, peak, tree, _out, cpu = run_measured(logkit, work)
+        cpus["build"].append(cpu)
         fulls.append(wall)
         rss.append(peak)
         trees.append(tree)
         loads.append(os.getloadavg()[0])
-        wall_bare, bare_peak, bare_tree, _ = run_measured(
+        wall_bare, bare_peak, bare_tree, _, cpu = run_measured(
             [sys.executable, "-c", BARE, str(config), str(work / "docs"), str(work / "bare-out")], work)
+        cpus["bare"].append(cpu)
         bares.append(wall_bare)
         bare_trees.append(bare_tree)
         loads.append(os.getloadavg()[0])
         ref = add_attempt(work / "sessions", round_)
-        wall_re, re_peak, re_tree, out = run_measured(logkit, work)
+        wall_re, re_peak, re_tree, out, cpu = run_measured(logkit, work)
+        cpus["rebuild"].append(cpu)
         rebuilds.append(wall_re)
         loads.append(os.getloadavg()[0])
         print(f"round {round_ + 1}: build {wall:.1f}s (largest process {peak:.0f} MB, all its processes at once "
@@ -168,6 +174,9 @@ def main() -> int:
           f"goal <= 150 MB)")
     print(f"rebuild, one attempt:   {rebuild:6.1f} s")
     print(f"ratio rebuild/bare:     {rebuild / bare:6.2f}    (goal <= 1.1)")
+    cpu_full, cpu_bare, cpu_re = (min(cpus[k]) for k in ("build", "bare", "rebuild"))
+    print(f"CPU seconds (user+sys): build {cpu_full:.1f}, bare {cpu_bare:.1f}, rebuild {cpu_re:.1f}; ratios "
+          f"build/bare {cpu_full / cpu_bare:.2f}, rebuild/bare {cpu_re / cpu_bare:.2f}")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     ok = full / bare <= 1.2 and min(trees) - min(bare_trees) <= 150 and rebuild / bare <= 1.1

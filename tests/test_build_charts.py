@@ -69,3 +69,69 @@ def test_a_sweep_is_joined_and_a_single_concurrency_gets_the_table_alone(tmp_pat
         assert encoding["y"]["scale"] == {"zero": True, "nice": True}
         assert encoding["color"]["legend"]["labelLimit"] == 0
         assert not any(re.fullmatch(r"C\d+", str(r["config"])) for r in rows)
+
+
+def _altair(spec: object) -> dict:
+    out = spec.to_dict(validate=False)  # type: ignore[attr-defined]
+    out.pop("$schema", None)
+    return out
+
+
+def test_plain_specs_are_the_ones_altair_writes() -> None:
+    """The builder writes its Vega-Lite specs as plain dicts of plain rows (``builder/vlspec.py``,
+    no Altair, no pandas); each kind is the dict Altair writes for the same chart from a DataFrame
+    of those rows, key order and dataset names included, so a chart keeps its file name (a hash of
+    its spec)."""
+    import json
+
+    import altair as alt
+    import pandas as pd
+
+    from logkit.builder import charts
+    from logkit.builder.pages_sweeps import _chart
+    from logkit.events import Sweep, SweepCellResult
+
+    legend = charts._LEGEND
+    lines = [{"config": c, "concurrency": n, "value": v}
+             for c, n, v in (("b=2", 64.0, 3.0), ("a=1", 1.0, 10.5), ("a=1", 4.0, 20.25), ("b=2", 1.0, float("nan")))]
+    df = pd.DataFrame(charts._segments(lines))
+    base = alt.Chart(df, title="t", width=520, height=260).encode(
+        x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
+                axis=alt.Axis(values=sorted({float(c) for c in df["concurrency"]}), format="~g")),
+        y=alt.Y("value:Q", title="y", scale=alt.Scale(zero=True, nice=True)),
+        color=alt.Color("config:N", title="configuration", legend=legend))
+    want = alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
+    items = [{"item": i, "config": c, "value": v} for i, c, v in (("p1", "a", 1.0), ("p2", "b", float("inf")), (None, "a", 2.0))]
+    want_items = alt.Chart(pd.DataFrame(items), title="t", width=520).mark_bar().encode(
+        y=alt.Y("item:N", title=None, sort=None), yOffset=alt.YOffset("config:N"),
+        x=alt.X("value:Q", title="x", scale=alt.Scale(zero=True, nice=True)),
+        color=alt.Color("config:N", title="configuration", legend=legend))
+    best = [{"config": "a", "value": 3.5}, {"config": "b", "value": 1.0}]
+    want_best = alt.Chart(pd.DataFrame(best), title="t", width=520).mark_bar().encode(
+        x=alt.X("value:Q", title=charts.metric_label("output_throughput"), scale=alt.Scale(zero=True, nice=True)),
+        y=alt.Y("config:N", sort="-x", title="configuration", axis=alt.Axis(labelLimit=0)))
+    for got, ref in ((charts._line(lines, "y", "t"), want), (charts._per_item(items, "x", "t"), want_items),
+                     (charts._best_chart(best, "t", "output_throughput"), want_best)):
+        assert json.dumps(got) == json.dumps(_altair(ref))
+
+    sweep = Sweep(session="s", sweep="SW-0000000a", title="t", spec_hash="h")
+    results = [SweepCellResult(session="s", sweep="SW-0000000a", cell=c, key=f"moe={c}", status="works",
+                               points=[{"attempt": f"A{n}", "labels": {"concurrency": n}, "per_user": pu,
+                                        "output_throughput": tp} for n, pu, tp in pts])
+               for c, pts in (("c1", [(1, 50.0, 50.0), (8, 20.0, 160.0)]), ("c2", [(1, 40.0, 40.0), (8, 25.0, 150.0)]))]
+    _ctx, _names, job = _chart(sweep, results)
+    assert job is not None
+    frame = pd.DataFrame([{"cell": r.key, "point": f"concurrency {p.labels['concurrency']:g}", "per_user": p.per_user,
+                           "throughput": p.output_throughput} for r in results for p in r.points])
+    front = {(50.0, 50.0), (25.0, 150.0), (20.0, 160.0)}
+    frame["front"] = ["Pareto front" if (x, y) in front else "dominated" for x, y in zip(frame["per_user"], frame["throughput"])]
+    x = alt.X("per_user:Q", title="output tok/s per user")
+    y = alt.Y("throughput:Q", title="output tok/s (all users)")
+    points = alt.Chart(frame).mark_point(filled=True, size=90).encode(
+        x=x, y=y, color=alt.Color("cell:N", title="cell", legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical")),
+        shape=alt.Shape("front:N", title="", legend=alt.Legend(orient="bottom")),
+        tooltip=["cell", "point", "per_user", "throughput"])
+    line = alt.Chart(frame[frame["front"] == "Pareto front"].sort_values("per_user")).mark_line(
+        color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="per_user:Q")
+    want_sweep = (line + points).properties(width=560, height=340, title="SW-0000000a: throughput per user vs total")
+    assert json.dumps(job[1]) == json.dumps(_altair(want_sweep))

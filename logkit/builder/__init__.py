@@ -8,7 +8,7 @@ the writes is a pure function of the previous one's output:
                 its attempt and metric rows and each session's few events (:mod:`.load`; a
                 session's many events are read from the snapshot when its page is written); bad
                 lines (the index's problems) warned about and skipped
-2. ``frames``   pandas DataFrames of the attempt and metric rows (:mod:`.frames`)
+2. ``frames``   the facts of every attempt and the metric rows joined to their launches (:mod:`.frames`)
 3. ``charts``   Altair specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
 4. ``pages``    one typed context per page (:mod:`.pages_kb`, :mod:`.pages_configs`,
                 :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)
@@ -165,29 +165,42 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     written += 1
     stages.done("pages", f"{written} pages", then="sessions")
 
-    # 5. decision records, then session pages one session at a time; unchanged ones kept
+    # 5. decision records and session pages, session by session (a session's records, then its
+    #    pages, while its events are in memory: both read them); unchanged ones kept
     manifest = Manifest(docs, key, loaded.digests)
     table = index.decisions_digest()
     unresolved: list[tuple[str, str, list[str]]] = []
     decisions_kept = 0
+    kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
+    for path in kept:
+        renderer.keep(path)
+    # both in session order (decision_pages: its records by session, then the moved ids' pages)
+    fresh_sessions = session_pages(index, keep=lambda sid: sid in manifest.pages)
+    fresh = next(fresh_sessions, None)
+
+    def sessions_before(sid: str | None) -> None:
+        """Write the pages of every session before ``sid`` (None: of every session left)."""
+        nonlocal fresh
+        while fresh is not None and (sid is None or not fresh or fresh[0][0].id < sid):
+            texts = put(*(ctx for ctx, _deps in fresh))
+            for ctx, deps in fresh:
+                manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
+            fresh = next(fresh_sessions, None)
+
     # --strict checks every record page's references: it keeps none
     for ctx, deps, path in decision_pages(index, keep=lambda path: not strict and manifest.decision_unchanged(path, table)):
         if ctx is None:
             decisions_kept += 1
             renderer.keep(path)
             continue
+        if isinstance(ctx, DecisionPage):
+            sessions_before(ctx.row.session)
         texts = put(ctx)
         if deps is not None:
             manifest.record_decision(path, deps, table, texts[path])
         if isinstance(ctx, DecisionPage) and ctx.unresolved:
             unresolved.append((ctx.row.id, ctx.session_title, list(ctx.unresolved)))
-    kept = [path for sid in loaded.sessions if manifest.unchanged(sid) for path in manifest.paths(sid)]
-    for path in kept:
-        renderer.keep(path)
-    for fresh in session_pages(index, keep=lambda sid: sid in manifest.pages):
-        texts = put(*(ctx for ctx, _deps in fresh))
-        for ctx, deps in fresh:
-            manifest.record(ctx.id, ctx.page.path, deps, texts[ctx.page.path])
+    sessions_before(None)
     loaded.resident.release_all()
     if strict:
         from .strict import knowledge_problems, refuse

@@ -1,40 +1,40 @@
-"""Stage 3, charts: Altair charts of the metrics, rendered to SVG files at build time.
+"""Stage 3, charts: Vega-Lite charts of the metrics, rendered to SVG files at build time.
 
 Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
 GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
 against concurrency, throughput per item such as a prompt, best throughput per configuration at
 each workload measured for more than one: figures of two workloads are never ranked together),
-each with the numbers as a table. A chart draws only what was measured: points on a log2
+each with the numbers as a table. A ranking whose every bar would be a point the throughput chart
+already draws (the same configurations, the same figures at that concurrency) is its table alone,
+which says so: a chart that repeats another draws nothing new, and each costs ~60-100 ms to render. A chart draws only what was measured: points on a log2
 concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
 are rendered with vl-convert (no browser, no CDN: the site needs no JavaScript to show them) into
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
 its file name and a cache directory lets a rebuild skip rendering it.
+The specs are plain dicts (:mod:`.vlspec`: the ones Altair would write, without its object model).
 A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
-from, so a rebuild makes Altair specs (and imports Altair) only for charts whose data changed.
+from, so a rebuild makes specs only for charts whose data changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import pandas as pd
+from typing import Any
 
 from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order, workload_text
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
-from .frames import WORKLOAD, Frames
+from .frames import Frames, MetricRow
 from .load import metric_label, tables
+from . import vlspec as vl
 from .paths import metrics_path
-
-if TYPE_CHECKING:
-    import altair as alt
 
 __all__ = ["ChartJob", "SpecCache", "metrics_pages", "prune_svgs", "render_svgs"]
 
@@ -51,7 +51,7 @@ class SpecCache:
     """
 
     FILE = ".logkit-chart-specs.json"
-    _FORMAT = 2  # 2: legends under the chart, named series, axes from zero
+    _FORMAT = 3  # 2: legends under the chart, named series, axes from zero; 3: digests of the rows' JSON
 
     def __init__(self, docs: Path, key: str) -> None:
         self.path = docs / self.FILE
@@ -67,15 +67,13 @@ class SpecCache:
                 and isinstance(data.get("specs"), dict):
             self.old = data["specs"]
 
-    def spec(self, kind: str, df: pd.DataFrame, labels: tuple[str, ...],
-             make: Callable[[], alt.TopLevelMixin]) -> dict[str, Any]:
-        """The spec ``make()`` gives for chart ``kind`` of ``df`` with ``labels``, made only when new."""
-        h = hashlib.sha256(json.dumps([kind, list(labels), list(map(str, df.columns)), list(map(str, df.dtypes))]).encode())
-        h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-        digest = h.hexdigest()
+    def spec(self, kind: str, rows: list[dict[str, Any]], labels: tuple[str, ...],
+             make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """The spec ``make()`` gives for chart ``kind`` of ``rows`` with ``labels``, made only when new."""
+        digest = hashlib.sha256(json.dumps([kind, list(labels), rows], default=str).encode()).hexdigest()
         spec = self.old.get(digest)
         if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
-            spec = _plain(_spec(make()))
+            spec = _plain(make())
             self.made += 1
         self.new[digest] = spec
         return spec
@@ -111,29 +109,44 @@ def _first(names: list[str], present: set[str]) -> str | None:
     return next((n for n in names if n in present), None)
 
 
-def _spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    spec = chart.to_dict(validate=False)  # built by this module from known columns
-    spec.pop("$schema", None)
-    return spec
-
-
 def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
     src = f"assets/charts/{digest}.svg"
     return src, (src, spec)
 
 
-def _segments(df: pd.DataFrame) -> pd.DataFrame:
-    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per configuration."""
+Rows = list[dict[str, Any]]
+
+
+def _segments(rows: Rows) -> Rows:
+    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per
+    configuration: the rows sorted by configuration and concurrency, each with its ``segment``."""
     ratio = float(tables()["metrics"].get("join_ratio", 4))
-    df = df.sort_values(["config", "concurrency"]).reset_index(drop=True)
-    segment, labels, last = 0, [], None
-    for config, conc in zip(df["config"], df["concurrency"], strict=True):
+    out: Rows = []
+    segment, last = 0, None
+    for row in sorted(rows, key=lambda r: (r["config"], r["concurrency"])):
+        config, conc = row["config"], row["concurrency"]
         if last is None or last[0] != config or conc > ratio * last[1] or last[1] <= 0:
             segment += 1
-        labels.append(f"{config}-{segment}")
+        out.append({**row, "segment": f"{config}-{segment}"})
         last = (config, conc)
-    return df.assign(segment=labels)
+    return out
+
+
+def _latest(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
+    """The latest figure of each ``key`` (by time; of two at one time, the later row), in the
+    order each key was first measured."""
+    latest: dict[tuple[Any, ...], float] = {}
+    for row in sorted(rows, key=lambda r: r.ts):
+        if not math.isnan(row.value):
+            latest[key(row)] = row.value
+        else:
+            latest.setdefault(key(row), row.value)
+    return latest
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None or value != value else f"{value:,.1f}"
 
 
 #: a legend under the chart, one series per line, its labels whole (Vega cuts them at 160 px by default)
@@ -152,137 +165,154 @@ def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
     return names
 
 
-def _line(df: pd.DataFrame, y: str, title: str) -> alt.LayerChart:
-    import altair as alt
-
-    df = _segments(df)
-    ticks = sorted({float(c) for c in df["concurrency"]})
-    base = alt.Chart(df, title=title, width=520, height=260).encode(
-        x=alt.X("concurrency:Q", title="max concurrency (log2)", scale=alt.Scale(type="log", base=2, padding=24),
-                axis=alt.Axis(values=ticks, format="~g")),
-        y=alt.Y("value:Q", title=y, scale=alt.Scale(zero=True, nice=True)),  # never below zero
-        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
-    )
-    return alt.layer(base.mark_line().encode(detail="segment:N"), base.mark_point(filled=True, size=60))
-
-
-def _per_item(df: pd.DataFrame, x: str, title: str) -> alt.Chart:
-    import altair as alt
-
-    return alt.Chart(df, title=title, width=520).mark_bar().encode(
-        y=alt.Y("item:N", title=None, sort=None),
-        yOffset=alt.YOffset("config:N"),
-        x=alt.X("value:Q", title=x, scale=alt.Scale(zero=True, nice=True)),
-        color=alt.Color("config:N", title="configuration", legend=_LEGEND),
-    )
+def _line(rows: Rows, y: str, title: str) -> dict[str, Any]:
+    df = _segments(rows)
+    ticks = sorted({float(r["concurrency"]) for r in df})
+    shared = {
+        "color": vl.field("config:N", title="configuration", legend=_LEGEND),
+        "x": vl.field("concurrency:Q", title="max concurrency (log2)", scale={"base": 2, "padding": 24, "type": "log"},
+                      axis={"format": "~g", "values": ticks}),
+        "y": vl.field("value:Q", title=y, scale={"nice": True, "zero": True}),  # never below zero
+    }
+    return vl.layer([(None, {"type": "line"}, {**shared, "detail": vl.field("segment:N")}, {"title": title}),
+                     (None, {"type": "point", "filled": True, "size": 60}, shared, {"title": title})],
+                    data=df, height=260, width=520)
 
 
-def _best_chart(best: pd.DataFrame, title: str, name: str) -> alt.Chart:
-    import altair as alt
+def _per_item(df: Rows, x: str, title: str) -> dict[str, Any]:
+    return vl.chart(df, {"type": "bar"}, {
+        "y": vl.field("item:N", title=None, sort=None),
+        "yOffset": vl.field("config:N"),
+        "x": vl.field("value:Q", title=x, scale={"nice": True, "zero": True}),
+        "color": vl.field("config:N", title="configuration", legend=_LEGEND),
+    }, title=title, width=520)
 
-    return alt.Chart(best, title=title, width=520).mark_bar().encode(
-        x=alt.X("value:Q", title=metric_label(name), scale=alt.Scale(zero=True, nice=True)),
-        y=alt.Y("config:N", sort="-x", title="configuration", axis=alt.Axis(labelLimit=0)),
-    )
+
+def _best_chart(best: Rows, title: str, name: str) -> dict[str, Any]:
+    return vl.chart(best, {"type": "bar"}, {
+        "x": vl.field("value:Q", title=metric_label(name), scale={"nice": True, "zero": True}),
+        "y": vl.field("config:N", sort="-x", title="configuration", axis={"labelLimit": 0}),
+    }, title=title, width=520)
 
 
 def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                   ) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
     """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
 
-    def spec(kind: str, df: pd.DataFrame, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
-        return specs.spec(kind, df, labels, make) if specs is not None else _plain(_spec(make()))
+    def spec(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
+        return specs.spec(kind, rows, labels, make) if specs is not None else _plain(make())
 
     names = tables()["metrics"]
-    m = frames.metrics
-    m = m[m["server"].notna()] if not m.empty else m
+    m = [row for row in frames.metrics if row.server is not None]
     pages: list[MetricsPage] = []
     jobs: list[ChartJob] = []
-    rows: list[tuple[str, str, int, str]] = []
-    if m.empty:
-        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
-    servers = m["server"].unique()  # a launch has many figures: label each launch once
+    index_rows: list[tuple[str, str, int, str]] = []
+    if not m:
+        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
+    servers = dict.fromkeys(row.server for row in m)  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
     label_of = {r: frames.facts[r].name for r in servers}
     # A figure per item (a prompt) compares launches, which the same flags cannot tell apart (a
     # different build, a patch): their --label names them.
-    parts = [(*config_of[r].split(" "), *([f"({label_of[r]})"] if label_of[r] and pd.isna(c) and pd.notna(i) else []))
-             for r, c, i in zip(m["server"], m["concurrency"], m["item"], strict=True)]
+    parts = [(*config_of[r.server].split(" "),
+              *([f"({label_of[r.server]})"] if label_of[r.server] and r.concurrency is None and r.item is not None else []))
+             for r in m]
     # a series is one configuration at one dataset and lengths: concurrency is the only axis a
     # line crosses (figures of two workloads are never drawn as one)
-    rest = [tuple(None if pd.isna(x) else x for x in w) for w in zip(*(m[c] for c in WORKLOAD[1:]), strict=True)]
-    parts = [(*p, f"@ {workload_text((None, *w))}") if any(x is not None for x in w) else p
-             for p, w in zip(parts, rest, strict=True)]
-    m = m.assign(full=[" ".join(p) for p in parts])
-    parts_of = dict(zip(m["full"], parts, strict=True))
-    for (model, gpu), group in m.groupby(["model", "gpu"], dropna=False, sort=True):
+    parts = [(*p, f"@ {workload_text((None, *r.workload[1:]))}") if any(x is not None for x in r.workload[1:]) else p
+             for p, r in zip(parts, m, strict=True)]
+    fulls = [" ".join(p) for p in parts]
+    parts_of = dict(zip(fulls, parts, strict=True))
+    groups: dict[tuple[str | None, str | None], list[tuple[str, MetricRow]]] = {}
+    for full, row in zip(fulls, m, strict=True):
+        groups.setdefault((row.model, row.gpu), []).append((full, row))
+    for model, gpu in sorted(groups, key=lambda k: (k[0] is None, k[0] or "", k[1] is None, k[1] or "")):
+        group = groups[(model, gpu)]
         # A series is named by what tells it apart from the others on the page; the key table
         # on the page gives each one's whole configuration.
-        key = _series_names({full: parts_of[full] for full in sorted(set(group["full"]))})
-        group = group.assign(config=group["full"].map(key))
+        key = _series_names({full: parts_of[full] for full in sorted({full for full, _row in group})})
+        config = {id(row): key[full] for full, row in group}
+        rows = [row for _full, row in group]
         model_s = model if isinstance(model, str) else "unknown model"
         gpu_s = gpu if isinstance(gpu, str) else "unknown GPU"
-        present = set(group["name"])
+        present = {row.name for row in rows}
         charts: list[ChartCtx] = []
+        drawn: dict[str, tuple[str, dict[tuple[Any, ...], float]]] = {}  # metric -> its line chart's title and points
         for kind in ("throughput", "ttft", "itl"):
             name = _first(names[kind], present)
             if name is None:
                 continue
-            sel = group[(group["name"] == name) & group["concurrency"].notna()]
-            if sel.empty:
+            sel_rows = [r for r in rows if r.name == name and r.concurrency is not None]
+            if not sel_rows:
                 continue
             # the latest figure per configuration and concurrency
-            sel = sel.sort_values("ts").groupby(["config", "concurrency"], as_index=False)["value"].last()
+            latest = _latest(sel_rows, lambda r: (config[id(r)], r.concurrency))
+            sel = [{"config": c, "concurrency": conc, "value": v} for (c, conc), v in sorted(latest.items(), key=lambda kv: kv[0])]
             src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
-            if sel["concurrency"].nunique() > 1:
+            concs = sorted({r["concurrency"] for r in sel})
+            if len(concs) > 1:
                 y, title = metric_label(name), f"{metric_label(name)} against concurrency"
                 src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
-            table = sel.pivot(index="concurrency", columns="config", values="value").sort_index()
+                drawn[name] = (title, latest)
+            columns = sorted({r["config"] for r in sel})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} against concurrency", src=src,
                 alt=f"{name} against max concurrency for {model_s} on {gpu_s}",
-                headers=["concurrency", *[str(c) for c in table.columns]],
-                rows=[[f"{c:g}", *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for c, r in zip(table.index, table.values)],
+                headers=["concurrency", *columns],
+                rows=[[f"{c:g}", *[_fmt(latest.get((col, c))) for col in columns]] for c in concs],
                 note=note,
             ))
         name = _first(names["throughput"], present)
-        items = group[(group["name"] == name) & group["concurrency"].isna() & group["item"].notna()] if name else group[:0]
-        if not items.empty:
-            items = items.sort_values("ts").groupby(["item", "config"], as_index=False, sort=False)["value"].last()
+        item_rows = [r for r in rows if r.name == name and r.concurrency is None and r.item is not None] if name else []
+        if item_rows:
+            latest = _latest(item_rows, lambda r: (r.item, config[id(r)]))
+            items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
             src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
             jobs.append(job)
-            table = items.pivot(index="item", columns="config", values="value")
-            table = table.reindex(list(dict.fromkeys(items["item"])))  # in the order measured
+            columns = sorted({r["config"] for r in items})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
-                headers=["prompt", *[str(c) for c in table.columns]],
-                rows=[[str(i), *[("" if pd.isna(v) else f"{v:,.1f}") for v in r]] for i, r in zip(table.index, table.values)],
+                headers=["prompt", *columns],
+                rows=[[str(i), *[_fmt(latest.get((i, col))) for col in columns]]
+                      for i in dict.fromkeys(r["item"] for r in items)],  # in the order measured
             ))
-        name = _first(names["throughput"], present)
         if name is not None:
-            named = group[group["name"] == name]
-            works = {tuple(None if pd.isna(x) else x for x in w): rows
-                     for w, rows in named.groupby(WORKLOAD, dropna=False, sort=False)}
+            works: dict[tuple[Any, ...], dict[str, float]] = {}
+            for r in rows:
+                if r.name == name:
+                    best_of = works.setdefault(r.workload, {})
+                    c = config[id(r)]
+                    if not math.isnan(r.value) and (c not in best_of or math.isnan(best_of[c]) or r.value > best_of[c]):
+                        best_of[c] = r.value
+                    else:
+                        best_of.setdefault(c, r.value)
             for work in sorted(works, key=workload_order):  # one ranking per workload
-                best = works[work].groupby("config", as_index=False)["value"].max()
+                best = [{"config": c, "value": v} for c, v in sorted(works[work].items())]
                 if len(best) < 2:
                     continue
                 title = f"best {metric_label(name)} per configuration at {workload_text(work)}"
-                src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
-                jobs.append(job)
+                line = drawn.get(name)
+                if line is not None and work[0] is not None and all(line[1].get((r["config"], work[0])) == r["value"] for r in best):
+                    # every bar would be a point the line chart above draws: the table ranks them
+                    src, note = None, f"no chart: these are the points at {workload_text(work)} of “{line[0]}” above, ranked"
+                else:
+                    src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
+                    jobs.append(job)
+                    note = None
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", metric_label(name)],
-                    rows=[[str(c), f"{v:,.1f}"] for c, v in best.sort_values("value", ascending=False).values],
+                    rows=[[str(r["config"]), f"{r['value']:,.1f}"] for r in sorted(best, key=lambda r: -r["value"])],
+                    note=note,
                 ))
         path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
         pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
-        rows.append((model_s, gpu_s, len(group), path))
-    return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), rows), jobs
+        index_rows.append((model_s, gpu_s, len(group), path))
+    return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
 
 
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:

@@ -1,10 +1,12 @@
-"""Stage 2, frames: the facts of every attempt, outcome and metric as pandas DataFrames.
+"""Stage 2, frames: the facts of every attempt, outcome and metric as plain Python rows.
 
 Contract: :func:`make_frames` is a pure function of :class:`~logkit.builder.load.Loaded`. Each
 ``attempts`` row of the index becomes one :class:`AttemptFacts` (:func:`facts_of`: every fact as
-the index derived it, :func:`logkit.store.derive.attempt_row`; nothing derived again) and one row
-of ``attempts``; every ``metrics`` row one row of ``metrics`` joined to the launch it measured.
-Missing data stays ``None``; nothing is guessed.
+the index derived it, :func:`logkit.store.derive.attempt_row`; nothing derived again); every
+``metrics`` row one :class:`MetricRow` joined to the launch it measured. Missing data stays
+``None``; nothing is guessed. No pandas: the pages aggregate a few thousand rows at most per page,
+and importing pandas and NumPy cost a build ~90 MB of memory (issue 19's memory goal) and a
+second.
 """
 
 from __future__ import annotations
@@ -12,15 +14,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
+from typing import Any, NamedTuple
 
 from ..events import Attempt, Outcome
 from ..reasoning.matrix import with_smoke
 from .load import Loaded, SessionData, gc_paused, parse_time
 
-__all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "MetricRow", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -85,13 +85,43 @@ class AttemptFacts:
         return {name: getattr(self, name) for name in self.__slots__ if name != "data"}  # type: ignore[attr-defined]
 
 
+class MetricRow(NamedTuple):
+    """One figure joined to the launch it measured (``server``: the launch's reference and its
+    model, GPU label and configuration key; None when the figure names no known launch)."""
+
+    session: str
+    name: str
+    value: float
+    unit: str | None
+    attempt: str | None
+    server: str | None
+    model: str | None
+    gpu: str | None
+    fp: str | None
+    concurrency: float | None
+    item: str | None
+    ts: datetime
+    dataset: str | None
+    input_len: float | None
+    output_len: float | None
+
+    @property
+    def workload(self) -> tuple[Any, ...]:
+        """(concurrency, dataset, input length, output length), :data:`WORKLOAD`."""
+        return (self.concurrency, self.dataset, self.input_len, self.output_len)
+
+
 @dataclass
 class Frames:
-    """The tables later stages aggregate over, plus the facts by reference."""
+    """The rows later stages aggregate over, plus the facts by reference."""
 
     facts: dict[str, AttemptFacts]
-    attempts: pd.DataFrame
-    metrics: pd.DataFrame
+    metrics: list[MetricRow]
+
+    @property
+    def attempts(self) -> list[AttemptFacts]:
+        """Every attempt's facts, in the index's order."""
+        return list(self.facts.values())
 
 
 #: The ``attempts`` columns :func:`facts_of` reads: all a build reads of every attempt (the others
@@ -152,12 +182,8 @@ def make_frames(loaded: Loaded) -> Frames:
         return _make_frames(loaded)
 
 
-_ATTEMPT_COLUMNS = ["ref", "session", "attempt", "role", "started", "model", "gpu", "arch", "sglang", "fp", "status",
-                    "category", "signature"]
-#: the metric frame's columns that make a workload (:func:`logkit.launch.flags.workload`)
+#: the metric rows' fields that make a workload (:func:`logkit.launch.flags.workload`)
 WORKLOAD = ["concurrency", "dataset", "input_len", "output_len"]
-_METRIC_COLUMNS = ["session", "name", "value", "unit", "attempt", "server", "model", "gpu", "fp", "concurrency",
-                   "item", "ts", "dataset", "input_len", "output_len"]
 
 
 def _make_frames(loaded: Loaded) -> Frames:
@@ -166,15 +192,7 @@ def _make_frames(loaded: Loaded) -> Frames:
     for row in loaded.attempt_rows(FACT_COLUMNS):
         f = facts_of(row, loaded.sessions.get(row["session"]), memo)
         facts[f.ref] = f
-    # column by column: a million rows as dicts cost more than the frames themselves
-    rows_ = [
-        (f.ref, f.session, f.short_id, f.role, f.started, f.model, f.gpu_label, f.arch, f.versions.get("sglang"),
-         f.fp_hash, f.status, f.category, f.signature)
-        for f in facts.values()
-    ]
-    attempts = pd.DataFrame(dict(zip(_ATTEMPT_COLUMNS, map(list, zip(*rows_)) if rows_ else [[]] * 13, strict=True)),
-                            columns=_ATTEMPT_COLUMNS)
-    mrows = []
+    mrows: list[MetricRow] = []
     none = (None, None, None, None)
     for session in loaded.sessions.values():
         sid = session.id
@@ -186,8 +204,6 @@ def _make_frames(loaded: Loaded) -> Frames:
                 launch = facts.get(ref_of(sid, server))
                 shown = launches[server] = ((launch.ref, launch.model, launch.gpu_label, launch.fp_hash)
                                             if launch else none)
-            mrows.append((sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
-                          m.concurrency, m.item, m.ts, m.dataset, m.input_len, m.output_len))
-    columns = map(list, zip(*mrows)) if mrows else [[]] * len(_METRIC_COLUMNS)
-    metrics = pd.DataFrame(dict(zip(_METRIC_COLUMNS, columns, strict=True)), columns=_METRIC_COLUMNS)
-    return Frames(facts=facts, attempts=attempts, metrics=metrics)
+            mrows.append(MetricRow(sid, m.name, m.value, m.unit, ref_of(sid, m.attempt) if m.attempt else None, *shown,
+                                   m.concurrency, m.item, m.ts, m.dataset, m.input_len, m.output_len))
+    return Frames(facts=facts, metrics=mrows)

@@ -143,6 +143,7 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
             groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
         elif f.category is not None:
             failures[(f.fp_hash, f.gpu_label)].append(f)
+    full_args = _launch_args([items[-1] for works in groups.values() for items in _by_fp(works).values()])
     pages = []
     for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
         by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
@@ -158,7 +159,7 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
                     if v not in holds.setdefault(k, []):
                         holds[k].append(v)
             names, rows = _metric_table(index, [f.ref for f in items])
-            full = last.attempt.launch.args if last.attempt.launch is not None else {}
+            full = full_args[last.ref]
             configs.append(ConfigCtx(
                 full=[(k, _s(v)) for k, v in sorted(full.items()) if k not in last.fingerprint and v is not None],
                 anchor=f"cfg-{fp}", backends=sorted(last.backends.items()), command=last.command, holds_for=holds,
@@ -178,6 +179,24 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
             metrics_href=metrics_path(model, gpu) if metrics is None or metrics_path(model, gpu) in metrics else None,
         ))
     return pages
+
+
+def _by_fp(works: list[AttemptFacts]) -> dict[str, list[AttemptFacts]]:
+    by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
+    for f in works:
+        by_fp[f.fp_hash or ""].append(f)
+    return by_fp
+
+
+def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
+    """Each launch's full parsed arguments by reference, read session by session: an attempt event
+    is read with its session's other events (:attr:`.load.SessionData.heavy`), and a few sessions
+    stay in memory, so reading in page order read most sessions twice (99 reads of 50 sessions)."""
+    args: dict[str, dict[str, Any]] = {}
+    for f in sorted(launches, key=lambda f: f.session):
+        launch = f.attempt.launch
+        args[f.ref] = launch.args if launch is not None else {}
+    return args
 
 
 def _headings(configs: list[ConfigCtx], chosen: dict[str, dict[str, object]]) -> None:

@@ -7,11 +7,12 @@ nothing in the knowledge base are kept as text (``unresolved``), never dropped o
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-import pandas as pd
 
 from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Note, Outcome, Session, Todo, Verdict
 from .contexts import (
@@ -20,7 +21,7 @@ from .contexts import (
 )
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
-from .frames import WORKLOAD, AttemptFacts
+from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
 from .paths import (
@@ -70,26 +71,32 @@ def home_page(index: KBIndex) -> HomePage:
     rows.sort(key=lambda r: (r.date, r.id), reverse=True)
     best: list[BestRow] = []
     metrics = frames.metrics
-    if not metrics.empty:
+    if metrics:
         for name in tables()["metrics"]["throughput"]:
-            chosen = metrics[(metrics["name"] == name) & metrics["server"].notna()]
-            if chosen.empty:
+            chosen = [r for r in metrics if r.name == name and r.server is not None]
+            if not chosen:
                 continue
             # "best" is per model, GPU and workload: figures of two workloads are never ranked; a
             # configuration's figure is the median of its runs there, as its page shows it
             # (pages_configs._metric_table), never its luckiest run
-            chosen = chosen.assign(config=[frames.facts[s].fp_hash or "" for s in chosen["server"]])
-            keys = ["model", "gpu", *WORKLOAD]
-            per_config = chosen.groupby([*keys, "config"], dropna=False, sort=False).agg(
-                value=("value", "median"), server=("server", "last"), unit=("unit", "first")).reset_index()
-            top = per_config.sort_values("value", ascending=False, kind="stable").groupby(keys, dropna=False).head(1)
+            per_config: dict[tuple[Any, ...], list[Any]] = {}
+            for r in chosen:
+                per_config.setdefault((r.model, r.gpu, *r.workload, frames.facts[r.server].fp_hash or ""), []).append(r)
+            top: dict[tuple[Any, ...], tuple[float, str, str | None]] = {}
+            medians = []
+            for key, runs in per_config.items():
+                values = [r.value for r in runs if r.value == r.value]
+                medians.append((key[:-1], statistics.median(values) if values else math.nan, runs[-1].server,
+                                next((r.unit for r in runs if r.unit is not None), None)))
+            for key, value, server_ref, unit in sorted(medians, key=lambda t: -t[1]):  # the highest median
+                top.setdefault(key, (value, server_ref, unit))
             found = []
-            for rec in top.to_dict("records"):
-                server = frames.facts[rec["server"]]
-                work = tuple(None if pd.isna(rec[c]) else rec[c] for c in WORKLOAD)
+            for key, (value, server_ref, unit) in top.items():
+                server = frames.facts[server_ref]
+                work = tuple(key[2:])
                 found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
                     model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
-                    value=float(rec["value"]), unit=rec["unit"], concurrency=work[0],
+                    value=float(value), unit=unit, concurrency=work[0],
                     config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
                 )))
             best = [row for _key, row in sorted(found, key=lambda kv: kv[0])]

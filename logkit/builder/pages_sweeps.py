@@ -5,7 +5,7 @@ Contract: :func:`sweep_pages` takes the loaded store and returns the index conte
 result, throughput per bench point, the latency limit, links to its hypothesis and attempts), a
 chart of output tok/s per user against total output tok/s with the Pareto front marked (points no
 other point beats on both), and the decisions tagged with the sweep id (``logkit decide
---from-sweep``). Pure: contexts and Altair specs, nothing written.
+--from-sweep``). Pure: contexts and Vega-Lite specs (:mod:`.vlspec`), nothing written.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from ..events import Decision, Sweep, SweepCellResult
+from . import vlspec as vl
 from .contexts import ChartCtx, Page
 from ..sweep.state import RankRow, SweepView, point_text, ranking
 from .load import Loaded, metric_label, tables
@@ -97,22 +96,19 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
     if not rows:
         return None, [], None
     front = set(pareto([(x, y) for _k, _l, x, y in rows]))
-    frame = pd.DataFrame([{"cell": k, "point": lab, "per_user": x, "throughput": y,
-                           "front": "Pareto front" if i in front else "dominated"}
-                          for i, (k, lab, x, y) in enumerate(rows)])
-    import altair as alt  # only when a sweep has a chart to draw (seconds of import otherwise spent on every build)
-
-    x = alt.X("per_user:Q", title="output tok/s per user")
-    y = alt.Y("throughput:Q", title="output tok/s (all users)")
-    points = alt.Chart(frame).mark_point(filled=True, size=90).encode(
-        x=x, y=y, color=alt.Color("cell:N", title="cell", legend=alt.Legend(labelLimit=0, orient="bottom", direction="vertical")),
-        shape=alt.Shape("front:N", title="", legend=alt.Legend(orient="bottom")),
-        tooltip=["cell", "point", "per_user", "throughput"])
-    line = alt.Chart(frame[frame["front"] == "Pareto front"].sort_values("per_user")).mark_line(
-        color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="per_user:Q")
-    spec = (line + points).properties(width=560, height=340, title=f"{sweep.sweep}: throughput per user vs total").to_dict(
-        validate=False)
-    spec.pop("$schema", None)
+    frame = [{"cell": k, "point": lab, "per_user": x, "throughput": y, "front": "Pareto front" if i in front else "dominated"}
+             for i, (k, lab, x, y) in enumerate(rows)]
+    x = vl.field("per_user:Q", title="output tok/s per user")
+    y = vl.field("throughput:Q", title="output tok/s (all users)")
+    points = {"x": x, "y": y,
+              "color": vl.field("cell:N", title="cell", legend={"direction": "vertical", "labelLimit": 0, "orient": "bottom"}),
+              "shape": vl.field("front:N", title="", legend={"orient": "bottom"}),
+              "tooltip": [vl.field("cell:N"), vl.field("point:N"), vl.field("per_user:Q"), vl.field("throughput:Q")]}
+    spec = vl.layer([
+        (sorted((p for p in frame if p["front"] == "Pareto front"), key=lambda p: p["per_user"]),
+         {"type": "line", "color": "black", "strokeDash": [5, 3]}, {"x": x, "y": y, "order": vl.field("per_user:Q")}, {}),
+        (frame, {"type": "point", "filled": True, "size": 90}, points, {}),
+    ], width=560, height=340, title=f"{sweep.sweep}: throughput per user vs total")
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
     src = f"assets/charts/{digest}.svg"
     table = [[k, lab, _fmt(xv), _fmt(yv), "yes" if i in front else ""] for i, (k, lab, xv, yv) in enumerate(rows)]

@@ -59,7 +59,14 @@ def count(n: int, nouns: str, bold: bool = False) -> Markup:
 def _command(value: Any) -> Markup:
     """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
     (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
-    text = str(value or "")
+    return _command_block(str(value or ""))
+
+
+@functools.lru_cache(maxsize=4096)
+def _command_block(text: str) -> Markup:
+    """:func:`_command` of one text, kept: a launch's command is shown on its attempt, session,
+    configuration and matrix pages, and ``shlex`` takes ~0.1 ms a word (3,224 blocks of 445
+    commands at 50 sessions)."""
     try:
         words = shlex.split(text)
     except ValueError:  # unbalanced quotes: show it as recorded
