@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import NamedTuple
 
-__all__ = ["BOOTSTRAP_MIN", "LEVEL", "RESAMPLES", "Spread", "bootstrap_median", "spread"]
+__all__ = ["BOOTSTRAP_MIN", "LEVEL", "RESAMPLES", "Spread", "bootstrap_median", "figure", "spread"]
 
 #: runs from which the bootstrap interval of the median is given
 BOOTSTRAP_MIN = 5
@@ -62,6 +62,14 @@ def bootstrap_median(values: Sequence[float], *, resamples: int = RESAMPLES, lev
     lo = meds[int(tail * (resamples - 1))]
     hi = meds[int(round((1.0 - tail) * (resamples - 1)))]
     return (lo, hi)
+
+
+def figure(values: Sequence[float]) -> float:
+    """A configuration's figure from its runs at one workload: their median (runs without a value,
+    NaN, left out; NaN when none has one). The one rule for every page, chart and ranking: a
+    repeated benchmark's best run is its luckiest, its latest an accident of order."""
+    vals = [float(v) for v in values if v == v]
+    return median(vals) if vals else float("nan")
 
 
 def spread(values: Sequence[float]) -> Spread:

@@ -51,3 +51,23 @@ def test_slow_only_when_the_intervals_do_not_overlap() -> None:
     # a small gap measured tightly on enough runs is real
     tight = compare([95.0, 95.2, 94.9, 95.1, 95.0], [100.0, 100.1, 99.9, 100.2, 100.0])
     assert tight.verdict == "slower" and "5% lower" in tight.text()
+
+
+def test_a_configuration_figure_is_the_median_of_its_runs_whatever_their_order() -> None:
+    from logkit.stats import figure
+
+    assert figure([100.0, 200.0, 120.0]) == figure([120.0, 100.0, 200.0]) == 120.0
+    assert figure([float("nan"), 90.0]) == 90.0  # a run without a value is left out
+    assert figure([float("nan")]) != figure([float("nan")])  # none has one: NaN
+
+
+def test_charts_and_pages_use_the_one_figure_rule() -> None:
+    # the metrics page's charts and rankings take each configuration's figure from stats.figure,
+    # as the configuration pages and the home page's best do (no latest-wins, no luckiest-run-wins)
+    import inspect
+
+    from logkit.builder import charts, pages_configs, pages_kb
+
+    for module in (charts, pages_configs, pages_kb):
+        src = inspect.getsource(module)
+        assert "figure(" in src and "median(" not in src, module.__name__

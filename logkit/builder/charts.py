@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 
 from ..launch.flags import table as launch_table
 from ..launch.flags import workload_order, workload_text
+from ..stats import figure
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import Frames, MetricRow
 from .load import metric_label, tables
@@ -133,16 +133,13 @@ def _segments(rows: Rows) -> Rows:
     return out
 
 
-def _latest(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
-    """The latest figure of each ``key`` (by time; of two at one time, the later row), in the
-    order each key was first measured."""
-    latest: dict[tuple[Any, ...], float] = {}
+def _figures(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
+    """The figure of each ``key``: the median of its runs (:func:`logkit.stats.figure`, the rule of
+    every page and ranking), in the order each key was first measured."""
+    runs: dict[tuple[Any, ...], list[float]] = {}
     for row in sorted(rows, key=lambda r: r.ts):
-        if not math.isnan(row.value):
-            latest[key(row)] = row.value
-        else:
-            latest.setdefault(key(row), row.value)
-    return latest
+        runs.setdefault(key(row), []).append(row.value)
+    return {k: figure(v) for k, v in runs.items()}
 
 
 def _fmt(value: float | None) -> str:
@@ -245,8 +242,8 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             sel_rows = [r for r in rows if r.name == name and r.concurrency is not None]
             if not sel_rows:
                 continue
-            # the latest figure per configuration and concurrency
-            latest = _latest(sel_rows, lambda r: (config[id(r)], r.concurrency))
+            # each configuration's figure per concurrency
+            latest = _figures(sel_rows, lambda r: (config[id(r)], r.concurrency))
             sel = [{"config": c, "concurrency": conc, "value": v} for (c, conc), v in sorted(latest.items(), key=lambda kv: kv[0])]
             src, note = None, "measured at one concurrency only: no chart, the figures are all in the table"
             concs = sorted({r["concurrency"] for r in sel})
@@ -267,7 +264,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
         name = _first(names["throughput"], present)
         item_rows = [r for r in rows if r.name == name and r.concurrency is None and r.item is not None] if name else []
         if item_rows:
-            latest = _latest(item_rows, lambda r: (r.item, config[id(r)]))
+            latest = _figures(item_rows, lambda r: (r.item, config[id(r)]))
             items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
             src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
@@ -281,19 +278,14 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             ))
         if name is not None:
             works: dict[tuple[Any, ...], dict[str, float]] = {}
-            for r in rows:
-                if r.name == name:
-                    best_of = works.setdefault(r.workload, {})
-                    c = config[id(r)]
-                    if not math.isnan(r.value) and (c not in best_of or math.isnan(best_of[c]) or r.value > best_of[c]):
-                        best_of[c] = r.value
-                    else:
-                        best_of.setdefault(c, r.value)
+            for (work, c), value in _figures([r for r in rows if r.name == name],
+                                             lambda r: (r.workload, config[id(r)])).items():
+                works.setdefault(work, {})[c] = value
             for work in sorted(works, key=workload_order):  # one ranking per workload
                 best = [{"config": c, "value": v} for c, v in sorted(works[work].items())]
                 if len(best) < 2:
                     continue
-                title = f"best {metric_label(name)} per configuration at {workload_text(work)}"
+                title = f"{metric_label(name)} per configuration at {workload_text(work)}, ranked"
                 line = drawn.get(name)
                 if line is not None and work[0] is not None and all(line[1].get((r["config"], work[0])) == r["value"] for r in best):
                     # every bar would be a point the line chart above draws: the table ranks them

@@ -89,7 +89,7 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
     configurations' figures, each the median of its runs (as its page shows it: :func:`_metric_table`;
     a repeated benchmark's best run would be its luckiest, not its figure). ``configs``: each
     configuration's launch references."""
-    from statistics import median
+    from ..stats import figure
 
     top: dict[Workload, float] = {}
     for refs in configs:
@@ -98,7 +98,7 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
             for work, values in runs.get(ref, {}).items():
                 pooled.setdefault(work, []).extend(values)
         for work, values in pooled.items():
-            top[work] = max(median(values), top.get(work, float("-inf")))
+            top[work] = max(figure(values), top.get(work, float("-inf")))
     return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
 
 
@@ -106,8 +106,7 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     """The figure per workload of the first throughput / TTFT / ITL names measured: one run's value,
     or, with several runs at that workload (``logkit run --repeat``, a benchmark run again), their
     median and spread as the sweep shows them (:func:`logkit.sweep.state.point_text`)."""
-    from statistics import median
-
+    from ..stats import figure
     from ..sweep.state import point_text
 
     runs: dict[tuple[tuple[Workload, str], str], list[float]] = {}  # (workload, prompt), name
@@ -124,7 +123,7 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     def cell(values: list[float] | None) -> str:
         if not values:
             return ""
-        return _fmt(values[0]) if len(values) == 1 else point_text(median(values), values)
+        return _fmt(values[0]) if len(values) == 1 else point_text(figure(values), values)
 
     works = sorted({w for w, _n in runs}, key=lambda wi: (_work_order(wi[0]), wi[1]))
     return names, [(workload_text(w) + (f", prompt {item}" if item else ""), [cell(runs.get(((w, item), n))) for n in names])

@@ -7,8 +7,6 @@ nothing in the knowledge base are kept as text (``unresolved``), never dropped o
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -21,6 +19,7 @@ from .contexts import (
 )
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
+from ..stats import figure
 from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import SessionData, tables
@@ -85,8 +84,7 @@ def home_page(index: KBIndex) -> HomePage:
             top: dict[tuple[Any, ...], tuple[float, str, str | None]] = {}
             medians = []
             for key, runs in per_config.items():
-                values = [r.value for r in runs if r.value == r.value]
-                medians.append((key[:-1], statistics.median(values) if values else math.nan, runs[-1].server,
+                medians.append((key[:-1], figure([r.value for r in runs]), runs[-1].server,
                                 next((r.unit for r in runs if r.unit is not None), None)))
             for key, value, server_ref, unit in sorted(medians, key=lambda t: -t[1]):  # the highest median
                 top.setdefault(key, (value, server_ref, unit))
