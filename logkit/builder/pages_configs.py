@@ -272,7 +272,7 @@ def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[Att
 def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list[AttemptFacts]]:
     """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest (by median) at
     that workload first (ties in their order)."""
-    from statistics import median
+    from ..stats import figure
 
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
@@ -280,7 +280,7 @@ def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list
             if values:
                 out[(_rest_key(g, axis), work)].append(g)
     for (_rest, work), peers in out.items():
-        peers.sort(key=lambda g, w=work: -median(runs[g.ref][w]))
+        peers.sort(key=lambda g, w=work: -figure(runs[g.ref][w]))
     return out
 
 
