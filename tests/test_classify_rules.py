@@ -527,3 +527,11 @@ def test_prose_naming_an_error_is_not_an_exception_line() -> None:
 ])
 def test_zsh_kill_reports_are_killed(text: str) -> None:
     assert classify_text(text).status == "killed"
+
+
+def test_a_scheduler_crash_after_serving_is_a_crash_not_ready() -> None:
+    d = classify_text(
+        "[2025-05-26 07:48:17 DP0 TP0] Prefill batch. #new-seq: 1, #new-token: 208, #cached-token: 0, token usage: 0.86\n"
+        "[2025-05-26 07:48:18 DP1 TP2] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2400, in run_scheduler_process\n')
+    assert d.status == "other_crash" and d.ready, d

@@ -389,7 +389,8 @@ class Classifier:
             finished and not stopped_by_logkit and (exit_code not in (0, None) or signal is not None)
         )
         hit = self.best(include_weak=False)
-        if hit is None and ended_badly:
+        fatal = any(h.sig.fatal for hs in self.hits.values() for h in hs[:1])
+        if hit is None and (ended_badly or (fatal and not stopped_by_logkit)):
             hit = self.best(include_weak=True)
             # A bare kill with a generic traceback before it: the kill is the better answer.
             # A kill the exit itself shows: its signal says more than a shell's "Killed" line.

@@ -33,6 +33,8 @@ class Signature:
     pattern: str
     priority: int
     weak: bool = False
+    #: a weak row after which the process is dead: weak rows count even after the server was ready
+    fatal: bool = False
     source: str = ""
     source_file: str = ""
     detector: str | None = None
@@ -96,6 +98,7 @@ def load_signatures() -> tuple[Signature, ...]:
                 pattern=row.get("pattern", ""),
                 priority=int(row.get("priority", 50)),
                 weak=bool(row.get("weak", False)),
+                fatal=bool(row.get("fatal", False)),
                 source=row.get("source", ""),
                 source_file=row["source_file"],
                 detector=row.get("detector"),
