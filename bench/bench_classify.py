@@ -167,7 +167,10 @@ def main() -> int:
     from logkit.capture.sglang.table import extras
 
     serving = extras()[0]
-    runtime = b"".join(ln for blob in blobs for ln in blob.splitlines(keepends=True) if serving.search(ln))
+    # each line whole: an excerpt's last line often has no newline, and repeated it would glue into
+    # one endless line that no log prints
+    runtime = b"".join(ln.rstrip(b"\r\n") + b"\n" for blob in blobs for ln in blob.splitlines(keepends=True)
+                       if serving.search(ln))
     speed("healthy serving lines (the corpus's)", (runtime * ((32 << 20) // max(1, len(runtime)) + 1))[: 32 << 20])
     got = speed("a generated serving log (random numbers)", generated_serving_log(250_000))
     assert got.status == "ready", (got.status, got.label, got.evidence[:3])

@@ -23,7 +23,9 @@ __all__ = ["CleanShapes", "MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE"]
 #: ASCII letters lowercased, each digit made ``0``; every other byte kept.
 SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 MAX_SHAPES = 8192
-MAX_SHAPE_BYTES = 1024
+#: at most 16 MiB: lines longer than this are read every time (an SGLang batch line is ~250 bytes,
+#: a request log line with its prompt or a post's joined lines can pass 1 KiB)
+MAX_SHAPE_BYTES = 2048
 
 
 class CleanShapes:
