@@ -211,6 +211,7 @@ def _stream(raw: bytes, warm: bytes, size: int) -> Any:
     return clf.decide(finished=False)
 
 
+@pytest.mark.slow  # every corpus log twice (14 s): CI runs it, the fast lane does not
 def test_skipping_known_clean_line_shapes_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The shape gate (``Classifier._unknown_lines``) is a speed-up only: every corpus log, read
     whole and streamed after healthy lines in small pieces, gets the very same answer, evidence

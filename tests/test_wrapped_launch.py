@@ -32,6 +32,9 @@ LOGS = Path(__file__).parent / "fixtures" / "logs"
 #: every part of the corpus: the training part and each hold-out (one manifest per folder)
 CORPUS = [(m.parent / e["file"], e) for m in sorted(LOGS.glob("**/manifest.toml"))
           for e in tomllib.loads(m.read_text())["log"]]
+#: the replay below: the training part and the first hold-out in the fast lane, the rest in CI's full run
+REPLAY = [pytest.param(p, e, id=p.name, marks=() if p.parent in (LOGS, LOGS / "holdout") else pytest.mark.slow)
+          for p, e in CORPUS]
 
 
 @pytest.mark.parametrize(("cmd", "args", "env"), [
@@ -71,7 +74,7 @@ def _replay(path: Path) -> tuple[Classifier, str]:
     return clf, path.name
 
 
-@pytest.mark.parametrize(("path", "entry"), CORPUS, ids=[p.name for p, _ in CORPUS])
+@pytest.mark.parametrize(("path", "entry"), REPLAY)
 def test_run_and_classify_give_one_class_on_every_corpus_log(path: Path, entry: dict) -> None:
     """The one function both commands call, called as each calls it: ``logkit classify`` with no exit,
     ``logkit run`` with the exit a process printing that log has (1 after a failure; stopped by logkit
