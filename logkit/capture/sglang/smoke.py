@@ -133,6 +133,12 @@ def _why_run(unit: str, reps: int) -> str:
     return f"a unit repeated ({unit!r} x{reps})"
 
 
+def _special_run(g: dict[str, Any]) -> str:
+    """One special token (``<|im_end|>``, ``<unk>``) repeated back to back: the scan's candidate and
+    the line test are this one pattern (``tok``: the token)."""
+    return r"(?P<tok><\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*(?P=tok)){%d}" % (g["special_token_repeats"] - 1)
+
+
 @lru_cache(maxsize=1)
 def _salad_cfg() -> tuple[frozenset[str], tuple[tuple[int, int, str], ...], re.Pattern[str], re.Pattern[str]]:
     g = _cfg()
@@ -140,8 +146,7 @@ def _salad_cfg() -> tuple[frozenset[str], tuple[tuple[int, int, str], ...], re.P
     # UTF-8's lead byte then continuation bytes, each decoded as Latin-1 or cp1252 ("Ð°", "å¤§")
     cont = "\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a\u20ac\u2122"
     mojibake = re.compile(f"[\u00c2-\u00df][{cont}]|[\u00e0-\u00ef][{cont}]{{2}}")
-    special = re.compile(r"(<\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*\1){%d,}" % (g["special_token_repeats"] - 1))
-    return frozenset(g["function_words"]), ranges, mojibake, special
+    return frozenset(g["function_words"]), ranges, mojibake, re.compile(_special_run(g))
 
 
 def _script(ch: str, ranges: tuple[tuple[int, int, str], ...]) -> str | None:
@@ -161,7 +166,7 @@ def _salad(text: str) -> str | None:
     function, ranges, mojibake, special = _salad_cfg()
     m = special.search(text)
     if m:
-        return f"special token repeated ({m.group(1)!r})"
+        return f"special token repeated ({m.group('tok')!r})"
     if not text.isascii():
         if len(mojibake.findall(text)) >= g["mojibake_pairs"]:
             return "mojibake (UTF-8 text read as Latin-1)"
@@ -262,8 +267,7 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     words = rb"(?:[A-Za-z]{1,20}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
-    special = rb"(?P<tok><\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*(?P=tok)){%d}" % (g["special_token_repeats"] - 1)
-    pattern = b"|".join([*singles, long_run, words, fffd, wide, special])
+    pattern = b"|".join([*singles, long_run, words, fffd, wide, _special_run(g).encode()])
     regex = re.compile(pattern)
     return lambda chunk: (m.span() for m in regex.finditer(chunk))
 
