@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from xml.sax.saxutils import escape
 
 __all__ = ["draw"]
 
@@ -31,8 +30,9 @@ _FONT = 'font-family="sans-serif"'
 _PAD = 5  # Vega's padding around the whole view
 
 
-def _attr(text: str) -> str:
-    return escape(text, {'"': "&quot;"})
+def escape(text: str) -> str:
+    """``text`` for an SVG text node or attribute (``xml.sax.saxutils`` would import urllib and http)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _num(x: float) -> str:
@@ -163,7 +163,7 @@ def draw(spec: dict[str, Any]) -> str | None:
     total_h = math.ceil(top_margin + legend_y + legend_h + _PAD)
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="marks" width="{total_w}" height="{total_h}" '
-           f'viewBox="0 0 {total_w} {total_h}" role="img" aria-label="{_attr(title)}">',
+           f'viewBox="0 0 {total_w} {total_h}" role="img" aria-label="{escape(str(title))}">',
            f'<rect width="{total_w}" height="{total_h}" fill="white"/>',
            f'<g fill="none" stroke-miterlimit="10" transform="translate({left},{top_margin})">',
            f'<path d="M0.5,0.5h{_num(width)}v{_num(height)}h-{_num(width)}Z" stroke="#ddd"/>']
