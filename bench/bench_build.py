@@ -120,6 +120,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of (build, bare, rebuild); the best of each counts")
     parser.add_argument("--keep", action="store_true", help="keep the generated knowledge base and site")
     args = parser.parse_args()
+    # the children import THIS tree's logkit: a relative PYTHONPATH (``PYTHONPATH=.``) would name
+    # the work directory they run in, and they would import whatever logkit is installed instead
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     work = args.work.resolve()
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)

@@ -135,3 +135,48 @@ def test_plain_specs_are_the_ones_altair_writes() -> None:
         color="black", strokeDash=[5, 3]).encode(x=x, y=y, order="per_user:Q")
     want_sweep = (line + points).properties(width=560, height=340, title="SW-0000000a: throughput per user vs total")
     assert json.dumps(job[1]) == json.dumps(_altair(want_sweep))
+
+
+def _texts(svg: str) -> list[str]:
+    """The words an SVG shows (its ``<text>`` elements), unescaped, in document order."""
+    import html
+
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def _legend(svg: str, symbol: str) -> dict[str, str]:
+    """Legend label -> the fill colour of its symbol."""
+    import html
+
+    return {html.unescape(label): colour for colour, label in re.findall(symbol, svg, re.S)}
+
+
+def test_line_charts_drawn_in_python_show_what_vega_draws(tmp_path: Path) -> None:
+    """The line charts are drawn from their spec without Vega (``builder/svgchart.py``): the same
+    words (titles, every axis label Vega's ticks and number formats give, the legend), the same
+    colour per series, a point per measured figure, about the same size. Other kinds are Vega's."""
+    import vl_convert as vlc
+
+    from logkit.builder import charts
+    from logkit.builder.svgchart import draw
+
+    kb_factory.realistic(tmp_path / "sessions")
+    _pages_, _index, jobs = metrics_pages(make_frames(load(tmp_path / "sessions")))
+    lines = [spec for _src, spec in jobs if "layer" in spec]
+    # and the scales' edge cases: figures under 1 (decimal ticks), a zero, big numbers, a gap, NaN
+    for rows in ([("a=1", 1.0, 0.37), ("a=1", 8.0, 0.052), ("b=2", 2.0, 0.2)],
+                 [("a=1", 2.0, 0.0), ("a=1", 128.0, 12345.6)],
+                 [("a=1", 1.0, 3.0), ("a=1", 3.0, 7.5), ("a=1", 512.0, 1.5e6), ("b=2", 16.0, 2.0), ("b=2", 32.0, float("nan"))]):
+        lines.append(charts._line([{"config": c, "concurrency": n, "value": v} for c, n, v in rows], "y (units)", "a title"))
+    assert len(lines) >= 5
+    for spec in lines:
+        mine, vega = draw(spec), vlc.vegalite_to_svg(spec)
+        assert mine is not None
+        assert sorted(_texts(mine)) == sorted(t for t in _texts(vega) if t)
+        assert _legend(mine, r'<circle cx="6"[^>]*fill="(#[0-9a-f]{6})"[^>]*/><text[^>]*>([^<]*)</text>') == _legend(
+            vega, r'role-legend-symbol.*?fill="(#[0-9a-f]{6})".*?role-legend-label[^>]*><text[^>]*>([^<]*)</text>')
+        size = [tuple(int(v) for v in re.search(r'width="(\d+)" height="(\d+)"', s).groups()) for s in (mine, vega)]
+        assert abs(size[0][0] - size[1][0]) <= 12 and abs(size[0][1] - size[1][1]) <= 12, size
+        rows = [r for rs in spec["datasets"].values() for r in rs if r["value"] is not None]
+        assert mine.count("<circle") == len(rows) + len({r["config"] for r in rows})  # the points, the legend's symbols
+    assert draw(charts._best_chart([{"config": "a", "value": 1.0}, {"config": "b", "value": 2.0}], "t", "output_throughput")) is None

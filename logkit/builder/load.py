@@ -164,6 +164,8 @@ class SessionData:
     undeclared: bool = False
     heavy_part: Heavy | None = field(default=None, repr=False)
     reader: Callable[[], Heavy] | None = field(default=None, repr=False)
+    #: reads the session's attempt and ``launch_config`` events alone (:meth:`launches`)
+    launch_reader: Callable[[], dict[str, Attempt]] | None = field(default=None, repr=False)
     resident: Resident | None = field(default=None, repr=False)
 
     @property
@@ -182,6 +184,15 @@ class SessionData:
         if self.resident is not None:
             self.resident.touch(self)
         return part
+
+    def launches(self) -> dict[str, Attempt]:
+        """The attempts as :attr:`attempts` gives them (SGLang's full parse merged in), read with
+        only the events that make them when the many events are not in memory: a tenth of them,
+        and nothing is kept (the configuration pages read every session's launches once)."""
+        if self.heavy_part is not None or self.launch_reader is None:
+            return self.attempts
+        with gc_paused():
+            return self.launch_reader()
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -305,15 +316,20 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     return part
 
 
-def _events(conn: Any, root: Path, sid: str, light: bool) -> tuple[list[BaseEvent], list[int]]:
-    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``) and
-    their line numbers, from the index."""
+#: the event kinds that make a session's attempts (:func:`_heavy_of`'s ``attempts``)
+_LAUNCH_KINDS = ("attempt", "launch_config")
+
+
+def _events(conn: Any, root: Path, sid: str, light: bool, kinds: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
+    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; only
+    those of ``kinds`` when given) and their line numbers, from the index."""
     from ..store.index import lines_at
 
     validate = event_adapter().validate_python
     where = f" AND kind NOT IN ({','.join('?' * len(HEAVY))})" if light else ""
+    where += f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
     rows = conn.execute(f"SELECT id, offset, length, line FROM events WHERE session = ?{where} ORDER BY line",
-                        (sid, *(HEAVY if light else ()))).fetchall()
+                        (sid, *(HEAVY if light else ()), *kinds)).fetchall()
     # the lines as they are in the file (upgraded to the current schema), typed for the pages
     events = [validate(data) for data in lines_at(events_path(root, sid), [r[:3] for r in rows])]
     return events, [r[3] for r in rows]
@@ -346,6 +362,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
         data = sessions[sid] = SessionData(id=sid, path=events_path(root, sid), resident=resident)
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
         data.reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, light=False)[0]))
+        data.launch_reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, False, _LAUNCH_KINDS)[0]).attempts)
     few: dict[str, ReadResult] = {}
     with gc_paused():
         for sid, data in sessions.items():

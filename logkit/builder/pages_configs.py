@@ -188,13 +188,20 @@ def _by_fp(works: list[AttemptFacts]) -> dict[str, list[AttemptFacts]]:
 
 
 def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
-    """Each launch's full parsed arguments by reference, read session by session: an attempt event
-    is read with its session's other events (:attr:`.load.SessionData.heavy`), and a few sessions
-    stay in memory, so reading in page order read most sessions twice (99 reads of 50 sessions)."""
+    """Each launch's full parsed arguments by reference, read session by session with only the
+    events that make a session's attempts (:meth:`.load.SessionData.launches`), not its every
+    event: the session pages read those later, one session at a time."""
     args: dict[str, dict[str, Any]] = {}
-    for f in sorted(launches, key=lambda f: f.session):
-        launch = f.attempt.launch
-        args[f.ref] = launch.args if launch is not None else {}
+    by_session: dict[str, list[AttemptFacts]] = defaultdict(list)
+    for f in launches:
+        by_session[f.session].append(f)
+    for sid in sorted(by_session):
+        facts = by_session[sid]
+        assert facts[0].data is not None
+        attempts = facts[0].data.launches()
+        for f in facts:
+            launch = attempts[f.short_id].launch
+            args[f.ref] = launch.args if launch is not None else {}
     return args
 
 
