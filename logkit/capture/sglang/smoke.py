@@ -273,11 +273,9 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     singles = [b"([%s])\\1{%d}" % (chars, g["repeat_char_run"] - 1)]
     long_run = rb"[^\s\[\](){}/\\:=,.'\"|<>*#~+`^;_0-9]{20,}"
     # words in a row (a loop's candidate): hyphenated and quoted words, words of other writing systems
-    # (a UTF-8 sequence is a letter), and the literal \n escapes of a reply printed inside a JSON
-    # string or a repr, count as words and separators
-    letter = rb"(?:[A-Za-z]|[\xc2-\xf4][\x80-\xbf]{1,3})"
-    words = rb"(?:%s(?:[A-Za-z'-]|[\xc2-\xf4][\x80-\xbf]{1,3}){0,19}(?:[ ,.;!?]|\\n){1,3}){%d,}" % (
-        letter, g["line_loop_min_repeats"])
+    # (the bytes of UTF-8 sequences are letters) and a reply's literal \n escapes inside a JSON string
+    # or a repr (a backslash is a letter: "you?\nI" is two words) count
+    words = rb"(?:[A-Za-z\\\x80-\xff][A-Za-z'\\\x80-\xff-]{0,19}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
     pattern = b"|".join([*singles, long_run, words, fffd, wide, _special_run(g).encode()])
