@@ -105,10 +105,11 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
 
 
 def _word_loop(words: list[str], n: int, numbers: frozenset[str]) -> tuple[list[str], int] | None:
-    """The longest-running n-gram repeated at least ``n`` times back to back (with a real word in
-    it) and its repeat count, or None."""
+    """The longest-running n-gram (up to ``loop_max_words`` words: a sentence looping is the same
+    failure as a word looping) repeated at least ``n`` times back to back (with a real word in it)
+    and its repeat count, or None."""
     best: tuple[list[str], int] | None = None
-    for size in range(1, 6):
+    for size in range(1, int(_cfg()["loop_max_words"]) + 1):
         i = 0
         while i + size * n <= len(words):
             gram = words[i : i + size]
@@ -134,9 +135,13 @@ def _why_run(unit: str, reps: int) -> str:
 
 
 def _special_run(g: dict[str, Any]) -> str:
-    """One special token (``<|im_end|>``, ``<unk>``) repeated back to back: the scan's candidate and
-    the line test are this one pattern (``tok``: the token)."""
-    return r"(?P<tok><\|?[A-Za-z_][\w.-]{0,40}\|?>)(?:\s*(?P=tok)){%d}" % (g["special_token_repeats"] - 1)
+    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's ``<｜end▁of▁sentence｜>`` with its
+    full-width bars and U+2581 word marks) repeated back to back: the scan's candidate and the line
+    test are this one pattern (``tok``: the token). The non-ASCII characters are alternatives, not
+    class members, so the pattern also reads as bytes (each their UTF-8 sequence)."""
+    bar, mark = "(?:\\||\uff5c)?", "\u2581"
+    return r"(?P<tok><%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>)(?:\s*(?P=tok)){%d}" % (
+        bar, mark, bar, g["special_token_repeats"] - 1)
 
 
 @lru_cache(maxsize=1)
@@ -248,7 +253,10 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
         need = g["repeat_char_run"] if len(unit) == 1 else g["line_unit_repeats"]
         if reps >= need and _run_is_output(text, m, hexdump):
             return _why_run(unit, reps)
-    loop = _word_loop(text[lo:hi].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
+    # a loop of words runs past the candidate that found it (a sentence looping is hundreds of
+    # characters): its words are read from a window as long as the longest loop looked for
+    reach = 32 * int(g["loop_max_words"]) * int(g["line_loop_min_repeats"])
+    loop = _word_loop(text[max(0, lo - reach):hi + reach].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
     if loop is not None:
         return f"token loop ({' '.join(loop[0])!r} x{loop[1]})"
     return _salad(text)
@@ -264,7 +272,10 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     chars = b"".join(re.escape(c.encode()) for c in map(chr, range(0x21, 0x7F)) if c not in never)
     singles = [b"([%s])\\1{%d}" % (chars, g["repeat_char_run"] - 1)]
     long_run = rb"[^\s\[\](){}/\\:=,.'\"|<>*#~+`^;_0-9]{20,}"
-    words = rb"(?:[A-Za-z]{1,20}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
+    # words in a row (a loop's candidate): hyphenated and quoted words, words of other writing systems
+    # (the bytes of UTF-8 sequences are letters) and a reply's literal \n escapes inside a JSON string
+    # or a repr (a backslash is a letter: "you?\nI" is two words) count
+    words = rb"(?:[A-Za-z\\\x80-\xff][A-Za-z'\\\x80-\xff-]{0,19}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
     pattern = b"|".join([*singles, long_run, words, fffd, wide, _special_run(g).encode()])
