@@ -53,6 +53,7 @@ PARTS = [
                  "then written after its misses were read: no longer blind)", False),
     ("holdout8", "eighth hold-out (blind on first measure, 58/73 with no failed launch called ready; its misses were "
                  "then read while rows were written from sources: no longer blind)", False),
+    ("holdout9", "ninth hold-out (blind: labelled and committed before any run, no row written from it)", True),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
