@@ -290,14 +290,13 @@ def _decide_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_decision_list(args: argparse.Namespace) -> int:
-    from ..reasoning.decisions import decisions_by_id, supersession
+    from ..reasoning.lookup import decisions_by_id, latest_per_session, supersession
 
     by_id = decisions_by_id(store(args))
     replaced = supersession(e for events in by_id.values() for e in events)
     rows = []
     for did, events in sorted(by_id.items(), key=lambda item: min(e.ts for e in item[1])):
-        for sid in dict.fromkeys(e.session for e in events):
-            e = max((x for x in events if x.session == sid), key=lambda x: x.ts)
+        for sid, e in latest_per_session(events).items():
             later = replaced.get(did, [])
             rows.append({"id": did, "session": sid, "title": e.title, "status": "superseded" if later else e.status,
                          "recorded_status": e.status, "superseded_by": later})
