@@ -78,17 +78,15 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
         "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
         "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
     }
-    from types import SimpleNamespace
+    from ..store.files import root
 
-    from ..store.files import root as sessions_dir
-
-    root = SimpleNamespace(root=sessions_dir(sessions))  # what .refuted reads a store through
-    if not backends or not here or not root.root.is_dir():
+    sessions_dir = root(sessions)
+    if not backends or not here or not sessions_dir.is_dir():
         return answer
     from .refuted import launch_cells
 
     states = set()
-    for cell in launch_cells(backends, here, root, model=model):
+    for cell in launch_cells(backends, here, sessions_dir, model=model):
         states.add(cell.state)
         answer["cells"].append(cell_json(cell))
     answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")
