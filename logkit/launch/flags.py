@@ -169,21 +169,13 @@ def _key_encoder() -> Any:
     return json.JSONEncoder(sort_keys=True, default=str).encode
 
 
-#: the metric labels naming each part of a workload, first found wins
-_WORKLOAD = {
-    "concurrency": ("max_concurrency", "concurrency"),
-    "dataset": ("dataset_name", "dataset"),
-    "input_len": ("random_input_len", "input_len", "sharegpt_context_len"),
-    "output_len": ("random_output_len", "output_len", "sharegpt_output_len"),
-}
-
-
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
     """A benchmark's workload: (concurrency, dataset, input length, output length) from a metric's
-    labels (``concurrency`` given where only it was kept); None for a part not recorded."""
+    labels (``concurrency`` given where only it was kept; the labels of each part: ``[workload]``);
+    None for a part not recorded."""
     labels = labels or {}
     parts: list[Any] = []
-    for name, keys in _WORKLOAD.items():
+    for name, keys in table()["workload"].items():
         value = None
         for k in keys:  # the first recorded (a loop: this runs for every metric the index ingests)
             found = labels.get(k)
