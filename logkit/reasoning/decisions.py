@@ -37,24 +37,20 @@ from ..events import Decision, DecisionOption, new_id
 from ..store import SessionHandle, Store, files
 from .common import check_refs, now, provenance
 from .ledger import (
-    CROCKFORD,
-    LEDGER,
     aliases,
     append_ledger,
     known_ids,
     ledger_line,
-    ledger_path,
     normalize_id,
     permanent_id,
     refuse_unmerged,
 )
-from .ledgercheck import LedgerProblem, check, renumber
-from .lookup import Resolved, decisions_by_id, resolve, resolve_longer, supersession
+from .ledgercheck import check, renumber
+from .lookup import decisions_by_id, resolve, resolve_longer, supersession
 
 __all__ = [
-    "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "draft", "known_ids",
-    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve",
-    "supersession",
+    "aliases", "check", "decisions_by_id", "draft", "known_ids", "normalize_id", "parse_option", "permanent_id",
+    "record", "renumber", "resolve", "supersession",
 ]
 
 def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
