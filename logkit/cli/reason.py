@@ -254,38 +254,33 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from ..reasoning import decisions
-    from ..reasoning.common import split_ids
-
-    if args.from_sweep or args.from_file:
-        return _decide_sweep(args)
-    if not args.title:
-        from ..errors import BadInput
-
-        raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ... '
-                       "(or --from-sweep SW-ID)")
-    event = decisions.record(
-        _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
-        chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
-        supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at, reconstructed=args.reconstructed,
-        decision_id=args.decision_id,
-    )
-    print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
-    return 0
-
-
-def _decide_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..reasoning import decisions
+    from ..reasoning.common import split_ids
     from ..sweep import decide
 
     if args.from_file:
         event = decide.accept(store(args), Path(args.from_file))
-        print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
+    elif args.from_sweep:
+        path = decide.propose(store(args), args.from_sweep, Path(args.write or f"decision-{args.from_sweep}.toml"))
+        print(path.read_text(encoding="utf-8"), end="")
+        print(f"logkit: draft written to {path}; edit it, then record it: logkit decide --from-file {path}",
+              file=sys.stderr)
         return 0
-    path = decide.propose(store(args), args.from_sweep, Path(args.write or f"decision-{args.from_sweep}.toml"))
-    print(path.read_text(encoding="utf-8"), end="")
-    print(f"logkit: draft written to {path}; edit it, then record it: logkit decide --from-file {path}", file=sys.stderr)
+    elif not args.title:
+        from ..errors import BadInput
+
+        raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ... '
+                       "(or --from-sweep SW-ID)")
+    else:
+        event = decisions.record(
+            _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
+            chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
+            supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at,
+            reconstructed=args.reconstructed, decision_id=args.decision_id,
+        )
+    print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
     return 0
 
 
