@@ -142,11 +142,8 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
         given = dict(launch.get("args") or {})
     rules = table()["fingerprint"]
     aliases, skip = rules.get("aliases") or {}, set(rules.get("run_specific") or [])
-    out: dict[str, Any] = {}
-    for key, value in given.items():
-        key = aliases.get(key, key)
-        if value is not None and key not in skip:
-            out[key] = value
+    renamed = ((aliases.get(key, key), value) for key, value in given.items())
+    out = {key: value for key, value in renamed if value is not None and key not in skip}
     return dict(sorted(out.items()))
 
 
