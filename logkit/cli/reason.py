@@ -241,8 +241,9 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
 
     from ..reasoning import todo
 
-    event, matches = todo.record(_handle(args), Path(args.file), source=args.source, at=args.at,
-                                 reconstructed=args.reconstructed)
+    path = Path(args.file)
+    event, matches = todo.record_items(_handle(args), todo.parse(path), source=args.source or str(path), at=args.at,
+                                       reconstructed=args.reconstructed)
     if args.json:
         print_json({"items": len(event.items), "matches": [m.__dict__ for m in matches]})
         return 0
