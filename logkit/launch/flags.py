@@ -43,7 +43,6 @@ __all__ = [
     "fingerprint",
     "ignored",
     "is_backend",
-    "is_fingerprint_key",
     "model_of",
     "plain_parse",
     "table",
@@ -115,14 +114,11 @@ def _ignore_values() -> frozenset[str]:
     return frozenset(str(v).lower() for v in table()["fingerprint"]["ignore_values"])
 
 
-def is_fingerprint_key(key: str) -> bool:
-    """A key that decides which kernels run: a backend, or one of ``[fingerprint] keys``."""
-    return is_backend(key) or key in table()["fingerprint"]["keys"]
-
-
 def fingerprint(given: dict[str, Any]) -> dict[str, Any]:
-    """The chosen values that decide which kernels run (sorted by key; ``None`` dropped)."""
-    return {k: v for k, v in sorted(given.items()) if v is not None and is_fingerprint_key(k)}
+    """The chosen values that decide which kernels run: backends and ``[fingerprint] keys`` (sorted by
+    key; ``None`` dropped)."""
+    keys = table()["fingerprint"]["keys"]
+    return {k: v for k, v in sorted(given.items()) if v is not None and (is_backend(k) or k in keys)}
 
 
 def chosen(launch: dict[str, Any] | None) -> dict[str, Any]:
