@@ -85,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.yes:  # the pre-launch check against refuted configurations (logkit/reasoning/refuted.py)
         from ..reasoning.prelaunch import launch_confirmer
 
-        confirm = launch_confirmer(args.sessions, runner.default_confirm)
+        confirm = launch_confirmer(args.sessions)
     root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
 
     def report(result: Any) -> None:

@@ -6,8 +6,8 @@ when there is a launch with backend values to compare.
 
 Contract:
 
-* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``: ``then`` first, then
-  :func:`logkit.reasoning.refuted.check_launch`.
+* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``:
+  :func:`logkit.reasoning.refuted.check_launch` of a plan with a launch.
 * :func:`check_argv` answers for an argv that has not run (an agent's ``check_launch`` tool, the
   coding-agent hook): None when it launches no SGLang server; else a JSON-ready dict with the
   architecture (``arch`` when given, else ``$LOGKIT_GPU_ARCH``, else this host's GPUs), the model,
@@ -32,14 +32,10 @@ __all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer"]
 VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
 
 
-def launch_confirmer(
-    sessions: str | None, then: Callable[[Any, Any], bool] | None = None
-) -> Callable[[Any, Any], bool]:
-    """``then(plan, environment)`` first, then the refuted-fingerprint check of the launch."""
+def launch_confirmer(sessions: str | None) -> Callable[[Any, Any], bool]:
+    """The runner's ``confirm(plan, environment)``: the refuted-fingerprint check of the plan's launch."""
 
     def confirm(plan: Any, environment: Any) -> bool:
-        if then is not None and not then(plan, environment):
-            return False
         if getattr(plan, "launch", None) is None:
             return True
         from .refuted import check_launch
