@@ -133,16 +133,14 @@ def draft(
         check_refs(handle, events, option.attempts, allow="A")
     store = handle.store
     when, prov = now(at), provenance(reconstructed)
-    wanted = None
-    if decision_id is not None:
-        wanted = normalize_id(decision_id)
-        if wanted is None:
-            raise BadInput(f"--id {decision_id!r} is not a decision id", fix="e.g. --id DR-0001")
-    target = None
-    if supersedes is not None:
-        target = normalize_id(supersedes)
-        if target is None:
-            raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-7K3FQ")
+
+    def read_id(flag: str, text: str | None, example: str) -> str | None:
+        found = None if text is None else normalize_id(text)
+        if text is not None and found is None:
+            raise BadInput(f"{flag} {text!r} is not a decision id", fix=f"e.g. {flag} {example}")
+        return found
+
+    wanted, target = read_id("--id", decision_id, "DR-0001"), read_id("--supersedes", supersedes, "DR-7K3FQ")
     refuse_unmerged(store)
     taken = known_ids(store)
     if target is not None and target not in taken:
