@@ -230,7 +230,8 @@ class _Recording(Slotted):
 
     def _tick(self, _now: float) -> None:
         if self.recorded and not self.env_written and self.probes.done():
-            self.env_written = _write_environment(self.journal, self.attempt, self.probes, self.base_env, self.problems)
+            _write_environment(self.journal, self.attempt, self.probes, self.base_env, self.problems)
+            self.env_written = True  # once, written or not (a failure is one of the problems)
 
     def supervise(self, log_fd: int | None) -> RunResult:
         """Stream until the child ends, then record the outcome; the child's exit status."""
@@ -303,11 +304,9 @@ class _Recording(Slotted):
 
 
 def _write_environment(journal: Journal, attempt: dict[str, Any], probes: envmod.Probes, base: dict[str, Any],
-                       problems: list[str], wait: float = 0.0) -> bool:
+                       problems: list[str], wait: float = 0.0) -> None:
     try:
         env = probes.result(base, wait=wait)
         journal.append(files.event("environment", journal.id, attempt=attempt["short_id"], environment=env))
-        return True
     except Exception as exc:
         problems.append(f"environment event failed: {exc}")
-        return True

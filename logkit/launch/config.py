@@ -235,8 +235,5 @@ def printed_config(line: str) -> dict[str, Any] | None:
         return None
     spec, _version = spec_for(sys.executable)  # the SGLang installed beside logkit: its defaults
     defaults = {k: v for k, v in ((spec or {}).get("defaults") or {}).items() if k != "help"}
-    if defaults:
-        non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}
-    else:
-        non_default = dict(args)
+    non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}  # no defaults: all
     return _config("printed", None, False, args, non_default, non_default)
