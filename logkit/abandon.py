@@ -11,7 +11,6 @@ otherwise the outcome names the path and says it was not read.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -79,24 +78,14 @@ def _log_digest(path: Path, rel: str) -> LogFile:
         return LogFile(path=rel, size=fh.tell(), sha256=digest.hexdigest())  # tell(): the bytes hashed
 
 
-def _tail(path: Path, count: int = 20) -> list[EvidenceLine]:
+def _tail(path: Path) -> list[EvidenceLine]:
+    """The log's last lines, as the recorder would have written them (:func:`~logkit.capture.recorder.tail_lines`)."""
+    from .capture.recorder import TAIL_BYTES, tail_lines
+    from .logfiles import tail
+
+    chunk = tail(path, TAIL_BYTES)
     with open(path, "rb") as fh:
-        fh.seek(0, os.SEEK_END)
-        end = fh.tell()
-        fh.seek(max(0, end - 64 * 1024))
-        chunk = fh.read()
-        start_line = None if end > 64 * 1024 else 1
-    text = chunk.decode("utf-8", "replace")
-    # "\n" ends a line (as line numbers count); a "\r" progress bar shows its last state
-    lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
-    if text.endswith("\n") or not text:
-        lines.pop()
-    if start_line is None:
-        with open(path, "rb") as fh:
-            total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
-        if not chunk.endswith(b"\n"):
-            total += 1
-        start_line = total - len(lines) + 1
-    picked = lines[-count:]
-    first = start_line + len(lines) - len(picked)
-    return [EvidenceLine(line=first + i, text=text[:2000]) for i, text in enumerate(picked)]
+        total = sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+        cut = fh.tell() > TAIL_BYTES
+    last = total if chunk.endswith(b"\n") else total + 1
+    return [EvidenceLine(**row) for row in tail_lines(chunk, last, cut=cut)]

@@ -151,9 +151,8 @@ def show_text(rec: AttemptRecord, tail_lines: int = 20) -> str:
     out.append("configuration:" + ("" if conf else " none chosen"))
     out += [f"  {k} = {v}" for k, v in conf.items()]
     env = rec.environment or {}
-    versions = {**rec.versions}
-    if versions:
-        out.append("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
+    if rec.versions:
+        out.append("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(rec.versions.items())))
     if env:
         host = env.get("host") or env.get("hostname")
         bits = [f"host {host}" if host else None, f"python {env['python']}" if env.get("python") else None]

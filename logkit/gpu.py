@@ -54,20 +54,11 @@ def arch_name(capability: Any) -> str | None:
 def arch_of(environment: Any) -> str | None:
     """The architecture of an attempt's GPUs (the first one's; mixed hosts are rare), from an
     ``Environment`` model or the dict it is stored as."""
-    if environment is None:
-        return None
-    if not isinstance(environment, dict):
-        gpus = getattr(environment, "gpus", None) or []
-        caps = [getattr(g, "compute_cap", None) for g in gpus]
-        fallback = getattr(environment, "device_capability", None)
-    else:
-        caps = [g.get("compute_cap") for g in environment.get("gpus") or [] if isinstance(g, dict)]
-        fallback = environment.get("device_capability")
-    for cap in caps:
-        name = arch_name(cap)
-        if name:
-            return name
-    return arch_name(fallback)
+    if environment is not None and not isinstance(environment, dict):
+        environment = environment.model_dump(mode="json")  # an Environment model
+    env = environment or {}
+    caps = [g.get("compute_cap") for g in env.get("gpus") or [] if isinstance(g, dict)]
+    return next(filter(None, map(arch_name, [*caps, env.get("device_capability")])), None)
 
 
 def local_arch(env: dict[str, str] | None = None, timeout: float = 5.0) -> str | None:

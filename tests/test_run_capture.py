@@ -166,11 +166,9 @@ def test_planner_and_watcher_seam(sessions: Path, logkit, monkeypatch: pytest.Mo
     assert logkit("session", "start", "seam").returncode == 0
     monkeypatch.setattr(runner, "PLANNERS", [(f"{__name__}:plan", r"fake-sglang")])
     confirmed: list[Any] = []
-    monkeypatch.setattr(runner, "CONFIRMERS", [f"{__name__}:_confirm"])
     SEEN["confirmed"] = confirmed
     opts = runner.RunOptions(hang_timeout=9.0, smoke=["hi"])
-    result = runner.run(["bash", "-c", "echo one; echo two; : fake-sglang"], opts, confirm=runner.default_confirm,
-                        use_pty=False)
+    result = runner.run(["bash", "-c", "echo one; echo two; : fake-sglang"], opts, confirm=_confirm, use_pty=False)
     assert result.exit_status == 0
     assert SEEN["options"]["previous_launch"] is None and "session_dir" in SEEN["options"]
     assert confirmed and confirmed[0][0] == "launch"
@@ -192,10 +190,9 @@ def _confirm(plan_: Plan, environment_: Any) -> bool:
     return True
 
 
-def test_confirmer_can_refuse(sessions: Path, logkit, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_confirmer_can_refuse(sessions: Path, logkit) -> None:
     assert logkit("session", "start", "refuse").returncode == 0
-    monkeypatch.setattr(runner, "CONFIRMERS", [f"{__name__}:_no"])
-    result = runner.run(["true"], runner.RunOptions(), confirm=runner.default_confirm, use_pty=False)
+    result = runner.run(["true"], runner.RunOptions(), confirm=_no, use_pty=False)
     assert result.exit_status == 1 and result.attempt is None
     assert not [e for e in Store(sessions).handle(result.session).read().events if e.kind == "attempt"]
 

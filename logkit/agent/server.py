@@ -40,12 +40,6 @@ INSTRUCTIONS = (
 READ_ONLY = ("why", "check_launch", "working_configurations", "matrix", "status", "draft_decision", "cite")
 
 
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, LogkitError):
-        return f"logkit: error: {exc}"
-    return f"logkit: error: internal error ({type(exc).__name__}: {exc})"
-
-
 def _guarded(tools: Tools, method: Callable[..., Any],
              raise_as: Callable[[BaseException, str], Exception]) -> Callable[..., Any]:
     """``method`` with its answer passed through :func:`reply` and its errors raised as ``raise_as``."""
@@ -55,7 +49,8 @@ def _guarded(tools: Tools, method: Callable[..., Any],
         try:
             answer = method(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - every failure reaches the agent as a clean error
-            raise raise_as(exc, reply(_error_text(exc), tools.root)) from None
+            text = str(exc) if isinstance(exc, LogkitError) else f"internal error ({type(exc).__name__}: {exc})"
+            raise raise_as(exc, reply(f"logkit: error: {text}", tools.root)) from None
         return reply(answer, tools.root)
 
     return call
@@ -68,6 +63,7 @@ def build(sessions: str | None = None) -> Any:
     from mcp.types import ToolAnnotations
 
     from .. import __version__
+    from .pages import config_markdown, decision_markdown
 
     tools = Tools(sessions)
     server = MCPServer(name="logkit", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
@@ -81,8 +77,8 @@ def build(sessions: str | None = None) -> Any:
     def resource_error(exc: BaseException, text: str) -> Exception:
         return ResourceNotFoundError(text) if isinstance(exc, NotFound) else ResourceError(text)
 
-    decision = _guarded(tools, tools.decision_page, resource_error)
-    config = _guarded(tools, tools.config_page, resource_error)
+    decision = _guarded(tools, functools.partial(decision_markdown, tools.root), resource_error)
+    config = _guarded(tools, functools.partial(config_markdown, tools.root), resource_error)
 
     @server.resource("logkit://decisions/{decision_id}", name="decision record", mime_type="text/markdown",
                      description="A decision record (DR-7K3FQ) as its site page shows it, in Markdown")

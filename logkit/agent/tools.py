@@ -192,20 +192,6 @@ class Tools:
         event = decisions.record(self._handle(draft.get("session")), fields.pop("title"), **fields)
         return {"id": event.decision_id, "session": event.session, "resource": f"logkit://decisions/{event.decision_id}"}
 
-    # --- resources -----------------------------------------------------------------------------
-
-    def decision_page(self, decision_id: str) -> str:
-        """The decision record's Markdown, as its site page."""
-        from .pages import decision_markdown
-
-        return decision_markdown(self.root, decision_id)
-
-    def config_page(self, config_id: str) -> str:
-        """A working-configuration page's Markdown."""
-        from .pages import config_markdown
-
-        return config_markdown(self.root, config_id)
-
 
 def _paths(root: Path) -> list[tuple[str, str]]:
     """(absolute prefix, what it is shown as), longest first."""

@@ -34,6 +34,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +64,12 @@ class Journal:
         self.dir = root / session_id
         self.events_path = self.dir / files.EVENTS_FILE
         self.logs_dir = self.dir / files.LOGS_DIR
-        self._view: SessionView | None = None
         self._refresher: tuple[threading.Thread, threading.Event, threading.Event, bool] | None = None
 
-    @property
+    @cached_property
     def view(self) -> SessionView:
         """What the run knows of the session (read the first time it is asked for)."""
-        if self._view is None:
-            self._view = SessionView.load(self.root, self.id, self.events_path)
-        return self._view
+        return SessionView.load(self.root, self.id, self.events_path)
 
     def refresh_index(self, *, launch: bool = False) -> None:
         """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call (the child's

@@ -66,30 +66,23 @@ def spawn(argv: list[str], *, cwd: str, env: Mapping[str, str], use_pty: bool) -
             attrs[1] &= ~termios.OPOST  # no \n -> \r\n: the log gets the child's bytes
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
             copy_winsize(master)
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=slave, stderr=slave, start_new_session=True)
-        except BaseException:
-            os.close(master)
-            raise
-        finally:
-            os.close(slave)
-        outputs = {master: 1}
+        outputs, ends = {master: 1}, (slave, slave)
     else:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         for fd in (out_r, err_r):
             with contextlib.suppress(OSError):  # a lower pipe-max-size: the default 64 KiB works, just more reads
                 fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
-        try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=out_w, stderr=err_w, start_new_session=True)
-        except BaseException:
-            os.close(out_r)
-            os.close(err_r)
-            raise
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-        outputs = {out_r: 1, err_r: 2}
+        outputs, ends = {out_r: 1, err_r: 2}, (out_w, err_w)
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=ends[0], stderr=ends[1], start_new_session=True)
+    except BaseException:
+        for fd in outputs:
+            os.close(fd)
+        raise
+    finally:
+        for fd in set(ends):
+            os.close(fd)
     pidfd: int | None = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(proc.pid)

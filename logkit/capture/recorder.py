@@ -34,7 +34,8 @@ from typing import Any
 
 from .redact import Redactor
 
-__all__ = ["CONTEXT_MAX", "NUMPY_COUNT_MIN", "PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder", "newlines"]
+__all__ = ["CONTEXT_MAX", "NUMPY_COUNT_MIN", "PARTIAL_AGE_S", "PARTIAL_MAX", "QUEUE_CHUNKS", "Recorder", "newlines",
+           "tail_lines"]
 
 QUEUE_CHUNKS = 32
 PARTIAL_MAX = 64 * 1024
@@ -341,15 +342,20 @@ class Recorder:
                     self.partial_since[fd] = now
 
     def tail_lines(self) -> list[dict[str, Any]]:
-        text = self.tail.decode("utf-8", "replace")
-        # lines are what "\n" ends (as line numbers count them), shown as a terminal shows a
-        # progress bar: after its last "\r" (str.splitlines would also split on \r, \x0c, \x1c...)
-        lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
-        if text.endswith("\n") or not text:
-            lines.pop()
-        if len(self.tail) >= TAIL_BYTES and lines:
-            lines = lines[1:]  # the first may be cut
-        picked = lines[-TAIL_LINES:]
+        """The outcome's ``tail``: the last lines stored (:func:`tail_lines`)."""
         last = self.lines if self.tail.endswith(b"\n") else self.lines + 1
-        first = last - len(picked) + 1
-        return [{"line": first + i, "text": t[:2000]} for i, t in enumerate(picked)]
+        return tail_lines(self.tail, last, cut=len(self.tail) >= TAIL_BYTES)
+
+
+def tail_lines(data: bytes, last: int, *, cut: bool) -> list[dict[str, Any]]:
+    """The last :data:`TAIL_LINES` lines of ``data``, the end of a log whose last line is number
+    ``last`` (``cut``: the first line may be cut short, and is left out). Lines are what "\n" ends
+    (as line numbers count them), shown as a terminal shows a progress bar: after its last "\r"
+    (str.splitlines would also split on \r, \x0c, \x1c...)."""
+    text = data.decode("utf-8", "replace")
+    lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
+    if text.endswith("\n") or not text:
+        lines.pop()
+    picked = lines[1 if cut else 0:][-TAIL_LINES:]
+    first = last - len(picked) + 1
+    return [{"line": first + i, "text": t[:2000]} for i, t in enumerate(picked)]

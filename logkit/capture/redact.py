@@ -27,7 +27,7 @@ import fnmatch
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -218,8 +218,6 @@ class Redactor:
         self._subsets: dict[frozenset[int], re.Pattern[bytes]] = {}
         self._solo: dict[int, tuple[re.Pattern[bytes], bool]] = {}
         self._harmless = re.compile(f"^(?:{self.rules.harmless}|)$", re.IGNORECASE)
-        self._text_re_: re.Pattern[str] | None = None
-        self._bytes_re_: re.Pattern[bytes] | None = None
         self._triggers = tuple(starts)
         # "is anything suspicious here" needs only secrets.toml's cover needles and the triggers that
         # hold none of them nor a shorter trigger: each costs a scan of every chunk
@@ -232,17 +230,13 @@ class Redactor:
         self._shapes = CleanShapes((*cover, *self._lit_bytes))
 
     # The joined regex is compiled on first use: most runs never need it (start-up matters).
-    @property
+    @cached_property
     def _text_re(self) -> re.Pattern[str]:
-        if self._text_re_ is None:
-            self._text_re_ = re.compile(self._joined)
-        return self._text_re_
+        return re.compile(self._joined)
 
-    @property
+    @cached_property
     def _bytes_re(self) -> re.Pattern[bytes]:
-        if self._bytes_re_ is None:
-            self._bytes_re_ = re.compile(self._joined.encode("utf-8"))
-        return self._bytes_re_
+        return re.compile(self._joined.encode("utf-8"))
 
     @property
     def window(self) -> int:
@@ -301,10 +295,7 @@ class Redactor:
                 if close >= 0:
                     close = data.find(b"\n", close)
                     end = max(end, len(data) if close < 0 else close + 1)
-            if inside:
-                regions[-1][1] = end
-                regions[-1][2] |= patterns
-            elif regions and start <= regions[-1][1]:
+            if inside or (regions and start <= regions[-1][1]):
                 regions[-1][1] = end
                 regions[-1][2] |= patterns
             else:
@@ -461,9 +452,7 @@ class Redactor:
 
     def chunk(self, data: bytes) -> bytes:
         """Redact a chunk of complete log lines; fast when the chunk holds nothing suspicious."""
-        if not self.suspicious(data):
-            return data
-        return self.redact_chunk(data)
+        return self.redact_chunk(data) if self.suspicious(data) else data
 
     def argv(self, argv: list[str]) -> list[str]:
         """The argv as it may be stored: secret flag values replaced (``-u USER:PW``'s password,

@@ -44,13 +44,11 @@ from .recorder import Recorder
 from .redact import Redactor
 from .supervisor import StopState, Supervisor
 
-__all__ = ["CONFIRMERS", "PLANNERS", "RunOptions", "RunResult", "default_confirm", "run"]
+__all__ = ["PLANNERS", "RunOptions", "RunResult", "run"]
 
 #: (planner "module:function", regex over the joined argv that must match before it is imported).
 #: The SGLang planner sees every command: what a command prints can make it a launch (``docker run``, a script).
 PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"")]
-#: Pre-launch checks ("module:function", called as f(plan, environment) -> bool); all must agree.
-CONFIRMERS: list[str] = []
 
 #: How long the end of an attempt waits for environment probes still running (git, nvidia-smi, the
 #: package probe): the summary comes within a blink of the child's exit; a probe not done by then
@@ -98,15 +96,6 @@ class RunResult(Slotted):
     unrecorded: str | None
 
     _defaults = {"session": None, "attempt": None, "outcome": None, "unrecorded": None}
-
-
-def default_confirm(plan: Plan, environment: Any) -> bool:
-    """Ask every plugged-in confirmer (:data:`CONFIRMERS`); with none plugged, launch."""
-    for spec in CONFIRMERS:
-        module, _, name = spec.partition(":")
-        if not getattr(importlib.import_module(module), name)(plan, environment):
-            return False
-    return True
 
 
 def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], journal: Journal) -> Plan:
@@ -174,7 +163,7 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         print(f"logkit: {note}", file=sys.stderr)
     if plan.refuse:
         raise BadInput(f"not launched: {plan.refuse}", fix="fix the command, or pass --no-preflight to launch anyway")
-    if confirm is not None and (confirm is not default_confirm or CONFIRMERS):
+    if confirm is not None:
         snapshot = None
         if plan.role == "launch":
             # A launch is worth up to CONFIRM_WAIT_S for the GPU probe (the refuted check is per arch);
@@ -241,7 +230,8 @@ class _Recording(Slotted):
 
     def _tick(self, _now: float) -> None:
         if self.recorded and not self.env_written and self.probes.done():
-            self.env_written = _write_environment(self.journal, self.attempt, self.probes, self.base_env, self.problems)
+            _write_environment(self.journal, self.attempt, self.probes, self.base_env, self.problems)
+            self.env_written = True  # once, written or not (a failure is one of the problems)
 
     def supervise(self, log_fd: int | None) -> RunResult:
         """Stream until the child ends, then record the outcome; the child's exit status."""
@@ -314,11 +304,9 @@ class _Recording(Slotted):
 
 
 def _write_environment(journal: Journal, attempt: dict[str, Any], probes: envmod.Probes, base: dict[str, Any],
-                       problems: list[str], wait: float = 0.0) -> bool:
+                       problems: list[str], wait: float = 0.0) -> None:
     try:
         env = probes.result(base, wait=wait)
         journal.append(files.event("environment", journal.id, attempt=attempt["short_id"], environment=env))
-        return True
     except Exception as exc:
         problems.append(f"environment event failed: {exc}")
-        return True

@@ -16,6 +16,7 @@ vouch for anything); what is remembered is bounded (:data:`MAX_SHAPES` shapes of
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Iterable
 
 __all__ = ["CleanShapes", "MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE"]
@@ -71,12 +72,8 @@ class CleanShapes:
             seen_unclean.clear()
             self.marked.clear()
         joined = b"\n".join(new)
-        starts = [0]
-        for shape in new:
-            starts.append(starts[-1] + len(shape) + 1)
-        unclean: set[int] = set()
-        for at in (at for n in self.needles for at in _finds(joined, n)):
-            unclean.add(bisect.bisect_right(starts, at) - 1)
+        starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
+        unclean = {bisect.bisect_right(starts, at) - 1 for n in self.needles for at in _finds(joined, n)}
         marked: set[int] = set()
         if self.marks is not None:
             marked = {bisect.bisect_right(starts, at) - 1 for at in self.marks(joined)}

@@ -29,10 +29,6 @@ def _seconds(text: str, *, positive: bool = False) -> float:
     return value
 
 
-def _timeout(text: str) -> float:
-    return _seconds(text, positive=True)
-
-
 def register(sub: Any) -> None:
     """Add the run command."""
     p = sub.add_parser(
@@ -46,7 +42,7 @@ def register(sub: Any) -> None:
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="override the detected role")
     p.add_argument("--label", help="a short label for the attempt")
     p.add_argument("--grace", type=_seconds, default=30.0, metavar="SECONDS", help=GRACE_HELP)
-    p.add_argument("--hang-timeout", type=_timeout, metavar="SECONDS",
+    p.add_argument("--hang-timeout", type=lambda text: _seconds(text, positive=True), metavar="SECONDS",
                    help="stop the command when it looks hung (SGLang: not ready in time; other commands: no output for SECONDS)")
     p.add_argument("--smoke", action="append", default=[], metavar="PROMPT", help="a prompt to send once a server is ready (repeatable)")
     p.add_argument("--smoke-only", action="store_true", help="stop the server after the smoke prompts (and --accuracy)")
@@ -89,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.yes:  # the pre-launch check against refuted configurations (logkit/reasoning/refuted.py)
         from ..reasoning.prelaunch import launch_confirmer
 
-        confirm = launch_confirmer(args.sessions, runner.default_confirm)
+        confirm = launch_confirmer(args.sessions)
     root = args.sessions or os.environ.get("LOGKIT_SESSIONS") or "sessions"
 
     def report(result: Any) -> None:

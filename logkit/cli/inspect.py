@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ._common import add_json, print_json, print_text, store
@@ -38,23 +40,21 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def _snapshot(args: argparse.Namespace) -> Any:
-    from contextlib import ExitStack
-
+@contextlib.contextmanager
+def _snapshot(args: argparse.Namespace) -> Iterator[tuple[Any, Any]]:
     from ..store.index import Index
 
     st = store(args)
-    stack = ExitStack()
-    index = stack.enter_context(Index(st.root))
-    index.refresh()
-    return st, stack, stack.enter_context(index.snapshot())
+    with Index(st.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            yield st, snap
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from .. import attempt_view
 
-    st, stack, snap = _snapshot(args)
-    with stack:
+    with _snapshot(args) as (st, snap):
         rec = attempt_view.load(snap, *attempt_view.resolve(args.attempt, st.current()))
         if args.json:
             print_json(attempt_view.show_json(rec, args.tail))
@@ -66,8 +66,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .. import attempt_view
 
-    st, stack, snap = _snapshot(args)
-    with stack:
+    with _snapshot(args) as (st, snap):
         decisions = snap.decisions()
         a = attempt_view.load(snap, *attempt_view.resolve(args.a, st.current()), decisions=decisions)
         b = attempt_view.load(snap, *attempt_view.resolve(args.b, st.current()), decisions=decisions)
@@ -87,8 +86,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.format == "parquet" and not args.out:
         raise BadInput("parquet is a binary file format, not for a terminal", fix="add --out FILE.parquet")
-    _st, stack, snap = _snapshot(args)
-    with stack:
+    with _snapshot(args) as (_st, snap):
         rows = attempt_view.export_rows(snap, args.what)
     import pandas as pd
 

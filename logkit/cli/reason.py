@@ -241,8 +241,9 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
 
     from ..reasoning import todo
 
-    event, matches = todo.record(_handle(args), Path(args.file), source=args.source, at=args.at,
-                                 reconstructed=args.reconstructed)
+    path = Path(args.file)
+    event, matches = todo.record_items(_handle(args), todo.parse(path), source=args.source or str(path), at=args.at,
+                                       reconstructed=args.reconstructed)
     if args.json:
         print_json({"items": len(event.items), "matches": [m.__dict__ for m in matches]})
         return 0
@@ -254,50 +255,44 @@ def cmd_todo_import(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from ..reasoning import decisions
-    from ..reasoning.common import split_ids
-
-    if args.from_sweep or args.from_file:
-        return _decide_sweep(args)
-    if not args.title:
-        from ..errors import BadInput
-
-        raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ... '
-                       "(or --from-sweep SW-ID)")
-    event = decisions.record(
-        _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
-        chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
-        supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at, reconstructed=args.reconstructed,
-        decision_id=args.decision_id,
-    )
-    print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
-    return 0
-
-
-def _decide_sweep(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ..reasoning import decisions
+    from ..reasoning.common import split_ids
     from ..sweep import decide
 
     if args.from_file:
         event = decide.accept(store(args), Path(args.from_file))
-        print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
+    elif args.from_sweep:
+        path = decide.propose(store(args), args.from_sweep, Path(args.write or f"decision-{args.from_sweep}.toml"))
+        print(path.read_text(encoding="utf-8"), end="")
+        print(f"logkit: draft written to {path}; edit it, then record it: logkit decide --from-file {path}",
+              file=sys.stderr)
         return 0
-    path = decide.propose(store(args), args.from_sweep, Path(args.write or f"decision-{args.from_sweep}.toml"))
-    print(path.read_text(encoding="utf-8"), end="")
-    print(f"logkit: draft written to {path}; edit it, then record it: logkit decide --from-file {path}", file=sys.stderr)
+    elif not args.title:
+        from ..errors import BadInput
+
+        raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ... '
+                       "(or --from-sweep SW-ID)")
+    else:
+        event = decisions.record(
+            _handle(args), args.title, context=args.context, decision=args.decision, options=args.options,
+            chosen=args.chosen, evidence=split_ids(args.evidence), consequences=args.consequences,
+            supersedes=args.supersedes, status=args.status, tags=args.tags, at=args.at,
+            reconstructed=args.reconstructed, decision_id=args.decision_id,
+        )
+    print_json({"id": event.decision_id, "session": event.session}) if args.json else print(event.decision_id)
     return 0
 
 
 def cmd_decision_list(args: argparse.Namespace) -> int:
-    from ..reasoning.decisions import decisions_by_id, supersession
+    from ..reasoning.lookup import decisions_by_id, latest_per_session, supersession
 
     by_id = decisions_by_id(store(args))
     replaced = supersession(e for events in by_id.values() for e in events)
     rows = []
     for did, events in sorted(by_id.items(), key=lambda item: min(e.ts for e in item[1])):
-        for sid in dict.fromkeys(e.session for e in events):
-            e = max((x for x in events if x.session == sid), key=lambda x: x.ts)
+        for sid, e in latest_per_session(events).items():
             later = replaced.get(did, [])
             rows.append({"id": did, "session": sid, "title": e.title, "status": "superseded" if later else e.status,
                          "recorded_status": e.status, "superseded_by": later})

@@ -71,7 +71,7 @@ def _spec(args: argparse.Namespace) -> Any:
         try:
             spec.limit_metric, spec.limit_max = metric.strip(), float(ceiling)
         except ValueError:
-            raise BadInput(f"--limit {args.limit!r} is not METRIC=MAX", fix="--limit p99_tpot_ms=50") from None
+            eq = ""
         if not eq or not metric.strip():
             raise BadInput(f"--limit {args.limit!r} is not METRIC=MAX", fix="--limit p99_tpot_ms=50")
     if args.accuracy is not None:

@@ -67,16 +67,12 @@ def valid_port(value: Any) -> int | None:
     return port if port is not None and 0 <= port <= 65535 else None
 
 
-def _host_port(args: dict[str, Any]) -> tuple[str | None, int | None]:
-    host, port = args.get("host"), valid_port(args.get("port"))
-    return (str(host) if host is not None else None), port
-
-
 def _config(parser: str, version: str | None, unresolved: bool, args: dict[str, Any], non_default: dict[str, Any],
             given: dict[str, Any]) -> dict[str, Any]:
-    host, port = _host_port(args)
+    host = args.get("host")
     return {"parser": parser, "sglang_version": version, "unresolved": unresolved, "args": args,
-            "non_default": non_default, "fingerprint": fl.fingerprint(given), "host": host, "port": port}
+            "non_default": non_default, "fingerprint": fl.fingerprint(given),
+            "host": str(host) if host is not None else None, "port": valid_port(args.get("port"))}
 
 
 def plain_config(flag_words: list[str], version: str | None = None) -> dict[str, Any]:
@@ -239,8 +235,5 @@ def printed_config(line: str) -> dict[str, Any] | None:
         return None
     spec, _version = spec_for(sys.executable)  # the SGLang installed beside logkit: its defaults
     defaults = {k: v for k, v in ((spec or {}).get("defaults") or {}).items() if k != "help"}
-    if defaults:
-        non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}
-    else:
-        non_default = dict(args)
+    non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}  # no defaults: all
     return _config("printed", None, False, args, non_default, non_default)

@@ -43,7 +43,6 @@ __all__ = [
     "fingerprint",
     "ignored",
     "is_backend",
-    "is_fingerprint_key",
     "model_of",
     "plain_parse",
     "table",
@@ -115,14 +114,11 @@ def _ignore_values() -> frozenset[str]:
     return frozenset(str(v).lower() for v in table()["fingerprint"]["ignore_values"])
 
 
-def is_fingerprint_key(key: str) -> bool:
-    """A key that decides which kernels run: a backend, or one of ``[fingerprint] keys``."""
-    return is_backend(key) or key in table()["fingerprint"]["keys"]
-
-
 def fingerprint(given: dict[str, Any]) -> dict[str, Any]:
-    """The chosen values that decide which kernels run (sorted by key; ``None`` dropped)."""
-    return {k: v for k, v in sorted(given.items()) if v is not None and is_fingerprint_key(k)}
+    """The chosen values that decide which kernels run: backends and ``[fingerprint] keys`` (sorted by
+    key; ``None`` dropped)."""
+    keys = table()["fingerprint"]["keys"]
+    return {k: v for k, v in sorted(given.items()) if v is not None and (is_backend(k) or k in keys)}
 
 
 def chosen(launch: dict[str, Any] | None) -> dict[str, Any]:
@@ -142,11 +138,8 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
         given = dict(launch.get("args") or {})
     rules = table()["fingerprint"]
     aliases, skip = rules.get("aliases") or {}, set(rules.get("run_specific") or [])
-    out: dict[str, Any] = {}
-    for key, value in given.items():
-        key = aliases.get(key, key)
-        if value is not None and key not in skip:
-            out[key] = value
+    renamed = ((aliases.get(key, key), value) for key, value in given.items())
+    out = {key: value for key, value in renamed if value is not None and key not in skip}
     return dict(sorted(out.items()))
 
 
@@ -169,21 +162,13 @@ def _key_encoder() -> Any:
     return json.JSONEncoder(sort_keys=True, default=str).encode
 
 
-#: the metric labels naming each part of a workload, first found wins
-_WORKLOAD = {
-    "concurrency": ("max_concurrency", "concurrency"),
-    "dataset": ("dataset_name", "dataset"),
-    "input_len": ("random_input_len", "input_len", "sharegpt_context_len"),
-    "output_len": ("random_output_len", "output_len", "sharegpt_output_len"),
-}
-
-
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
     """A benchmark's workload: (concurrency, dataset, input length, output length) from a metric's
-    labels (``concurrency`` given where only it was kept); None for a part not recorded."""
+    labels (``concurrency`` given where only it was kept; the labels of each part: ``[workload]``);
+    None for a part not recorded."""
     labels = labels or {}
     parts: list[Any] = []
-    for name, keys in _WORKLOAD.items():
+    for name, keys in table()["workload"].items():
         value = None
         for k in keys:  # the first recorded (a loop: this runs for every metric the index ingests)
             found = labels.get(k)

@@ -70,10 +70,7 @@ def provenance(reconstructed: str | None) -> Provenance | None:
 
 def split_ids(values: list[str] | None) -> list[str]:
     """``["A7,A9", "A10"]`` -> ``["A7", "A9", "A10"]`` (comma lists and repeated flags both work)."""
-    out: list[str] = []
-    for value in values or []:
-        out.extend(part.strip() for part in value.split(",") if part.strip())
-    return out
+    return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
 def attempt_ids(events: list[BaseEvent]) -> list[str]:

@@ -37,24 +37,20 @@ from ..events import Decision, DecisionOption, new_id
 from ..store import SessionHandle, Store, files
 from .common import check_refs, now, provenance
 from .ledger import (
-    CROCKFORD,
-    LEDGER,
     aliases,
     append_ledger,
     known_ids,
     ledger_line,
-    ledger_path,
     normalize_id,
     permanent_id,
     refuse_unmerged,
 )
-from .ledgercheck import LedgerProblem, check, renumber
-from .lookup import Resolved, decisions_by_id, resolve, resolve_longer, supersession
+from .ledgercheck import check, renumber
+from .lookup import decisions_by_id, resolve, resolve_longer, supersession
 
 __all__ = [
-    "CROCKFORD", "LEDGER", "LedgerProblem", "Resolved", "aliases", "check", "decisions_by_id", "draft", "known_ids",
-    "ledger_path", "normalize_id", "parse_option", "permanent_id", "record", "renumber", "resolve",
-    "supersession",
+    "aliases", "check", "decisions_by_id", "draft", "known_ids", "normalize_id", "parse_option", "permanent_id",
+    "record", "renumber", "resolve", "supersession",
 ]
 
 def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
@@ -137,16 +133,14 @@ def draft(
         check_refs(handle, events, option.attempts, allow="A")
     store = handle.store
     when, prov = now(at), provenance(reconstructed)
-    wanted = None
-    if decision_id is not None:
-        wanted = normalize_id(decision_id)
-        if wanted is None:
-            raise BadInput(f"--id {decision_id!r} is not a decision id", fix="e.g. --id DR-0001")
-    target = None
-    if supersedes is not None:
-        target = normalize_id(supersedes)
-        if target is None:
-            raise BadInput(f"--supersedes {supersedes!r} is not a decision id", fix="e.g. --supersedes DR-7K3FQ")
+
+    def read_id(flag: str, text: str | None, example: str) -> str | None:
+        found = None if text is None else normalize_id(text)
+        if text is not None and found is None:
+            raise BadInput(f"{flag} {text!r} is not a decision id", fix=f"e.g. {flag} {example}")
+        return found
+
+    wanted, target = read_id("--id", decision_id, "DR-0001"), read_id("--supersedes", supersedes, "DR-7K3FQ")
     refuse_unmerged(store)
     taken = known_ids(store)
     if target is not None and target not in taken:

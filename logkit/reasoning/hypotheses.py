@@ -175,10 +175,7 @@ def _verb(verdict: str) -> str:
 
 def states(events: list[BaseEvent]) -> list[HypothesisState]:
     """Every hypothesis of a session with its current verdict and the attempts testing it."""
-    by_id: dict[str, HypothesisState] = {}
-    for event in events:
-        if isinstance(event, Hypothesis):
-            by_id[event.short_id] = HypothesisState(event)
+    by_id = {e.short_id: HypothesisState(e) for e in events if isinstance(e, Hypothesis)}
     ended = {e.attempt: e.status for e in events if isinstance(e, Outcome)}
     verdicts: dict[str, list[Verdict]] = {}
     for event in events:

@@ -12,7 +12,6 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,7 @@ from .ledger import (
     ledger_rows,
     permanent_id,
 )
-from .lookup import decisions_by_id, supersession
+from .lookup import decisions_by_id, latest_per_session, supersession
 
 __all__ = ["LedgerProblem", "check", "renumber"]
 
@@ -99,8 +98,7 @@ def _shared_titles(by_id: dict[str, list[Decision]]) -> list[LedgerProblem]:
     replaced = supersession(d for ds in by_id.values() for d in ds)
     titles: dict[str, list[Decision]] = {}
     for did, records in by_id.items():
-        for sid in dict.fromkeys(d.session for d in records):
-            d = max((x for x in records if x.session == sid), key=lambda x: x.ts)
+        for d in latest_per_session(records).values():
             if d.status == "accepted" and did not in replaced:
                 titles.setdefault(" ".join(d.title.split()).casefold(), []).append(d)
     problems = []
@@ -141,12 +139,12 @@ def renumber(store: Store, session_id: str, decision_id: str) -> str:
             raise NotFound(f"session {session_id} has no decision {decision_id}", fix="see 'logkit decision check'")
         found.update(new_id=permanent_id(str(own.get("id", "")), known_ids(store)), title=str(own.get("title", "")))
         own["decision_id"] = found["new_id"]
-        chunks[target] = json.dumps(own, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        chunks[target] = files.json_line(own)[:-1]
         for index, chunk in enumerate(chunks):  # supersedes references to the old id (a damaged line stays)
             data = files.decode(chunk) if index != target and files.may_hold(chunk, b'"supersedes"') else None
             if data is not None and data.get("supersedes") == decision_id:
                 data["supersedes"] = found["new_id"]
-                chunks[index] = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                chunks[index] = files.json_line(data)[:-1]
         return b"\n".join(chunks)
 
     with store.locked():

@@ -20,7 +20,7 @@ from ..events import Decision
 from ..store import Store
 from .ledger import aliases, id_digits, normalize_id
 
-__all__ = ["Resolved", "decisions_by_id", "resolve", "resolve_longer", "supersession"]
+__all__ = ["Resolved", "decisions_by_id", "latest_per_session", "resolve", "resolve_longer", "supersession"]
 
 
 def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
@@ -46,6 +46,15 @@ def supersession(records: Iterable[Decision]) -> dict[str, list[str]]:
         if d.supersedes and d.supersedes != d.decision_id:
             by.setdefault(d.supersedes, set()).add(d.decision_id)
     return {did: sorted(ids) for did, ids in by.items()}
+
+
+def latest_per_session(records: Iterable[Decision]) -> dict[str, Decision]:
+    """The latest of one id's records in each session (sessions in the order they first appear)."""
+    out: dict[str, Decision] = {}
+    for d in records:
+        if d.session not in out or d.ts > out[d.session].ts:
+            out[d.session] = d
+    return out
 
 
 def _longer_matches(decisions: list[Decision], cited: str) -> list[Decision]:
@@ -79,21 +88,15 @@ def resolve(store: Store, text: str) -> Resolved:
         raise BadInput(f"{text!r} is not a decision id", fix="decision ids look like DR-7K3FQ (or DR-0003 for older ones)")
     by_id = decisions_by_id(store)
     everything = [d for ds in by_id.values() for d in ds]
-
-    def latest(records: list[Decision]) -> Decision:
-        return max(records, key=lambda d: d.ts)
-
     if cited in by_id:
-        records = by_id[cited]
-        first = min(records, key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
-        sessions = sorted({d.session for d in records} - {first})
-        others = tuple(latest([d for d in records if d.session == s]) for s in sessions)
-        return Resolved(latest([d for d in records if d.session == first]), cited, "id", others)
+        first = min(by_id[cited], key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
+        latest = latest_per_session(by_id[cited])
+        return Resolved(latest[first], cited, "id", tuple(latest[s] for s in sorted(set(latest) - {first})))
     longer = _longer_matches(everything, cited)
     if len(longer) == 1:
         return Resolved(longer[0], cited, "longer")
     moved = aliases(store).get(cited, [])
-    targets = [latest(by_id[new]) for _sid, new in moved if new in by_id]
+    targets = [max(by_id[new], key=lambda d: d.ts) for _sid, new in moved if new in by_id]
     if targets:
         return Resolved(targets[0], cited, "moved", tuple(targets[1:]))
     known = sorted(by_id)

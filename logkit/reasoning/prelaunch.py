@@ -6,8 +6,8 @@ when there is a launch with backend values to compare.
 
 Contract:
 
-* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``: ``then`` first, then
-  :func:`logkit.reasoning.refuted.check_launch`.
+* :func:`launch_confirmer` is the runner's ``confirm(plan, environment)``:
+  :func:`logkit.reasoning.refuted.check_launch` of a plan with a launch.
 * :func:`check_argv` answers for an argv that has not run (an agent's ``check_launch`` tool, the
   coding-agent hook): None when it launches no SGLang server; else a JSON-ready dict with the
   architecture (``arch`` when given, else ``$LOGKIT_GPU_ARCH``, else this host's GPUs), the model,
@@ -32,14 +32,10 @@ __all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer"]
 VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
 
 
-def launch_confirmer(
-    sessions: str | None, then: Callable[[Any, Any], bool] | None = None
-) -> Callable[[Any, Any], bool]:
-    """``then(plan, environment)`` first, then the refuted-fingerprint check of the launch."""
+def launch_confirmer(sessions: str | None) -> Callable[[Any, Any], bool]:
+    """The runner's ``confirm(plan, environment)``: the refuted-fingerprint check of the plan's launch."""
 
     def confirm(plan: Any, environment: Any) -> bool:
-        if then is not None and not then(plan, environment):
-            return False
         if getattr(plan, "launch", None) is None:
             return True
         from .refuted import check_launch
@@ -78,17 +74,15 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
         "sglang_version": config.get("sglang_version"), "sglang_refuses": parsed.error, "notes": list(parsed.notes),
         "cells": [], "verdict": "no_backend" if not backends else "unknown_arch" if not here else "untested",
     }
-    from types import SimpleNamespace
+    from ..store.files import root
 
-    from ..store.files import root as sessions_dir
-
-    root = SimpleNamespace(root=sessions_dir(sessions))  # what .refuted reads a store through
-    if not backends or not here or not root.root.is_dir():
+    sessions_dir = root(sessions)
+    if not backends or not here or not sessions_dir.is_dir():
         return answer
     from .refuted import launch_cells
 
     states = set()
-    for cell in launch_cells(backends, here, root, model=model):
+    for cell in launch_cells(backends, here, sessions_dir, model=model):
         states.add(cell.state)
         answer["cells"].append(cell_json(cell))
     answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")

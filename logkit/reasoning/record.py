@@ -36,7 +36,7 @@ from ..launch.flags import diff
 from ..store import SessionHandle, Store, Txn
 from .common import check_refs, now, provenance
 
-__all__ = ["attempt", "config_diff", "environment", "metric", "session"]
+__all__ = ["attempt", "environment", "metric", "session"]
 
 
 def _required(reconstructed: str | None) -> str:
@@ -84,15 +84,6 @@ def environment(
     return Environment(gpus=gpus, packages=dict(packages or {}), env=dict(env or {}), device_capability=compute_cap)
 
 
-def config_diff(previous: Attempt | None, launch: LaunchConfig) -> ConfigDiff | None:
-    """What ``launch`` changed against the previous launch (:func:`logkit.launch.flags.diff`: chosen flags)."""
-    if previous is None or previous.launch is None:
-        return None
-    prev = {"short_id": previous.short_id, "launch": previous.launch.model_dump(mode="json")}
-    changes = diff(launch.model_dump(mode="json"), prev)
-    return ConfigDiff.model_validate(changes) if changes is not None else None
-
-
 def attempt(
     handle: SessionHandle,
     argv: list[str],
@@ -121,7 +112,10 @@ def attempt(
     started = now(at)
     if launch is not None and launch.diff is None:
         previous = next((e for e in reversed(events) if isinstance(e, Attempt) and e.launch is not None), None)
-        launch = launch.model_copy(update={"diff": config_diff(previous, launch)})
+        if previous is not None and previous.launch is not None:  # what it changed (chosen flags)
+            prev = {"short_id": previous.short_id, "launch": previous.launch.model_dump(mode="json")}
+            changes = ConfigDiff.model_validate(diff(launch.model_dump(mode="json"), prev))
+            launch = launch.model_copy(update={"diff": changes})
 
     def build(txn: Txn) -> Attempt:
         return Attempt(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from .. import statuses
@@ -52,19 +53,20 @@ class RefutedRun:
     worked: str | None = None
 
 
-def launch_cells(backends: dict[str, Any], arch: str | None, store: Any, model: str | None = None,
+def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: str | None = None,
                  sglang: str | None = None) -> list[matrix.Cell]:
-    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index aggregates
-    them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts per category, and the
-    latest attempt of each category only of the cells that are not ``works``; every state (works,
-    refuted, conflicting), in the order of their latest attempts: what an agent asking about a launch is told."""
+    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index of the sessions
+    directory ``root`` aggregates them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts
+    per category, and the latest attempt of each category only of the cells that are not ``works``; every
+    state (works, refuted, conflicting), in the order of their latest attempts: what an agent asking about
+    a launch is told."""
     if not arch or not backends:
         return []
     from ..store.index import Index
 
     arch = arch_name(arch) or arch
     counts: dict[matrix.Key, dict[str, int]] = {}
-    with Index(store.root) as index:
+    with Index(root) as index:
         index.refresh()
         with index.snapshot() as snap:
             for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(
@@ -92,13 +94,13 @@ def check(backends: dict[str, Any], arch: str | None, store: Any, *, model: str 
           sglang: str | None = None) -> list[RefutedRun]:
     """One run per ``refuted`` cell this launch (its backend values) falls in on ``arch`` (none when
     ``arch`` is unknown); ``store``: anything with the sessions directory as ``root``."""
-    return [run_of(c) for c in launch_cells(backends, arch, store, model, sglang) if c.state == "refuted"]
+    return [run_of(c) for c in launch_cells(backends, arch, store.root, model, sglang) if c.state == "refuted"]
 
 
 def conflicts(backends: dict[str, Any], arch: str | None, store: Any, *, model: str | None = None,
               sglang: str | None = None) -> list[RefutedRun]:
     """One run per ``conflicting`` cell this launch falls in (both sides named)."""
-    return [run_of(c) for c in launch_cells(backends, arch, store, model, sglang) if c.state == "conflicting"]
+    return [run_of(c) for c in launch_cells(backends, arch, store.root, model, sglang) if c.state == "conflicting"]
 
 
 def warning(run: RefutedRun) -> str:
@@ -168,13 +170,9 @@ def check_launch(plan: Any, environment: Any, sessions: str | None) -> bool:
     err = sys.stderr
     try:
         # one read of the matrix: the refuted cells warn, the conflicting ones are said
-        from types import SimpleNamespace
-
         from ..store.files import root
 
-        # the sessions directory, without the typed store
-        found = launch_cells(backends, arch_for_launch(environment), SimpleNamespace(root=root(sessions)),
-                             model_of(launch), None)
+        found = launch_cells(backends, arch_for_launch(environment), root(sessions), model_of(launch))
         runs = [run_of(c) for c in found if c.state == "refuted"]
         for run in (run_of(c) for c in found if c.state == "conflicting"):
             err.write(f"logkit: note: {warning(run)}\n")

@@ -79,9 +79,7 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
     attempts = snap.attempts(session=session_id)
     tests = {a["short_id"]: json.loads(a["tests"]) if a["tests"] else [] for a in attempts}
     state = {a["short_id"]: a["status"] for a in attempts}
-    closed_after: dict[str, int] = {}
-    for v in snap.verdicts(session=session_id):
-        closed_after[v["hypothesis"]] = max(closed_after.get(v["hypothesis"], 0), v["line"])
+    closed_after = {v["hypothesis"]: v["line"] for v in snap.verdicts(session=session_id)}  # in line order: the last
     hyp_rows, closed = [], 0
     for h in snap.hypotheses(session=session_id):
         if closed_after.get(h["short_id"], 0) > h["line"]:

@@ -11,7 +11,7 @@ Contract:
   else the hypothesis with the highest token overlap coefficient, if it reaches the threshold of
   ``reasoning.toml`` ``[todo_match]``. Every mapping comes back as a :class:`Match` with its score
   and reason, is stored on ``TodoItem.hypothesis`` and is printed by the CLI: never silent.
-* :func:`record` appends one ``todo`` event (a snapshot; :func:`record_items` of items already parsed); :func:`diff` compares two snapshots.
+* :func:`record_items` appends one ``todo`` event (a snapshot of the parsed items); :func:`diff` compares two snapshots.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..events import Hypothesis, Todo, TodoItem
 from ..store import SessionHandle
 from .common import now, provenance
 
-__all__ = ["ITEM_FIELDS", "Match", "diff", "match", "parse", "parse_data", "record", "record_items", "tokens"]
+__all__ = ["ITEM_FIELDS", "Match", "diff", "match", "parse", "parse_data", "record_items", "tokens"]
 
 _PREFIX = re.compile(r"^\s*\[?(H[0-9]+)\]?\s*[:\-]\s*")
 _TOKEN = re.compile(r"[a-z0-9_]+")
@@ -150,18 +150,6 @@ def match(items: list[TodoItem], hypotheses: list[Hypothesis]) -> list[Match]:
             matches.append(Match(index, item.content, None, round(best[0], 2) if best else 0.0,
                                  f"no match ({why}; threshold {threshold:.2f})"))
     return matches
-
-
-def record(
-    handle: SessionHandle,
-    path: Path,
-    *,
-    source: str | None = None,
-    at: str | None = None,
-    reconstructed: str | None = None,
-) -> tuple[Todo, list[Match]]:
-    """Import a todo file as one snapshot, mapped onto the session's hypotheses."""
-    return record_items(handle, parse(path), source=source or str(path), at=at, reconstructed=reconstructed)
 
 
 def record_items(

@@ -80,6 +80,11 @@ class Tail:
         """Events seen so far of ``kind`` whose fields equal ``match``."""
         return [e for e in self.events if e.get("kind") == kind and all(e.get(k) == v for k, v in match.items())]
 
+    def last(self, kind: str, **match: Any) -> dict[str, Any] | None:
+        """The latest of :meth:`find`'s events, None without one."""
+        found = self.find(kind, **match)
+        return found[-1] if found else None
+
 
 @dataclass
 class CellContext:
@@ -206,15 +211,7 @@ def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
 
 def _attempt_of(tail: Tail, proc: subprocess.Popen[bytes]) -> dict[str, Any] | None:
     tail.poll()
-    found = tail.find("attempt", recorder_pid=proc.pid)
-    return found[-1] if found else None
-
-
-def _outcome(tail: Tail, attempt: str | None) -> dict[str, Any] | None:
-    if attempt is None:
-        return None
-    found = tail.find("outcome", attempt=attempt)
-    return found[-1] if found else None
+    return tail.last("attempt", recorder_pid=proc.pid)
 
 
 def _finish(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt: dict[str, Any] | None,
@@ -239,7 +236,8 @@ def _finish(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
     tail.poll()
-    return _outcome(tail, (attempt or {}).get("short_id")), survivors
+    short = (attempt or {}).get("short_id")
+    return (tail.last("outcome", attempt=short) if short else None), survivors
 
 
 def _interrupted(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt: dict[str, Any] | None) -> Interrupted:
@@ -357,10 +355,10 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     if ready and ctx.accuracy is not None:
         ctx.phase("accuracy")
         _await(ctx, proc, tail, attempt, SMOKE_WAIT_S, lambda: bool(tail.find("metric", attempt=short, name="accuracy")))
-        scores = tail.find("metric", attempt=short, name="accuracy")
-        if not scores or scores[-1]["value"] < ctx.accuracy:
+        score = tail.last("metric", attempt=short, name="accuracy")
+        if score is None or score["value"] < ctx.accuracy:
             ctx.phase("stopping")
-            return failed(None, None if scores else "accuracy questions unanswered", fallback="inaccurate")
+            return failed(None, None if score else "accuracy questions unanswered", fallback="inaccurate")
     if not ready:  # the launch ended before it was ready: its outcome says why
         return failed(None, None, stop_it=False)
     run = CellRun("works", "ready", None, short, seconds=clock)

@@ -39,8 +39,8 @@ def draft(store: Store, sweep_id: str) -> str:
     view = load(store, sweep_id)
     rows = ranking(view)
     sweep = view.sweep
-    best = next((r for r in rows if r.status == "works"), None)
     works = [r for r in rows if r.status == "works"]
+    best = works[0] if works else None
     limit = f" with {sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else ""
     context = (f"Sweep {sweep.sweep} ran {len(rows)} configuration(s) of {', '.join(sweep.axes)} on "
                f"{sweep.arch or 'this GPU'}{' (SGLang ' + sweep.sglang_version + ')' if sweep.sglang_version else ''}: "

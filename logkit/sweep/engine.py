@@ -79,11 +79,11 @@ def _values(metrics: list[dict[str, Any]], name: str) -> list[float]:
 
 
 def _metric(metrics: list[dict[str, Any]], name: str) -> float | None:
-    """The median of the runs' values of ``name`` (one run: its value), None when not measured."""
-    from statistics import median
+    """The runs' figure of ``name`` (:func:`logkit.stats.figure`, their median), None when not measured."""
+    from ..stats import figure
 
     values = _values(metrics, name)
-    return float(median(values)) if values else None
+    return figure(values) if values else None
 
 
 def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -> list[SweepPoint]:

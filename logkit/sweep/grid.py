@@ -114,16 +114,12 @@ def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str
             axes[flag] = list(described["choices"])
         else:
             axes[flag] = list(values)  # type: ignore[arg-type]
-    combos = list(itertools.product(*axes.values()))
-    argvs: list[list[str]] = []
-    for combo in combos:
+    dests = {f: (by_option.get("--" + f) or {}).get("dest") or f.replace("-", "_") for f in axes}
+    cells: list[Cell] = []
+    for n, combo in enumerate(itertools.product(*axes.values()), start=1):
         words = list(base)
         for flag, value in zip(axes, combo, strict=True):
             words = with_flag(words, flag, value)
-        argvs.append(words)
-    dests = {f: (by_option.get("--" + f) or {}).get("dest") or f.replace("-", "_") for f in axes}
-    cells: list[Cell] = []
-    for n, (combo, words) in enumerate(zip(combos, argvs, strict=True), start=1):
         values = {dests[f]: v for f, v in zip(axes, combo, strict=True)}
         key = ", ".join(f"{d}={v}" for d, v in values.items())
         args, error, given = plain_parse(words), None, None
@@ -155,7 +151,7 @@ def bench_points(spec: SweepSpec, cell: Cell) -> list[tuple[dict[str, Any], list
             base += ["--host", str(cell.host)]
     axes = spec.bench_axes or {}
     points: list[tuple[dict[str, Any], list[str]]] = []
-    for combo in itertools.product(*axes.values()) if axes else [()]:
+    for combo in itertools.product(*axes.values()):  # no axes: one point, the command as it is
         words = list(base)
         labels: dict[str, Any] = {}
         for flag, value in zip(axes, combo, strict=True):

@@ -119,10 +119,9 @@ class LiveProgress(PlainProgress):
         from rich.markup import escape
 
         _left, tail, reason = self._count(escape(why) if why else why, seconds, ran)
-        key = escape(key)
-        style = {"works": "green", "failed": "red", "preflight": "red", "skipped": "yellow"}.get(status, "")
-        self.console.print(f"[{self.done}/{self.total}] {key}: [{style}]{status}[/{style}]{reason}{tail}"
-                           if style else f"[{self.done}/{self.total}] {key}: {status}{reason}{tail}", markup=True)
+        style = {"works": "green", "failed": "red", "preflight": "red", "skipped": "yellow"}.get(status)
+        shown = f"[{style}]{status}[/{style}]" if style else status
+        self.console.print(f"[{self.done}/{self.total}] {escape(key)}: {shown}{reason}{tail}", markup=True)
         self.cell_key = None
 
 

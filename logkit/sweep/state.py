@@ -176,10 +176,6 @@ def point_text(value: float | None, runs: list[float]) -> str:
     return f"{_fmt(value)} ({lo:,.1f}-{hi:,.1f}, {len(runs)} runs)"
 
 
-def _tput(row: RankRow, label: str) -> str:
-    return point_text(row.throughput.get(label), row.runs.get(label) or [])
-
-
 def table(view: SweepView) -> str:
     """The ranking as a plain-text table (what ``logkit sweep`` prints at the end)."""
     rows = ranking(view)
@@ -193,7 +189,8 @@ def table(view: SweepView) -> str:
     body: list[list[str]] = []
     for row in rows:
         result = "works" if row.status == "works" else f"{row.status}: {row.why or ''}".rstrip(": ")
-        line = [str(row.rank or "-"), row.key, result[:70]] + [_tput(row, k) for k in labels] + [versus_text(row)]
+        line = [str(row.rank or "-"), row.key, result[:70],
+                *(point_text(row.throughput.get(k), row.runs.get(k) or []) for k in labels), versus_text(row)]
         if limit:
             worst = max((v for v in row.latency.values() if v is not None), default=None)
             mark = "" if row.within_limit is None else (" ok" if row.within_limit else " OVER")
