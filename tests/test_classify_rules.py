@@ -546,6 +546,56 @@ SOURCE_TEXTS = [
     pytest.param(  # triton's make_cubin when ptxas exits non-zero
         TB + "RuntimeError: `ptxas` failed with error code 4294967295: \n",
         "jit_error", "ptxas-error", id="triton-ptxas-failed"),
+    pytest.param(  # click's UsageError.show after NoSuchOption (click 8: message, then "  Did you mean ...?")
+        "Usage: ilab model serve [OPTIONS]\nTry 'ilab model serve --help' for help.\n\n"
+        "Error: No such option: --model  Did you mean --model-path?\n",
+        "arg_error", "click-usage-error", id="click-no-such-option"),
+    pytest.param(  # click < 8's NoSuchOption ('no such option: {}')
+        "Error: no such option: --gpus\n", "arg_error", "click-usage-error", id="click7-no-such-option"),
+    pytest.param(  # BadParameter.format_message ('Invalid value for {param_hint}: {message}') from an int type
+        "Usage: serve [OPTIONS]\nError: Invalid value for '--port': 'abc' is not a valid integer.\n",
+        "arg_error", "click-usage-error", id="click-invalid-value"),
+    pytest.param(  # MissingParameter.format_message ('Missing {param_type} {param_hint}.')
+        "Error: Missing option '--model-path'.\n", "arg_error", "click-usage-error", id="click-missing-option"),
+    pytest.param(  # Command.parse_args ('Got unexpected extra argument ({args})')
+        "Error: Got unexpected extra argument (serve)\n", "arg_error", "click-usage-error", id="click-extra-argument"),
+    pytest.param(  # OpenVINO GenAI's pop_int_and_cast, thrown by OPENVINO_THROW ('Exception from {file}:{line}:' first)
+        "Exception from src/cpp/src/utils.cpp:302:\n"
+        "Failed to extract MIN_RESPONSE_LEN. Type mismatch: expected types: int or int64_t\n",
+        "arg_error", "openvino-genai-config-type", id="openvino-genai-int-property-type"),
+    pytest.param(  # Triton's OutOfResources from CompiledKernel._init_handles, under SGLang's scheduler crash notice
+        "[2026-01-01 00:00:05 TP0] Scheduler hit an exception: " + TB +
+        "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 98304, Hardware limit: 65536. "
+        "Reducing block sizes or `num_stages` may help.\n",
+        "jit_error", "triton-out-of-resources", id="triton-out-of-resources"),
+    pytest.param(  # Triton's semantic.cast: assert builder.options.allow_fp8e4nv, "fp8e4nv data type is not supported ..."
+        TB + "AssertionError: fp8e4nv data type is not supported on CUDA arch < 89\n",
+        "arch_mismatch", "dtype-needs-capability", id="triton-cast-fp8e4nv-arch"),
+    pytest.param(  # ggml's CUDA_CHECK before 2024: fprintf(stderr, "\\nCUDA error %d at %s:%d: %s\\n", ...)
+        "ggml_init_cublas: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 3060, compute capability 8.6\n\n"
+        "CUDA error 2 at /src/llama.cpp/ggml-cuda.cu:6301: out of memory\ncurrent device: 0\n",
+        "oom", "torch-cuda-oom", id="ggml-cuda-check-out-of-memory"),
+    pytest.param(  # Ray's RayTaskError.as_instanceof_cause: the class named f"RayTaskError({cause_cls.__name__})"
+        TB + "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=4242, ip=10.0.0.2)\n",
+        "oom", "ray-task-oom", id="ray-task-error-out-of-memory"),
+    pytest.param(  # the heartbeat monitor's exit: getNCCLWatchdogTimeoutExitMsg("ProcessGroupNCCL watchdog hang")
+        "[rank0]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
+        "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.\n",
+        "hang", "watchdog-heartbeat-stuck", id="heartbeat-monitor-exit-watchdog-hang"),
+    pytest.param(  # vLLM V1's dump_engine_exception, logged when execute_model raised (the exception not shown)
+        "(EngineCore_DP0 pid=42) ERROR 01-01 00:00:01 [dump_input.py:79] Dumping scheduler output for model "
+        "execution: SchedulerOutput(scheduled_new_reqs=[], total_num_scheduled_tokens=1)\n"
+        "(EngineCore_DP0 pid=42) ERROR 01-01 00:00:01 [dump_input.py:81] Dumping scheduler stats: "
+        "SchedulerStats(num_running_reqs=1, num_waiting_reqs=0)\n",
+        "other_crash", "vllm-engine-input-dump", id="vllm-dump-engine-exception"),
+    pytest.param(  # c10's get_backtrace frames of a c10::Error, the exception's own line cut off
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f0c1a2b3c46 in "
+        "/venv/lib/python3.10/site-packages/torch/lib/libc10.so)\n"
+        "frame #1: <unknown function> + 0x1234 (0x7f0c1a2b4e74 in /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so)\n",
+        "other_crash", "c10-backtrace-frame", id="c10-backtrace-frames"),
+    pytest.param(  # the same frames as a GitHub comment renders them ('#N' made a link)
+        "frame [#45](https://github.com/o/r/pull/45): PyEval_EvalCode + 0x9f (0x55ba1909539f in python3)\n",
+        "other_crash", "c10-backtrace-frame", id="c10-backtrace-frame-as-a-github-link"),
 ]
 
 
@@ -655,3 +705,57 @@ def test_a_scheduler_crash_after_serving_is_a_crash_not_ready() -> None:
         "[2025-05-26 07:48:18 DP1 TP2] Scheduler hit an exception: Traceback (most recent call last):\n"
         '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2400, in run_scheduler_process\n')
     assert d.status == "other_crash" and d.ready, d
+
+
+def test_click_texts_inside_other_exceptions_are_not_usage_errors() -> None:
+    d = classify_text(TB + "ValueError: Invalid value for dtype: float8\n")
+    assert d.status == "other_crash" and d.signature != "click-usage-error", d
+
+
+def test_the_heartbeat_monitors_exit_for_a_collective_exception_is_not_a_hang_by_itself() -> None:
+    """exitReason 'collective timeout or exception': an exception is not a hang (the lines before it say which)."""
+    d = classify_text("[rank3]:[F710 18:08:32.707469047 ProcessGroupNCCL.cpp:1725] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+                      "Terminating the process after attempting to dump debug info, due to collective timeout or exception.\n")
+    assert d.signature != "watchdog-heartbeat-stuck", d
+
+
+def test_an_engine_dump_gives_way_to_the_exception_it_precedes_and_ends_a_serving_engine() -> None:
+    dump = ("(EngineCore pid=7) ERROR 01-01 00:00:02 [dump_input.py:79] Dumping scheduler output for model execution: "
+            "SchedulerOutput(scheduled_new_reqs=[])\n")
+    serving = ("(APIServer pid=6) INFO 01-01 00:00:01 [loggers.py:123] Engine 000: Avg prompt throughput: 12.0 tokens/s, "
+               "Avg generation throughput: 40.0 tokens/s, Running: 1 reqs\n")
+    d = classify_text(serving + dump)
+    assert (d.status, d.ready) == ("other_crash", True), d
+    d = classify_text(dump + "(EngineCore pid=7) torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    assert d.status == "illegal_memory", d
+
+
+def test_a_cpp_backtrace_after_a_specific_failure_keeps_the_failures_class() -> None:
+    text = ("[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, "
+            "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+            "Exception raised from checkForNCCLErrorsInternal at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2027 "
+            "(most recent call first):\n"
+            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3a1c2b3446 in /venv/torch/lib/libc10.so)\n")
+    assert classify_text(text).status == "nccl"
+
+
+@pytest.mark.parametrize("text", [
+    # SGLang's benchmark/gsm8k/bench_sglang.py against a running server (its four result lines)
+    "100%|██████████| 200/200 [00:12<00:00, 16.62it/s]\nAccuracy: 0.950\nInvalid: 0.000\nLatency: 10.511 s\n"
+    "Output throughput: 2034.512 token/s\n",
+    # sglang.bench_one_batch's latency_test_run_once (prefill, the first decode steps, the median, the total)
+    "Prefill. latency: 0.03551 s, throughput:   3604.40 token/s\n"
+    "Decode 0. Batch size: 1, latency: 0.00716 s, throughput:    139.66 token/s\n"
+    "Decode.  median latency: 0.00705 s, median throughput:    141.84 token/s\n"
+    "Total. latency:  0.176 s, throughput:    771.22 token/s\n",
+    # its correctness_test: the generated text of each prompt, printed once decoding finished
+    "========== Prompt 0 ==========\n<s> The capital of France is Paris.\nThe capital of the United States is Washington, D.C.\n",
+])
+def test_a_benchmark_of_the_model_that_ran_shows_it_serving(text: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.ready) == ("ready", True), d
+
+
+def test_a_benchmark_that_generated_nothing_or_garbage_is_not_ready() -> None:
+    assert classify_text("Accuracy: 0.000\nInvalid: 1.000\nLatency: 1.204 s\nOutput throughput: 0.000 token/s\n").status == "incomplete"
+    assert classify_text("========== Prompt 0 ==========\n" + "!" * 40 + "\n").status == "garbage"
