@@ -757,5 +757,21 @@ def test_a_benchmark_of_the_model_that_ran_shows_it_serving(text: str) -> None:
 
 
 def test_a_benchmark_that_generated_nothing_or_garbage_is_not_ready() -> None:
-    assert classify_text("Accuracy: 0.000\nInvalid: 1.000\nLatency: 1.204 s\nOutput throughput: 0.000 token/s\n").status == "incomplete"
+    # no reply held a parseable answer (bench_sglang.py's 'Invalid: {invalid:.3f}'): garbage, whether or
+    # not tokens came back; a benchmark with some valid answers stays the serving evidence it was
+    for throughput in ("0.000", "8420.568"):
+        d = classify_text(f"Accuracy: 0.000\nInvalid: 1.000\nLatency: 1.204 s\nOutput throughput: {throughput} token/s\n")
+        assert (d.status, d.signature) == ("garbage", "accuracy-bench-all-invalid"), d
+    assert classify_text("Accuracy: 0.310\nInvalid: 0.100\nLatency: 1.204 s\nOutput throughput: 812.000 token/s\n").status == "ready"
     assert classify_text("========== Prompt 0 ==========\n" + "!" * 40 + "\n").status == "garbage"
+
+
+def test_a_stalled_vllm_engine_is_not_serving_evidence() -> None:
+    """vLLM's stats line with requests running and neither throughput moving in the interval
+    (v1/metrics/loggers.py LoggingStatLogger.log) is a stalled engine; the idle form (Running: 0)
+    after serving, and any line with tokens, stay evidence of serving."""
+    line = ("(APIServer pid=7) INFO 08-21 14:30:43 [loggers.py:123] Engine 000: Avg prompt throughput: {p} tokens/s, "
+            "Avg generation throughput: {g} tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n")
+    assert classify_text(line.format(p="0.0", g="0.0", r=255)).status == "incomplete"
+    for p, g, r in (("0.0", "0.0", 0), ("0.0", "41.7", 3), ("812.4", "0.0", 12)):
+        assert classify_text(line.format(p=p, g=g, r=r)).status == "ready", (p, g, r)
