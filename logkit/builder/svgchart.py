@@ -140,12 +140,6 @@ def _linear(values: list[float], length: float, zero: bool, flip: bool = False,
     return scale, [(scale(v), f"{v:,.{decimals}f}") for v in ticks]
 
 
-def _band(count: int, step: float, inner: float, outer: float) -> tuple[float, float]:
-    """A band scale of ``count`` bands each ``step`` apart (Vega-Lite's step sizing): the first band's
-    start and the bands' width; the axis is ``step * (count - inner + 2 * outer)`` long."""
-    return step * outer, step * (1 - inner)
-
-
 # -- the canvas: what is drawn, and the bounds Vega lays the view out by --------------------------------
 
 class _Canvas:
@@ -372,14 +366,11 @@ def _bars(spec: dict[str, Any]) -> str | None:
     elif enc["y"].get("sort", "ascending") is not None:
         order.sort()
     offsets = sorted({str(r.get(of)) for r in everything}) if of else []
-    if of:  # Vega-Lite's offset bands: each group one step per offset, groups 0.2 of a step apart
-        step = _STEP * len(offsets) / 0.8
-        start, band = _band(len(order), step, 0.2, 0.2)
-        height = step * (len(order) + 0.2)
-    else:
-        step = _STEP
-        start, band = _band(len(order), step, 0.1, 0.05)
-        height = step * len(order)
+    # Vega-Lite's band scale sized by its step: a band per y value, ``step`` apart, starting ``outer``
+    # steps in, ``1 - inner`` of a step wide; with offsets a band holds one default step per offset
+    inner, outer = (0.2, 0.2) if of else (0.1, 0.05)
+    step = _STEP * len(offsets) / (1 - inner) if of else _STEP
+    start, band, height = step * outer, step * (1 - inner), step * (len(order) - inner + 2 * outer)
     width = float(spec.get("width", 300))
     c = _Canvas(width, height)
     sx, xticks = _linear([r[xf] for r in rows], width, zero=True)
@@ -389,12 +380,11 @@ def _bars(spec: dict[str, Any]) -> str | None:
           y_limit=float(y_axis.get("labelLimit", 180)))
     colour = _colours([str(r.get(cf)) for r in everything]) if cf else {}
     x0 = sx(0.0)
+    rank = {name: i for i, name in enumerate(order)}
+    slot = {name: i for i, name in enumerate(offsets)}
+    h = band / len(offsets) if of else band
     for r in rows:
-        y = start + step * order.index(str(r.get(yf)))
-        h = band
-        if of:
-            h = band / len(offsets)
-            y += h * offsets.index(str(r.get(of)))
+        y = start + step * rank[str(r.get(yf))] + (h * slot[str(r.get(of))] if of else 0)
         x1, x2 = sorted((x0, sx(r[xf])))
         tip = escape(f"{r.get(yf)}{f' · {r.get(of)}' if of and of != yf else ''}: {r[xf]:,.1f}")
         c.out.append(f'<path d="M{_num(x1)},{_num(y)}h{_num(x2 - x1)}v{_num(h)}h-{_num(x2 - x1)}Z" '
