@@ -16,8 +16,8 @@ the writes is a pure function of the previous one's output:
 5. ``sessions`` session pages, one session at a time (its many events read, its pages written, the
                 events let go), and decision records; both kept when the index says their inputs
                 did not change (:mod:`.incremental`)
-6. ``svg``      the charts to SVG files, in this process: line charts drawn from their spec
-                (:mod:`.svgchart`), the other kinds with vl-convert through the chart cache
+6. ``svg``      the charts to SVG files, in this process, each drawn from its spec (:mod:`.svgchart`);
+                a spec of no kind it draws goes to vl-convert through the chart cache
 7. ``mkdocs``   ``mkdocs build`` with Material beside ``out``, swapped in when whole (:mod:`.site`)
 
 :func:`generate` runs stages 1-6 (``logkit serve`` and the tests use it); :func:`build` runs it,

@@ -6,14 +6,14 @@ against concurrency, throughput per item such as a prompt, best throughput per c
 each workload measured for more than one: figures of two workloads are never ranked together),
 each with the numbers as a table. A ranking whose every bar would be a point the throughput chart
 already draws (the same configurations, the same figures at that concurrency) is its table alone,
-which says so: a chart that repeats another draws nothing new, and each costs ~60-100 ms to render. A chart draws only what was measured: points on a log2
+which says so: a chart that repeats another draws nothing new. A chart draws only what was measured: points on a log2
 concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
 line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
 are SVG files (no browser, no CDN: the site needs no JavaScript to show them),
 ``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
-its file name. The line charts, most of a knowledge base's charts, are drawn from their spec in
-Python (:mod:`.svgchart`, about a millisecond each); the other kinds are rendered with vl-convert
-(50-110 ms each), through a cache directory that lets a rebuild skip rendering them.
+its file name. Every kind the builder makes (these and the sweep chart) is drawn from its spec in
+Python (:mod:`.svgchart`, under a millisecond each); a spec of another kind would be rendered with
+vl-convert (50-110 ms each, imported only then), through a cache directory that lets a rebuild skip it.
 The specs are plain dicts (:mod:`.vlspec`: the ones Altair would write, without its object model).
 A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
 from, so a rebuild makes specs only for charts whose data changed.
@@ -315,8 +315,8 @@ def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Call
 
     A chart's file name is its spec's hash: an existing file is that chart. Each file is written
     atomically (a temporary file outside ``docs``, then a rename, so MkDocs never lists a
-    half-written one): a line chart drawn by :func:`.svgchart.draw`; another kind from ``cache``
-    when it holds it, else rendered with vl-convert and put in ``cache``. A chart that cannot render becomes a small "chart unavailable" SVG and a warning; it
+    half-written one): drawn by :func:`.svgchart.draw`; a spec of a kind it does not draw from
+    ``cache`` when it holds it, else rendered with vl-convert and put in ``cache``. A chart that cannot render becomes a small "chart unavailable" SVG and a warning; it
     never stops the build.
     """
     todo = {src: spec for src, spec in jobs if not (docs / src).exists()}
@@ -330,7 +330,7 @@ def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Call
         made = tmp / target.name
         cached = cache / target.name if cache else None
         native = draw(spec)
-        if native is not None:  # the line charts: drawn here in a millisecond, no cache needed
+        if native is not None:  # every kind the builder makes: drawn here in a millisecond, no cache needed
             made.write_text(native, encoding="utf-8")
         elif cached is not None and cached.exists():
             shutil.copyfile(cached, made)
