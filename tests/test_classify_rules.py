@@ -632,6 +632,13 @@ SOURCE_TEXTS = [
         "(1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. "
         "(3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.\n",
         "killed", "ray-worker-connection-lost", id="ray-worker-connection-eof"),
+    pytest.param(  # CANN ACL: OpCompileService::SetCompileStrategy, then OpCompileProcessor::Init, as torch_npu prints the error log
+        "RuntimeError: SetPrecisionMode:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:155 NPU function error: "
+        "at_npu::native::AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001\n"
+        "[ERROR] 2026-01-01-00:00:01 (PID:42, Device:0, RankID:-1) ERR00100 PTA call acl api failed\n"
+        "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n"
+        "        [Set][Options]OpCompileProcessor init failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n",
+        "jit_error", "cann-op-compiler-init", id="cann-acl-op-compiler-init-failed"),
 ]
 
 
@@ -827,3 +834,9 @@ def test_a_crash_the_log_shows_beats_rays_list_of_guesses() -> None:
            "other unexpected errors.\n")
     assert classify_text("Fatal Python error: Segmentation fault\n" + ray).status == "other_crash"
     assert classify_text("  what():  NCCL Error 5: invalid usage\n" + ray).status == "nccl"
+
+
+def test_a_missing_tbe_module_beats_the_op_compiler_that_needed_it() -> None:
+    text = ("ModuleNotFoundError: No module named 'tbe'\n"
+            "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n")
+    assert classify_text(text).status == "import_error"
