@@ -840,3 +840,13 @@ def test_a_missing_tbe_module_beats_the_op_compiler_that_needed_it() -> None:
     text = ("ModuleNotFoundError: No module named 'tbe'\n"
             "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n")
     assert classify_text(text).status == "import_error"
+
+
+def test_a_verl_validation_run_shows_its_rollout_engine_serving() -> None:
+    """veRL's trainer prints its validation metrics once the rollout engine answered the validation set
+    (ray_trainer.py fit: pprint(f"Initial validation metrics: {val_metrics}")), as Ray prefixes a worker's lines."""
+    line = ("(TaskRunner pid=42) (\"Initial validation metrics: {'val-aux/openai/gsm8k/reward/mean@1': \"\n"
+            "(TaskRunner pid=42)  \"0.80, 'val-core/openai/gsm8k/acc/mean@1': 0.80}\")\n")
+    assert classify_text(line).status == "ready"
+    assert classify_text("Initial validation metrics: {'val/test_score/openai/gsm8k': 0.71}\n").status == "ready"
+    assert classify_text("Running initial validation metrics soon\n").status == "incomplete"
