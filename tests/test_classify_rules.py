@@ -596,6 +596,49 @@ SOURCE_TEXTS = [
     pytest.param(  # the same frames as a GitHub comment renders them ('#N' made a link)
         "frame [#45](https://github.com/o/r/pull/45): PyEval_EvalCode + 0x9f (0x55ba1909539f in python3)\n",
         "other_crash", "c10-backtrace-frame", id="c10-backtrace-frame-as-a-github-link"),
+    pytest.param(  # torch.cuda.nccl's throw_nccl_error ("NCCL Error " << status << ": " << ncclGetErrorString), uncaught in C++
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)\nAborted (core dumped)\n",
+        "nccl", "nccl-error", id="torch-cuda-nccl-throw-nccl-error"),
+    pytest.param(  # the same with an NCCL 2.4-era ncclGetErrorString text (no parenthesis)
+        "terminate called after throwing an instance of 'std::runtime_error'\n  what():  NCCL Error 1: unhandled cuda error\n",
+        "nccl", "nccl-error", id="torch-cuda-nccl-throw-nccl-error-old-nccl"),
+    pytest.param(  # vLLM's ModelConfig.verify_with_parallel_config
+        TB + "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6).\n",
+        "arg_error", "parallel-size-not-divisible", id="vllm-heads-not-divisible-by-tp"),
+    pytest.param(  # the pipeline-parallel check of older vLLM releases
+        "ValueError: Total number of hidden layers (30) must be divisible by pipeline parallel size (4).\n",
+        "arg_error", "parallel-size-not-divisible", id="vllm-layers-not-divisible-by-pp"),
+    pytest.param(  # Triton's OutOfResources uncaught, the traceback's last line cut before the figures
+        TB + "triton.runtime.errors.OutOfResources: out of resource: shared memory\n",
+        "jit_error", "triton-out-of-resources", id="triton-out-of-resources-named-by-its-class"),
+    pytest.param(  # slurmstepd's _handle_signal_container at a job step's time limit
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+        "slurmstepd: error: *** STEP 4242.0 ON node01 CANCELLED AT 2026-01-01T00:00:01 DUE TO TIME LIMIT ***\n",
+        "killed", "slurm-step-cancelled", id="slurmstepd-step-time-limit"),
+    pytest.param(  # the same for a batch job cancelled by scancel (no reason)
+        "slurmstepd: error: *** JOB 4242 ON node01 CANCELLED AT 2026-01-01T00:00:01 ***\n",
+        "killed", "slurm-step-cancelled", id="slurmstepd-job-scancel"),
+    pytest.param(  # ... after a node failure
+        "slurmstepd: error: *** JOB 4242 ON node01 CANCELLED AT 2026-01-01T00:00:01 DUE TO NODE FAILURE, "
+        "SEE SLURMCTLD LOG FOR DETAILS ***\n", "killed", "slurm-step-cancelled", id="slurmstepd-job-node-failure"),
+    pytest.param(  # srun's own _handle_timeout
+        "srun: error: *** STEP 4242.0 CANCELLED AT 2026-01-01T00:00:01 DUE TO TIME LIMIT ***\n",
+        "killed", "slurm-step-cancelled", id="srun-step-time-limit"),
+    pytest.param(  # Ray's raylet HandleClientConnectionError, as ActorDiedError prints the worker's exit detail
+        TB + "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR Worker exit detail: "
+        "Worker unexpectedly exits with a connection error code 2. End of file. There are some potential root causes. "
+        "(1) The process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. "
+        "(3) The worker is crashed unexpectedly due to SIGSEGV or other unexpected errors.\n",
+        "killed", "ray-worker-connection-lost", id="ray-worker-connection-eof"),
+    pytest.param(  # CANN ACL: OpCompileService::SetCompileStrategy, then OpCompileProcessor::Init, as torch_npu prints the error log
+        "RuntimeError: SetPrecisionMode:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:155 NPU function error: "
+        "at_npu::native::AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001\n"
+        "[ERROR] 2026-01-01-00:00:01 (PID:42, Device:0, RankID:-1) ERR00100 PTA call acl api failed\n"
+        "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n"
+        "        [Set][Options]OpCompileProcessor init failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n",
+        "jit_error", "cann-op-compiler-init", id="cann-acl-op-compiler-init-failed"),
 ]
 
 
@@ -775,3 +818,35 @@ def test_a_stalled_vllm_engine_is_not_serving_evidence() -> None:
     assert classify_text(line.format(p="0.0", g="0.0", r=255)).status == "incomplete"
     for p, g, r in (("0.0", "0.0", 0), ("0.0", "41.7", 3), ("812.4", "0.0", 12)):
         assert classify_text(line.format(p=p, g=g, r=r)).status == "ready", (p, g, r)
+
+
+def test_a_slurm_allocation_refused_is_not_a_kill() -> None:
+    """srun refusing the allocation (nothing ran) is not slurmstepd cancelling a step."""
+    text = "srun: error: Unable to allocate resources: Requested time limit is invalid (missing or exceeds some limit)\n"
+    assert classify_text(text).status != "killed"
+
+
+def test_a_crash_the_log_shows_beats_rays_list_of_guesses() -> None:
+    """Ray's lost-worker detail names three possible causes; a crash or NCCL error in the log is the cause."""
+    ray = ("Worker exit type: SYSTEM_ERROR Worker exit detail: Worker unexpectedly exits with a connection error code 2. "
+           "End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to "
+           "high memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or "
+           "other unexpected errors.\n")
+    assert classify_text("Fatal Python error: Segmentation fault\n" + ray).status == "other_crash"
+    assert classify_text("  what():  NCCL Error 5: invalid usage\n" + ray).status == "nccl"
+
+
+def test_a_missing_tbe_module_beats_the_op_compiler_that_needed_it() -> None:
+    text = ("ModuleNotFoundError: No module named 'tbe'\n"
+            "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n")
+    assert classify_text(text).status == "import_error"
+
+
+def test_a_verl_validation_run_shows_its_rollout_engine_serving() -> None:
+    """veRL's trainer prints its validation metrics once the rollout engine answered the validation set
+    (ray_trainer.py fit: pprint(f"Initial validation metrics: {val_metrics}")), as Ray prefixes a worker's lines."""
+    line = ("(TaskRunner pid=42) (\"Initial validation metrics: {'val-aux/openai/gsm8k/reward/mean@1': \"\n"
+            "(TaskRunner pid=42)  \"0.80, 'val-core/openai/gsm8k/acc/mean@1': 0.80}\")\n")
+    assert classify_text(line).status == "ready"
+    assert classify_text("Initial validation metrics: {'val/test_score/openai/gsm8k': 0.71}\n").status == "ready"
+    assert classify_text("Running initial validation metrics soon\n").status == "incomplete"
