@@ -582,6 +582,17 @@ SOURCE_TEXTS = [
         "[rank0]:[F1229 20:37:13.091528310 ProcessGroupNCCL.cpp:1306] [PG ID 0 PG GUID 0(default_pg) Rank 0] "
         "Terminating the process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.\n",
         "hang", "watchdog-heartbeat-stuck", id="heartbeat-monitor-exit-watchdog-hang"),
+    pytest.param(  # vLLM V0's MQLLMEngineClient.run_heartbeat_loop: TimeoutError("No heartbeat received from MQLLMEngine")
+        "ERROR 10-01 09:52:48 client.py:244] TimeoutError('No heartbeat received from MQLLMEngine')\n"
+        "ERROR 10-01 09:52:48 client.py:244] NoneType: None\n",
+        "hang", "vllm-engine-heartbeat-timeout", id="vllm-mq-heartbeat-timeout"),
+    pytest.param(  # vLLM's launcher: logger.fatal("MQLLMEngine is already dead, terminating server process")
+        "INFO:     ::1:39238 - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
+        "CRITICAL 12-01 13:05:02 launcher.py:99] MQLLMEngine is already dead, terminating server process\n",
+        "other_crash", "vllm-engine-dead-terminating", id="vllm-mq-engine-dead-after-serving"),
+    pytest.param(  # the same handler for a RuntimeError with the engine errored: "AsyncLLMEngine has failed, ..."
+        "CRITICAL 11-04 23:40:27 launcher.py:72] AsyncLLMEngine has failed, terminating server process\n",
+        "other_crash", "vllm-engine-dead-terminating", id="vllm-async-engine-failed"),
     pytest.param(  # vLLM V1's dump_engine_exception, logged when execute_model raised (the exception not shown)
         "(EngineCore_DP0 pid=42) ERROR 01-01 00:00:01 [dump_input.py:79] Dumping scheduler output for model "
         "execution: SchedulerOutput(scheduled_new_reqs=[], total_num_scheduled_tokens=1)\n"
