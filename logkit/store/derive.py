@@ -18,6 +18,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import marshal
 import re
 import shlex
 from functools import cache
@@ -124,10 +125,55 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     return None if facts is None else facts[0]
 
 
-def attempt_facts(session: str, short_id: str,
-                  events: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
+#: Entries a :func:`attempt_facts` memo holds before it starts again (a bound on its memory, not a tuning knob).
+MEMO_ENTRIES = 4096
+
+
+def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...], make: Any) -> Any:
+    """``make(*inputs)``, from ``memo`` when the same inputs were seen (keyed by their :func:`marshal.dumps`:
+    type-tagged, so equal bytes are equal values of equal types, ``8``/``8.0``/``True`` and key order
+    told apart; made in well under a microsecond, where the facts take several)."""
+    if memo is None:
+        return make(*inputs)
+    try:
+        key = (kind, marshal.dumps(inputs))
+    except ValueError:  # a value marshal refuses (none that JSON makes), or nested too deep
+        return make(*inputs)
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        found = memo[key] = make(*inputs)
+    return found
+
+
+def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
+    """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
+    (model, fingerprint, config, backend axes, their JSON, configuration, config key)."""
+    _statuses, flags, _category_of, _hang_limit, _arch_of = _owners()
+    configuration = flags.configuration(launch)
+    axes = flags.backend_axes(launch, resolved)
+    return (flags.model_of(launch), _dumps(launch.get("fingerprint")), _dumps(flags.chosen(launch)), axes,
+            _dumps(axes), _dumps(configuration), flags.config_key(launch, configuration))
+
+
+def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple[Any, ...]:
+    """What an attempt row takes from its environment (and the launch's SGLang version, the fallback
+    of the versions): (GPU name, GPU count, architecture, sglang, flashinfer, torch, versions JSON)."""
+    arch_of = _owners()[4]
+    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
+    shown = versions(environment, {"sglang_version": launch_sglang})
+    return (gpus[0].get("name") if gpus else None, len(gpus), arch_of(environment), shown.get("sglang"),
+            shown.get("flashinfer"), shown.get("torch"),
+            json.dumps(shown) if shown else None)  # in the table's order: the pages list them so
+
+
+def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
+                  memo: dict[Any, Any] | None = None) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
     """:func:`attempt_row` and its :func:`backend_rows` (made from the backend axes at hand, not
-    from the row's JSON text); None for an orphan."""
+    from the row's JSON text); None for an orphan. ``memo``: a dict kept across the attempts of one
+    ingest, where the facts of a launch config or an environment seen before are found again
+    (attempts repeat configurations; the row is the same with or without it)."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -153,20 +199,20 @@ def attempt_facts(session: str, short_id: str,
             cell = event
     if attempt is None:
         return None
-    statuses, flags, category_of, hang_limit, arch_of = _owners()
+    statuses, _flags, category_of, hang_limit, _arch_of = _owners()
     environment = environment or {}
     launch = launch or {}
     outcome = outcome or {}
     cell = cell or {}
-    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
-    shown = versions(environment, launch)
+    model, fingerprint, config, axes, backends, configuration, config_key = _remembered(
+        memo, "launch", (launch, resolved), _launch_facts)
+    gpu, gpu_count, arch, sglang, flashinfer, torch, shown = _remembered(
+        memo, "environment", (environment, launch.get("sglang_version")), _environment_facts)
     status = outcome.get("status")
     label = outcome.get("label")
     argv = attempt.get("argv") or []
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
-    configuration = flags.configuration(launch)
-    axes = flags.backend_axes(launch, resolved)
     row = {
         "session": session,
         "short_id": short_id,
@@ -176,16 +222,16 @@ def attempt_facts(session: str, short_id: str,
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
         "command": _command(argv),
-        "model": attempt.get("model") or flags.model_of(launch),
-        "gpu": gpus[0].get("name") if gpus else None,
-        "gpu_count": len(gpus),
-        "arch": arch_of(environment),
-        "sglang": shown.get("sglang"),
-        "flashinfer": shown.get("flashinfer"),
-        "torch": shown.get("torch"),
-        "fingerprint": _dumps(launch.get("fingerprint")),
-        "config": _dumps(flags.chosen(launch)),
-        "backends": _dumps(axes),
+        "model": attempt.get("model") or model,
+        "gpu": gpu,
+        "gpu_count": gpu_count,
+        "arch": arch,
+        "sglang": sglang,
+        "flashinfer": flashinfer,
+        "torch": torch,
+        "fingerprint": fingerprint,
+        "config": config,
+        "backends": backends,
         "tests": _dumps(attempt.get("tests")),
         "sweep": cell.get("sweep"),
         "cell": cell.get("cell"),
@@ -197,9 +243,9 @@ def attempt_facts(session: str, short_id: str,
         "recorder_pid": attempt.get("recorder_pid"),
         "recorder_host": attempt.get("recorder_host"),
         "outcome_label": label,
-        "configuration": _dumps(configuration),
-        "config_key": flags.config_key(launch, configuration),
-        "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
+        "configuration": configuration,
+        "config_key": config_key,
+        "versions": shown,
         "source": (attempt.get("provenance") or {}).get("source") or "captured",
         "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
     }

@@ -41,6 +41,18 @@ _TAIL = 4096
 PACK = 32
 
 
+def _null(_value: None) -> None:
+    return None
+
+
+# A None parameter is bound as NULL either way; without an adapter of its own, sqlite3 (3.11) first
+# asks its protocol type for ``__adapt__``, and that failed lookup formats an AttributeError message,
+# once per None: about an eighth of the binding's instructions at ingest (most rows have NULL
+# columns). Registered adapters are the documented way (sqlite3.register_adapter); this one changes
+# no value, for any connection.
+sqlite3.register_adapter(type(None), _null)
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -67,6 +79,8 @@ class Ingest:
     def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
         self.conn = conn
         self.root = root
+        #: the facts of launch configs and environments seen in this ingest (:func:`attempt_facts`)
+        self.memo: dict[Any, Any] = {}
 
     def forget(self, sid: str) -> None:
         """Delete every row of ``sid``."""
@@ -183,7 +197,7 @@ class Ingest:
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are in the file, where its rows say
                 group = self._attempt_events(sid, short, path)
-            facts = attempt_facts(sid, short, group)
+            facts = attempt_facts(sid, short, group, self.memo)
             if facts is not None:
                 rows.append(tuple(facts[0].values()))
                 backends += facts[1]
