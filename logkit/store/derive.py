@@ -149,11 +149,12 @@ def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...],
 
 def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
     """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
-    (model, fingerprint, config, backend axes, their JSON, configuration, config key)."""
+    (model, fingerprint, config, backend axes as :func:`_backend_rows` takes them, their JSON,
+    configuration, config key)."""
     _statuses, flags, _category_of, _hang_limit, _arch_of = _owners()
     configuration = flags.configuration(launch)
     axes = flags.backend_axes(launch, resolved)
-    return (flags.model_of(launch), _dumps(launch.get("fingerprint")), _dumps(flags.chosen(launch)), axes,
+    return (flags.model_of(launch), _dumps(launch.get("fingerprint")), _dumps(flags.chosen(launch)), _axis_values(axes),
             _dumps(axes), _dumps(configuration), flags.config_key(launch, configuration))
 
 
@@ -221,7 +222,7 @@ def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str,
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
-        "command": _command(argv),
+        "command": _remembered(memo, "argv", (argv,), _command),
         "model": attempt.get("model") or model,
         "gpu": gpu,
         "gpu_count": gpu_count,
@@ -256,15 +257,20 @@ def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
     model, sglang, flashinfer, started, num), the value as :meth:`logkit.store.snapshot.Snapshot.cell_counts`
     compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
-    return _backend_rows(row, json.loads(row["backends"]) if row["backends"] else {})
+    return _backend_rows(row, _axis_values(json.loads(row["backends"]) if row["backends"] else {}))
 
 
-def _backend_rows(row: dict[str, Any], chosen: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _axis_values(chosen: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Each backend axis with its value as the cells compare it (stripped, lower case)."""
+    return tuple((axis, str(value).strip().lower()) for axis, value in chosen.items())
+
+
+def _backend_rows(row: dict[str, Any], axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
     short = row["short_id"]
     num = int(short[1:]) if short[1:].isdigit() else 0
+    head, arch = (row["session"], short), row["arch"]
     tail = (row["matrix"], row["model"], row["sglang"], row["flashinfer"], row["started"] or "", num)
-    return [(row["session"], short, axis, str(value).strip().lower(), row["arch"], *tail)
-            for axis, value in chosen.items()]
+    return [(*head, axis, value, arch, *tail) for axis, value in axes]
 
 
 def _env(env: Any) -> dict[str, Any] | None:
@@ -281,23 +287,40 @@ def _launch(launch: Any) -> dict[str, Any] | None:
             "args": launch.args, "sglang_version": launch.sglang_version}
 
 
-#: fields :func:`light` leaves out (``environment``, ``launch``, ``provenance``: added back in the stored shape)
-_HEAVY = ("environment", "launch", "evidence", "tail", "timeline", "provenance")
+#: Per kind, the plain fields :func:`attempt_facts` reads of an event (besides ``kind``, ``started``,
+#: ``ended``, ``environment``, ``launch`` and ``provenance``, which :func:`light` turns into their
+#: stored shape): what :func:`light` copies. A field read there and missing here would differ between
+#: a build from nothing and an append (``tests/test_store_index.py`` compares the two).
+_READ = {
+    "attempt": ("short_id", "argv", "role", "label", "model", "tests", "recorder_pid", "recorder_host"),
+    "environment": ("attempt",),
+    "launch_config": ("attempt", "role"),
+    "server_info": ("attempt", "resolved"),
+    "smoke": ("attempt", "ok"),
+    "outcome": ("attempt", "status", "label", "signature"),
+    "sweep_cell": ("sweep", "cell", "attempts"),
+}
 
 
-def light(event: Any) -> dict[str, Any]:
-    """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
-    (no JSON parsed again: the index builds rows of a whole file from the models)."""
+def light(event: Any, ts: str | None = None) -> dict[str, Any]:
+    """What :func:`attempt_row` reads of a validated event of one of :data:`ATTEMPT_KINDS`, as the dict
+    it reads from a stored one (no JSON parsed again: the index builds rows of a whole file from the
+    models). ``ts``: the event's ``ts.isoformat()``, when the caller has made it (a ``started`` or
+    ``ended`` at the same instant is that text, not formatted again)."""
     fields = event.__dict__
-    out = fields.copy()  # then the heavy fields dropped: cheaper than filtering each one
-    for key in _HEAVY:
-        out.pop(key, None)
-    out["kind"] = event.kind
+    kind = fields["kind"]
+    out = {"kind": kind}
+    for key in _READ[kind]:
+        out[key] = fields[key]
     if fields.get("provenance") is not None:
         out["provenance"] = {"source": fields["provenance"].source}
+    stamp = fields["ts"]
     for key in ("started", "ended"):
-        if fields.get(key) is not None:
-            out[key] = fields[key].isoformat().replace("+00:00", "Z")
+        when = fields.get(key)
+        if when is not None:
+            # the same tzinfo and the same fields: the same text (a started is most often its ts)
+            same = ts is not None and when.tzinfo is stamp.tzinfo and when == stamp
+            out[key] = (ts if same else when.isoformat()).replace("+00:00", "Z")
     if "environment" in fields:
         out["environment"] = _env(fields["environment"])
     if "launch" in fields:
@@ -305,12 +328,20 @@ def light(event: Any) -> dict[str, Any]:
     return out
 
 
-def metric_row(session: str, line: int, metric: Any, ts: str | None = None) -> tuple[Any, ...]:
+def metric_row(session: str, line: int, metric: Any, ts: str | None = None,
+               memo: dict[Any, Any] | None = None) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
-    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already)."""
-    workload, concurrency_keys, item_keys = _metric_owners()
+    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already;
+    ``memo``: as :func:`attempt_facts`', the columns made of labels seen before found again)."""
     fields = metric.__dict__
-    labels = fields["labels"] or {}
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
+            fields["ts"].isoformat() if ts is None else ts,
+            *_remembered(memo, "labels", (fields["labels"] or {},), _label_columns))
+
+
+def _label_columns(labels: dict[str, Any]) -> tuple[Any, ...]:
+    """The columns of a metric row made of its labels: the workload's four, the labels' JSON, the item."""
+    workload, concurrency_keys, item_keys = _metric_owners()
     work = workload(labels, _first_number(labels, concurrency_keys))
     item = None
     for key in item_keys:
@@ -318,9 +349,7 @@ def metric_row(session: str, line: int, metric: Any, ts: str | None = None) -> t
         if value is not None and str(value).strip():
             item = str(value)
             break
-    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
-            fields["ts"].isoformat() if ts is None else ts, *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
-            _dumps(labels), item)
+    return (*[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work], _dumps(labels), item)
 
 
 @cache

@@ -168,14 +168,14 @@ class Ingest:
             events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
                            find(b"\n", at) - at, ts, provenance.source if provenance is not None else None))
             if kind in ATTEMPT_KINDS:
-                data = light(event)
+                data = light(event, ts)
                 if kind == "sweep_cell":
                     for short in fields["attempts"]:
                         groups.setdefault(short, []).append((number, data))
                 else:
                     groups.setdefault(fields["short_id"] if kind == "attempt" else ref, []).append((number, data))
             elif kind == "metric":
-                metrics.append(metric_row(sid, number, event, ts))
+                metrics.append(metric_row(sid, number, event, ts, self.memo))
             elif kind == "hypothesis":
                 hyps.append((sid, event.short_id, number, ts, event.text, event.priority, json.dumps(event.tags)))
             elif kind == "verdict":
