@@ -147,6 +147,20 @@ def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...],
     return found
 
 
+def _remembered_command(memo: dict[Any, Any], argv: list[Any]) -> str:
+    """:func:`_command` of ``argv``, from ``memo`` when seen before (a tuple of text is its own exact key)."""
+    try:
+        key = ("argv", tuple(argv))
+        found = memo.get(key)
+    except TypeError:  # a word that is not hashable (not text)
+        return _command(argv)
+    if found is None:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        found = memo[key] = _command(argv)
+    return found
+
+
 def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
     """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
     (model, fingerprint, config, backend axes as :func:`_backend_rows` takes them, their JSON,
@@ -222,7 +236,7 @@ def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str,
         "label": attempt.get("label"),
         "started": attempt.get("started"),
         "ended": outcome.get("ended"),
-        "command": _remembered(memo, "argv", (argv,), _command),
+        "command": _command(argv) if memo is None else _remembered_command(memo, argv),
         "model": attempt.get("model") or model,
         "gpu": gpu,
         "gpu_count": gpu_count,
@@ -273,18 +287,22 @@ def _backend_rows(row: dict[str, Any], axes: tuple[tuple[str, str], ...]) -> lis
     return [(*head, axis, value, arch, *tail) for axis, value in axes]
 
 
+# (the models' fields read from their __dict__: a pydantic model's attribute goes through its __getattr__ hook)
 def _env(env: Any) -> dict[str, Any] | None:
     if env is None:
         return None
-    return {"gpus": [{"name": g.name, "compute_cap": g.compute_cap, "driver": g.driver} for g in env.gpus],
-            "device_capability": env.device_capability, "packages": env.packages, "torch_cuda": env.torch_cuda}
+    env = env.__dict__
+    return {"gpus": [{"name": g["name"], "compute_cap": g["compute_cap"], "driver": g["driver"]}
+                     for g in [gpu.__dict__ for gpu in env["gpus"]]],
+            "device_capability": env["device_capability"], "packages": env["packages"], "torch_cuda": env["torch_cuda"]}
 
 
 def _launch(launch: Any) -> dict[str, Any] | None:
     if launch is None:
         return None
-    return {"parser": launch.parser, "fingerprint": launch.fingerprint, "non_default": launch.non_default,
-            "args": launch.args, "sglang_version": launch.sglang_version}
+    launch = launch.__dict__
+    return {"parser": launch["parser"], "fingerprint": launch["fingerprint"], "non_default": launch["non_default"],
+            "args": launch["args"], "sglang_version": launch["sglang_version"]}
 
 
 #: Per kind, the plain fields :func:`attempt_facts` reads of an event (besides ``kind``, ``started``,

@@ -115,10 +115,12 @@ class Ingest:
             data = fh.read(max(0, st.st_size - start))
         cut = data.rfind(b"\n") + 1
         body = data[:cut]
-        lines = after + body.count(b"\n")
+        chunks = body.split(b"\n")
+        chunks.pop()  # the empty piece after the last newline
+        lines = after + len(chunks)
         torn = lines + 1 if data[cut:].strip() else None
         try:
-            added, meta = self._lines(sid, path, body, after, start, seen or {}) if body else (0, {})
+            added, meta = self._lines(sid, path, body, chunks, after, start, seen or {}) if chunks else (0, {})
         except StoreError:  # an earlier line moved (a same-size edit the tail hash missed): ingest it whole
             self.forget(sid)
             return self.session(sid, path)
@@ -148,16 +150,15 @@ class Ingest:
                 seen["outcome:" + attempt] = line
         return seen
 
-    def _lines(self, sid: str, path: Path, body: bytes, after: int, start: int,
+    def _lines(self, sid: str, path: Path, body: bytes, chunks: list[bytes], after: int, start: int,
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``);
-        (events added, session meta)."""
+        """Validate and insert the complete lines ``body`` (``chunks``: split at its newlines; after
+        line ``after``, at byte ``start``); (events added, session meta)."""
         problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         meta: dict[str, Any] = {}
-        find = body.find
-        for number, at, event in iter_events(path, body, problems, seen=seen, after=after):
+        for number, at, length, event in iter_events(path, body, problems, seen=seen, after=after, chunks=chunks):
             fields = event.__dict__
             kind = fields["kind"]
             ref = fields.get("attempt")
@@ -165,8 +166,8 @@ class Ingest:
                 ref = fields["attempts"][0] if fields["attempts"] else None
             provenance = fields["provenance"]
             ts = fields["ts"].isoformat()
-            events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
-                           find(b"\n", at) - at, ts, provenance.source if provenance is not None else None))
+            events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at, length, ts,
+                           provenance.source if provenance is not None else None))
             if kind in ATTEMPT_KINDS:
                 data = light(event, ts)
                 if kind == "sweep_cell":
