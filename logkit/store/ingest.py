@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from datetime import UTC, datetime
 from functools import cache
 from itertools import chain
 from pathlib import Path
@@ -39,6 +40,30 @@ _TAIL = 4096
 #: pays to insert a narrow row: 32 rows to a statement (at most 32 x 14 variables) insert the
 #: events rows in about two thirds of the time (0.20 -> 0.13 s CPU per 100k rows).
 PACK = 32
+
+
+def _utc_tzinfo() -> Any:
+    """The tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
+
+
+_PARSED_UTC = _utc_tzinfo()
+
+
+def _iso(when: datetime) -> str:
+    """``when.isoformat()``; formatted here when its tzinfo is UTC's (its offset reads ``+00:00``), the
+    same text in two thirds of the time (every line's time is formatted)."""
+    tz = when.tzinfo
+    if tz is _PARSED_UTC or tz is UTC:
+        micro = when.microsecond
+        if micro:
+            return "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00" % (
+                when.year, when.month, when.day, when.hour, when.minute, when.second, micro)
+        return "%04d-%02d-%02dT%02d:%02d:%02d+00:00" % (
+            when.year, when.month, when.day, when.hour, when.minute, when.second)
+    return when.isoformat()
 
 
 def _null(_value: None) -> None:
@@ -165,7 +190,7 @@ class Ingest:
             if kind == "sweep_cell":
                 ref = fields["attempts"][0] if fields["attempts"] else None
             provenance = fields["provenance"]
-            ts = fields["ts"].isoformat()
+            ts = _iso(fields["ts"])
             events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at, length, ts,
                            provenance.source if provenance is not None else None))
             if kind in ATTEMPT_KINDS:

@@ -198,11 +198,12 @@ def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
     ``seen`` maps the event ids and ``A7``/``H3`` short ids read so far to their lines; an event
     that joins is added to it.
     """
-    fields = event.__dict__  # not getattr: pydantic's __getattr__ is slow for absent fields
+    fields = event.__dict__  # not getattr: pydantic's __getattr__ hook is in every attribute read
     short = fields.get("short_id")
-    kind = event.kind
-    if event.id in seen:
-        return f"event id {event.id} repeats line {seen[event.id]}"
+    kind = fields["kind"]
+    event_id = fields["id"]
+    if event_id in seen:
+        return f"event id {event_id} repeats line {seen[event_id]}"
     if short is not None and short in seen:
         return f"{short} is already taken by line {seen[short]}"
     ref = fields.get("attempt") if kind != "verdict" else fields.get("hypothesis")
@@ -217,7 +218,7 @@ def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
         if first is not None:
             return f"a second outcome of {ref} (line {first} has its outcome)"
         seen["outcome:" + ref] = number
-    seen[event.id] = number
+    seen[event_id] = number
     if short is not None:
         seen[short] = number
     return None
