@@ -52,17 +52,21 @@ def _utc_tzinfo() -> Any:
 _PARSED_UTC = _utc_tzinfo()
 
 
+#: "00" to "99": the two-digit fields of a time, looked up rather than %-formatted
+_TWO = tuple(f"{n:02d}" for n in range(100))
+
+
 def _iso(when: datetime) -> str:
-    """``when.isoformat()``; formatted here when its tzinfo is UTC's (its offset reads ``+00:00``), the
-    same text in two thirds of the time (every line's time is formatted)."""
+    """``when.isoformat()``; put together here in the common case (its tzinfo UTC's, so its offset
+    reads ``+00:00``; a four-digit year; no microseconds), in about a fifth of isoformat's
+    instructions (every line's time is formatted)."""
     tz = when.tzinfo
-    if tz is _PARSED_UTC or tz is UTC:
-        micro = when.microsecond
-        if micro:
-            return "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00" % (
-                when.year, when.month, when.day, when.hour, when.minute, when.second, micro)
-        return "%04d-%02d-%02dT%02d:%02d:%02d+00:00" % (
-            when.year, when.month, when.day, when.hour, when.minute, when.second)
+    if (tz is _PARSED_UTC or tz is UTC) and not when.microsecond:
+        year = when.year
+        if year >= 1000:
+            two = _TWO
+            return (f"{year}-{two[when.month]}-{two[when.day]}T{two[when.hour]}:{two[when.minute]}:"
+                    f"{two[when.second]}+00:00")
     return when.isoformat()
 
 
