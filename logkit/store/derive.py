@@ -132,7 +132,8 @@ MEMO_ENTRIES = 4096
 def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...], make: Any) -> Any:
     """``make(*inputs)``, from ``memo`` when the same inputs were seen (keyed by their :func:`marshal.dumps`:
     type-tagged, so equal bytes are equal values of equal types, ``8``/``8.0``/``True`` and key order
-    told apart; made in well under a microsecond, where the facts take several)."""
+    told apart; made in about a microsecond, where a launch's facts take over ten). A memo lives
+    for one ingest (:class:`logkit.store.ingest.Ingest`): no second cache, nothing kept on disk."""
     if memo is None:
         return make(*inputs)
     try:

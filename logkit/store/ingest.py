@@ -8,8 +8,9 @@ the lines before (rebuilt from the ``events`` rows for an append); each event be
 row (where its line is: byte offset and length, no copy of it) and, by kind, a row of ``hypotheses``,
 ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its row again from
 :func:`logkit.store.derive.attempt_row` (on an append, its earlier events are read again from the
-file at their offsets: :func:`logkit.store.index.lines_at`). Rows are inserted with one
-``executemany`` per table and session.
+file at their offsets: :func:`logkit.store.index.lines_at`); the facts of a launch config, an
+environment, a command or a metric's labels seen before in the same ingest come from its memo (the
+rows are the same without it). Rows are inserted with one ``executemany`` per table and session.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class Ingest:
     def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
         self.conn = conn
         self.root = root
-        #: the facts of launch configs and environments seen in this ingest (:func:`attempt_facts`)
+        #: the facts of the launch configs, environments, commands and metric labels seen in this
+        #: ingest (:func:`~logkit.store.derive.attempt_facts`, :func:`~logkit.store.derive.metric_row`)
         self.memo: dict[Any, Any] = {}
 
     def forget(self, sid: str) -> None:
