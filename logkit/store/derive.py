@@ -24,8 +24,8 @@ import shlex
 from functools import cache
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row", "backend_rows",
-           "light", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row",
+           "attempt_values", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 6
@@ -190,6 +190,14 @@ def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str,
     from the row's JSON text); None for an orphan. ``memo``: a dict kept across the attempts of one
     ingest, where the facts of a launch config or an environment seen before are found again
     (attempts repeat configurations; the row is the same with or without it)."""
+    found = attempt_values(session, short_id, events, memo)
+    return None if found is None else (dict(zip(ATTEMPT_COLUMNS, found[0])), found[1])
+
+
+def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
+                   memo: dict[Any, Any] | None = None) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]] | None:
+    """:func:`attempt_facts` with the row as a tuple in :data:`ATTEMPT_COLUMNS` order (what the
+    ingest inserts: no dict made per attempt)."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -229,43 +237,22 @@ def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str,
     argv = attempt.get("argv") or []
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
-    row = {
-        "session": session,
-        "short_id": short_id,
-        "line": line,
-        "role": role or attempt.get("role"),
-        "label": attempt.get("label"),
-        "started": attempt.get("started"),
-        "ended": outcome.get("ended"),
-        "command": _command(argv) if memo is None else _remembered_command(memo, argv),
-        "model": attempt.get("model") or model,
-        "gpu": gpu,
-        "gpu_count": gpu_count,
-        "arch": arch,
-        "sglang": sglang,
-        "flashinfer": flashinfer,
-        "torch": torch,
-        "fingerprint": fingerprint,
-        "config": config,
-        "backends": backends,
-        "tests": _dumps(attempt.get("tests")),
-        "sweep": cell.get("sweep"),
-        "cell": cell.get("cell"),
-        "status": status,
-        "category": statuses.category(status) if status else None,
-        "signature": outcome.get("signature"),
-        "hang_timeout": hang,
-        "smoke_ok": smoke_ok,
-        "recorder_pid": attempt.get("recorder_pid"),
-        "recorder_host": attempt.get("recorder_host"),
-        "outcome_label": label,
-        "configuration": configuration,
-        "config_key": config_key,
-        "versions": shown,
-        "source": (attempt.get("provenance") or {}).get("source") or "captured",
-        "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
-    }
-    return row, _backend_rows(row, axes)
+    role = role or attempt.get("role")
+    model = attempt.get("model") or model
+    started = attempt.get("started")
+    matrix = category_of(role or "command", status, smoke_ok is False, hang)
+    row = (  # ATTEMPT_COLUMNS, in order
+        session, short_id, line, role, attempt.get("label"), started, outcome.get("ended"),
+        _command(argv) if memo is None else _remembered_command(memo, argv),
+        model, gpu, gpu_count, arch, sglang, flashinfer, torch, fingerprint, config, backends,
+        _dumps(attempt.get("tests")), cell.get("sweep"), cell.get("cell"), status,
+        statuses.category(status) if status else None, outcome.get("signature"), hang, smoke_ok,
+        attempt.get("recorder_pid"), attempt.get("recorder_host"), label, configuration, config_key, shown,
+        (attempt.get("provenance") or {}).get("source") or "captured", matrix,
+    )
+    num = int(short_id[1:]) if short_id[1:].isdigit() else 0
+    tail = (matrix, model, sglang, flashinfer, started or "", num)
+    return row, [(session, short_id, axis, value, arch, *tail) for axis, value in axes]
 
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -28,7 +28,7 @@ from typing import Any
 from . import files
 from ..errors import StoreError
 from .reader import Problem, iter_events
-from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_facts, light, metric_row
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_values, light, metric_row
 from .index import lines_at
 
 __all__ = ["Ingest", "TABLES"]
@@ -229,9 +229,9 @@ class Ingest:
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are in the file, where its rows say
                 group = self._attempt_events(sid, short, path)
-            facts = attempt_facts(sid, short, group, self.memo)
+            facts = attempt_values(sid, short, group, self.memo)
             if facts is not None:
-                rows.append(tuple(facts[0].values()))
+                rows.append(facts[0])
                 backends += facts[1]
         if after:
             run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])
