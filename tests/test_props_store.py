@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,21 @@ def test_an_attempts_command_is_shlex_join_of_its_argv(argv: list[str]) -> None:
     from logkit.store.derive import _command
 
     assert _command(argv) == shlex.join(argv)
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(naive=st.datetimes(), offset=st.sampled_from(["Z", "+00:00", "-00:00", "+05:30", "-11:00", ""]),
+       utc=st.booleans())
+def test_the_index_formats_a_time_as_isoformat_does(naive: datetime, offset: str, utc: bool) -> None:
+    """``store.ingest._iso`` puts the common time together itself: the same text as ``isoformat`` for
+    the times pydantic gives a line (years 1-9999, microseconds or none, any offset or none) and
+    for ``datetime.UTC`` ones."""
+    from pydantic import TypeAdapter
+
+    from logkit.store.ingest import _iso
+
+    when = TypeAdapter(datetime).validate_json(json.dumps(naive.isoformat() + offset))
+    if utc:
+        when = when.replace(tzinfo=UTC)
+    assert _iso(when) == when.isoformat()

@@ -18,13 +18,14 @@ Contract:
 from __future__ import annotations
 
 import json
+import marshal
 import re
 import shlex
 from functools import cache
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row", "backend_rows",
-           "light", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row",
+           "attempt_values", "backend_rows", "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 6
@@ -124,10 +125,79 @@ def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, A
     return None if facts is None else facts[0]
 
 
-def attempt_facts(session: str, short_id: str,
-                  events: list[tuple[int, dict[str, Any]]]) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
+#: Entries a :func:`attempt_facts` memo holds before it starts again (a bound on its memory, not a tuning knob).
+MEMO_ENTRIES = 4096
+
+
+def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...], make: Any) -> Any:
+    """``make(*inputs)``, from ``memo`` when the same inputs were seen (keyed by their :func:`marshal.dumps`:
+    type-tagged, so equal bytes are equal values of equal types, ``8``/``8.0``/``True`` and key order
+    told apart; made in about a microsecond, where a launch's facts take over ten). A memo lives
+    for one ingest (:class:`logkit.store.ingest.Ingest`): no second cache, nothing kept on disk."""
+    if memo is None:
+        return make(*inputs)
+    try:
+        key = (kind, marshal.dumps(inputs))
+    except ValueError:  # a value marshal refuses (none that JSON makes), or nested too deep
+        return make(*inputs)
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        found = memo[key] = make(*inputs)
+    return found
+
+
+def _remembered_command(memo: dict[Any, Any], argv: list[Any]) -> str:
+    """:func:`_command` of ``argv``, from ``memo`` when seen before (a tuple of text is its own exact key)."""
+    try:
+        key = ("argv", tuple(argv))
+        found = memo.get(key)
+    except TypeError:  # a word that is not hashable (not text)
+        return _command(argv)
+    if found is None:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        found = memo[key] = _command(argv)
+    return found
+
+
+def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
+    """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
+    (model, fingerprint, config, backend axes as :func:`_backend_rows` takes them, their JSON,
+    configuration, config key)."""
+    _statuses, flags, _category_of, _hang_limit, _arch_of = _owners()
+    configuration = flags.configuration(launch)
+    axes = flags.backend_axes(launch, resolved)
+    return (flags.model_of(launch), _dumps(launch.get("fingerprint")), _dumps(flags.chosen(launch)), _axis_values(axes),
+            _dumps(axes), _dumps(configuration), flags.config_key(launch, configuration))
+
+
+def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple[Any, ...]:
+    """What an attempt row takes from its environment (and the launch's SGLang version, the fallback
+    of the versions): (GPU name, GPU count, architecture, sglang, flashinfer, torch, versions JSON)."""
+    arch_of = _owners()[4]
+    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
+    shown = versions(environment, {"sglang_version": launch_sglang})
+    return (gpus[0].get("name") if gpus else None, len(gpus), arch_of(environment), shown.get("sglang"),
+            shown.get("flashinfer"), shown.get("torch"),
+            json.dumps(shown) if shown else None)  # in the table's order: the pages list them so
+
+
+def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
+                  memo: dict[Any, Any] | None = None) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
     """:func:`attempt_row` and its :func:`backend_rows` (made from the backend axes at hand, not
-    from the row's JSON text); None for an orphan."""
+    from the row's JSON text); None for an orphan. ``memo``: a dict kept across the attempts of one
+    ingest, where the facts of a launch config or an environment seen before are found again
+    (attempts repeat configurations; the row is the same with or without it)."""
+    found = attempt_values(session, short_id, events, memo)
+    return None if found is None else (dict(zip(ATTEMPT_COLUMNS, found[0])), found[1])
+
+
+def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
+                   memo: dict[Any, Any] | None = None) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]] | None:
+    """:func:`attempt_facts` with the row as a tuple in :data:`ATTEMPT_COLUMNS` order (what the
+    ingest inserts: no dict made per attempt)."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -153,105 +223,110 @@ def attempt_facts(session: str, short_id: str,
             cell = event
     if attempt is None:
         return None
-    statuses, flags, category_of, hang_limit, arch_of = _owners()
+    statuses, _flags, category_of, hang_limit, _arch_of = _owners()
     environment = environment or {}
     launch = launch or {}
     outcome = outcome or {}
     cell = cell or {}
-    gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
-    shown = versions(environment, launch)
+    model, fingerprint, config, axes, backends, configuration, config_key = _remembered(
+        memo, "launch", (launch, resolved), _launch_facts)
+    gpu, gpu_count, arch, sglang, flashinfer, torch, shown = _remembered(
+        memo, "environment", (environment, launch.get("sglang_version")), _environment_facts)
     status = outcome.get("status")
     label = outcome.get("label")
     argv = attempt.get("argv") or []
     hang = hang_limit(label) if status == "hang" else None
     smoke_ok = None if not smokes else all(smokes)
-    configuration = flags.configuration(launch)
-    axes = flags.backend_axes(launch, resolved)
-    row = {
-        "session": session,
-        "short_id": short_id,
-        "line": line,
-        "role": role or attempt.get("role"),
-        "label": attempt.get("label"),
-        "started": attempt.get("started"),
-        "ended": outcome.get("ended"),
-        "command": _command(argv),
-        "model": attempt.get("model") or flags.model_of(launch),
-        "gpu": gpus[0].get("name") if gpus else None,
-        "gpu_count": len(gpus),
-        "arch": arch_of(environment),
-        "sglang": shown.get("sglang"),
-        "flashinfer": shown.get("flashinfer"),
-        "torch": shown.get("torch"),
-        "fingerprint": _dumps(launch.get("fingerprint")),
-        "config": _dumps(flags.chosen(launch)),
-        "backends": _dumps(axes),
-        "tests": _dumps(attempt.get("tests")),
-        "sweep": cell.get("sweep"),
-        "cell": cell.get("cell"),
-        "status": status,
-        "category": statuses.category(status) if status else None,
-        "signature": outcome.get("signature"),
-        "hang_timeout": hang,
-        "smoke_ok": smoke_ok,
-        "recorder_pid": attempt.get("recorder_pid"),
-        "recorder_host": attempt.get("recorder_host"),
-        "outcome_label": label,
-        "configuration": _dumps(configuration),
-        "config_key": flags.config_key(launch, configuration),
-        "versions": json.dumps(shown) if shown else None,  # in the table's order: the pages list them so
-        "source": (attempt.get("provenance") or {}).get("source") or "captured",
-        "matrix": category_of(role or attempt.get("role") or "command", status, smoke_ok is False, hang),
-    }
-    return row, _backend_rows(row, axes)
+    role = role or attempt.get("role")
+    model = attempt.get("model") or model
+    started = attempt.get("started")
+    matrix = category_of(role or "command", status, smoke_ok is False, hang)
+    row = (  # ATTEMPT_COLUMNS, in order
+        session, short_id, line, role, attempt.get("label"), started, outcome.get("ended"),
+        _command(argv) if memo is None else _remembered_command(memo, argv),
+        model, gpu, gpu_count, arch, sglang, flashinfer, torch, fingerprint, config, backends,
+        _dumps(attempt.get("tests")), cell.get("sweep"), cell.get("cell"), status,
+        statuses.category(status) if status else None, outcome.get("signature"), hang, smoke_ok,
+        attempt.get("recorder_pid"), attempt.get("recorder_host"), label, configuration, config_key, shown,
+        (attempt.get("provenance") or {}).get("source") or "captured", matrix,
+    )
+    num = int(short_id[1:]) if short_id[1:].isdigit() else 0
+    tail = (matrix, model, sglang, flashinfer, started or "", num)
+    return row, [(session, short_id, axis, value, arch, *tail) for axis, value in axes]
 
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
     model, sglang, flashinfer, started, num), the value as :meth:`logkit.store.snapshot.Snapshot.cell_counts`
     compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
-    return _backend_rows(row, json.loads(row["backends"]) if row["backends"] else {})
+    return _backend_rows(row, _axis_values(json.loads(row["backends"]) if row["backends"] else {}))
 
 
-def _backend_rows(row: dict[str, Any], chosen: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _axis_values(chosen: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Each backend axis with its value as the cells compare it (stripped, lower case)."""
+    return tuple((axis, str(value).strip().lower()) for axis, value in chosen.items())
+
+
+def _backend_rows(row: dict[str, Any], axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
     short = row["short_id"]
     num = int(short[1:]) if short[1:].isdigit() else 0
+    head, arch = (row["session"], short), row["arch"]
     tail = (row["matrix"], row["model"], row["sglang"], row["flashinfer"], row["started"] or "", num)
-    return [(row["session"], short, axis, str(value).strip().lower(), row["arch"], *tail)
-            for axis, value in chosen.items()]
+    return [(*head, axis, value, arch, *tail) for axis, value in axes]
 
 
+# (the models' fields read from their __dict__: a pydantic model's attribute goes through its __getattr__ hook)
 def _env(env: Any) -> dict[str, Any] | None:
     if env is None:
         return None
-    return {"gpus": [{"name": g.name, "compute_cap": g.compute_cap, "driver": g.driver} for g in env.gpus],
-            "device_capability": env.device_capability, "packages": env.packages, "torch_cuda": env.torch_cuda}
+    env = env.__dict__
+    return {"gpus": [{"name": g["name"], "compute_cap": g["compute_cap"], "driver": g["driver"]}
+                     for g in [gpu.__dict__ for gpu in env["gpus"]]],
+            "device_capability": env["device_capability"], "packages": env["packages"], "torch_cuda": env["torch_cuda"]}
 
 
 def _launch(launch: Any) -> dict[str, Any] | None:
     if launch is None:
         return None
-    return {"parser": launch.parser, "fingerprint": launch.fingerprint, "non_default": launch.non_default,
-            "args": launch.args, "sglang_version": launch.sglang_version}
+    launch = launch.__dict__
+    return {"parser": launch["parser"], "fingerprint": launch["fingerprint"], "non_default": launch["non_default"],
+            "args": launch["args"], "sglang_version": launch["sglang_version"]}
 
 
-#: fields :func:`light` leaves out (``environment``, ``launch``, ``provenance``: added back in the stored shape)
-_HEAVY = ("environment", "launch", "evidence", "tail", "timeline", "provenance")
+#: Per kind, the plain fields :func:`attempt_facts` reads of an event (besides ``kind``, ``started``,
+#: ``ended``, ``environment``, ``launch`` and ``provenance``, which :func:`light` turns into their
+#: stored shape): what :func:`light` copies. A field read there and missing here would differ between
+#: a build from nothing and an append (``tests/test_store_index.py`` compares the two).
+_READ = {
+    "attempt": ("short_id", "argv", "role", "label", "model", "tests", "recorder_pid", "recorder_host"),
+    "environment": ("attempt",),
+    "launch_config": ("attempt", "role"),
+    "server_info": ("attempt", "resolved"),
+    "smoke": ("attempt", "ok"),
+    "outcome": ("attempt", "status", "label", "signature"),
+    "sweep_cell": ("sweep", "cell", "attempts"),
+}
 
 
-def light(event: Any) -> dict[str, Any]:
-    """What :func:`attempt_row` reads of a validated event, as the dict it reads from a stored one
-    (no JSON parsed again: the index builds rows of a whole file from the models)."""
+def light(event: Any, ts: str | None = None) -> dict[str, Any]:
+    """What :func:`attempt_row` reads of a validated event of one of :data:`ATTEMPT_KINDS`, as the dict
+    it reads from a stored one (no JSON parsed again: the index builds rows of a whole file from the
+    models). ``ts``: the event's ``ts.isoformat()``, when the caller has made it (a ``started`` or
+    ``ended`` at the same instant is that text, not formatted again)."""
     fields = event.__dict__
-    out = fields.copy()  # then the heavy fields dropped: cheaper than filtering each one
-    for key in _HEAVY:
-        out.pop(key, None)
-    out["kind"] = event.kind
+    kind = fields["kind"]
+    out = {"kind": kind}
+    for key in _READ[kind]:
+        out[key] = fields[key]
     if fields.get("provenance") is not None:
         out["provenance"] = {"source": fields["provenance"].source}
+    stamp = fields["ts"]
     for key in ("started", "ended"):
-        if fields.get(key) is not None:
-            out[key] = fields[key].isoformat().replace("+00:00", "Z")
+        when = fields.get(key)
+        if when is not None:
+            # the same tzinfo and the same fields: the same text (a started is most often its ts)
+            same = ts is not None and when.tzinfo is stamp.tzinfo and when == stamp
+            out[key] = (ts if same else when.isoformat()).replace("+00:00", "Z")
     if "environment" in fields:
         out["environment"] = _env(fields["environment"])
     if "launch" in fields:
@@ -259,12 +334,20 @@ def light(event: Any) -> dict[str, Any]:
     return out
 
 
-def metric_row(session: str, line: int, metric: Any, ts: str | None = None) -> tuple[Any, ...]:
+def metric_row(session: str, line: int, metric: Any, ts: str | None = None,
+               memo: dict[Any, Any] | None = None) -> tuple[Any, ...]:
     """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
-    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already)."""
-    workload, concurrency_keys, item_keys = _metric_owners()
+    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already;
+    ``memo``: as :func:`attempt_facts`', the columns made of labels seen before found again)."""
     fields = metric.__dict__
-    labels = fields["labels"] or {}
+    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
+            fields["ts"].isoformat() if ts is None else ts,
+            *_remembered(memo, "labels", (fields["labels"] or {},), _label_columns))
+
+
+def _label_columns(labels: dict[str, Any]) -> tuple[Any, ...]:
+    """The columns of a metric row made of its labels: the workload's four, the labels' JSON, the item."""
+    workload, concurrency_keys, item_keys = _metric_owners()
     work = workload(labels, _first_number(labels, concurrency_keys))
     item = None
     for key in item_keys:
@@ -272,9 +355,7 @@ def metric_row(session: str, line: int, metric: Any, ts: str | None = None) -> t
         if value is not None and str(value).strip():
             item = str(value)
             break
-    return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
-            fields["ts"].isoformat() if ts is None else ts, *[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work],
-            _dumps(labels), item)
+    return (*[v if v is None or isinstance(v, (int, float, str)) else json.dumps(v) for v in work], _dumps(labels), item)
 
 
 @cache

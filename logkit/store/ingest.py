@@ -8,8 +8,9 @@ the lines before (rebuilt from the ``events`` rows for an append); each event be
 row (where its line is: byte offset and length, no copy of it) and, by kind, a row of ``hypotheses``,
 ``verdicts``, ``decisions`` or ``metrics``; each attempt an event touched gets its row again from
 :func:`logkit.store.derive.attempt_row` (on an append, its earlier events are read again from the
-file at their offsets: :func:`logkit.store.index.lines_at`). Rows are inserted with one
-``executemany`` per table and session.
+file at their offsets: :func:`logkit.store.index.lines_at`); the facts of a launch config, an
+environment, a command or a metric's labels seen before in the same ingest come from its memo (the
+rows are the same without it). Rows are inserted with one ``executemany`` per table and session.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from datetime import UTC, datetime
 from functools import cache
 from itertools import chain
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 from . import files
 from ..errors import StoreError
 from .reader import Problem, iter_events
-from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_facts, light, metric_row
+from .derive import ATTEMPT_COLUMNS, ATTEMPT_KINDS, METRIC_COLUMNS, attempt_values, light, metric_row
 from .index import lines_at
 
 __all__ = ["Ingest", "TABLES"]
@@ -39,6 +41,43 @@ _TAIL = 4096
 #: pays to insert a narrow row: 32 rows to a statement (at most 32 x 14 variables) insert the
 #: events rows in about two thirds of the time (0.20 -> 0.13 s CPU per 100k rows).
 PACK = 32
+
+
+def _utc_tzinfo() -> Any:
+    """The tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
+
+
+_PARSED_UTC = _utc_tzinfo()
+
+
+#: "00" to "99": the two-digit fields of a time, looked up rather than %-formatted
+_TWO = tuple(f"{n:02d}" for n in range(100))
+
+
+def _iso(when: datetime) -> str:
+    """``when.isoformat()``; put together here in the common case (its tzinfo UTC's, so its offset
+    reads ``+00:00``; a four-digit year; no microseconds), in about a fifth of isoformat's
+    instructions (every line's time is formatted)."""
+    tz = when.tzinfo
+    if (tz is _PARSED_UTC or tz is UTC) and not when.microsecond:
+        year = when.year
+        if year >= 1000:
+            two = _TWO
+            return (f"{year}-{two[when.month]}-{two[when.day]}T{two[when.hour]}:{two[when.minute]}:"
+                    f"{two[when.second]}+00:00")
+    return when.isoformat()
+
+
+# A None parameter is bound as NULL either way; without an adapter of its own, sqlite3 (3.11) first
+# asks its protocol type for ``__adapt__``, and that failed lookup formats an AttributeError message,
+# once per None: about an eighth of the binding's instructions at ingest (most rows have NULL
+# columns). Registered adapters are the documented way (sqlite3.register_adapter); this one returns
+# the None it is given, for any connection. It is an empty dict's ``get`` (None for any key): a C
+# call, where a Python function would cost a frame per None (1% of a build from nothing).
+sqlite3.register_adapter(type(None), {}.get)
 
 
 def _sha(data: bytes) -> str:
@@ -67,6 +106,9 @@ class Ingest:
     def __init__(self, conn: sqlite3.Connection, root: Path) -> None:
         self.conn = conn
         self.root = root
+        #: the facts of the launch configs, environments, commands and metric labels seen in this
+        #: ingest (:func:`~logkit.store.derive.attempt_facts`, :func:`~logkit.store.derive.metric_row`)
+        self.memo: dict[Any, Any] = {}
 
     def forget(self, sid: str) -> None:
         """Delete every row of ``sid``."""
@@ -101,10 +143,12 @@ class Ingest:
             data = fh.read(max(0, st.st_size - start))
         cut = data.rfind(b"\n") + 1
         body = data[:cut]
-        lines = after + body.count(b"\n")
+        chunks = body.split(b"\n")
+        chunks.pop()  # the empty piece after the last newline
+        lines = after + len(chunks)
         torn = lines + 1 if data[cut:].strip() else None
         try:
-            added, meta = self._lines(sid, path, body, after, start, seen or {}) if body else (0, {})
+            added, meta = self._lines(sid, path, body, chunks, after, start, seen or {}) if chunks else (0, {})
         except StoreError:  # an earlier line moved (a same-size edit the tail hash missed): ingest it whole
             self.forget(sid)
             return self.session(sid, path)
@@ -134,34 +178,33 @@ class Ingest:
                 seen["outcome:" + attempt] = line
         return seen
 
-    def _lines(self, sid: str, path: Path, body: bytes, after: int, start: int,
+    def _lines(self, sid: str, path: Path, body: bytes, chunks: list[bytes], after: int, start: int,
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``);
-        (events added, session meta)."""
+        """Validate and insert the complete lines ``body`` (``chunks``: split at its newlines; after
+        line ``after``, at byte ``start``); (events added, session meta)."""
         problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
         meta: dict[str, Any] = {}
-        find = body.find
-        for number, at, event in iter_events(path, body, problems, seen=seen, after=after):
+        for number, at, length, event in iter_events(path, body, problems, seen=seen, after=after, chunks=chunks):
             fields = event.__dict__
             kind = fields["kind"]
             ref = fields.get("attempt")
             if kind == "sweep_cell":
                 ref = fields["attempts"][0] if fields["attempts"] else None
             provenance = fields["provenance"]
-            ts = fields["ts"].isoformat()
-            events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at,
-                           find(b"\n", at) - at, ts, provenance.source if provenance is not None else None))
+            ts = _iso(fields["ts"])
+            events.append((sid, number, kind, fields["id"], fields.get("short_id"), ref, start + at, length, ts,
+                           provenance.source if provenance is not None else None))
             if kind in ATTEMPT_KINDS:
-                data = light(event)
+                data = light(event, ts)
                 if kind == "sweep_cell":
                     for short in fields["attempts"]:
                         groups.setdefault(short, []).append((number, data))
                 else:
                     groups.setdefault(fields["short_id"] if kind == "attempt" else ref, []).append((number, data))
             elif kind == "metric":
-                metrics.append(metric_row(sid, number, event, ts))
+                metrics.append(metric_row(sid, number, event, ts, self.memo))
             elif kind == "hypothesis":
                 hyps.append((sid, event.short_id, number, ts, event.text, event.priority, json.dumps(event.tags)))
             elif kind == "verdict":
@@ -183,9 +226,9 @@ class Ingest:
         for short, group in groups.items():
             if after:  # an append: the attempt's earlier events are in the file, where its rows say
                 group = self._attempt_events(sid, short, path)
-            facts = attempt_facts(sid, short, group)
+            facts = attempt_values(sid, short, group, self.memo)
             if facts is not None:
-                rows.append(tuple(facts[0].values()))
+                rows.append(facts[0])
                 backends += facts[1]
         if after:
             run("DELETE FROM attempt_backends WHERE session = ? AND short_id = ?", [(sid, short) for short in groups])

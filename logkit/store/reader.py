@@ -97,7 +97,7 @@ def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | 
         except OSError as exc:
             result.problems.append(Problem(path, 0, f"cannot read: {exc.strerror}"))
             return result
-    for number, offset, event in iter_events(path, raw, result.problems, seen=seen, after=after):
+    for number, offset, _length, event in iter_events(path, raw, result.problems, seen=seen, after=after):
         result.events.append(event)
         result.lines.append(number)
         result.offsets.append(offset)
@@ -105,18 +105,21 @@ def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | 
 
 
 def iter_events(path: Path, raw: bytes, problems: list[Problem], *, seen: dict[str, int] | None = None,
-                after: int = 0) -> Iterator[tuple[int, int, BaseEvent]]:
-    """:func:`read_events` one event at a time: ``(line, byte offset in raw, event)`` for each line
-    that validates and passes :func:`clash`; the problems of the others appended to ``problems``.
+                after: int = 0, chunks: list[bytes] | None = None) -> Iterator[tuple[int, int, int, BaseEvent]]:
+    """:func:`read_events` one event at a time: ``(line, byte offset in raw, length, event)`` for each
+    line that validates and passes :func:`clash`; the problems of the others appended to ``problems``.
     A reader that turns each event into rows as it comes (the index) keeps no session's models
-    alive at once."""
+    alive at once. ``chunks``: ``raw``'s lines when the caller has split it already (``raw`` then
+    ends with a newline, and ``chunks`` has no piece after it)."""
     seen = {} if seen is None else seen
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
     validate = event_adapter().validator.validate_json  # the adapter's validator itself: no wrapper call per line
-    chunks = raw.split(b"\n")
-    ends_clean = raw.endswith(b"\n") or not raw
-    if ends_clean:
-        chunks.pop()
+    ends_clean = True
+    if chunks is None:
+        chunks = raw.split(b"\n")
+        ends_clean = raw.endswith(b"\n") or not raw
+        if ends_clean:
+            chunks.pop()
     last, offset = len(chunks), 0
     for number, chunk in enumerate(chunks, start=1 + after):
         at, offset = offset, offset + len(chunk) + 1
@@ -144,7 +147,7 @@ def iter_events(path: Path, raw: bytes, problems: list[Problem], *, seen: dict[s
                 problems.append(Problem(
                     path, number, f"{event.kind} cites {ref}, which no earlier line of this session records; "
                     "the event is kept (fix or remove that reference)", field="evidence"))
-        yield number, at, event
+        yield number, at, offset - at - 1, event
 
 
 def _slow(path: Path, chunk: bytes, number: int, torn: bool, problems: list[Problem]) -> BaseEvent | None:
@@ -195,11 +198,12 @@ def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
     ``seen`` maps the event ids and ``A7``/``H3`` short ids read so far to their lines; an event
     that joins is added to it.
     """
-    fields = event.__dict__  # not getattr: pydantic's __getattr__ is slow for absent fields
+    fields = event.__dict__  # not getattr: pydantic's __getattr__ hook is in every attribute read
     short = fields.get("short_id")
-    kind = event.kind
-    if event.id in seen:
-        return f"event id {event.id} repeats line {seen[event.id]}"
+    kind = fields["kind"]
+    event_id = fields["id"]
+    if event_id in seen:
+        return f"event id {event_id} repeats line {seen[event_id]}"
     if short is not None and short in seen:
         return f"{short} is already taken by line {seen[short]}"
     ref = fields.get("attempt") if kind != "verdict" else fields.get("hypothesis")
@@ -214,7 +218,7 @@ def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
         if first is not None:
             return f"a second outcome of {ref} (line {first} has its outcome)"
         seen["outcome:" + ref] = number
-    seen[event.id] = number
+    seen[event_id] = number
     if short is not None:
         seen[short] = number
     return None
