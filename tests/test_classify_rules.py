@@ -650,6 +650,49 @@ SOURCE_TEXTS = [
         "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n"
         "        [Set][Options]OpCompileProcessor init failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n",
         "jit_error", "cann-op-compiler-init", id="cann-acl-op-compiler-init-failed"),
+    pytest.param(  # TransformerEngine's fp8_autocast: assert fp8_available, reason_for_no_fp8 (check_fp8_support's reason)
+        "  File \"/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/fp8.py\", line 70, in fp8_autocast\n"
+        "    assert fp8_available, reason_for_no_fp8\n"
+        "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-fp8-needs-sm89"),
+    pytest.param(  # TransformerEngine's _compute_mxfp8_support and the ROCm fork's check_fp8_support
+        "AssertionError: Device compute capability 10.0 or higher required for MXFP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-mxfp8-needs-sm100"),
+    pytest.param(
+        "AssertionError: Device compute capability gfx942 or higher required for FP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-rocm-fp8-needs-gfx942"),
+    pytest.param(  # the same checks' library-version reasons are not the GPU's architecture
+        "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.\n",
+        "other_crash", "python-exception", id="te-fp8-cublaslt-version-is-not-arch"),
+    pytest.param(  # NVSHMEM's ibrc transport: NVSHMEMI_NZ_ERROR_JMP(status, ..., "ibv_modify_qp failed \n"), "ep_connect failed \n"
+        "/opt/nvshmem/src/modules/transport/ibrc/ibrc.cpp:412: non-zero status: 110 ibv_modify_qp failed \n\n"
+        "/opt/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1428: non-zero status: 7 ep_connect failed \n",
+        "nccl", "nvshmem-transport-error", id="nvshmem-ibrc-modify-qp-failed"),
+    pytest.param(  # NVSHMEM 2.x's path, and a newer release's errno string (NVSHMEMT_ERRNO_NZ_ERROR_JMP)
+        "/dvs/p4/build/nvshmem/src/comm/transports/ibrc/ibrc.cpp:1203: non-zero status: 12 (Cannot allocate memory) "
+        "ibv_reg_mr failed \n",
+        "nccl", "nvshmem-transport-error", id="nvshmem-2x-ibrc-reg-mr-failed"),
+    pytest.param(  # MAE's / DeiT's training loop: print("Loss is {}, stopping training".format(loss_value)); sys.exit(1)
+        "Epoch: [3]  [ 200/1251]  eta: 0:10:02  lr: 0.000150  loss: 0.6712 (0.6803)  time: 0.4012  data: 0.0003  max mem: 20112\n"
+        "Loss is nan, stopping training\n",
+        "nan", "loss-not-finite-stop", id="mae-loss-is-nan-stopping"),
+    pytest.param(
+        "Loss is inf, stopping training\n",
+        "nan", "loss-not-finite-stop", id="deit-loss-is-inf-stopping"),
+    pytest.param(  # torch/__init__.py: from torch._C import * with torch's own libraries from different builds
+        "  File \"/opt/conda/lib/python3.10/site-packages/torch/__init__.py\", line 237, in <module>\n"
+        "    from torch._C import *  # noqa: F403\n"
+        "ImportError: /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi\n",
+        "import_error", "torch-own-library-undefined-symbol", id="torch-own-libtorch-undefined-symbol"),
+    pytest.param(
+        "ImportError: /usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN2at4_ops10sum_IntList4callERKNS_6TensorEN3c1016OptionalArrayRefIlEEbSt8optionalINS5_10ScalarTypeEE\n",
+        "import_error", "torch-own-library-undefined-symbol", id="torch-own-c-extension-undefined-symbol"),
+    pytest.param(  # an extension built against another torch stays the kernel row's
+        "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEi\n",
+        "missing_kernel", "kernel-undefined-symbol", id="extension-undefined-torch-symbol-stays-kernel"),
 ]
 
 
