@@ -693,6 +693,14 @@ SOURCE_TEXTS = [
         "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
         "undefined symbol: _ZN3c104cuda9SetDeviceEi\n",
         "missing_kernel", "kernel-undefined-symbol", id="extension-undefined-torch-symbol-stays-kernel"),
+    pytest.param(  # NVRTC's compile log (DeepGEMM's JIT), then DeepGEMM's DG_CUDA_DRIVER_CHECK on loading the failed output
+        "deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh(57): error: identifier \"foo\" is undefined\n"
+        "1 error detected in the compilation of \"kernel.cu\".\n"
+        "RuntimeError: CUDA driver error (csrc/jit/handle.hpp:141): 200 (CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)\n",
+        "jit_error", "nvcc-errors", id="nvrtc-compile-error-then-invalid-image"),
+    pytest.param(  # the invalid image alone (or before any compile error) stays the architecture's
+        "RuntimeError: CUDA driver error (csrc/jit/handle.hpp:141): 200 (CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)\n",
+        "arch_mismatch", "cuda-invalid-kernel-image", id="invalid-image-without-compile-error"),
 ]
 
 
