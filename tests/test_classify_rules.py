@@ -701,6 +701,24 @@ SOURCE_TEXTS = [
     pytest.param(  # the invalid image alone (or before any compile error) stays the architecture's
         "RuntimeError: CUDA driver error (csrc/jit/handle.hpp:141): 200 (CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)\n",
         "arch_mismatch", "cuda-invalid-kernel-image", id="invalid-image-without-compile-error"),
+    pytest.param(  # pip's legacy build: the spinner's 'error', then InstallationSubprocessError's '%s did not run successfully.'
+        "Building wheels for collected packages: some-cuda-ext\n"
+        "  Building wheel for some-cuda-ext (setup.py) ... error\n"
+        "  error: subprocess-exited-with-error\n\n"
+        "  \u00d7 python setup.py bdist_wheel did not run successfully.\n"
+        "  \u2502 exit code: 1\n",
+        "jit_error", "pip-wheel-build-failed", id="pip-legacy-wheel-build-error"),
+    pytest.param(  # the PEP 517 path and the install command's summary
+        "  Building wheel for some-cuda-ext (pyproject.toml) ... error\n"
+        "  ERROR: Failed building wheel for some-cuda-ext\n"
+        "Failed to build some-cuda-ext\n"
+        "ERROR: Could not build wheels for some-cuda-ext, which is required to install pyproject.toml-based projects\n",
+        "jit_error", "pip-wheel-build-failed", id="pip-pep517-wheel-build-error"),
+    pytest.param(  # a missing module inside the build is the more specific cause
+        "  Building wheel for some-cuda-ext (setup.py) ... error\n"
+        "      ModuleNotFoundError: No module named 'torch'\n"
+        "  ERROR: Failed building wheel for some-cuda-ext\n",
+        "import_error", "module-not-found", id="pip-wheel-build-missing-module"),
 ]
 
 
