@@ -719,6 +719,17 @@ SOURCE_TEXTS = [
         "      ModuleNotFoundError: No module named 'torch'\n"
         "  ERROR: Failed building wheel for some-cuda-ext\n",
         "import_error", "module-not-found", id="pip-wheel-build-missing-module"),
+    pytest.param(  # TllmException::getTrace: fmtstr("%-3d %*p %s + %zd", i, 18, address, demangled name, offset), message cut off
+        "1       0x7f3a1c2b4e5d tensorrt_llm::runtime::TllmRuntime::TllmRuntime(tensorrt_llm::runtime::RawEngine const&, "
+        "nvinfer1::ILogger*, float, bool) + 1261\n"
+        "2       0x7f3a1c1f0a11 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::TrtGptModelInflightBatching("
+        "std::shared_ptr<nvinfer1::ILogger>, tensorrt_llm::runtime::ModelConfig const&) + 657\n",
+        "other_crash", "trtllm-exception-backtrace", id="tllm-exception-backtrace-frames"),
+    pytest.param(  # the same trace as Triton's backend prints it, its newlines escaped
+        "E0101 00:00:01.000 1 model_lifecycle.cc:630] failed to load 'tensorrt_llm': ... + 489\\n4       0x7fe8d8597369 "
+        "tensorrt_llm::executor::Executor::Impl::createModel(tensorrt_llm::runtime::RawEngine const&) + 185\\n5       "
+        "0x7fe8d85979fd tensorrt_llm::executor::Executor::Impl::loadModel(bool) + 1229\\n",
+        "other_crash", "trtllm-exception-backtrace", id="tllm-exception-backtrace-escaped"),
 ]
 
 
