@@ -730,6 +730,15 @@ SOURCE_TEXTS = [
         "tensorrt_llm::executor::Executor::Impl::createModel(tensorrt_llm::runtime::RawEngine const&) + 185\\n5       "
         "0x7fe8d85979fd tensorrt_llm::executor::Executor::Impl::loadModel(bool) + 1229\\n",
         "other_crash", "trtllm-exception-backtrace", id="tllm-exception-backtrace-escaped"),
+    pytest.param(  # vLLM V1 WorkerProc.worker_busy_loop: logger.exception("WorkerProc hit an exception."), its traceback cut
+        "(VllmWorker rank=0 pid=4242) ERROR 01-01 00:00:01 [multiproc_executor.py:470]     return self.model_runner.execute_model(\n"
+        "(VllmWorker rank=0 pid=4242) ERROR 01-01 00:00:01 [multiproc_executor.py:470]            ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+        "other_crash", "vllm-worker-proc-exception", id="vllm-worker-proc-traceback-lines"),
+    pytest.param(  # the same with the module's path and the exception shown: the exception's row wins
+        "(Worker_TP0 pid=42) ERROR 11-06 11:21:05 [v1/executor/multiproc_executor.py:699] WorkerProc hit an exception.\n"
+        "(Worker_TP0 pid=42) ERROR 11-06 11:21:05 [v1/executor/multiproc_executor.py:699] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+        "oom", "torch-cuda-oom", id="vllm-worker-proc-exception-names-oom"),
 ]
 
 
