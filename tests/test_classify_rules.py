@@ -650,6 +650,95 @@ SOURCE_TEXTS = [
         "        [Init][Compiler]Init compiler failed[FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n"
         "        [Set][Options]OpCompileProcessor init failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]\n",
         "jit_error", "cann-op-compiler-init", id="cann-acl-op-compiler-init-failed"),
+    pytest.param(  # TransformerEngine's fp8_autocast: assert fp8_available, reason_for_no_fp8 (check_fp8_support's reason)
+        "  File \"/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/fp8.py\", line 70, in fp8_autocast\n"
+        "    assert fp8_available, reason_for_no_fp8\n"
+        "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-fp8-needs-sm89"),
+    pytest.param(  # TransformerEngine's _compute_mxfp8_support and the ROCm fork's check_fp8_support
+        "AssertionError: Device compute capability 10.0 or higher required for MXFP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-mxfp8-needs-sm100"),
+    pytest.param(
+        "AssertionError: Device compute capability gfx942 or higher required for FP8 execution.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-rocm-fp8-needs-gfx942"),
+    pytest.param(  # the same checks' library-version reasons are not the GPU's architecture
+        "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.\n",
+        "other_crash", "python-exception", id="te-fp8-cublaslt-version-is-not-arch"),
+    pytest.param(  # NVSHMEM's ibrc transport: NVSHMEMI_NZ_ERROR_JMP(status, ..., "ibv_modify_qp failed \n"), "ep_connect failed \n"
+        "/opt/nvshmem/src/modules/transport/ibrc/ibrc.cpp:412: non-zero status: 110 ibv_modify_qp failed \n\n"
+        "/opt/nvshmem/src/modules/transport/ibrc/ibrc.cpp:1428: non-zero status: 7 ep_connect failed \n",
+        "nccl", "nvshmem-transport-error", id="nvshmem-ibrc-modify-qp-failed"),
+    pytest.param(  # NVSHMEM 2.x's path, and a newer release's errno string (NVSHMEMT_ERRNO_NZ_ERROR_JMP)
+        "/dvs/p4/build/nvshmem/src/comm/transports/ibrc/ibrc.cpp:1203: non-zero status: 12 (Cannot allocate memory) "
+        "ibv_reg_mr failed \n",
+        "nccl", "nvshmem-transport-error", id="nvshmem-2x-ibrc-reg-mr-failed"),
+    pytest.param(  # MAE's / DeiT's training loop: print("Loss is {}, stopping training".format(loss_value)); sys.exit(1)
+        "Epoch: [3]  [ 200/1251]  eta: 0:10:02  lr: 0.000150  loss: 0.6712 (0.6803)  time: 0.4012  data: 0.0003  max mem: 20112\n"
+        "Loss is nan, stopping training\n",
+        "nan", "loss-not-finite-stop", id="mae-loss-is-nan-stopping"),
+    pytest.param(
+        "Loss is inf, stopping training\n",
+        "nan", "loss-not-finite-stop", id="deit-loss-is-inf-stopping"),
+    pytest.param(  # torch/__init__.py: from torch._C import * with torch's own libraries from different builds
+        "  File \"/opt/conda/lib/python3.10/site-packages/torch/__init__.py\", line 237, in <module>\n"
+        "    from torch._C import *  # noqa: F403\n"
+        "ImportError: /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi\n",
+        "import_error", "torch-own-library-undefined-symbol", id="torch-own-libtorch-undefined-symbol"),
+    pytest.param(
+        "ImportError: /usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN2at4_ops10sum_IntList4callERKNS_6TensorEN3c1016OptionalArrayRefIlEEbSt8optionalINS5_10ScalarTypeEE\n",
+        "import_error", "torch-own-library-undefined-symbol", id="torch-own-c-extension-undefined-symbol"),
+    pytest.param(  # an extension built against another torch stays the kernel row's
+        "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEi\n",
+        "missing_kernel", "kernel-undefined-symbol", id="extension-undefined-torch-symbol-stays-kernel"),
+    pytest.param(  # NVRTC's compile log (DeepGEMM's JIT), then DeepGEMM's DG_CUDA_DRIVER_CHECK on loading the failed output
+        "deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh(57): error: identifier \"foo\" is undefined\n"
+        "1 error detected in the compilation of \"kernel.cu\".\n"
+        "RuntimeError: CUDA driver error (csrc/jit/handle.hpp:141): 200 (CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)\n",
+        "jit_error", "nvcc-errors", id="nvrtc-compile-error-then-invalid-image"),
+    pytest.param(  # the invalid image alone (or before any compile error) stays the architecture's
+        "RuntimeError: CUDA driver error (csrc/jit/handle.hpp:141): 200 (CUDA_ERROR_INVALID_IMAGE, device kernel image is invalid)\n",
+        "arch_mismatch", "cuda-invalid-kernel-image", id="invalid-image-without-compile-error"),
+    pytest.param(  # pip's legacy build: the spinner's 'error', then InstallationSubprocessError's '%s did not run successfully.'
+        "Building wheels for collected packages: some-cuda-ext\n"
+        "  Building wheel for some-cuda-ext (setup.py) ... error\n"
+        "  error: subprocess-exited-with-error\n\n"
+        "  \u00d7 python setup.py bdist_wheel did not run successfully.\n"
+        "  \u2502 exit code: 1\n",
+        "jit_error", "pip-wheel-build-failed", id="pip-legacy-wheel-build-error"),
+    pytest.param(  # the PEP 517 path and the install command's summary
+        "  Building wheel for some-cuda-ext (pyproject.toml) ... error\n"
+        "  ERROR: Failed building wheel for some-cuda-ext\n"
+        "Failed to build some-cuda-ext\n"
+        "ERROR: Could not build wheels for some-cuda-ext, which is required to install pyproject.toml-based projects\n",
+        "jit_error", "pip-wheel-build-failed", id="pip-pep517-wheel-build-error"),
+    pytest.param(  # a missing module inside the build is the more specific cause
+        "  Building wheel for some-cuda-ext (setup.py) ... error\n"
+        "      ModuleNotFoundError: No module named 'torch'\n"
+        "  ERROR: Failed building wheel for some-cuda-ext\n",
+        "import_error", "module-not-found", id="pip-wheel-build-missing-module"),
+    pytest.param(  # TllmException::getTrace: fmtstr("%-3d %*p %s + %zd", i, 18, address, demangled name, offset), message cut off
+        "1       0x7f3a1c2b4e5d tensorrt_llm::runtime::TllmRuntime::TllmRuntime(tensorrt_llm::runtime::RawEngine const&, "
+        "nvinfer1::ILogger*, float, bool) + 1261\n"
+        "2       0x7f3a1c1f0a11 tensorrt_llm::batch_manager::TrtGptModelInflightBatching::TrtGptModelInflightBatching("
+        "std::shared_ptr<nvinfer1::ILogger>, tensorrt_llm::runtime::ModelConfig const&) + 657\n",
+        "other_crash", "trtllm-exception-backtrace", id="tllm-exception-backtrace-frames"),
+    pytest.param(  # the same trace as Triton's backend prints it, its newlines escaped
+        "E0101 00:00:01.000 1 model_lifecycle.cc:630] failed to load 'tensorrt_llm': ... + 489\\n4       0x7fe8d8597369 "
+        "tensorrt_llm::executor::Executor::Impl::createModel(tensorrt_llm::runtime::RawEngine const&) + 185\\n5       "
+        "0x7fe8d85979fd tensorrt_llm::executor::Executor::Impl::loadModel(bool) + 1229\\n",
+        "other_crash", "trtllm-exception-backtrace", id="tllm-exception-backtrace-escaped"),
+    pytest.param(  # vLLM V1 WorkerProc.worker_busy_loop: logger.exception("WorkerProc hit an exception."), its traceback cut
+        "(VllmWorker rank=0 pid=4242) ERROR 01-01 00:00:01 [multiproc_executor.py:470]     return self.model_runner.execute_model(\n"
+        "(VllmWorker rank=0 pid=4242) ERROR 01-01 00:00:01 [multiproc_executor.py:470]            ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+        "other_crash", "vllm-worker-proc-exception", id="vllm-worker-proc-traceback-lines"),
+    pytest.param(  # the same with the module's path and the exception shown: the exception's row wins
+        "(Worker_TP0 pid=42) ERROR 11-06 11:21:05 [v1/executor/multiproc_executor.py:699] WorkerProc hit an exception.\n"
+        "(Worker_TP0 pid=42) ERROR 11-06 11:21:05 [v1/executor/multiproc_executor.py:699] "
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
+        "oom", "torch-cuda-oom", id="vllm-worker-proc-exception-names-oom"),
 ]
 
 
