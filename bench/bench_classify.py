@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_classify.py [--logs tests/fixtures/logs]
 
 Prints, for the training part (``manifest.toml``: logs the signature rows were checked against),
-the eleven hold-outs (``holdout/`` ... ``holdout11/``: each gathered from new threads and labelled
+the twelve hold-outs (``holdout/`` ... ``holdout12/``: each gathered from new threads and labelled
 blind before the classifier ever ran on it; its first measure is the honest figure, kept in its
 title; rows were then written from the sources of the kinds it missed, so they are no longer blind)
 separately (:data:`PARTS`): the
@@ -58,6 +58,8 @@ PARTS = [
     ("holdout10", "tenth hold-out (blind on first measure, 56/74 with two failed launches called ready; its misses "
                   "were then read while rows were written from sources: no longer blind)", False),
     ("holdout11", "eleventh hold-out (blind on first measure, 54/70 with one failed launch called ready; its misses "
+                  "were then read while rows were written from sources: no longer blind)", False),
+    ("holdout12", "twelfth hold-out (blind on first measure, 57/79 with no failed launch called ready; its misses "
                   "were then read while rows were written from sources: no longer blind)", False),
 ]
 
