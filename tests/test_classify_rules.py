@@ -827,6 +827,17 @@ SOURCE_TEXTS = [
         "[Fri Jun  5 01:02:42 2026] NVRM: Xid (PCI:0000:10:00): 31, pid=4242, name=python3, channel 0x00000009, "
         "intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_11 faulted @ 0x7f0b_27600000. Fault is of type "
         "FAULT_PDE ACCESS_TYPE_VIRT_READ\n", "illegal_memory", "nvrm-xid-mmu-fault", id="nvrm-xid-31-mmu-fault"),
+    pytest.param(  # checkTimeout's c10::Error backtrace, rethrown from ncclCommWatchdog, its message cut off
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f00 in /torch/lib/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+        "std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f01 in /torch/lib/libtorch_cuda.so)\n"
+        "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f02 in /torch/lib/libtorch_cuda.so)\n",
+        "hang", "c10d-checktimeout-frame", id="c10d-checktimeout-backtrace"),
+    pytest.param(  # an NCCL error raised by the watchdog (not its timeout) stays nccl
+        "RuntimeError: NCCL error: unhandled system error, NCCL version 2.21.5\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f00 in /torch/lib/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkForNCCLErrors() + 0x1d2 (0x7f01 in /torch/lib/libtorch_cuda.so)\n",
+        "nccl", "nccl-error", id="c10d-nccl-error-backtrace-stays-nccl"),
 ]
 
 
