@@ -739,6 +739,105 @@ SOURCE_TEXTS = [
         "(Worker_TP0 pid=42) ERROR 11-06 11:21:05 [v1/executor/multiproc_executor.py:699] "
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n",
         "oom", "torch-cuda-oom", id="vllm-worker-proc-exception-names-oom"),
+    pytest.param(  # glibc getopt_long: '%s: unrecognized option '%s%s'' before the server's usage text
+        "tritonserver: unrecognized option '--model-repo=/models'\nUsage: tritonserver [options]\n  --help\n",
+        "arg_error", "getopt-bad-option", id="getopt-unrecognized-long-option"),
+    pytest.param(  # ... '%s: invalid option -- '%c'' and '%s: option '%s%s' requires an argument'
+        "nginx: invalid option -- 'z'\n", "arg_error", "getopt-bad-option", id="getopt-invalid-short-option"),
+    pytest.param(
+        "tritonserver: option '--model-repository' requires an argument\n", "arg_error", "getopt-bad-option",
+        id="getopt-option-requires-argument"),
+    pytest.param(  # boost::program_options required_option::what(), the option's name substituted
+        "the option '--model_path' is required but missing\nAllowed options:\n  -h [ --help ]  Shows a help message\n",
+        "arg_error", "boost-program-options", id="boost-po-required-option"),
+    pytest.param(  # unknown_option ('unrecognised option '%canonical_option%'') and invalid_option_value
+        "terminate called after throwing an instance of 'boost::wrapexcept<boost::program_options::unknown_option>'\n"
+        "  what():  unrecognised option '--grpc-port'\n", "arg_error", "boost-program-options", id="boost-po-unknown-option"),
+    pytest.param(
+        "the argument ('eighty') for option '--http_port' is invalid\n", "arg_error", "boost-program-options",
+        id="boost-po-invalid-value"),
+    pytest.param(  # vLLM v0 LLMEngine._init_cache: logger.info('# GPU blocks: %d, # CPU blocks: %d'), the raise cut off
+        "INFO 01-01 00:00:01 llm_engine.py:275] # GPU blocks: 0, # CPU blocks: 2048\n"
+        "Traceback (most recent call last):\n", "oom", "vllm-zero-gpu-blocks", id="vllm-v0-zero-gpu-blocks"),
+    pytest.param(  # the raise shown: the message's own row
+        "INFO 01-01 00:00:01 gpu_executor.py:83] # GPU blocks: 0, # CPU blocks: 2048\n" + TB +
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n",
+        "oom", "vllm-no-kv-cache-memory", id="vllm-v0-zero-gpu-blocks-then-raise"),
+    pytest.param(  # vLLM's csrc/cumem_allocator.cpp CUDA_CHECK on cuMemCreate
+        "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n", "oom", "cumem-allocator-oom",
+        id="vllm-cumem-allocator-oom"),
+    pytest.param(  # torch/_ops.py _OpNamespace.__getattr__ for an op the extension did not register
+        "  File \"/usr/lib/python3/site-packages/vllm/_custom_ops.py\", line 42, in gelu_quick\n"
+        "    torch.ops._C.gelu_quick(out, x)\n"
+        "  File \"/usr/lib/python3/site-packages/torch/_ops.py\", line 1170, in __getattr__\n"
+        "    raise AttributeError(\n"
+        "AttributeError: '_OpNamespace' '_C' object has no attribute 'gelu_quick'\n",
+        "missing_kernel", "torch-ops-namespace-missing-op", id="torch-ops-namespace-missing-op"),
+    pytest.param(  # subprocess's FileNotFoundError when flashinfer's run_ninja finds no ninja on PATH
+        TB + "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'\n", "jit_error", "jit-build-tool-not-found",
+        id="jit-ninja-not-installed"),
+    pytest.param(  # ... nvcc called by its absolute path
+        TB + "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n", "jit_error",
+        "jit-build-tool-not-found", id="jit-nvcc-not-installed"),
+    pytest.param(  # torch cpp_extension.verify_ninja_availability
+        TB + "RuntimeError: Ninja is required to load C++ extensions\n", "jit_error", "jit-build-tool-not-found",
+        id="torch-ninja-required"),
+    pytest.param(  # ROCm clr with AMD_LOG_LEVEL: hip_fatbin.cpp's missing code object, hip_platform.cpp's init
+        ":1:hip_fatbin.cpp :276 : 42 us: [pid:42 tid:0x7f] Cannot find CO in the bundle /opt/rocm/lib/libMIOpen.so for ISA: "
+        "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\n"
+        ":3:hip_platform.cpp :715 : 43 us: [pid:42 tid:0x7f] init: Returned hipErrorNoBinaryForGpu : continue parsing remaining modules\n",
+        "arch_mismatch", "cuda-no-kernel-image", id="hip-no-binary-for-gpu-init"),
+    pytest.param(  # ... and the launch that fails
+        "\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"\nAborted (core dumped)\n",
+        "arch_mismatch", "cuda-no-kernel-image", id="hip-no-binary-for-gpu-launch"),
+    pytest.param(  # TransformerEngine check_mxfp8_support on sm120, asserted by fp8_autocast
+        TB + "AssertionError: MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet.\n",
+        "arch_mismatch", "te-low-precision-needs-capability", id="te-mxfp8-not-on-sm120"),
+    pytest.param(  # Megatron training_log's per-iteration line
+        " iteration     5426/  250000 | consumed samples:        43408 | elapsed time per iteration (ms): 4247.9 | "
+        "learning rate: 2.999E-04 | global batch size:     8 | loss scale: 1.0 | grad norm: nan | "
+        "number of skipped iterations:   0 | number of nan iterations:   0 |\n", "nan", "named-value-nan",
+        id="megatron-grad-norm-nan"),
+    pytest.param(  # slurmstepd before 15.08: the node last, in lower case
+        "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***\n",
+        "killed", "slurm-step-cancelled", id="slurmstepd-old-time-limit"),
+    pytest.param(  # llama.cpp quantize: fprintf(stderr, "%s: invalid nthread '%s' (%s)\n", __func__, argv[i], e.what())
+        "main: invalid nthread 'Q8_0' (stoi)\n", "arg_error", "cxx-stoi-invalid-argument", id="llama-quantize-invalid-nthread"),
+    pytest.param(  # SGLang fp8.py's capability assert, as the traceback shows its source line
+        TB + '  File "/sgl-workspace/sglang/python/sglang/srt/layers/quantization/fp8.py", line 788, in __init__\n'
+        "    assert is_sm100_supported() or is_sm90_supported()\nAssertionError\n",
+        "arch_mismatch", "sglang-capability-assert", id="sglang-fp8-moe-capability-assert"),
+    pytest.param(  # ComfyUI-QwenVL load_model's raise, printed by the node as 'ERROR: {e}'
+        "ERROR: FP8 models require a GPU with Compute Capability 8.9 or higher (e.g., RTX 4090). Your GPU's capability "
+        "is 8.6. Please select a non-FP8 model.\n", "arch_mismatch", "dtype-needs-capability", id="comfyui-qwenvl-fp8-capability"),
+    pytest.param(  # onnxruntime BFCArena::AllocateRawInternal through the CUDA EP, as the session logs it
+        "2026-01-01 00:00:01.000 [E:onnxruntime:, sequential_executor.cc:494 ExecuteKernel] Non-zero status code returned "
+        "while running Attention node. Name:'Attention_0' Status Message: /onnxruntime_src/onnxruntime/core/framework/"
+        "bfc_arena.cc:368 void* onnxruntime::BFCArena::AllocateRawInternal(size_t, bool, onnxruntime::Stream*, bool, "
+        "onnxruntime::WaitNotificationFn) Failed to allocate memory for requested buffer of size 15728896\n",
+        "oom", "onnxruntime-bfc-arena-oom", id="onnxruntime-bfc-arena-oom"),
+    pytest.param(  # distutils spawn's DistutilsExecError, printed by setup() as 'error: ...' (CUDA extension build)
+        "/usr/local/cuda/bin/nvcc -c roi_align_kernel.cu -o build/roi_align_kernel.o\n"
+        "error: command '/usr/local/cuda/bin/nvcc' failed with exit status 1\n", "jit_error", "setuptools-compiler-failed",
+        id="distutils-nvcc-failed"),
+    pytest.param(  # pypa/distutils' newer wording
+        "error: command '/usr/bin/gcc' failed with exit code 1\n", "jit_error", "setuptools-compiler-failed",
+        id="distutils-gcc-failed-exit-code"),
+    pytest.param(  # the NVIDIA driver's Xid 31 report (dmesg -T)
+        "[Fri Jun  5 01:02:42 2026] NVRM: Xid (PCI:0000:10:00): 31, pid=4242, name=python3, channel 0x00000009, "
+        "intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_11 faulted @ 0x7f0b_27600000. Fault is of type "
+        "FAULT_PDE ACCESS_TYPE_VIRT_READ\n", "illegal_memory", "nvrm-xid-mmu-fault", id="nvrm-xid-31-mmu-fault"),
+    pytest.param(  # checkTimeout's c10::Error backtrace, rethrown from ncclCommWatchdog, its message cut off
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f00 in /torch/lib/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::duration<long, "
+        "std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f01 in /torch/lib/libtorch_cuda.so)\n"
+        "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f02 in /torch/lib/libtorch_cuda.so)\n",
+        "hang", "c10d-checktimeout-frame", id="c10d-checktimeout-backtrace"),
+    pytest.param(  # an NCCL error raised by the watchdog (not its timeout) stays nccl
+        "RuntimeError: NCCL error: unhandled system error, NCCL version 2.21.5\n"
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f00 in /torch/lib/libc10.so)\n"
+        "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkForNCCLErrors() + 0x1d2 (0x7f01 in /torch/lib/libtorch_cuda.so)\n",
+        "nccl", "nccl-error", id="c10d-nccl-error-backtrace-stays-nccl"),
 ]
 
 
@@ -950,3 +1049,33 @@ def test_a_verl_validation_run_shows_its_rollout_engine_serving() -> None:
     assert classify_text(line).status == "ready"
     assert classify_text("Initial validation metrics: {'val/test_score/openai/gsm8k': 0.71}\n").status == "ready"
     assert classify_text("Running initial validation metrics soon\n").status == "incomplete"
+
+
+@pytest.mark.parametrize("text", [
+    # argparse's own texts stay argparse's rows; getopt's words inside prose or a shell's own usage are not a parse error
+    "python: can't open file 'x.py': [Errno 2] No such file or directory\n",
+    "WARNING: option 'foo' is deprecated\n",
+    # a healthy vLLM v0 count, and one with few blocks
+    "INFO 01-01 00:00:01 llm_engine.py:275] # GPU blocks: 2048, # CPU blocks: 512\n",
+    "INFO 01-01 00:00:01 llm_engine.py:275] # GPU blocks: 7, # CPU blocks: 512\n",
+    # a missing file that is not a build tool, and a model file named like one
+    "FileNotFoundError: [Errno 2] No such file or directory: '/models/ninja-7b/config.json'\n",
+    # Megatron's healthy iteration, which counts NaN iterations
+    " iteration       10/  250000 | lm loss: 1.023E+01 | loss scale: 1.0 | grad norm: 3.141 | number of nan iterations:   0 |\n",
+    # a tool's non-numeric complaint, a setup command that is not a compiler, another Xid, prose about compute capability
+    "main: invalid model file 'x.gguf'\n",
+    "error: command 'git' failed with exit status 128\n",
+    "[Fri Jun  5 01:02:42 2026] NVRM: Xid (PCI:0000:10:00): 79, pid=4242, GPU has fallen off the bus.\n",
+    "    assert torch.cuda.is_available()\n",
+])
+def test_texts_near_holdout12s_rows_are_not_theirs(text: str) -> None:
+    d = classify_text(text)
+    assert d.signature not in {"getopt-bad-option", "boost-program-options", "vllm-zero-gpu-blocks", "cumem-allocator-oom",
+                               "torch-ops-namespace-missing-op", "jit-build-tool-not-found", "named-value-nan",
+                               "cxx-stoi-invalid-argument", "setuptools-compiler-failed", "nvrm-xid-mmu-fault",
+                               "sglang-capability-assert"}, d
+
+
+def test_te_cublas_reason_is_not_an_architecture_row() -> None:
+    d = classify_text(TB + "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.\n")
+    assert d.signature != "te-low-precision-needs-capability", d
