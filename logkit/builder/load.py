@@ -10,7 +10,9 @@ hypotheses, verdicts, sweeps, kinds added later) are read with it; its many (:da
 attempt, and its todos and notes, which only its own page shows) are read from the snapshot's
 events when a page first needs them (:attr:`SessionData.events`, ``.attempts``, ...) and let go
 again when more than a few sessions hold theirs (:class:`Resident`), so memory does not grow with
-the store. Bad lines are the index's ``problems`` rows: each is warned about as ``file:line:
+the store. A metric event is never typed here: what a page shows of a metric is its ``metrics`` row,
+and of its line only its provenance (:attr:`Heavy.metric_provenance`, read from the line as the
+index ingested it, for the lines whose ``events`` row names a source). Bad lines are the index's ``problems`` rows: each is warned about as ``file:line:
 message`` and skipped; with ``strict=True`` any raises :class:`~logkit.errors.BadInput`.
 """
 
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple
 
 from ..errors import BadInput
 from ..events import (
-    Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
+    Attempt, BaseEvent, Decision, Hypothesis, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
     event_adapter,
 )
 from ..store.files import events_path
@@ -102,12 +104,15 @@ class MetricFact(NamedTuple):
 
 @dataclass(eq=False, slots=True)
 class Heavy:
-    """Every event of the session in time order, those of the kinds in :data:`HEAVY` grouped."""
+    """Every event of the session but its metrics, in time order, those of the kinds in :data:`HEAVY`
+    grouped; of the metric events, the provenance of those that name one (the pages read the
+    ``metrics`` rows: :attr:`SessionData.metric_rows`)."""
 
     events: list[BaseEvent] = field(default_factory=list)
     attempts: dict[str, Attempt] = field(default_factory=dict)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
-    metrics: list[Metric] = field(default_factory=list)
+    #: (source, detail) of each distinct provenance the session's metric lines name
+    metric_provenance: set[tuple[str, str | None]] = field(default_factory=set)
     smokes: dict[str, list[Smoke]] = field(default_factory=dict)
     server_info: dict[str, ServerInfo] = field(default_factory=dict)
     #: attempt short id -> the full environment from a later ``environment`` event, if any
@@ -207,10 +212,6 @@ class SessionData:
         return self.heavy.outcomes
 
     @property
-    def metrics(self) -> list[Metric]:
-        return self.heavy.metrics
-
-    @property
     def smokes(self) -> dict[str, list[Smoke]]:
         return self.heavy.smokes
 
@@ -285,9 +286,7 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     part = Heavy(events=sorted(events, key=_BY_TS))
     attempts = part.attempts
     for event in part.events:
-        if isinstance(event, Metric):
-            part.metrics.append(event)
-        elif isinstance(event, Attempt):
+        if isinstance(event, Attempt):
             attempts[event.short_id] = event
         elif isinstance(event, Outcome):
             part.outcomes[event.attempt] = event
@@ -320,19 +319,36 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
 _LAUNCH_KINDS = ("attempt", "launch_config")
 
 
-def _events(conn: Any, root: Path, sid: str, light: bool, kinds: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
+def _events(conn: Any, root: Path, sid: str, light: bool, kinds: tuple[str, ...] = (),
+            skip: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
     """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; only
-    those of ``kinds`` when given) and their line numbers, from the index."""
+    those of ``kinds`` when given; none of ``skip``) and their line numbers, from the index."""
     from ..store.index import lines_at
 
     validate = event_adapter().validate_python
-    where = f" AND kind NOT IN ({','.join('?' * len(HEAVY))})" if light else ""
+    skip = (*HEAVY, *skip) if light else skip
+    where = f" AND kind NOT IN ({','.join('?' * len(skip))})" if skip else ""
     where += f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
     rows = conn.execute(f"SELECT id, offset, length, line FROM events WHERE session = ?{where} ORDER BY line",
-                        (sid, *(HEAVY if light else ()), *kinds)).fetchall()
+                        (sid, *skip, *kinds)).fetchall()
     # the lines as they are in the file (upgraded to the current schema), typed for the pages
     events = [validate(data) for data in lines_at(events_path(root, sid), [r[:3] for r in rows])]
     return events, [r[3] for r in rows]
+
+
+def _heavy(conn: Any, root: Path, sid: str) -> Heavy:
+    """The many events of ``sid`` (:class:`Heavy`): every kind but ``metric`` typed; of the metric
+    lines whose ``events`` row names a provenance source, that provenance, read from the line as it
+    is (the index validated it at ingest; a ``captured`` one without detail says nothing on a page)."""
+    from ..store.index import lines_at
+
+    part = _heavy_of(_events(conn, root, sid, light=False, skip=("metric",))[0])
+    spans = conn.execute("SELECT id, offset, length FROM events WHERE session = ? AND kind = 'metric' "
+                         "AND source IS NOT NULL ORDER BY line", (sid,)).fetchall()
+    for data in lines_at(events_path(root, sid), spans):
+        prov = data.get("provenance") or {}
+        part.metric_provenance.add((prov.get("source", "captured"), prov.get("detail")))
+    return part
 
 
 def _group_light(data: SessionData, light: list[BaseEvent]) -> None:
@@ -361,7 +377,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
     for sid, ino, size, mtime, tail in conn.execute("SELECT session, ino, size, mtime, tail FROM sessions ORDER BY session"):
         data = sessions[sid] = SessionData(id=sid, path=events_path(root, sid), resident=resident)
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
-        data.reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, light=False)[0]))
+        data.reader = (lambda sid=sid: _heavy(conn, root, sid))
         data.launch_reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, False, _LAUNCH_KINDS)[0]).attempts)
     few: dict[str, ReadResult] = {}
     with gc_paused():
