@@ -283,6 +283,29 @@ def test_environment_event_supplies_gpus_and_versions(tmp_path: Path) -> None:
     assert "flashinfer 0.5.3" in session and "driver 575.57.08" in session
 
 
+def test_a_configuration_page_shows_the_full_parse_that_a_later_launch_config_event_gave(tmp_path: Path) -> None:
+    """The configuration pages read only the last launch of each configuration with its
+    ``launch_config`` events (SGLang's full parse, recorded beside the launch): its arguments are
+    the page's full list, and another launch's parse is not."""
+    from logkit.events import AttemptLaunch, LaunchConfig
+
+    store = Store(tmp_path / "sessions")
+    sid = "2026-12-04-full-parse"
+    w = kb_factory.Writer(sid, kb_factory.datetime(2026, 12, 4, tzinfo=kb_factory.UTC))
+    # two launches of one configuration: the page shows the last one's parse
+    refs = [w.launch(kb_factory.MODELS[1], "SM100", 4, "flashinfer_trtllm", "trtllm_mla", kb_factory.VERSIONS[2],
+                     throughput=5400.0) for _ in range(2)]
+    launch = next(e for e in w.events if getattr(e, "short_id", None) == refs[1] and e.kind == "attempt").launch
+    for ref, value in zip(refs, (111, 222), strict=True):
+        full = launch.model_copy(update={"args": {**launch.args, "chunked_prefill_size": value, "port": 30000}})
+        w.events.append(AttemptLaunch(session=sid, ts=w.tick(1), attempt=ref, launch=full))
+    kb_factory._write(store, sid, "full parse", w.t, w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    pages = [p.read_text() for p in (tmp_path / "docs" / "configs").glob("*/index.md")]
+    page = next(text for text in pages if "chunked_prefill_size" in text)
+    assert "222" in page and "111" not in page
+
+
 def test_a_provenance_only_a_metric_line_names_is_on_its_session_page(tmp_path: Path) -> None:
     """The builder never types a metric event again (the pages read the index's metrics rows), yet a
     provenance that only a metric line names is still in its session's Provenance box."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import tomllib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from functools import cache
@@ -169,8 +169,8 @@ class SessionData:
     undeclared: bool = False
     heavy_part: Heavy | None = field(default=None, repr=False)
     reader: Callable[[], Heavy] | None = field(default=None, repr=False)
-    #: reads the session's attempt and ``launch_config`` events alone (:meth:`launches`)
-    launch_reader: Callable[[], dict[str, Attempt]] | None = field(default=None, repr=False)
+    #: reads the attempt and ``launch_config`` events of some attempts alone (:meth:`launches`)
+    launch_reader: Callable[[Collection[str]], dict[str, Attempt]] | None = field(default=None, repr=False)
     resident: Resident | None = field(default=None, repr=False)
 
     @property
@@ -190,14 +190,14 @@ class SessionData:
             self.resident.touch(self)
         return part
 
-    def launches(self) -> dict[str, Attempt]:
-        """The attempts as :attr:`attempts` gives them (SGLang's full parse merged in), read with
-        only the events that make them when the many events are not in memory: a tenth of them,
-        and nothing is kept (the configuration pages read every session's launches once)."""
+    def launches(self, only: Collection[str]) -> dict[str, Attempt]:
+        """The attempts ``only`` names (at least) as :attr:`attempts` gives them (SGLang's full parse
+        merged in), read with only the events that make them when the many events are not in memory,
+        and nothing is kept (the configuration pages read the last launch of each configuration)."""
         if self.heavy_part is not None or self.launch_reader is None:
             return self.attempts
         with gc_paused():
-            return self.launch_reader()
+            return self.launch_reader(only)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -315,22 +315,36 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     return part
 
 
-#: the event kinds that make a session's attempts (:func:`_heavy_of`'s ``attempts``)
-_LAUNCH_KINDS = ("attempt", "launch_config")
+def _launches(conn: Any, root: Path, sid: str, only: Collection[str]) -> dict[str, Attempt]:
+    """The attempts ``only`` names of ``sid`` as :func:`_heavy_of` makes them: each read with its
+    ``launch_config`` events, which are all that change it (the attempt's short id and the
+    ``attempt`` column of its ``launch_config`` rows)."""
+    from ..store.index import lines_at
+
+    wanted = sorted(set(only))
+    rows: list[tuple[int, str, int, int]] = []
+    for at in range(0, len(wanted), 400):  # inside SQLite's variables per statement
+        some = wanted[at:at + 400]
+        marks = ",".join("?" * len(some))
+        rows += conn.execute(
+            f"SELECT line, id, offset, length FROM events WHERE session = ? AND ((kind = 'attempt' AND short_id IN "
+            f"({marks})) OR (kind = 'launch_config' AND attempt IN ({marks})))", (sid, *some, *some)).fetchall()
+    rows.sort()
+    validate = event_adapter().validate_python
+    return _heavy_of([validate(data) for data in lines_at(events_path(root, sid), [r[1:] for r in rows])]).attempts
 
 
-def _events(conn: Any, root: Path, sid: str, light: bool, kinds: tuple[str, ...] = (),
-            skip: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
-    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; only
-    those of ``kinds`` when given; none of ``skip``) and their line numbers, from the index."""
+
+def _events(conn: Any, root: Path, sid: str, light: bool, skip: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
+    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; none
+    of ``skip``) and their line numbers, from the index."""
     from ..store.index import lines_at
 
     validate = event_adapter().validate_python
     skip = (*HEAVY, *skip) if light else skip
     where = f" AND kind NOT IN ({','.join('?' * len(skip))})" if skip else ""
-    where += f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
     rows = conn.execute(f"SELECT id, offset, length, line FROM events WHERE session = ?{where} ORDER BY line",
-                        (sid, *skip, *kinds)).fetchall()
+                        (sid, *skip)).fetchall()
     # the lines as they are in the file (upgraded to the current schema), typed for the pages
     events = [validate(data) for data in lines_at(events_path(root, sid), [r[:3] for r in rows])]
     return events, [r[3] for r in rows]
@@ -378,7 +392,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
         data = sessions[sid] = SessionData(id=sid, path=events_path(root, sid), resident=resident)
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
         data.reader = (lambda sid=sid: _heavy(conn, root, sid))
-        data.launch_reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, False, _LAUNCH_KINDS)[0]).attempts)
+        data.launch_reader = (lambda only, sid=sid: _launches(conn, root, sid, only))
     few: dict[str, ReadResult] = {}
     with gc_paused():
         for sid, data in sessions.items():

@@ -198,7 +198,7 @@ def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
     for sid in sorted(by_session):
         facts = by_session[sid]
         assert facts[0].data is not None
-        attempts = facts[0].data.launches()
+        attempts = facts[0].data.launches([f.short_id for f in facts])
         for f in facts:
             launch = attempts[f.short_id].launch
             args[f.ref] = launch.args if launch is not None else {}
