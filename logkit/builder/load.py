@@ -172,6 +172,8 @@ class SessionData:
     #: reads the attempt and ``launch_config`` events of some attempts alone (:meth:`launches`)
     launch_reader: Callable[[Collection[str]], dict[str, Attempt]] | None = field(default=None, repr=False)
     resident: Resident | None = field(default=None, repr=False)
+    #: reads one attempt's outcome events alone (:meth:`outcome_of`)
+    outcome_reader: Callable[[str], Outcome | None] | None = field(default=None, repr=False)
 
     @property
     def title(self) -> str:
@@ -198,6 +200,15 @@ class SessionData:
             return self.attempts
         with gc_paused():
             return self.launch_reader(only)
+
+    def outcome_of(self, short_id: str) -> Outcome | None:
+        """The outcome :attr:`outcomes` gives attempt ``short_id``, read with only that attempt's
+        outcome events when the many events are not in memory (nothing is kept): a page that shows
+        one attempt's log excerpt does not read its whole session."""
+        if self.heavy_part is not None or self.outcome_reader is None:
+            return self.outcomes.get(short_id)
+        with gc_paused():
+            return self.outcome_reader(short_id)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -315,6 +326,17 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     return part
 
 
+def _outcome(conn: Any, root: Path, sid: str, short_id: str) -> Outcome | None:
+    """The outcome :func:`_heavy_of` gives attempt ``short_id`` of ``sid``: its last in time order."""
+    from ..store.index import lines_at
+
+    rows = conn.execute("SELECT id, offset, length FROM events WHERE session = ? AND kind = 'outcome' AND attempt = ? "
+                        "ORDER BY line", (sid, short_id)).fetchall()
+    validate = event_adapter().validate_python
+    outcomes = sorted((validate(data) for data in lines_at(events_path(root, sid), rows)), key=_BY_TS)
+    return outcomes[-1] if outcomes else None
+
+
 def _launches(conn: Any, root: Path, sid: str, only: Collection[str]) -> dict[str, Attempt]:
     """The attempts ``only`` names of ``sid`` as :func:`_heavy_of` makes them: each read with its
     ``launch_config`` events, which are all that change it (the attempt's short id and the
@@ -393,6 +415,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
         data.reader = (lambda sid=sid: _heavy(conn, root, sid))
         data.launch_reader = (lambda only, sid=sid: _launches(conn, root, sid, only))
+        data.outcome_reader = (lambda short_id, sid=sid: _outcome(conn, root, sid, short_id))
     few: dict[str, ReadResult] = {}
     with gc_paused():
         for sid, data in sessions.items():
