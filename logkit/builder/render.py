@@ -169,8 +169,6 @@ class Renderer:
                                 numbered=_numbered, excerpt=_excerpt, conc=_conc, command=_command,
                                 metric=metric_label)
         self.written: list[Path] = []
-        #: the directories this renderer made or found (one mkdir per directory, not per page)
-        self._dirs: set[Path] = set()
 
     def render(self, page: Page, ctx: Any) -> str:
         """The Markdown of one page."""
@@ -219,9 +217,7 @@ class Renderer:
                     continue
             except OSError:
                 pass
-            if target.parent not in self._dirs:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                self._dirs.add(target.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             changed += 1
         return changed
