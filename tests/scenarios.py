@@ -525,7 +525,8 @@ def frames_run(root: Path, events: int) -> dict[str, Any]:
     frames = make_frames(loaded)
     t_frames = time.perf_counter() - t0
     assert not loaded.problems, loaded.problems[:3]
-    n_events = sum(len(s.events) for s in loaded.sessions.values())
+    # every event but the metrics, which a build reads as the index's rows (never typed again)
+    n_events = sum(len(s.events) + len(s.metric_rows) for s in loaded.sessions.values())
     assert n_events == total, (n_events, total)
     n_attempts = sum(len(s.attempts) for s in loaded.sessions.values())
     assert len(frames.attempts) == n_attempts, (len(frames.attempts), n_attempts)

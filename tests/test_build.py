@@ -283,6 +283,49 @@ def test_environment_event_supplies_gpus_and_versions(tmp_path: Path) -> None:
     assert "flashinfer 0.5.3" in session and "driver 575.57.08" in session
 
 
+def test_a_configuration_page_shows_the_full_parse_that_a_later_launch_config_event_gave(tmp_path: Path) -> None:
+    """The configuration pages read only the last launch of each configuration with its
+    ``launch_config`` events (SGLang's full parse, recorded beside the launch): its arguments are
+    the page's full list, and another launch's parse is not."""
+    from logkit.events import AttemptLaunch, LaunchConfig
+
+    store = Store(tmp_path / "sessions")
+    sid = "2026-12-04-full-parse"
+    w = kb_factory.Writer(sid, kb_factory.datetime(2026, 12, 4, tzinfo=kb_factory.UTC))
+    # two launches of one configuration: the page shows the last one's parse
+    refs = [w.launch(kb_factory.MODELS[1], "SM100", 4, "flashinfer_trtllm", "trtllm_mla", kb_factory.VERSIONS[2],
+                     throughput=5400.0) for _ in range(2)]
+    launch = next(e for e in w.events if getattr(e, "short_id", None) == refs[1] and e.kind == "attempt").launch
+    for ref, value in zip(refs, (111, 222), strict=True):
+        full = launch.model_copy(update={"args": {**launch.args, "chunked_prefill_size": value, "port": 30000}})
+        w.events.append(AttemptLaunch(session=sid, ts=w.tick(1), attempt=ref, launch=full))
+    kb_factory._write(store, sid, "full parse", w.t, w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    pages = [p.read_text() for p in (tmp_path / "docs" / "configs").glob("*/index.md")]
+    page = next(text for text in pages if "chunked_prefill_size" in text)
+    assert "222" in page and "111" not in page
+
+
+def test_a_provenance_only_a_metric_line_names_is_on_its_session_page(tmp_path: Path) -> None:
+    """The builder never types a metric event again (the pages read the index's metrics rows), yet a
+    provenance that only a metric line names is still in its session's Provenance box."""
+    from logkit.events import Metric, Provenance
+
+    store = Store(tmp_path / "sessions")
+    sid = "2026-12-03-imported-metric"
+    w = kb_factory.Writer(sid, kb_factory.datetime(2026, 12, 3, tzinfo=kb_factory.UTC))
+    w.launch(kb_factory.MODELS[1], "SM100", 4, "flashinfer_trtllm", "trtllm_mla", kb_factory.VERSIONS[2], throughput=5400.0)
+    w.events.append(Metric(session=sid, ts=w.tick(1), name="output_throughput", value=5500.0, server_attempt="A1",
+                           provenance=Provenance(source="imported", detail="bench/old-run.jsonl")))
+    w.events.append(Metric(session=sid, ts=w.tick(1), name="output_throughput", value=5600.0, server_attempt="A1",
+                           provenance=Provenance(source="captured")))  # says nothing on a page
+    kb_factory._write(store, sid, "one imported figure", w.t, w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    page = (tmp_path / "docs" / "sessions" / sid / "index.md").read_text()
+    box = page.split('!!! info "Provenance"')[1].split("\n\n")[0]
+    assert box.strip().splitlines() == ["- imported: bench/old-run.jsonl"]
+
+
 @pytest.mark.parametrize("command", ["build", "serve"])
 def test_build_and_serve_refuse_a_sessions_directory_that_does_not_exist(command: str, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-sessions"

@@ -62,3 +62,25 @@ def test_link_refuses_non_generated_targets() -> None:
     assert str(link("<b>", "sessions/x/index.md#A1")) == "[&#60;b&#62;](sessions/x/index.md#A1)"
     with pytest.raises(ValueError):
         link("x", "javascript:alert(1)")
+
+
+def test_a_commands_words_are_shlexs_whatever_the_text() -> None:
+    """The command block's plain-text fast path splits exactly as ``shlex.split`` (quotes, escapes,
+    separators other than shlex's whitespace, non-ASCII spaces and unbalanced quotes included)."""
+    import random
+    import shlex
+
+    from logkit.builder.render import _words
+
+    def split(fn, text: str) -> object:
+        try:
+            return fn(text)
+        except ValueError:
+            return "unbalanced"
+
+    rng = random.Random(0)
+    alphabet = "ab -=#\t\n\r\x0b\x0c\x1c\x1f\"'\\$|;&()\xa0é"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        assert split(_words, text) == split(shlex.split, text), repr(text)
+    assert _words("python -m sglang.launch_server --tp 8") == ["python", "-m", "sglang.launch_server", "--tp", "8"]

@@ -120,7 +120,10 @@ def link(label: Any, href: str, title: str | None = None) -> Markup:
 
 def finalize(value: Any) -> Any:
     """Jinja ``finalize`` hook: escape everything that is not already Markup."""
-    if isinstance(value, Markup):
+    kind = type(value)
+    if kind is str:  # most of what a page prints (one call less than through :func:`esc`)
+        return _esc_str(value)
+    if kind is Markup or isinstance(value, Markup):
         return value
     if value is None:
         return ""

@@ -73,6 +73,13 @@ class AttemptFacts:
             return None
         return self.data.outcomes.get(self.short_id)
 
+    def outcome_alone(self) -> Outcome | None:
+        """:attr:`outcome`, without reading the session's other events when they are not in memory
+        (:meth:`~logkit.builder.load.SessionData.outcome_of`)."""
+        if self.status is None or self.data is None:
+            return None
+        return self.data.outcome_of(self.short_id)
+
     @property
     def gpu_label(self) -> str | None:
         """``8x NVIDIA RTX PRO 6000`` or ``None``."""

@@ -10,7 +10,9 @@ hypotheses, verdicts, sweeps, kinds added later) are read with it; its many (:da
 attempt, and its todos and notes, which only its own page shows) are read from the snapshot's
 events when a page first needs them (:attr:`SessionData.events`, ``.attempts``, ...) and let go
 again when more than a few sessions hold theirs (:class:`Resident`), so memory does not grow with
-the store. Bad lines are the index's ``problems`` rows: each is warned about as ``file:line:
+the store. A metric event is never typed here: what a page shows of a metric is its ``metrics`` row,
+and of its line only its provenance (:attr:`Heavy.metric_provenance`, read from the line as the
+index ingested it, for the lines whose ``events`` row names a source). Bad lines are the index's ``problems`` rows: each is warned about as ``file:line:
 message`` and skipped; with ``strict=True`` any raises :class:`~logkit.errors.BadInput`.
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import tomllib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from functools import cache
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple
 
 from ..errors import BadInput
 from ..events import (
-    Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
+    Attempt, BaseEvent, Decision, Hypothesis, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
     event_adapter,
 )
 from ..store.files import events_path
@@ -102,12 +104,15 @@ class MetricFact(NamedTuple):
 
 @dataclass(eq=False, slots=True)
 class Heavy:
-    """Every event of the session in time order, those of the kinds in :data:`HEAVY` grouped."""
+    """Every event of the session but its metrics, in time order, those of the kinds in :data:`HEAVY`
+    grouped; of the metric events, the provenance of those that name one (the pages read the
+    ``metrics`` rows: :attr:`SessionData.metric_rows`)."""
 
     events: list[BaseEvent] = field(default_factory=list)
     attempts: dict[str, Attempt] = field(default_factory=dict)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
-    metrics: list[Metric] = field(default_factory=list)
+    #: (source, detail) of each distinct provenance the session's metric lines name
+    metric_provenance: set[tuple[str, str | None]] = field(default_factory=set)
     smokes: dict[str, list[Smoke]] = field(default_factory=dict)
     server_info: dict[str, ServerInfo] = field(default_factory=dict)
     #: attempt short id -> the full environment from a later ``environment`` event, if any
@@ -164,9 +169,11 @@ class SessionData:
     undeclared: bool = False
     heavy_part: Heavy | None = field(default=None, repr=False)
     reader: Callable[[], Heavy] | None = field(default=None, repr=False)
-    #: reads the session's attempt and ``launch_config`` events alone (:meth:`launches`)
-    launch_reader: Callable[[], dict[str, Attempt]] | None = field(default=None, repr=False)
+    #: reads the attempt and ``launch_config`` events of some attempts alone (:meth:`launches`)
+    launch_reader: Callable[[Collection[str]], dict[str, Attempt]] | None = field(default=None, repr=False)
     resident: Resident | None = field(default=None, repr=False)
+    #: reads one attempt's outcome events alone (:meth:`outcome_of`)
+    outcome_reader: Callable[[str], Outcome | None] | None = field(default=None, repr=False)
 
     @property
     def title(self) -> str:
@@ -185,14 +192,23 @@ class SessionData:
             self.resident.touch(self)
         return part
 
-    def launches(self) -> dict[str, Attempt]:
-        """The attempts as :attr:`attempts` gives them (SGLang's full parse merged in), read with
-        only the events that make them when the many events are not in memory: a tenth of them,
-        and nothing is kept (the configuration pages read every session's launches once)."""
+    def launches(self, only: Collection[str]) -> dict[str, Attempt]:
+        """The attempts ``only`` names (at least) as :attr:`attempts` gives them (SGLang's full parse
+        merged in), read with only the events that make them when the many events are not in memory,
+        and nothing is kept (the configuration pages read the last launch of each configuration)."""
         if self.heavy_part is not None or self.launch_reader is None:
             return self.attempts
         with gc_paused():
-            return self.launch_reader()
+            return self.launch_reader(only)
+
+    def outcome_of(self, short_id: str) -> Outcome | None:
+        """The outcome :attr:`outcomes` gives attempt ``short_id``, read with only that attempt's
+        outcome events when the many events are not in memory (nothing is kept): a page that shows
+        one attempt's log excerpt does not read its whole session."""
+        if self.heavy_part is not None or self.outcome_reader is None:
+            return self.outcomes.get(short_id)
+        with gc_paused():
+            return self.outcome_reader(short_id)
 
     @property
     def events(self) -> list[BaseEvent]:
@@ -205,10 +221,6 @@ class SessionData:
     @property
     def outcomes(self) -> dict[str, Outcome]:
         return self.heavy.outcomes
-
-    @property
-    def metrics(self) -> list[Metric]:
-        return self.heavy.metrics
 
     @property
     def smokes(self) -> dict[str, list[Smoke]]:
@@ -285,9 +297,7 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     part = Heavy(events=sorted(events, key=_BY_TS))
     attempts = part.attempts
     for event in part.events:
-        if isinstance(event, Metric):
-            part.metrics.append(event)
-        elif isinstance(event, Attempt):
+        if isinstance(event, Attempt):
             attempts[event.short_id] = event
         elif isinstance(event, Outcome):
             part.outcomes[event.attempt] = event
@@ -316,23 +326,65 @@ def _heavy_of(events: list[BaseEvent]) -> Heavy:
     return part
 
 
-#: the event kinds that make a session's attempts (:func:`_heavy_of`'s ``attempts``)
-_LAUNCH_KINDS = ("attempt", "launch_config")
+def _outcome(conn: Any, root: Path, sid: str, short_id: str) -> Outcome | None:
+    """The outcome :func:`_heavy_of` gives attempt ``short_id`` of ``sid``: its last in time order."""
+    from ..store.index import lines_at
+
+    rows = conn.execute("SELECT id, offset, length FROM events WHERE session = ? AND kind = 'outcome' AND attempt = ? "
+                        "ORDER BY line", (sid, short_id)).fetchall()
+    validate = event_adapter().validate_python
+    outcomes = sorted((validate(data) for data in lines_at(events_path(root, sid), rows)), key=_BY_TS)
+    return outcomes[-1] if outcomes else None
 
 
-def _events(conn: Any, root: Path, sid: str, light: bool, kinds: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
-    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; only
-    those of ``kinds`` when given) and their line numbers, from the index."""
+def _launches(conn: Any, root: Path, sid: str, only: Collection[str]) -> dict[str, Attempt]:
+    """The attempts ``only`` names of ``sid`` as :func:`_heavy_of` makes them: each read with its
+    ``launch_config`` events, which are all that change it (the attempt's short id and the
+    ``attempt`` column of its ``launch_config`` rows)."""
+    from ..store.index import lines_at
+
+    wanted = sorted(set(only))
+    rows: list[tuple[int, str, int, int]] = []
+    for at in range(0, len(wanted), 400):  # inside SQLite's variables per statement
+        some = wanted[at:at + 400]
+        marks = ",".join("?" * len(some))
+        rows += conn.execute(
+            f"SELECT line, id, offset, length FROM events WHERE session = ? AND ((kind = 'attempt' AND short_id IN "
+            f"({marks})) OR (kind = 'launch_config' AND attempt IN ({marks})))", (sid, *some, *some)).fetchall()
+    rows.sort()
+    validate = event_adapter().validate_python
+    return _heavy_of([validate(data) for data in lines_at(events_path(root, sid), [r[1:] for r in rows])]).attempts
+
+
+
+def _events(conn: Any, root: Path, sid: str, light: bool, skip: tuple[str, ...] = ()) -> tuple[list[BaseEvent], list[int]]:
+    """The validated events of ``sid`` (only those not of the :data:`HEAVY` kinds: ``light``; none
+    of ``skip``) and their line numbers, from the index."""
     from ..store.index import lines_at
 
     validate = event_adapter().validate_python
-    where = f" AND kind NOT IN ({','.join('?' * len(HEAVY))})" if light else ""
-    where += f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+    skip = (*HEAVY, *skip) if light else skip
+    where = f" AND kind NOT IN ({','.join('?' * len(skip))})" if skip else ""
     rows = conn.execute(f"SELECT id, offset, length, line FROM events WHERE session = ?{where} ORDER BY line",
-                        (sid, *(HEAVY if light else ()), *kinds)).fetchall()
+                        (sid, *skip)).fetchall()
     # the lines as they are in the file (upgraded to the current schema), typed for the pages
     events = [validate(data) for data in lines_at(events_path(root, sid), [r[:3] for r in rows])]
     return events, [r[3] for r in rows]
+
+
+def _heavy(conn: Any, root: Path, sid: str) -> Heavy:
+    """The many events of ``sid`` (:class:`Heavy`): every kind but ``metric`` typed; of the metric
+    lines whose ``events`` row names a provenance source, that provenance, read from the line as it
+    is (the index validated it at ingest; a ``captured`` one without detail says nothing on a page)."""
+    from ..store.index import lines_at
+
+    part = _heavy_of(_events(conn, root, sid, light=False, skip=("metric",))[0])
+    spans = conn.execute("SELECT id, offset, length FROM events WHERE session = ? AND kind = 'metric' "
+                         "AND source IS NOT NULL ORDER BY line", (sid,)).fetchall()
+    for data in lines_at(events_path(root, sid), spans):
+        prov = data.get("provenance") or {}
+        part.metric_provenance.add((prov.get("source", "captured"), prov.get("detail")))
+    return part
 
 
 def _group_light(data: SessionData, light: list[BaseEvent]) -> None:
@@ -361,8 +413,9 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
     for sid, ino, size, mtime, tail in conn.execute("SELECT session, ino, size, mtime, tail FROM sessions ORDER BY session"):
         data = sessions[sid] = SessionData(id=sid, path=events_path(root, sid), resident=resident)
         digests[sid] = f"{ino}:{size}:{mtime}:{tail}"
-        data.reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, light=False)[0]))
-        data.launch_reader = (lambda sid=sid: _heavy_of(_events(conn, root, sid, False, _LAUNCH_KINDS)[0]).attempts)
+        data.reader = (lambda sid=sid: _heavy(conn, root, sid))
+        data.launch_reader = (lambda only, sid=sid: _launches(conn, root, sid, only))
+        data.outcome_reader = (lambda short_id, sid=sid: _outcome(conn, root, sid, short_id))
     few: dict[str, ReadResult] = {}
     with gc_paused():
         for sid, data in sessions.items():

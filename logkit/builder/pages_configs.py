@@ -198,7 +198,7 @@ def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
     for sid in sorted(by_session):
         facts = by_session[sid]
         assert facts[0].data is not None
-        attempts = facts[0].data.launches()
+        attempts = facts[0].data.launches([f.short_id for f in facts])
         for f in facts:
             launch = attempts[f.short_id].launch
             args[f.ref] = launch.args if launch is not None else {}
@@ -401,7 +401,9 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
               hits: list[AttemptFacts], compared: str | None = None, cell: matrix.Cell | None = None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
-    shown = next((h for h in reversed(failed) if h.outcome is not None and h.outcome.evidence), None)
+    # the log excerpt: the last failed attempt's outcome with one, read alone (this page shows no other event)
+    shown, shown_outcome = next(((h, o) for h in reversed(failed) if (o := h.outcome_alone()) is not None and o.evidence),
+                                (None, None))
     refs = {h.ref for h in hits}
     refuted_on: dict[str, list[str]] = {}
     for h in failed:
@@ -433,7 +435,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=[Line(e.line, e.text) for e in (shown.outcome.evidence[:12] if shown and shown.outcome else [])],
+        excerpt=[Line(e.line, e.text) for e in (shown_outcome.evidence[:12] if shown_outcome else [])],
         excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -377,7 +378,10 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
                                  text=str(getattr(event, "text", "") or getattr(event, "title", "") or "")))
         part_of.extend([part] * (len(entries) - len(part_of)))
     meta = session.meta
-    sources = sorted({t for e in session.events if (t := provenance_text(getattr(e, "provenance", None)))})
+    # every event's provenance: the metric lines' as :class:`~.load.Heavy` read them (never typed)
+    provs = [getattr(e, "provenance", None) for e in session.events]
+    provs += [SimpleNamespace(source=source, detail=detail) for source, detail in session.heavy.metric_provenance]
+    sources = sorted({t for prov in provs if (t := provenance_text(prov))})
     facts = index.facts_by_session.get(session.id, [])
 
     def page(number: int, own: list[Entry], parts: list[SessionPart]) -> SessionPage:

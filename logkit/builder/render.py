@@ -62,13 +62,26 @@ def _command(value: Any) -> Markup:
     return _command_block(str(value or ""))
 
 
+#: what makes ``shlex.split`` differ from ``str.split`` on ASCII text: its quotes and escape, and the
+#: separators ``str.split`` splits at that shlex's whitespace (space, tab, CR, LF) leaves in a word
+_SHELL_SYNTAX = frozenset("'\"\\\x0b\x0c\x1c\x1d\x1e\x1f")
+
+
+def _words(text: str) -> list[str]:
+    """``shlex.split(text)``; without quotes, escapes or odd separators (most launch commands) its
+    words are ``text.split()``'s, in a tenth of the time."""
+    if text.isascii() and _SHELL_SYNTAX.isdisjoint(text):
+        return text.split()
+    return shlex.split(text)
+
+
 @functools.lru_cache(maxsize=4096)
 def _command_block(text: str) -> Markup:
     """:func:`_command` of one text, kept: a launch's command is shown on its attempt, session,
     configuration and matrix pages, and ``shlex`` takes ~0.1 ms a word (3,224 blocks of 445
     commands at 50 sessions)."""
     try:
-        words = shlex.split(text)
+        words = _words(text)
     except ValueError:  # unbalanced quotes: show it as recorded
         return fence(text, "bash")
     if "\n" in text or any(set(w) <= set("|&;<>()") for w in words):  # a pipeline or script: as recorded
