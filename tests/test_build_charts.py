@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import kb_factory
 from conftest import REPO
 from logkit.builder.charts import metrics_pages
@@ -197,6 +199,7 @@ def _edge_specs() -> list[dict]:
     return specs
 
 
+@pytest.mark.slow  # draws 86 specs through vl-convert's JavaScript runtime (about 2 s): CI runs it, the fast lane does not
 def test_charts_drawn_in_python_show_what_vega_draws(tmp_path: Path) -> None:
     """Every chart kind is drawn from its spec without Vega (``builder/svgchart.py``): the same words
     (titles, every axis label Vega's ticks, number formats and label overlap give, the legends), the
