@@ -34,24 +34,6 @@ def test_the_bootstrap_interval_covers_the_true_median_about_95_percent_of_the_t
     assert 0.88 <= hits / 200 <= 0.995
 
 
-def test_the_bootstrap_interval_is_the_one_random_choices_and_statistics_median_give() -> None:
-    """The one-pass draws give what ``rng.choices`` + ``statistics.median`` per resample gave (the
-    fixed seed's interval is unchanged: pages and comparisons read the same figures)."""
-    from statistics import median
-
-    def reference(values: list[float], resamples: int, seed: int) -> tuple[float, float]:
-        rng = random.Random(seed)
-        meds = sorted(median(rng.choices(values, k=len(values))) for _ in range(resamples))
-        return meds[int(0.025 * (resamples - 1))], meds[int(round(0.975 * (resamples - 1)))]
-
-    rng = random.Random(3)
-    for n in (1, 2, 5, 6, 7, 12, 31):
-        for values in ([rng.uniform(0.0, 500.0) for _ in range(n)], [float(rng.randint(0, 2)) for _ in range(n)]):
-            for seed in (0, 9):
-                assert repr(bootstrap_median(values, seed=seed, resamples=500)) == repr(reference(values, 500, seed))
-    assert bootstrap_median([70.0, 72.0, 71.0, 73.0, 69.0]) == reference([70.0, 72.0, 71.0, 73.0, 69.0], 2000, 0)
-
-
 def test_slow_only_when_the_intervals_do_not_overlap() -> None:
     # the seeds' cutlass vs cudnn, one run each: a tie, both figures shown
     tie = compare([71.6], [71.9])
