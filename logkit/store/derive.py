@@ -250,9 +250,7 @@ def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str
         attempt.get("recorder_pid"), attempt.get("recorder_host"), label, configuration, config_key, shown,
         (attempt.get("provenance") or {}).get("source") or "captured", matrix,
     )
-    num = int(short_id[1:]) if short_id[1:].isdigit() else 0
-    tail = (matrix, model, sglang, flashinfer, started or "", num)
-    return row, [(session, short_id, axis, value, arch, *tail) for axis, value in axes]
+    return row, _backends(session, short_id, arch, matrix, model, sglang, flashinfer, started, axes)
 
 
 def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -268,11 +266,16 @@ def _axis_values(chosen: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _backend_rows(row: dict[str, Any], axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
-    short = row["short_id"]
+    return _backends(row["session"], row["short_id"], row["arch"], row["matrix"], row["model"], row["sglang"],
+                     row["flashinfer"], row["started"], axes)
+
+
+def _backends(session: str, short: str, arch: Any, matrix: Any, model: Any, sglang: Any, flashinfer: Any,
+              started: Any, axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
+    """The ``attempt_backends`` rows (one owner for their column order and the attempt's number)."""
     num = int(short[1:]) if short[1:].isdigit() else 0
-    head, arch = (row["session"], short), row["arch"]
-    tail = (row["matrix"], row["model"], row["sglang"], row["flashinfer"], row["started"] or "", num)
-    return [(*head, axis, value, arch, *tail) for axis, value in axes]
+    tail = (matrix, model, sglang, flashinfer, started or "", num)
+    return [(session, short, axis, value, arch, *tail) for axis, value in axes]
 
 
 # (the models' fields read from their __dict__: a pydantic model's attribute goes through its __getattr__ hook)
