@@ -333,8 +333,7 @@ def _outcome(conn: Any, root: Path, sid: str, short_id: str) -> Outcome | None:
     rows = conn.execute("SELECT id, offset, length FROM events WHERE session = ? AND kind = 'outcome' AND attempt = ? "
                         "ORDER BY line", (sid, short_id)).fetchall()
     validate = event_adapter().validate_python
-    outcomes = sorted((validate(data) for data in lines_at(events_path(root, sid), rows)), key=_BY_TS)
-    return outcomes[-1] if outcomes else None
+    return _heavy_of([validate(data) for data in lines_at(events_path(root, sid), rows)]).outcomes.get(short_id)
 
 
 def _launches(conn: Any, root: Path, sid: str, only: Collection[str]) -> dict[str, Attempt]:
