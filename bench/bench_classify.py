@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_classify.py [--logs tests/fixtures/logs]
 
 Prints, for the training part (``manifest.toml``: logs the signature rows were checked against),
-the thirteen hold-outs (``holdout/`` ... ``holdout13/``: each gathered from new threads and labelled
+the fourteen hold-outs (``holdout/`` ... ``holdout14/``: each gathered from new threads and labelled
 blind before the classifier ever ran on it; its first measure is the honest figure, kept in its
 title; rows were then written from the sources of the kinds it missed, so they are no longer blind)
 separately (:data:`PARTS`): the
@@ -63,6 +63,8 @@ PARTS = [
                   "were then read while rows were written from sources: no longer blind)", False),
     ("holdout13", "thirteenth hold-out (blind: labelled and committed before any run, no row written from it; first "
                   "measure 52/70)", True),
+    ("holdout14", "fourteenth hold-out, serving engines only (blind: labelled and committed before any run, no row "
+                  "written from it)", True),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
