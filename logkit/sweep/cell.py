@@ -171,22 +171,6 @@ def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event
     return True
 
 
-def _http_ready(base: str) -> bool:
-    import urllib.error
-    import urllib.request
-
-    for path in ("/ready", "/health"):
-        try:
-            with urllib.request.urlopen(base + path, timeout=1.0) as resp:  # noqa: S310 - the server's own port
-                return resp.status == 200
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                return False
-        except Exception:  # noqa: BLE001 - not up yet
-            return False
-    return False
-
-
 def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
     """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told).
 
@@ -293,7 +277,7 @@ def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothe
 def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[dict[str, Any], list[str]]],
              label: str) -> CellRun:
     """Launch ``cell``, smoke it, run its bench points, stop it."""
-    from ..capture.sglang.watcher import probe_url
+    from ..capture.sglang.watcher import http_ready, probe_url
 
     clock: dict[str, float] = {}
     t0 = time.monotonic()
@@ -339,7 +323,7 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
         if time.monotonic() > deadline:
             return failed("hang", f"not ready in {ctx.ready_timeout:g}s")
         # ready only when the answer comes from this launch's own server (not another sweep's)
-        ready = base is not None and _http_ready(base) and foreign_server(attempt, port) is None
+        ready = base is not None and http_ready(base, 1.0) and foreign_server(attempt, port) is None
         if not ready:
             time.sleep(POLL_S)
     clock["ready"] = time.monotonic() - t_launch

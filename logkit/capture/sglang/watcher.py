@@ -39,7 +39,7 @@ from .outcomes import Classifier
 from .smoke import degenerate, send
 from .timeline import Timeline
 
-__all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
+__all__ = ["BenchWatcher", "LaunchWatcher", "http_ready", "probe_url"]
 
 POLL_S = 1.0
 #: How long the end of a launch waits for SGLang's full parse still running beside it: not at all (a
@@ -71,6 +71,14 @@ def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
         return exc.code, b""
     except Exception:  # noqa: BLE001 - not up yet
         return 0, b""
+
+
+def http_ready(base: str, timeout: float = 3.0) -> bool:
+    """Whether the server at ``base`` answers ``/ready`` with 200 (``/health`` on versions without it)."""
+    code, _ = _get(f"{base}/ready", timeout)
+    if code == 404:
+        code, _ = _get(f"{base}/health", timeout)
+    return code == 200
 
 
 def _note(ctx: WatchContext | None, text: str) -> None:
@@ -244,10 +252,7 @@ class LaunchWatcher:
         assert self.ctx is not None and self.base is not None
         try:
             while not self._stop.is_set() and self.http_ready_at is None:
-                code, _ = _get(f"{self.base}/ready")
-                if code == 404:
-                    code, _ = _get(f"{self.base}/health")
-                if code == 200:
+                if http_ready(self.base):
                     self.http_ready_at = datetime.now(UTC)
                     break
                 self._stop.wait(POLL_S)
