@@ -126,9 +126,8 @@ class _Deferred:
     """The launch's watcher, built when the child has started: importing the real one (the event
     models, pydantic, urllib) costs hundreds of ms that the child need not wait for."""
 
-    def __init__(self, launch: dict[str, Any] | None, background: Any, latent: bool = False, printed: bool = False) -> None:
+    def __init__(self, launch: dict[str, Any] | None, background: Any, printed: bool = False) -> None:
         self._args = (launch, background)
-        self._latent = latent
         self._printed = printed
         self._real: Any = None
 
@@ -136,7 +135,7 @@ class _Deferred:
         if self._real is None:
             from .watcher import LaunchWatcher
 
-            self._real = LaunchWatcher(*self._args, latent=self._latent, printed=self._printed)
+            self._real = LaunchWatcher(*self._args, printed=self._printed)
         return self._real
 
     def __getattr__(self, name: str) -> Any:  # started, feed, tick, finished: the real watcher's
