@@ -1,19 +1,17 @@
 """Watchers for SGLang attempts: classify while streaming, readiness by log AND HTTP, server info,
-hang detection, smoke prompts (launches); metric events (benchmarks).
+hang detection, smoke prompts and the accuracy gate (launches); metric events (benchmarks).
 
 Contract: :meth:`LaunchWatcher.feed` only scans bytes (classifier + timeline). Everything that
 waits on the network runs in one daemon thread started by :meth:`started`: it polls ``/ready``
-then ``/health`` on the launch's host:port, reads ``/server_info`` (``/get_server_info`` on old
-versions) once ready and emits a redacted ``ServerInfo``, sends the ``--smoke`` prompts and emits
-``Smoke`` events (a degenerate reply makes the attempt ``garbage``), runs the accuracy gate with
-``--accuracy`` (:mod:`.accuracy`: the score a metric of the launch, the wrong answers a note, below
-the threshold the attempt ends ``inaccurate``), and with ``--smoke-only`` asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
-before ready, or output but the ready endpoint never answering within it; it then asks the runner
-to stop. :class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client
-ends, then reads the redacted record (a warm-up run of ``logkit run --warmup`` records no figures;
-a run of ``--repeat N`` labels each metric ``repeat=i/N``). :meth:`finished` returns the
-:class:`~logkit.capture.hooks.WatchResult`. A failure inside the thread is recorded in the label,
-never raised into the recorder.
+(``/health`` on old versions) until ready, emits a redacted ``ServerInfo`` (``/server_info``, or
+``/get_server_info``), sends the ``--smoke`` prompts as ``Smoke`` events (a degenerate reply makes
+the attempt ``garbage``), runs ``--accuracy`` (:mod:`.accuracy`: the score a metric, the wrong
+answers a note, below the threshold ``inaccurate``), and with ``--smoke-only`` asks the runner to
+stop. :meth:`tick` detects a hang (no output for ``hang_timeout`` seconds before ready, or the
+ready endpoint silent that long after the server listens) and asks the runner to stop.
+:class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client ends and
+reads the redacted record (a ``--warmup`` run records no figures; ``--repeat N`` labels each
+metric ``repeat=i/N``). A failure inside the thread is recorded in a note, never raised.
 """
 
 from __future__ import annotations
@@ -43,13 +41,10 @@ __all__ = ["BenchWatcher", "LaunchWatcher", "http_ready", "probe_url"]
 
 POLL_S = 1.0
 #: How long the end of a launch waits for SGLang's full parse still running beside it: not at all (a
-#: launch that died at once held the terminal for the seconds SGLang's import takes, 4 s at load 4):
-#: a parse not done by then is cancelled and a note says so; the cached spec's parse stands.
+#: dead launch must not hold the terminal); it is cancelled with a note, the cached spec's parse stands.
 PARSE_WAIT_S = 0.0
-#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed: that
-#: event is the record of what ran (a wrapped launch has no other). It needs the installed SGLang's
-#: parser spec, cached on disk after its first build (about 2 s, once per SGLang install): only that
-#: first launch can wait, and only as long as the build takes.
+#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed (a
+#: wrapped launch's only record of what ran): long enough for the first build of the parser spec.
 PRINTED_WAIT_S = 10.0
 
 
@@ -147,8 +142,7 @@ class LaunchWatcher:
             self._parse_thread.start()
 
     def _full_parse(self) -> None:
-        """Wait for SGLang's full parse and record it (``launch_config``): its args, and a refusal
-        the cached spec could not see (a custom type, a deprecated switch)."""
+        """Record SGLang's full parse (``launch_config``): its args, or a refusal the cached spec could not see."""
         assert self.ctx is not None and self.background is not None
         try:
             result = self.background.result()
@@ -185,9 +179,8 @@ class LaunchWatcher:
     _printing: list[threading.Thread]
 
     def _promote(self) -> None:
-        """The output shows an SGLang server: the attempt is a launch (``launch_config`` event with
-        ``role="launch"``), its flags read from the printed ``server_args`` line once it is seen
-        (``parser="printed"``); readiness is probed and ``--smoke`` sent as for any launch."""
+        """The output shows an SGLang server: the attempt is a launch (``launch_config``, ``role="launch"``),
+        its flags read from the printed ``server_args`` line once seen; readiness and ``--smoke`` as for any launch."""
         if self.ctx is None:
             return
         if self.clf.server_args is None and not self.latent:
@@ -216,8 +209,7 @@ class LaunchWatcher:
             t.start()
 
     def _record_printed(self, text: str | None) -> None:
-        """Emit the ``launch_config`` event of an attempt its output made a launch (off the hot path:
-        typing the flags asks the installed SGLang's parser spec)."""
+        """Emit the ``launch_config`` of an attempt its output made a launch (off the hot path)."""
         assert self.ctx is not None
         try:
             from ...events import AttemptLaunch, LaunchConfig
@@ -298,8 +290,7 @@ class LaunchWatcher:
         return "default"
 
     def _accuracy(self, threshold: float) -> None:
-        """The accuracy gate (:mod:`.accuracy`): the score as a metric of this launch, the wrong
-        answers in a note, and below ``threshold`` the attempt ends ``inaccurate``."""
+        """The accuracy gate: the score a metric, the wrong answers a note, below ``threshold`` ``inaccurate``."""
         assert self.ctx is not None and self.base is not None
         from ...events import Metric
         from .accuracy import check
