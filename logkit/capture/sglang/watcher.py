@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import statuses
-from ...events import BenchConfig, Metric, ServerInfo, Smoke
-from ...launch.config import from_full
+from ...events import AttemptLaunch, BenchConfig, EvidenceLine, LaunchConfig, Metric, Milestone, Note, ServerInfo, Smoke
+from ...launch.config import from_full, printed_args, printed_config, valid_port
 from ...launch.flags import fingerprint
 from ...launch.sglang import Background
 from ..hooks import ExitInfo, WatchContext, WatchResult
@@ -81,8 +81,6 @@ def _note(ctx: WatchContext | None, text: str) -> None:
     if ctx is None:
         return
     with contextlib.suppress(Exception):
-        from ...events import Note
-
         ctx.emit(Note(session=ctx.attempt.session, text=text, refs=[ctx.attempt.short_id]))
 
 
@@ -148,8 +146,6 @@ class LaunchWatcher:
             result = self.background.result()
             if result is None:
                 return
-            from ...events import AttemptLaunch, LaunchConfig
-
             launch = self.launch or {}
             cfg = from_full(result, [], None) if result.get("ok") else None
             if cfg is not None:
@@ -189,13 +185,9 @@ class LaunchWatcher:
         self.latent, self.promoted = False, True
         text = self.clf.server_args
         if text is not None:
-            from ...launch.config import printed_args
-
             self._printed = True
             args = printed_args(text) or {}
             if self.launch is None:
-                from ...launch.config import valid_port
-
                 self.launch = {"host": args.get("host"), "port": valid_port(args.get("port"))}
                 self.base = probe_url(self.launch["host"], self.launch["port"])
                 key = args.get("api_key")
@@ -212,9 +204,6 @@ class LaunchWatcher:
         """Emit the ``launch_config`` of an attempt its output made a launch (off the hot path)."""
         assert self.ctx is not None
         try:
-            from ...events import AttemptLaunch, LaunchConfig
-            from ...launch.config import printed_config
-
             cfg = printed_config(text) if text is not None else None
             self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                         launch=LaunchConfig.model_validate(cfg) if cfg else None, role="launch"))
@@ -292,7 +281,6 @@ class LaunchWatcher:
     def _accuracy(self, threshold: float) -> None:
         """The accuracy gate: the score a metric, the wrong answers a note, below ``threshold`` ``inaccurate``."""
         assert self.ctx is not None and self.base is not None
-        from ...events import Metric
         from .accuracy import check
 
         r = check(self.base, model=self._model(), api_key=self.api_key, threshold=threshold)
@@ -351,15 +339,11 @@ class LaunchWatcher:
             ready_at = next((m.at for m in self.timeline.milestones if m.stage == "ready"), None)
         evidence = list(d.evidence)
         if d.ready_line and not any(e.line == d.ready_line for e in evidence):
-            from ...events import EvidenceLine
-
             evidence.append(EvidenceLine(line=d.ready_line, text=d.ready_text or ""))
             evidence.sort(key=lambda e: e.line)
         started = self.ctx.attempt.started if self.ctx else None
         timeline = self.timeline.with_seconds(started)
         if self.http_ready_at is not None and not self.clf.ready:
-            from ...events import Milestone
-
             secs = round((self.http_ready_at - started).total_seconds(), 3) if started else None
             timeline.append(Milestone(stage="ready", at=self.http_ready_at, seconds=secs, detail={"via": "HTTP /ready"}))
         return WatchResult(status=status, label=label, signature=sig, evidence=evidence,
