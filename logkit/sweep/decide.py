@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..events import Decision
+from ..events import DECISION_STATUSES, Decision
 from ..store import Store, shared
 from .spec import line_of
 from .state import load, ranking
@@ -108,8 +108,6 @@ def accept(store: Store, path: Path) -> Decision:
     for key in ("session", "title"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise BadInput(f"{path}:{line_of(text, key)}: {key} must be a non-empty string", fix=f'{key} = "..."')
-    from ..events import DECISION_STATUSES
-
     status = str(data.get("status") or "accepted")
     if status not in DECISION_STATUSES:
         raise BadInput(f"{path}:{line_of(text, 'status')}: status {status!r} is not a decision status",

@@ -37,15 +37,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import BadInput
-from ..reasoning import matrix
-from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
+from ..events import Hypothesis, Sweep, SweepCell, SweepCellResult, SweepPoint
+from ..reasoning import hypotheses, matrix
 from ..capture.redact import Redactor
 from ..store import SessionHandle, Store, shared
 from .cell import CellContext, CellRun, Interrupted, run_cell
 from .grid import Cell, Grid, bench_points, build
 from .progress import PlainProgress, make
 from .spec import SweepSpec
-from .state import SweepView, load
+from .state import SweepView, find, load
 
 __all__ = ["SweepOptions", "SweepReport", "points_of", "run"]
 
@@ -107,9 +107,6 @@ def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -
 
 def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | None) -> str:
     """The cell's hypothesis id: the open one a resumed run left, else a new one."""
-    from ..events import Hypothesis
-    from ..reasoning import hypotheses
-
     tag = f"{sweep}/{cell.id}"
     for event in handle.read().events:
         if isinstance(event, Hypothesis) and tag in event.tags:
@@ -119,8 +116,6 @@ def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | 
 
 
 def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None) -> tuple[str, Sweep]:
-    from .state import find
-
     spec_hash = spec.spec_hash()
     existing = find(store, spec_hash=spec_hash)
     if existing and not opts.new:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ...store import files
-from ..hooks import Plan
+from ..hooks import Plan, WatchResult
 
 __all__ = ["plan", "python_for"]
 
@@ -187,8 +187,6 @@ class _Latent:
     def finished(self, exit_info: Any) -> Any:
         if self.real is not None:
             return self.real.finished(exit_info)
-        from ..hooks import WatchResult
-
         if self.clf is None:
             return WatchResult()  # it printed nothing: the exit alone says how it ended
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,

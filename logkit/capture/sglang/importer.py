@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ...errors import BadInput
-from ...events import Attempt, LogFile, Outcome, Provenance
+from ...events import Attempt, LaunchConfig, LogFile, Outcome, Provenance
+from ...launch.config import given_only, printed_config
 from ...store import Store
 from ..redact import Redactor
 from .detect import detect
@@ -68,16 +69,10 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
     if target is not None:
         role = target.kind
         if target.kind == "launch":
-            from ...events import LaunchConfig
-            from ...launch.config import given_only
-
             launch = LaunchConfig.model_validate(given_only(target.args))
     elif clf.server_line is not None:
         # What the command printed decides what it was: an SGLang server's own lines make it a launch,
         # its flags the ones the server printed (as `logkit run` records a wrapped launch).
-        from ...events import LaunchConfig
-        from ...launch.config import printed_config
-
         role = "launch"
         printed = printed_config(clf.server_args) if clf.server_args else None
         launch = LaunchConfig.model_validate(printed) if printed else None
