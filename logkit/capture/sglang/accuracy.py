@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import functools
 import random
-import tomllib
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ...errors import BadInput
+from .table import data
 
 __all__ = ["AccuracyResult", "Question", "check", "default_threshold", "matches", "prompt", "questions", "threshold"]
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "accuracy.toml"
 
 
 class Question(NamedTuple):
@@ -63,10 +60,7 @@ class AccuracyResult(NamedTuple):
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    try:
-        return tomllib.loads(DATA.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"logkit/data/accuracy.toml: {exc}", fix="fix the TOML syntax at that line") from exc
+    return data("accuracy.toml")
 
 
 def default_threshold() -> float:
