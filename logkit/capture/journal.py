@@ -121,17 +121,14 @@ class Journal:
     def reconcile(self, then: str = "") -> None:
         """Mark attempts whose recorder died as abandoned; never raises (a warning ending in ``then``)."""
         try:
-            self._reconcile()
+            host = procs.hostname()
+            gone = [a for a in self.view.open.values()
+                    if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
+            if gone:
+                self._abandon(gone, host)
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
             print(f"logkit: warning: could not check {self.id} for abandoned attempts "
                   f"({type(exc).__name__}: {exc}){then}", file=sys.stderr)
-
-    def _reconcile(self) -> None:
-        host = procs.hostname()
-        gone = [a for a in self.view.open.values()
-                if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
-        if gone:
-            self._abandon(gone, host)
 
     def _abandon(self, candidates: list[dict[str, Any]], host: str) -> None:
         """Write the ``abandoned`` outcome of each candidate still open and orphaned under the lock."""
