@@ -1,15 +1,13 @@
 """The accuracy gate: a small shipped question set with exact answers, asked of a ready server.
 
-Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (generated arithmetic with a
-fixed seed, and short factual items), the same on every run; :func:`prompt` puts the table's
-few-shot examples before a question (``Question: ...`` / ``Answer: ...``); :func:`check` asks
-each question of a server's OpenAI-compatible ``/v1/completions`` (greedy, a few tokens, stopped at
-the line's end) and scores the replies by exact match (:func:`matches`: case, surrounding space and
-a final period ignored), returning an :class:`AccuracyResult` with the score, the threshold and
-every wrong answer. A reply that cannot be had (an HTTP error, a timeout) counts as wrong, with the
-error as the reply. The launch watcher (:mod:`.watcher`) runs it after ready when
-``logkit run --accuracy`` (or a sweep's ``accuracy``) asks, records the score as a metric on the
-launch attempt, and below the threshold gives the attempt the status ``inaccurate``.
+Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (arithmetic generated with
+a fixed seed, and short factual items), the same on every run; :func:`check` asks each question,
+after the table's few-shot examples (:func:`prompt`), of a server's ``/v1/completions`` (greedy, a
+few tokens, stopped at the line's end), scores the replies by exact match (:func:`matches`) and
+returns an :class:`AccuracyResult` with the score, the threshold and every wrong answer; a reply
+that cannot be had (an HTTP error, a timeout) counts as wrong, the error as its reply. The launch
+watcher (:mod:`.watcher`) runs it after ready for ``logkit run --accuracy`` (or a sweep's
+``accuracy``): the score a metric of the launch, below the threshold the status ``inaccurate``.
 """
 
 from __future__ import annotations

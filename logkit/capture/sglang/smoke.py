@@ -1,16 +1,15 @@
 """Smoke prompts against a ready server, and the one test for degenerate (garbage) output.
 
-Contract: :func:`degenerate` says why a reply is garbage (a run of one repeated character such as
-"!!!!!!", a short unit repeated ("ToToTo", "-SIP-SIP"), empty output, a token loop, U+FFFD
-replacement characters, NaN log-probabilities) or returns None. :func:`degenerate_line` applies the
-same tests to one line a command printed, with absolute thresholds (a log line is not a reply) and
-what is never output excluded: rules and separators, progress bars (box and block characters),
-Python's carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
-prints. :class:`GarbageScanner` finds such lines in a chunk of log bytes: one automaton scan (RE2
-when installed) for candidate runs, then :func:`degenerate_line` on the few candidate lines, so a
-healthy stream pays one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``.
-:func:`send` posts one prompt to the OpenAI-compatible ``/v1/chat/completions`` (falling back to
-``/v1/completions``) with the standard library only, and returns reply, latency, logprobs and error.
+Contract: :func:`degenerate` says why a reply is garbage (one character repeated, "!!!!!!", a
+short unit repeated, "ToToTo", empty output, a token loop, U+FFFD replacement characters, NaN
+log-probabilities, word salad) or returns None. :func:`degenerate_line` applies the same tests to
+one printed line, with absolute thresholds and what is never output excluded (rules, progress
+bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
+prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
+candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
+one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
+prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
+only, and returns reply, latency, logprobs and error.
 """
 
 from __future__ import annotations
