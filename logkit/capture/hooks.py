@@ -35,25 +35,19 @@ __all__ = ["ExitInfo", "Plan", "Planner", "WatchContext", "WatchResult", "Watche
 class ExitInfo(Slotted):
     """How the child process ended, as the runner saw it."""
 
-    __slots__ = ("exit_code", "signal", "stopped_by_logkit", "forwarded_signal", "duration_s", "lines", "tail",
-                 "stop_reason", "escalated")
+    __slots__ = ("exit_code", "signal", "stopped_by_logkit", "lines", "stop_reason", "escalated")
 
     exit_code: int | None
     signal: int | None
     #: True when logkit itself sent the stop (user's Ctrl-C, SIGTERM, SIGHUP, --hang-timeout).
     stopped_by_logkit: bool
-    #: The signal logkit received and forwarded, if any.
-    forwarded_signal: int | None
-    duration_s: float
     lines: int
-    tail: list[EvidenceLine]
     #: Why logkit stopped the child, when it did: "SIGINT received", or a watcher's request_stop reason.
     stop_reason: str | None
     #: True when logkit had to SIGKILL the group after --grace.
     escalated: bool
 
-    _defaults = {"stopped_by_logkit": False, "forwarded_signal": None, "duration_s": 0.0, "lines": 0, "tail": [],
-                 "stop_reason": None, "escalated": False}
+    _defaults = {"stopped_by_logkit": False, "lines": 0, "stop_reason": None, "escalated": False}
 
 
 class WatchResult(Slotted):
