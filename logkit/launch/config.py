@@ -41,14 +41,13 @@ NO_MODEL = "<model path not given>"
 class Parsed:
     """A launch config (dict), or the reason SGLang refuses the flags, and what else the parse learnt."""
 
-    __slots__ = ("config", "error", "packages", "spec", "background", "notes", "quick")
+    __slots__ = ("config", "error", "packages", "background", "notes", "quick")
 
     def __init__(self, config: dict[str, Any], error: str | None = None, packages: dict[str, str] | None = None,
-                 spec: dict[str, Any] | None = None, notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None) -> None:
         self.config = config
         self.error = error
         self.packages = packages
-        self.spec = spec
         #: SGLang's full parse still to run beside the launch (a cached spec answered preflight).
         self.background: sg.Background | None = None
         self.notes = [] if notes is None else notes
@@ -119,8 +118,8 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
         version, packages = seen["version"], seen.get("packages")
         given, error = sg.quick_parse(flag_words, spec)
         if error is not None:
-            return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages, spec)
-        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages, spec)
+            return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages)
+        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages)
         parsed.quick = True  # the full parse is started by the caller once preflight passed: start_background
         return parsed
     probed = sg.probe(python)
@@ -136,10 +135,10 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
     if spec is not None:
         sg.store_spec(python, probed, spec)
     if not result.get("ok"):
-        return Parsed(plain_config(flag_words, version), _refusal(str(result.get("error")), spec), packages, spec)
+        return Parsed(plain_config(flag_words, version), _refusal(str(result.get("error")), spec), packages)
     config = from_full(result, flag_words, spec)
     assert config is not None
-    return Parsed(config, None, packages, spec)
+    return Parsed(config, None, packages)
 
 
 _NO_SGLANG = "SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"

@@ -119,7 +119,6 @@ class LaunchWatcher:
         self.garbage: str | None = None
         #: the accuracy gate's verdict when it failed (``logkit run --accuracy``): the outcome's label
         self.inaccurate: str | None = None
-        self.smoke_done = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         args = (launch or {}).get("args") or {}
@@ -251,8 +250,6 @@ class LaunchWatcher:
         except Exception as exc:  # noqa: BLE001 - never kill the recording
             self.hang = None
             _note(self.ctx, f"sglang watcher: {exc}")
-        finally:
-            self.smoke_done.set()
 
     def _server_info(self) -> None:
         assert self.ctx is not None
