@@ -8,16 +8,14 @@ nothing):
   SGLang (:func:`logkit.capture.sglang.detect.detect` on each simple command of the line, through a
   ``logkit run`` wrapper) with a backend value the matrix says is ``refuted`` on this GPU
   architecture (:func:`logkit.reasoning.prelaunch.check_argv`, nothing run in the interpreter) is
-  blocked: exit 2, the reason and the evidence on stderr, and the fix. ``logkit run --yes`` is the
-  user's explicit override and passes. A launch not wrapped in ``logkit run`` gets a one-line
-  suggestion to wrap it, as ``additionalContext`` JSON on stdout (exit 0, read by the agent).
-  Anything else: exit 0, nothing printed, and nothing imported past the JSON parser unless the
-  line names ``sglang`` (a hook runs before every shell command).
-* :func:`todo` reads a TodoWrite call (``tool_input.todos``, PostToolUse) and records it as a todo
-  snapshot of the current session, matched to hypotheses as ``logkit todo import`` does
-  (:func:`logkit.reasoning.todo.record_items`).
-* Input that is not such JSON raises :class:`~logkit.errors.BadInput` (the CLI exits 1: an error
-  the user sees, never a block). A failure inside the check never blocks a launch either.
+  blocked: exit 2, the reason, the evidence and the fix on stderr; ``logkit run --yes`` is the
+  user's override and passes. A launch not wrapped in ``logkit run`` gets a one-line suggestion to
+  wrap it as ``additionalContext`` JSON on stdout (exit 0). Anything else: exit 0, nothing printed,
+  nothing imported past the JSON parser unless the line names ``sglang``.
+* :func:`todo` records a TodoWrite call (``tool_input.todos``, PostToolUse) as a todo snapshot of
+  the current session, matched to hypotheses (:func:`logkit.reasoning.todo.record_items`).
+* Input that is not such JSON raises :class:`~logkit.errors.BadInput` (exit 1: an error the user
+  sees, never a block). A failure inside the check never blocks a launch either.
 """
 
 from __future__ import annotations
@@ -74,8 +72,7 @@ def _is_logkit(words: list[str]) -> int:
 
 
 def unwrap(words: list[str]) -> tuple[list[str], bool, bool]:
-    """``(argv, wrapped, yes)``: the command ``logkit run [...] -- CMD`` runs (read by ``logkit run``'s
-    own parser), whether it was wrapped, and whether ``--yes`` was given; other commands as they are."""
+    """``(argv, wrapped, yes)``: the command ``logkit run [...] -- CMD`` runs, by its parser; others as they are."""
     from ..capture.sglang.detect import command_start
 
     start = command_start(words)  # `env X=1 logkit run ...`, `uv run logkit run ...`

@@ -3,14 +3,11 @@ Markdown by id, the working configurations and the matrix as data.
 
 Contract: every answer comes from one snapshot of the refreshed index, through the site builder's
 own stages (:func:`logkit.builder.load.load`, :func:`~logkit.builder.frames.make_frames`,
-:class:`~logkit.builder.index.KBIndex`), its page contexts
-(:func:`~logkit.builder.pages_configs.config_pages`,
-:func:`~logkit.builder.pages_configs.site_cells`, :func:`~logkit.builder.pages_kb.decision_pages`)
-and its templates (:class:`~logkit.builder.render.Renderer`): an agent reads what the site shows,
-by the same rules. A configuration page's id is its page's directory name
-(``configs/<id>/``), a decision's its permanent id (any id ever printed resolves, as for
-``logkit cite``). An id that names nothing raises :class:`~logkit.errors.NotFound` with the ids
-there are. Nothing is written.
+:class:`~logkit.builder.index.KBIndex`), page contexts (:mod:`logkit.builder.pages_configs`,
+:func:`~logkit.builder.pages_kb.decision_pages`) and templates: an agent reads what the site shows.
+A configuration page's id is its directory name (``configs/<id>/``), a decision's its permanent id
+(any id ever printed resolves). An id that names nothing raises :class:`~logkit.errors.NotFound`
+with the ids there are. Nothing is written.
 """
 
 from __future__ import annotations
@@ -62,8 +59,7 @@ def _matches(value: str | None, wanted: str | None) -> bool:
 
 
 def working_configurations(root: Path, model: str | None = None, gpu: str | None = None) -> list[dict[str, Any]]:
-    """The working-configuration pages (model x GPU x SGLang version), as data; ``model`` and
-    ``gpu`` filter by a part of the name (``gpu`` also matches the architecture, ``SM120``)."""
+    """The working-configuration pages as data; ``model``, ``gpu`` (or architecture): a part of the name."""
     from ..builder.pages_configs import config_pages
 
     out = []
@@ -116,8 +112,7 @@ def decision_markdown(root: Path, wanted: str) -> str:
 
 
 def matrix_cells(root: Path, backend: str | None = None, arch: str | None = None) -> list[dict[str, Any]]:
-    """The site's matrix cells (:func:`~logkit.builder.pages_configs.site_cells`), as data:
-    ``backend`` filters by axis or value (a part of it), ``arch`` by architecture (``SM120``, ``12.0``)."""
+    """The site's matrix cells as data; ``backend``: an axis or value (a part of it), ``arch``: ``SM120``, ``12.0``."""
     from ..builder.pages_configs import site_cells
     from ..gpu import arch_name
     from ..reasoning.prelaunch import cell_json

@@ -3,17 +3,15 @@
 Contract:
 
 * The only module of logkit that imports the ``mcp`` SDK (the ``logkit[mcp]`` extra, its 2.x
-  ``MCPServer`` API), and only inside :func:`build` / :func:`serve`: nothing else imports this
-  module, so the base install never needs the SDK and ``logkit run`` never loads it.
+  ``MCPServer`` API), inside :func:`build` only; nothing else imports this module.
 * Each tool is one method of :class:`~logkit.agent.tools.Tools` (the library the CLI calls);
-  launching servers is not a tool (``logkit run``, a long-running process the agent starts through
-  its shell, is recorded as usual).
+  launching servers is not a tool (``logkit run``, started through the agent's shell, records it).
 * Resources: ``logkit://decisions/{decision_id}`` (a decision record) and
   ``logkit://configs/{config_id}`` (a working-configuration page), Markdown as the site shows them.
-* A :class:`~logkit.errors.LogkitError` comes back as a tool error (a resource error for a
-  resource, "not found" for :class:`~logkit.errors.NotFound`) whose text is the CLI's, ``logkit: error: ...`` with its ``fix:``; anything else as
-  ``logkit: error: internal error`` with the exception's type and message, never a traceback.
-  Every reply, answers and errors alike, passes :func:`~logkit.agent.tools.reply` (secrets
+* A :class:`~logkit.errors.LogkitError` comes back as a tool (or resource; "not found" for
+  :class:`~logkit.errors.NotFound`) error whose text is the CLI's, ``logkit: error: ...`` with its
+  ``fix:``; anything else as ``logkit: error: internal error`` with the exception's type and
+  message, never a traceback. Every reply passes :func:`~logkit.agent.tools.reply` (secrets
   redacted, no absolute path).
 """
 

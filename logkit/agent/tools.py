@@ -3,18 +3,14 @@
 Contract:
 
 * :class:`Tools` holds the sessions directory (``--sessions``, else ``$LOGKIT_SESSIONS``, else
-  ./sessions, as for every command) and opens the store per call (:func:`~logkit.reasoning.common.open_store`:
-  every event written is redacted), so what another process recorded meanwhile is seen.
-* Each method makes the call the matching CLI command makes (named in its docstring) and returns
-  a JSON-ready dict: ``why`` is ``logkit why --json``'s answer; ``check_launch`` the pre-launch
-  check (:func:`logkit.reasoning.prelaunch.check_argv`) of every SGLang launch in the command;
-  ``working_configurations`` and ``matrix`` the site's (:mod:`logkit.agent.pages`); ``status``
-  ``logkit status --json``'s; the writers (``add_hypothesis``, ``record_verdict``,
-  ``import_todos``, ``note``, ``record_decision``) write to the current session unless given
+  ./sessions) and opens the store per call (:func:`~logkit.reasoning.common.open_store`: every event
+  written is redacted), so what another process recorded meanwhile is seen.
+* Each method makes the call the matching CLI command makes (named in its docstring, the tool's
+  description) and returns a JSON-ready dict; the writers write to the current session unless given
   one; ``draft_decision`` checks a decision as ``logkit decide`` would and writes nothing.
-* Bad input raises :class:`~logkit.errors.LogkitError` with the CLI's "fix:" text.
-  :func:`reply` is the one way an answer or an error leaves: secrets redacted
-  (:meth:`~logkit.capture.redact.Redactor.scrub`) and absolute paths shown relative to the sessions
+* Bad input raises :class:`~logkit.errors.LogkitError` with the CLI's "fix:" text. :func:`reply` is
+  the one way an answer or an error leaves: secrets redacted
+  (:meth:`~logkit.capture.redact.Redactor.scrub`), absolute paths shown relative to the sessions
   directory's parent (``sessions/...``) or the home directory (``~/...``).
 """
 
@@ -162,8 +158,7 @@ class Tools:
                        evidence: list[str] | None = None, consequences: str | None = None,
                        supersedes: str | None = None, status: str = "accepted", tags: list[str] | None = None,
                        session: str | None = None) -> dict[str, Any]:
-        """``logkit decide``'s checks, nothing written: the record it would be, and the draft to pass
-        to ``record_decision``."""
+        """``logkit decide``'s checks, nothing written: the record it would be, and the draft for ``record_decision``."""
         from ..reasoning import decisions
         from ..reasoning.common import split_ids
 

@@ -1,25 +1,22 @@
 """The seam between the generic recorder (``logkit run``) and what understands a command (SGLang).
 
-The runner (``capture/runner.py``) knows processes, logs and events; it knows nothing about SGLang.
-Before spawning it asks every :class:`Planner` in turn for a :class:`Plan` for the argv; the first
-plan wins. A plan can fix the attempt's role, attach a launch or bench config, rewrite the argv
-(add ``--output-file``), refuse the launch (preflight), and supplies a :class:`Watcher` that sees
-the output and the clock and finally says how the attempt ended.
+The runner knows processes, logs and events, nothing about SGLang. Before spawning it asks every
+:class:`Planner` for a :class:`Plan` for the argv; the first plan wins. A plan can fix the role,
+attach a launch or bench config, rewrite the argv (add ``--output-file``), refuse the launch
+(preflight), and supplies a :class:`Watcher` that sees the output and the clock and finally says
+how the attempt ended.
 
-Speed contract: :meth:`Watcher.feed` is called on the recorder's hot path with chunks of complete
-lines (up to ~1 MiB). Scan a chunk with compiled regexes over the whole chunk (``finditer``), not a
-Python loop per line, and count lines with ``bytes.count(b"\\n")``. Anything slow (HTTP probes, a
-smoke prompt) belongs in :meth:`Watcher.tick` or a thread of the watcher's own.
+Speed contract: :meth:`Watcher.feed` is on the recorder's hot path, with chunks of complete lines
+(up to ~1 MiB): scan them with compiled regexes over the whole chunk, not a Python loop per line.
+Anything slow (HTTP probes, a smoke prompt) belongs in :meth:`Watcher.tick` or a thread of its own.
 
-Threads: :meth:`Watcher.started` and :meth:`Watcher.finished` run on the runner's main thread;
-:meth:`Watcher.feed` and :meth:`Watcher.tick` run, in order, on the recorder thread
-(``capture/recorder.py``), so the main thread keeps echoing output and forwarding signals while a
-watcher works. ``WatchContext.emit`` and ``request_stop`` may be called from any thread.
+Threads: :meth:`Watcher.started` and :meth:`Watcher.finished` run on the runner's main thread,
+:meth:`Watcher.feed` and :meth:`Watcher.tick` in order on the recorder thread;
+``WatchContext.emit`` and ``request_stop`` may be called from any thread.
 
-Options the runner passes (``WatchContext.options`` and the planner's ``options``):
-``previous_launch`` (the session's last launch attempt as stored, a dict with its ``environment``
-event merged in, or None), ``hang_timeout`` (seconds or None), ``smoke`` (list of prompts),
-``smoke_only``, ``preflight`` (False with ``--no-preflight``), ``session_dir``, ``grace``.
+Options (``WatchContext.options`` and the planner's ``options``): ``previous_launch`` (the
+session's last launch attempt, a dict with its ``environment`` event merged in, or None),
+``hang_timeout``, ``smoke`` (prompts), ``smoke_only``, ``preflight``, ``session_dir``, ``grace``.
 """
 
 from __future__ import annotations
@@ -38,25 +35,19 @@ __all__ = ["ExitInfo", "Plan", "Planner", "WatchContext", "WatchResult", "Watche
 class ExitInfo(Slotted):
     """How the child process ended, as the runner saw it."""
 
-    __slots__ = ("exit_code", "signal", "stopped_by_logkit", "forwarded_signal", "duration_s", "lines", "tail",
-                 "stop_reason", "escalated")
+    __slots__ = ("exit_code", "signal", "stopped_by_logkit", "lines", "stop_reason", "escalated")
 
     exit_code: int | None
     signal: int | None
     #: True when logkit itself sent the stop (user's Ctrl-C, SIGTERM, SIGHUP, --hang-timeout).
     stopped_by_logkit: bool
-    #: The signal logkit received and forwarded, if any.
-    forwarded_signal: int | None
-    duration_s: float
     lines: int
-    tail: list[EvidenceLine]
     #: Why logkit stopped the child, when it did: "SIGINT received", or a watcher's request_stop reason.
     stop_reason: str | None
     #: True when logkit had to SIGKILL the group after --grace.
     escalated: bool
 
-    _defaults = {"stopped_by_logkit": False, "forwarded_signal": None, "duration_s": 0.0, "lines": 0, "tail": [],
-                 "stop_reason": None, "escalated": False}
+    _defaults = {"stopped_by_logkit": False, "lines": 0, "stop_reason": None, "escalated": False}
 
 
 class WatchResult(Slotted):
@@ -98,8 +89,7 @@ class WatchContext(Slotted):
 
     @property
     def attempt(self) -> Attempt:
-        """The attempt as the event model, validated on first use (pydantic is not loaded before a
-        watcher needs it: a plain command's watcher may never)."""
+        """The attempt as the event model, validated on first use (a plain command's watcher may never need pydantic)."""
         if self._attempt is None:
             from ..events import Attempt
 

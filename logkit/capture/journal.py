@@ -4,27 +4,24 @@ Contract:
 
 * Everything about the files (where the store and the current session are, ids, whole-line locked
   appends, reading lines with ``upgrade()`` applied, who counts as abandoned) is
-  :mod:`logkit.store.files`, the layer the typed :mod:`logkit.store` uses too; so this writer and
+  :mod:`logkit.store.files`, the layer the typed :mod:`logkit.store` uses too: this writer and
   :class:`logkit.store.SessionHandle` writers can share a session.
 * Events are plain dicts built by :func:`logkit.store.files.event` (checked against the models by
-  ``tests/test_files.py``; ``tests/test_run_*`` validate everything ``logkit run`` writes).
+  ``tests/test_files.py``).
 * Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
-  last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`:
-  the one index as it stands plus the lines appended since (a small session: the file itself).
-  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs (after
-  :data:`REFRESH_DELAY_S`), when it lacks more than :data:`REFRESH_BYTES` or the command is a launch;
-  :meth:`Journal.close` does it at once if it was needed, else drops it if it had not begun. The index only speeds this up: a failure of it falls back to reading the file.
+  last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`.
+  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs; the
+  index only speeds this up: a failure of it falls back to reading the file.
 * Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught
   up with every line appended before it (a damaged line or a newer schema's still claims its id),
   and past any ``logs/A<n>.log`` already there: the log is created ``O_EXCL``, never truncated.
-* :meth:`Journal.open` reconciles cheaply: the open attempts whose recorder is gone
-  get an ``abandoned`` outcome (:func:`logkit.abandon.abandoned_outcome`; pydantic is imported on
-  that rare path only, for those attempts only), decided again under the session lock. A damaged
-  line never stops it (the command must run); it is skipped.
+* :meth:`Journal.open` gives the open attempts whose recorder is gone an ``abandoned`` outcome
+  (:func:`logkit.abandon.abandoned_outcome`, pydantic for those attempts only), decided again
+  under the session lock. A damaged line never stops it (the command must run); it is skipped.
 * Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` next to the log
   (``logs/.A7.reserve``) and :meth:`append_outcome` frees it before writing, so a log that fills
-  the disk still ends in a whole outcome line. Should even that not fit, a shortened outcome (no
-  tail, evidence or timeline) is tried, and failing that nothing is written (never a torn line).
+  the disk still ends in a whole outcome line; failing that a shortened outcome (no tail, evidence
+  or timeline) is tried, then nothing is written (never a torn line).
 """
 
 from __future__ import annotations
@@ -72,9 +69,8 @@ class Journal:
         return SessionView.load(self.root, self.id, self.events_path)
 
     def refresh_index(self, *, launch: bool = False) -> None:
-        """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call (the child's
-        own start-up goes first), when the session is big enough to be read through it and the index
-        lacks more than :data:`REFRESH_BYTES` of it, or lacks anything and the command is a launch."""
+        """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call, when the session
+        is read through it and the index lacks more than :data:`REFRESH_BYTES` (anything, for a launch)."""
         view = self.view
         if self._refresher is not None or view.size <= SCAN_LIMIT or not view.behind:
             return
@@ -92,8 +88,7 @@ class Journal:
         self._refresher[0].start()
 
     def close(self) -> None:
-        """End the index refresh: done now if it was needed, dropped if it had not begun; waited for
-        (a Ctrl-C stops waiting: the next reader does it)."""
+        """End the index refresh: done now if needed, else dropped if not begun; waited for (Ctrl-C stops waiting)."""
         if self._refresher is not None:
             thread, go, skip, needed = self._refresher
             if not needed:
@@ -126,17 +121,14 @@ class Journal:
     def reconcile(self, then: str = "") -> None:
         """Mark attempts whose recorder died as abandoned; never raises (a warning ending in ``then``)."""
         try:
-            self._reconcile()
+            host = procs.hostname()
+            gone = [a for a in self.view.open.values()
+                    if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
+            if gone:
+                self._abandon(gone, host)
         except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
             print(f"logkit: warning: could not check {self.id} for abandoned attempts "
                   f"({type(exc).__name__}: {exc}){then}", file=sys.stderr)
-
-    def _reconcile(self) -> None:
-        host = procs.hostname()
-        gone = [a for a in self.view.open.values()
-                if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
-        if gone:
-            self._abandon(gone, host)
 
     def _abandon(self, candidates: list[dict[str, Any]], host: str) -> None:
         """Write the ``abandoned`` outcome of each candidate still open and orphaned under the lock."""
@@ -202,8 +194,7 @@ class Journal:
         return event
 
     def _create_log(self, rel: str) -> bool:
-        """Create the attempt's (empty) log file, before its line (a recorder killed after the line
-        leaves a log); False when that file exists already. A full disk is the recorder's to report."""
+        """Create the attempt's empty log before its line; False when it exists (a full disk: the recorder reports it)."""
         try:
             self.logs_dir.mkdir(exist_ok=True)
             os.close(os.open(self.dir / rel, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
@@ -229,10 +220,7 @@ class Journal:
             os.close(fd)
 
     def append_outcome(self, outcome: dict[str, Any]) -> dict[str, Any]:
-        """Free the attempt's reserve and append its outcome, fsynced; shortened if it must be.
-
-        Returns the outcome as written; raises :class:`StoreError` when not even the short form fits.
-        """
+        """Free the attempt's reserve, append its outcome (fsynced; shortened if it must be, else :class:`StoreError`)."""
         with contextlib.suppress(OSError):
             files.reserve_path(self.dir, str(outcome.get("attempt"))).unlink()
         try:

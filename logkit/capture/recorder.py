@@ -4,21 +4,20 @@ Contract:
 
 * :meth:`Recorder.consume` takes whatever a read returned and stores complete lines, redacted, with
   one ``os.write`` per call; a partial line waits until it completes, is older than
-  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``; a partial line
-  without one waits, so a token is never written in halves) or longer than :data:`PARTIAL_MAX`
-  (cut after its last space or punctuation). Such a piece reaches ``Watcher.feed`` without its
-  newline; the next piece continues the same line number. The raw text of the line written so
-  far (up to :data:`CONTEXT_MAX` bytes, from its last ``\\r``) is kept, and each later part of the
-  line is redacted together with it: ``password `` then, a second later, ``hunter2`` is redacted.
-* After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work to one recorder thread
-  that does it in order (``Watcher.feed`` and ``Watcher.tick`` both run there); the runner's main
-  thread only reads, echoes to the terminal and handles signals. At most :data:`QUEUE_CHUNKS`
-  reads wait, so memory is bounded; a slow recorder slows the pipe, it never drops output.
-* The redaction prefilter (one RE2 scan, GIL-free) runs in :meth:`scan` on the reading thread,
-  right after the echo, so it overlaps with the recorder thread's writes instead of adding to
-  them. A read that is not line-aligned can split a trigger, so the last ``window`` bytes of the
-  previous read are rescanned with the start of this one; a chunk's verdict also covers the partial
-  line it leaves behind, which is stored with the next chunk.
+  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``; one without waits, so
+  a token is never written in halves) or longer than :data:`PARTIAL_MAX` (cut after its last space
+  or punctuation). Such a piece reaches ``Watcher.feed`` without its newline; the next piece
+  continues the same line number. Each later part of a line is redacted together with the raw text
+  written so far (up to :data:`CONTEXT_MAX` bytes, from its last ``\\r``): ``password `` then, a
+  second later, ``hunter2`` is redacted.
+* After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work, in order, to one recorder
+  thread (``Watcher.feed`` and ``Watcher.tick`` run there); the main thread only reads, echoes and
+  handles signals. At most :data:`QUEUE_CHUNKS` reads wait: a slow recorder slows the pipe, it never
+  drops output.
+* The redaction prefilter runs in :meth:`scan` on the reading thread, overlapping the recorder
+  thread's writes. A read that is not line-aligned can split a trigger, so the last ``window`` bytes
+  of the previous read are rescanned with the start of this one; a chunk's verdict also covers the
+  partial line it leaves behind, which is stored with the next chunk.
 * Nothing here raises: a full disk, a failing watcher or any other error is appended to
   :attr:`problems` (the outcome's ``capture_truncated``) and the stream goes on.
 """
@@ -198,8 +197,7 @@ class Recorder:
             self._queue = None
 
     def _drop_log(self) -> None:
-        """Stop writing the log after a failure; the descriptor stays open for its owner to close
-        (:meth:`close_log`)."""
+        """Stop writing the log after a failure; the descriptor stays open for :meth:`close_log`."""
         if self.log_fd is not None:
             self._dropped_fd = self.log_fd
         self.log_fd = None
@@ -283,12 +281,8 @@ class Recorder:
             self._drop_log()
 
     def _store_continued(self, fd: int, raw: bytes) -> None:
-        """Store the next part of a line whose earlier part (the context) is already in the log.
-
-        The part is redacted with the context before it, so ``password `` flushed alone and
-        ``hunter2`` a second later are still one match. If a match reaches back into what was
-        written, the part starts with the placeholder instead of the rest of that match.
-        """
+        """Store the next part of a line whose earlier part (the context) is in the log, redacted with that
+        context; a match reaching back into what was written starts the part with the placeholder."""
         ctx = self._context.pop(fd, b"")
         if ctx:
             before = self.redactor.chunk(ctx)
@@ -314,9 +308,8 @@ class Recorder:
             self._context[fd] = line
 
     def _flush_partial(self, fd: int, buf: bytes, why: str) -> bytes:
-        """Store part of a partial line: all of it at the end (``all``); for its age (``age``) up
-        to its last space or ``\\r``, or nothing when it has none (a token is never written in
-        halves); for its size (``size``) up to its last non-token byte. Returns what is held back."""
+        """Store part of a partial line: all of it (``all``); up to its last space or ``\\r``, else nothing
+        (``age``); up to its last non-token byte (``size``). Returns what is held back."""
         if why == "all":
             self._store_continued(fd, buf)
             return b""
@@ -348,10 +341,8 @@ class Recorder:
 
 
 def tail_lines(data: bytes, last: int, *, cut: bool) -> list[dict[str, Any]]:
-    """The last :data:`TAIL_LINES` lines of ``data``, the end of a log whose last line is number
-    ``last`` (``cut``: the first line may be cut short, and is left out). Lines are what "\n" ends
-    (as line numbers count them), shown as a terminal shows a progress bar: after its last "\r"
-    (str.splitlines would also split on \r, \x0c, \x1c...)."""
+    """The last :data:`TAIL_LINES` lines of ``data``, ending at line ``last`` (``cut``: the first may be cut
+    short, and is left out); lines end at "\\n", each shown after its last "\\r" as a terminal shows it."""
     text = data.decode("utf-8", "replace")
     lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
     if text.endswith("\n") or not text:

@@ -4,17 +4,14 @@ Contract:
 
 * The patterns are data, in ``logkit/data/secrets.toml`` (env-var names, flag names, text regexes);
   this module only compiles them. Every matched value becomes the placeholder ``[REDACTED]``.
-* A :class:`Redactor` made with :meth:`Redactor.for_run` also learns the literal values of the
-  secret variables and flags of the run it guards, so a child printing ``$HF_TOKEN`` is caught
-  even when the token has no recognisable shape.
-  URL passwords in the environment are learned the same way.
-* One engine, the standard library's ``re``: every pattern and the learned literals are joined in
-  one regex, which alone decides what is replaced. Text without any of the table's ``triggers``
-  (lowercase substrings, one of which is in every match) or a learned literal is returned as is
-  without running it: one ``in`` per trigger, the cheap check that keeps a quiet log quick.
-* :meth:`Redactor.chunk` is on the recorder's hot path. Callers give it complete lines (a secret is
-  never split across two calls; the recorder redacts a line flushed in parts with its earlier
-  parts as context).
+* A :class:`Redactor` made with :meth:`Redactor.for_run` also learns the literal values of the run's
+  secret variables and flags, and URL passwords in its environment, so a child printing
+  ``$HF_TOKEN`` is caught even when the token has no recognisable shape.
+* One engine, ``re``: the patterns and the learned literals, joined in one regex, alone decide what
+  is replaced. Text holding none of the table's ``triggers`` (lowercase substrings, one of which is
+  in every match) nor a learned literal is returned as is without running it.
+* :meth:`Redactor.chunk` is on the recorder's hot path and takes complete lines (a secret is never
+  split across two calls; the recorder redacts a line flushed in parts with its earlier parts).
 * :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
   and everything under a secret-looking key (``api_key``), also inside lists, is replaced.
 
@@ -102,8 +99,7 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
 
 
 def _secret_env(rules: Rules, name: str) -> bool:
-    """A name that looks secret is one whatever its prefix (``SGLANG_DB_PASS``), unless secrets.toml
-    lists it as harmless (``not_secret``)."""
+    """A secret-looking name is one whatever its prefix (``SGLANG_DB_PASS``), unless listed ``not_secret``."""
     upper = name.upper()
     if rules.env_re.match(upper) is None:
         return False
@@ -116,16 +112,14 @@ def _secret_flag(rules: Rules, flag: str) -> bool:
 
 
 def is_secret_key(key: str, rules: Rules | None = None) -> bool:
-    """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret: the one
-    answer, from secrets.toml's environment names and flags (``sglang.toml`` carries none)."""
+    """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret, by secrets.toml."""
     rules = rules or load_rules()
     norm = key.strip().lstrip("-").replace("-", "_")
     return _secret_env(rules, norm) or _secret_flag(rules, "--" + norm.replace("_", "-"))
 
 
 def _blank(value: Any, placeholder: str) -> Any:
-    """Everything under a secret key: every value, also inside a list (a config diff's
-    ``"api_key": [old, new]``) or a mapping, becomes the placeholder."""
+    """Everything under a secret key, also inside a list (a diff's ``[old, new]``) or a mapping, as the placeholder."""
     if isinstance(value, dict):
         return {k: _blank(v, placeholder) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -140,8 +134,7 @@ def _keys(value: dict[Any, Any], rules: Rules, inner: Any) -> dict[Any, Any]:
 
 
 def redact_keys(value: Any) -> Any:
-    """A JSON-ready value (``/server_info``) with every value under a secret key replaced, deeply;
-    nothing else is changed (:meth:`Redactor.scrub` also redacts the text)."""
+    """A JSON-ready value (``/server_info``) with every value under a secret key replaced, deeply."""
     if isinstance(value, dict):
         return _keys(value, load_rules(), redact_keys)
     if isinstance(value, list):
@@ -166,8 +159,7 @@ def _flag_values(rules: Rules, argv: list[str]) -> list[tuple[int, str]]:
 
 
 def _keep_lines(placeholder: Any, replaced: Any) -> Any:
-    """The placeholder, followed by the line breaks of what it replaces (a private-key block): the
-    stored log keeps the terminal's line numbers."""
+    """The placeholder, and the line breaks of what it replaces (the log keeps the terminal's line numbers)."""
     newline = "\n" if isinstance(replaced, str) else b"\n"
     count = replaced.count(newline)
     return placeholder + newline * count if count else placeholder
@@ -244,12 +236,8 @@ class Redactor:
         return max((len(t) for t in (*self._triggers, *self._lit_bytes)), default=1)
 
     def suspicious(self, data: bytes) -> bool:
-        """Whether ``data`` holds a trigger (any case) or a learned literal: it may hold a secret.
-
-        Lines whose shape (:mod:`logkit.capture.shapes`) is known to hold neither are not searched
-        again: a long run's output repeats a few hundred kinds of line, and each of the ~65 needles
-        costs a pass over every chunk. The answer is the same either way (a needle never spans a
-        line; a literal with a line break turns the memory off)."""
+        """Whether ``data`` holds a trigger (any case) or a learned literal; lines of a shape known clean
+        (:mod:`logkit.capture.shapes`) are not searched again (a needle never spans a line)."""
         shapes = self._shapes.shapes(data)
         if self._shapes.all_clean(shapes):
             return False
@@ -260,13 +248,8 @@ class Redactor:
         return False
 
     def redact_chunk(self, data: bytes) -> bytes:
-        """Redact ``data`` (after :meth:`suspicious` said yes): only the lines around a trigger.
-
-        Each trigger's line and the next one (a key and its value may sit a line apart) are
-        searched with the patterns that trigger starts, joined in file order; the rest of the
-        chunk is copied as is. The speed matters: the joined regex runs at a few MB/s in ``re``
-        (no literal-prefix search), so a megabyte with one trigger costs a line, not a second.
-        """
+        """Redact ``data`` (after :meth:`suspicious` said yes): each trigger's line and the next one, with the
+        patterns that trigger starts (the joined regex is slow in ``re``); the rest is copied as is."""
         low = data.lower()
         hits: list[tuple[int, frozenset[int]]] = []
         for needle, patterns, lowered in self._starts:
@@ -310,8 +293,7 @@ class Redactor:
         return b"".join(out)
 
     def _sub(self, data: bytes, patterns: frozenset[int] | None = None) -> bytes:
-        """Run the patterns (all, or those of ``patterns``, joined in file order) over ``data``.
-        Leaving out patterns whose triggers are absent changes nothing: they match nowhere."""
+        """Run the patterns (all, or those of ``patterns``, joined in file order) over ``data``."""
         if patterns is None:
             regex = self._bytes_re
         else:
@@ -324,14 +306,8 @@ class Redactor:
         return regex.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
     def _changes(self, data: bytes, i: int) -> bool:
-        """Whether pattern ``i`` (``-1``: the learned literals) changes anything where it matches.
-
-        Most triggered text changes nothing (``api_key=None`` on every line), and the joined regex
-        runs at a few MB/s in ``re``; each pattern alone, a ``(?i)`` one on the lowered text
-        (secrets.toml writes those in lowercase), runs at 50 MB/s and up. Every position where it
-        matches is tried (the next search starts one byte on), so a match of the joined regex
-        that changes something is never missed.
-        """
+        """Whether pattern ``i`` (``-1``: the learned literals) changes anything where it matches: each
+        pattern alone is fast, and every position it matches is tried, so no change is missed."""
         if i < 0:
             return True
         found = self._solo.get(i)
@@ -373,8 +349,7 @@ class Redactor:
     # -- redaction -----------------------------------------------------------------------------
 
     def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, group: str | None = "") -> Any:
-        """What replaces one match (str or bytes, as the text is); ``group``: the one replaced, if
-        not the joined regex's (a pattern alone names it ``secret``)."""
+        """What replaces one match (str or bytes); ``group``: the one replaced when not the joined regex's."""
         if group == "":
             group = self._secret_group.get(match.lastgroup or "")
         elif group not in match.re.groupindex:
@@ -405,10 +380,8 @@ class Redactor:
         return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
 
     def stream(self, data: bytes, suspicious: bool | None = None) -> bytes:
-        """The next complete lines of one stream (the raw log), redacted: :meth:`chunk` (or, with the
-        reading thread's verdict, :meth:`redact_chunk` / nothing), and a block (a private key)
-        whose header came in this read or an earlier one is replaced up to its closing line, however
-        the child's writes were split. At most :data:`UNTIL_MAX` bytes wait for a closing line."""
+        """The next complete lines of one stream, redacted (:meth:`chunk`, or the reader's verdict); a block
+        (a private key) opened in this read or an earlier one is replaced up to its closing line (:data:`UNTIL_MAX`)."""
         head = b""
         if self._open is not None:
             head, data = self._continue_block(data)
@@ -455,8 +428,7 @@ class Redactor:
         return self.redact_chunk(data) if self.suspicious(data) else data
 
     def argv(self, argv: list[str]) -> list[str]:
-        """The argv as it may be stored: secret flag values replaced (``-u USER:PW``'s password,
-        ``mysql -pPW``'s too), every word redacted as text."""
+        """The argv as it may be stored: secret flag values (``-u U:PW``, ``mysql -pPW``) replaced, every word redacted."""
         out = list(argv)
         for i, _value in _flag_values(self.rules, argv):
             if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:

@@ -62,8 +62,7 @@ def run(argv: list[str], opts: runner.RunOptions, repeat: int, warmup: bool,
 
 
 def summary(sessions_root: str, results: list[runner.RunResult]) -> list[str]:
-    """``output_throughput 523.5 (min-max 498.1-540.2, 95% interval of the median 501.0-538.7, 5 runs) tok/s``
-    per headline figure of the measured runs (the warm-up's figures were not recorded)."""
+    """``output_throughput 523.5 (min-max 498.1-540.2, ..., 5 runs) tok/s`` per headline figure of the measured runs."""
     from ..stats import spread
     from ..store import files
 

@@ -266,17 +266,12 @@ class _Recording(Slotted):
                              unrecorded="; ".join(problems) or "the attempt could not be recorded")
         rec.close_log(sync=True)
         info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
-                        forwarded_signal=stop.signal, duration_s=duration, lines=rec.lines,
-                        stop_reason=stop.reason, escalated=stop.escalated)
+                        lines=rec.lines, stop_reason=stop.reason, escalated=stop.escalated)
         status, label = _generic_status(info)
         if stop.hang:
             status = "hang"
         verdict = None
         if rec.watcher is not None:
-            if "logkit.events" in sys.modules:  # the models are loaded (a watcher used them): the tail as models
-                from ..events import EvidenceLine
-
-                info.tail = [EvidenceLine(**t) for t in rec.tail_lines()]
             try:
                 verdict = rec.watcher.finished(info)
             except Exception as exc:

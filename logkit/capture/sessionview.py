@@ -1,5 +1,5 @@
-"""What ``logkit run`` knows of its session before the spawn: read from the one index, plus what it has
-not ingested yet.
+"""What ``logkit run`` knows of its session before the spawn: the one index, plus what it has not
+ingested yet.
 
 Contract:
 
@@ -7,19 +7,16 @@ Contract:
   ``A<n>``/``H<n>`` any line claims (a damaged line or a newer schema's too: an id is never handed
   out twice), the hypothesis ids (``--tests H3``), the attempts without an outcome (the abandoned
   check) and the last launch with its probed environment (the config diff).
-* A file of at most :data:`SCAN_LIMIT` bytes is scanned whole (no SQLite: a fresh session's
-  ``logkit run -- true`` stays fast). A bigger one is read from :class:`logkit.store.index.Index`
-  as it stands (no refresh: no pydantic before the spawn), and the lines appended since the index's
-  ingested offset are scanned: when the file has the inode the index saw and the sha256 of the
-  4 KiB before that offset matches. Anything else (no index, a session it does not hold, a rewritten
-  file, an index that cannot be opened or read, any error) scans the whole file: slower, never wrong.
-* The scan is bytes and :mod:`json`: ids by :func:`logkit.store.files.short_numbers` over every byte, and
-  only lines whose ``kind`` is one it needs are decoded (:func:`logkit.store.files.decode`); a torn last
-  line is read again once it ends.
+* A file of at most :data:`SCAN_LIMIT` bytes is scanned whole (no SQLite). A bigger one is read
+  from :class:`logkit.store.index.Index` as it stands (no refresh: no pydantic before the spawn),
+  plus the lines appended since the index's offset, when the file has the inode the index saw and
+  the sha256 of the 4 KiB before that offset matches. Anything else (no index, a rewritten file,
+  any error) scans the whole file: slower, never wrong.
+* The scan is bytes and :mod:`json`: ids by :func:`logkit.store.files.short_numbers` over every
+  byte, and only lines of a ``kind`` it needs decoded; a torn last line is read again once it ends.
 * :meth:`SessionView.catch_up` scans what was appended since (the journal calls it under the
-  session lock before it allocates an id). :attr:`SessionView.behind` says how many bytes the index
-  lacks; :func:`refresh` brings the index up to date (validated ingest), and the journal runs it in
-  a thread after the child started, so the next run finds it current.
+  session lock before it allocates an id); :attr:`SessionView.behind` says how many bytes the index
+  lacks, and :func:`refresh` brings it up to date (validated ingest).
 """
 
 from __future__ import annotations
@@ -129,8 +126,7 @@ class SessionView(Slotted):
         return True
 
     def catch_up(self) -> None:
-        """Take the complete lines appended since :attr:`size` (all of them, for a file replaced or
-        shortened since: a rewrite under the lock)."""
+        """Take the complete lines appended since :attr:`size` (all of them, for a file replaced or shortened since)."""
         try:
             with open(self.path, "rb") as fh:
                 st = os.fstat(fh.fileno())

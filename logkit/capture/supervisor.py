@@ -49,14 +49,8 @@ KILL_AT = 3
 
 
 def _keep_buffers() -> None:
-    """Ask glibc to serve 1 MiB read buffers from the heap and keep what is freed.
-
-    By default each buffer above 128 KiB is a fresh ``mmap`` and its every page faults in (256
-    minor faults per MiB read: about a third of logkit's system time on a fast stream), then goes
-    back with ``munmap``. With the thresholds raised, freed buffers are reused; the heap keeps at
-    most :data:`~logkit.capture.recorder.QUEUE_CHUNKS` reads' worth. Called on the first big read
-    only (``ctypes`` costs ~4 ms to import); elsewhere than glibc it does nothing.
-    """
+    """Ask glibc to serve 1 MiB read buffers from the heap and keep what is freed (no ``mmap`` and page
+    faults per read); called on the first big read only (``ctypes`` costs ~4 ms); elsewhere a no-op."""
     with contextlib.suppress(Exception):  # not glibc (musl, macOS): the default allocator is fine
         import ctypes
 
@@ -143,8 +137,8 @@ class Stopper:
             self.kill()
 
     def reap(self, poll_s: float = 0.1, kill_wait_s: float = 2.0) -> None:
-        """After the child ended: if logkit stopped it, give the group's stragglers the rest of the
-        grace period, then SIGKILL them and wait up to ``kill_wait_s`` for them to go."""
+        """After the child ended: if logkit stopped it, give the group's stragglers the rest of the grace
+        period, then SIGKILL them and wait up to ``kill_wait_s`` for them to go."""
         state = self.state
         if not state.stopped:
             return

@@ -7,13 +7,12 @@ and work (two of them, one twice as fast), each working one smoke-tested and ben
 concurrencies; the decision proposed from the sweep and recorded; the site built into
 ``DIR/site/out``. What each step shows is printed as it happens.
 
-The stand-ins (``logkit/demo/standin/``, the same ones the tests use) are named as such: the
-server is ``fakeserver.py`` (SGLang's endpoints and SGLang 0.5.23's log lines, no model), reached
-as ``python -m sglang.launch_server`` through the small ``fake_sglang`` package on the child's
-PYTHONPATH; its benchmark client writes the real client's JSONL keys. logkit parses the launch
-flags with the real SGLang where it is installed (``scripts/setup.sh --test``), else with its
-plain parser. There is no GPU: ``standin/nvidia-smi`` (first on the demo's PATH) prints what the
-real one prints on an SM120 host, so the attempts carry a GPU and its architecture.
+The stand-ins (``logkit/demo/standin/``, the tests' too) are named as such: ``fakeserver.py``
+(SGLang's endpoints and SGLang 0.5.23's log lines, no model), run as ``python -m
+sglang.launch_server`` through the ``fake_sglang`` package on the child's PYTHONPATH, whose
+benchmark client writes the real client's JSONL keys; ``standin/nvidia-smi``, first on the demo's
+PATH, prints what the real one prints on an SM120 host. The launch flags are parsed by the real
+SGLang where it is installed, else by logkit's plain parser.
 """
 
 from __future__ import annotations

@@ -3,25 +3,23 @@
 
 Contract:
 
-* :func:`for_run` is the runner's path (the command's own interpreter). With the parser's spec
-  cached for that interpreter and SGLang version it parses in-process (:func:`~.sglang.quick_parse`,
-  milliseconds), refuses what SGLang would refuse, and hands back a :class:`~.sglang.Background`
-  full parse to start once preflight passed; without a cache it runs the full parse once (seconds)
-  and caches the spec. Where SGLang is not importable there: a plain parse (``parser="plain"``,
-  ``unresolved=True``).
-* :func:`for_check` is the pre-launch check's path (an agent's tool call, a coding-agent hook): the
-  runner's, or without running the interpreter the cached spec's quick parse, else a plain parse.
-* :func:`given_only` is the path for records of launches logkit did not run (imported logs,
-  reconstructed accounts): the flags get SGLang's names and types from the installed SGLang (logkit's
-  own interpreter), but only the flags given are kept (no resolved default, no version claimed,
-  ``unresolved=True``); flags SGLang refuses are kept as given (plain).
-* :func:`printed_config` is the path for a launch logkit only saw through its output (a ``docker run``,
-  a script): the flags are read from the ``server_args=ServerArgs(...)`` line the server printed
-  (``parser="printed"``); the values are the server's own, resolved; the fingerprint is of those
-  that differ from the installed SGLang's defaults (all of them when no SGLang is here to ask).
-* Every path makes the fingerprint by one rule (:func:`~.flags.fingerprint` of the flags given, typed
-  by the spec), so a captured, an imported and a reconstructed attempt of one argv share it.
-* Configs are plain dicts shaped like :class:`~logkit.events.LaunchConfig` (no pydantic here).
+* :func:`for_run` is the runner's path (the command's own interpreter): with the parser's spec
+  cached it parses in-process (:func:`~.sglang.quick_parse`, milliseconds), refuses what SGLang
+  would refuse, and leaves a :class:`~.sglang.Background` full parse to start once preflight
+  passed; without a cache it runs the full parse once (seconds) and caches the spec. Where SGLang
+  is not importable: a plain parse (``parser="plain"``, ``unresolved=True``).
+* :func:`for_check` is the pre-launch check's path: the runner's, or without running the
+  interpreter the cached spec's quick parse, else a plain parse.
+* :func:`given_only` is for launches logkit did not run (imported logs, reconstructed accounts):
+  SGLang's names and types from the SGLang installed beside logkit, only the flags given (no
+  resolved default, no version, ``unresolved=True``); flags SGLang refuses are kept as given.
+* :func:`printed_config` is for a launch seen only through its output (a ``docker run``, a
+  script): the flags of the ``server_args=ServerArgs(...)`` line it printed (``parser="printed"``,
+  the server's resolved values), fingerprinted by those that differ from the installed SGLang's
+  defaults (all of them with no SGLang here).
+* Every path fingerprints by one rule (:func:`~.flags.fingerprint` of the flags given, typed by the
+  spec), so a captured, an imported and a reconstructed attempt of one argv share it. Configs are
+  plain dicts shaped like :class:`~logkit.events.LaunchConfig` (no pydantic here).
 """
 
 from __future__ import annotations
@@ -43,14 +41,13 @@ NO_MODEL = "<model path not given>"
 class Parsed:
     """A launch config (dict), or the reason SGLang refuses the flags, and what else the parse learnt."""
 
-    __slots__ = ("config", "error", "packages", "spec", "background", "notes", "quick")
+    __slots__ = ("config", "error", "packages", "background", "notes", "quick")
 
     def __init__(self, config: dict[str, Any], error: str | None = None, packages: dict[str, str] | None = None,
-                 spec: dict[str, Any] | None = None, notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None) -> None:
         self.config = config
         self.error = error
         self.packages = packages
-        self.spec = spec
         #: SGLang's full parse still to run beside the launch (a cached spec answered preflight).
         self.background: sg.Background | None = None
         self.notes = [] if notes is None else notes
@@ -121,8 +118,8 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
         version, packages = seen["version"], seen.get("packages")
         given, error = sg.quick_parse(flag_words, spec)
         if error is not None:
-            return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages, spec)
-        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages, spec)
+            return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages)
+        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages)
         parsed.quick = True  # the full parse is started by the caller once preflight passed: start_background
         return parsed
     probed = sg.probe(python)
@@ -138,20 +135,18 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
     if spec is not None:
         sg.store_spec(python, probed, spec)
     if not result.get("ok"):
-        return Parsed(plain_config(flag_words, version), _refusal(str(result.get("error")), spec), packages, spec)
+        return Parsed(plain_config(flag_words, version), _refusal(str(result.get("error")), spec), packages)
     config = from_full(result, flag_words, spec)
     assert config is not None
-    return Parsed(config, None, packages, spec)
+    return Parsed(config, None, packages)
 
 
 _NO_SGLANG = "SGLang is not importable in the command's interpreter: flags recorded as given (unresolved)"
 
 
 def for_check(flag_words: list[str], python: str | None, *, run_parser: bool = True) -> Parsed:
-    """The config a pre-launch check compares (``check_launch`` of ``logkit mcp``, ``logkit hook
-    pre-launch``): :func:`for_run`'s, nothing started beside it. With ``run_parser`` False nothing
-    runs in the interpreter (a hook answers in milliseconds): the cached spec's quick parse when
-    there is one, else the flags as given (plain)."""
+    """The config a pre-launch check compares: :func:`for_run`'s, nothing started beside it; without
+    ``run_parser`` nothing runs in the interpreter (the cached spec's quick parse, else the flags as given)."""
     if not run_parser and (not python or sg.cached_spec(python) is None):
         return Parsed(plain_config(flag_words), notes=[_NOT_PARSED])
     return for_run(flag_words, python)
@@ -167,10 +162,7 @@ def start_background(parsed: Parsed, flag_words: list[str], python: str) -> None
 
 
 def spec_for(python: str) -> tuple[dict[str, Any] | None, str | None]:
-    """``(spec, sglang version)`` of SGLang's parser in ``python`` (cached; one full parse to build it).
-
-    ``(None, None)`` when SGLang cannot be imported there.
-    """
+    """``(spec, sglang version)`` of SGLang's parser in ``python`` (cached, else one full parse), or ``(None, None)``."""
     hit = sg.cached_spec(python)
     if hit is not None:
         return hit[0], hit[1]["version"]
@@ -196,9 +188,8 @@ def given_only(flag_words: list[str]) -> dict[str, Any]:
 
 
 def printed_args(line: str) -> dict[str, Any] | None:
-    """The fields of a printed ``ServerArgs(...)`` repr (``server_args=ServerArgs(model_path='m', port=30000, ...)``),
-    or None when the line holds none. A field whose value is not a Python literal (an object's repr)
-    or that the line cuts off is left out."""
+    """The fields of a printed ``ServerArgs(...)`` repr, or None when the line holds none; a field whose
+    value is not a Python literal, or that the line cuts off, is left out."""
     import ast
     import re
 

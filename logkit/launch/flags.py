@@ -115,8 +115,7 @@ def _ignore_values() -> frozenset[str]:
 
 
 def fingerprint(given: dict[str, Any]) -> dict[str, Any]:
-    """The chosen values that decide which kernels run: backends and ``[fingerprint] keys`` (sorted by
-    key; ``None`` dropped)."""
+    """The chosen values that decide which kernels run: backends and ``[fingerprint] keys``, sorted, ``None`` dropped."""
     keys = table()["fingerprint"]["keys"]
     return {k: v for k, v in sorted(given.items()) if v is not None and (is_backend(k) or k in keys)}
 
@@ -129,8 +128,7 @@ def chosen(launch: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
-    """The configuration of a stored launch config: every flag given (aliases by SGLang's name), no
-    run-specific value, sorted by key (see the module contract)."""
+    """A stored launch config's configuration: every flag given, by SGLang's names, no run-specific value, sorted."""
     if not launch:
         return {}
     given = chosen(launch)
@@ -144,8 +142,7 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def config_key(launch: dict[str, Any] | None, conf: dict[str, Any] | None = None) -> str | None:
-    """A short hash of :func:`configuration` (None for a launch with nothing given); ``conf``: that
-    configuration, when the caller has it already."""
+    """A short hash of :func:`configuration` (None when nothing was given); ``conf``: that configuration, if at hand."""
     import hashlib
 
     conf = configuration(launch) if conf is None else conf
@@ -163,9 +160,8 @@ def _key_encoder() -> Any:
 
 
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
-    """A benchmark's workload: (concurrency, dataset, input length, output length) from a metric's
-    labels (``concurrency`` given where only it was kept; the labels of each part: ``[workload]``);
-    None for a part not recorded."""
+    """A benchmark's workload (concurrency, dataset, input length, output length) from a metric's labels
+    (``[workload]``; ``concurrency`` where only it was kept), None for a part not recorded."""
     labels = labels or {}
     parts: list[Any] = []
     for name, keys in table()["workload"].items():
@@ -209,10 +205,8 @@ def ignored(value: Any) -> bool:
 
 
 def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:
-    """The backend values a launch chose: given backend flags, and for a backend left ``auto`` (given
-    or by default) what ``resolved`` (``/server_info``) says it became. ``auto``/``none`` never count,
-    nor SGLang's own default: a key in the full ``args`` but not in ``non_default`` (records of older
-    logkits put every resolved backend in the fingerprint)."""
+    """The backend values a launch chose: given backend flags, and for one left ``auto`` what ``resolved``
+    (``/server_info``) says it became; never ``auto``/``none`` nor SGLang's default (in ``args``, not ``non_default``)."""
     launch = launch or {}
     fp = launch.get("fingerprint") or {}
     args, nd = launch.get("args") or {}, launch.get("non_default") or {}
@@ -255,12 +249,8 @@ def watched_env(env: dict[str, Any] | None) -> dict[str, Any]:
 
 def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, Any] | None = None,
          packages: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """What ``new`` (a launch config dict) changed against ``previous`` (an attempt dict with its
-    ``launch`` and recorded ``environment``), as a ``ConfigDiff`` dict; None without a previous launch.
-
-    ``env`` is the new launch's environment *as it will be recorded* (allow-listed, redacted), so
-    both sides are compared alike; only ``[diff] env_prefixes`` variables are compared.
-    """
+    """What ``new`` (a launch config dict) changed against ``previous`` (an attempt dict with its ``launch``
+    and ``environment``), as a ``ConfigDiff`` dict, or None; ``env``: the new side as it will be recorded."""
     if not previous or not previous.get("launch"):
         return None
     skip = set(table()["diff"]["skip"])
@@ -286,11 +276,8 @@ def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, An
 
 
 def diff_note(d: dict[str, Any], redactor: Any = None) -> str:
-    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``.
-
-    With ``redactor`` (the run's :class:`~logkit.capture.redact.Redactor`, passed in: this module
-    imports nothing of capture) a secret flag or variable says only that it changed, and every
-    value is redacted: stderr is often captured to a file."""
+    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``; with the run's
+    ``redactor`` a secret says only that it changed and every value is redacted (stderr is often captured)."""
     secret = redactor.is_secret_key if redactor is not None else (lambda _k: False)
     hidden = redactor.placeholder if redactor is not None else ""
     parts = [f"{k} changed" if secret(k) else f"{k} {a} -> {b}" for k, (a, b) in d["changed"].items()]

@@ -10,14 +10,12 @@ Contract:
   ``server_args.py`` and of the probed packages' ``.dist-info`` directories are unchanged (checked
   with ``stat``: a warm launch runs nothing before the child starts). A damaged, foreign or
   mismatched cache file is rebuilt, never trusted; a cache that cannot be written is skipped.
-* :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s); with ``spec=True`` it also
-  returns the spec and stores it. :class:`Background` starts the same parse as a niced child
-  process so the launch does not wait for it; ``result()`` collects it later.
+* :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s), with ``spec=True`` the
+  spec too. :class:`Background` runs the same parse as a niced child beside the launch.
 * :func:`quick_parse` parses flags with an argparse parser rebuilt from the spec, in logkit's own
-  process: SGLang's names, aliases, prefix abbreviations, ``int``/``float`` types, choices and
-  required flags, and SGLang's argparse message on refusal. Values of flags whose SGLang type is
-  not plain stay strings (the full parse gives the final word). :func:`suggest` names the nearest
-  valid choice or flag (difflib): ``did you mean flashinfer_cutlass?``.
+  process: SGLang's names, aliases, prefix abbreviations, ``int``/``float`` types, choices,
+  required flags and SGLang's message on refusal (values of other types stay strings).
+  :func:`suggest` names the nearest valid choice or flag: ``did you mean flashinfer_cutlass?``.
 """
 
 from __future__ import annotations
@@ -86,13 +84,7 @@ def _valid(spec: Any) -> bool:
 
 def cached_spec(python: str, probed: dict[str, Any] | None = None,
                 env: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """``(spec, probe)`` cached for ``python``, or None when missing, stale or damaged.
-
-    The entry holds for the interpreter's path and mtime, the SGLang version, and the mtimes of
-    ``server_args.py`` and of every probed package's ``.dist-info`` (an upgrade replaces it): all
-    checked with ``stat``, so a warm launch runs nothing in the interpreter. With ``probed`` (a
-    fresh :func:`probe`) the version must match too.
-    """
+    """``(spec, probe)`` cached for ``python`` (see the contract), or None; with ``probed`` its version must match."""
     try:
         data = json.loads(_path(python, env).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):

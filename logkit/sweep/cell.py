@@ -3,24 +3,22 @@
 Contract:
 
 * The launch is ``python -m logkit run --tests H<n> --hang-timeout T --smoke P... --yes -- ARGV`` in
-  a process group of its own (so a Ctrl-C reaches the sweep, which decides), with stdin closed and
-  its output appended to the sweep's driver log; it gets SIGTERM from the kernel if the sweep dies
-  (``PR_SET_PDEATHSIG``), so a SIGKILLed sweep leaves no server behind: that ``logkit run`` stops
-  its server's group and records the attempt as it always does.
-* Its attempt is found by ``recorder_pid`` (the pid of that ``logkit run``) in ``events.jsonl``,
-  read incrementally (:class:`Tail`). Ready = HTTP ``/ready`` (``/health`` on old versions) on
-  the launch's host:port; then the ``smoke`` events of the attempt are awaited. A launch not ready
-  within ``ready_timeout`` is ``hang``; a degenerate smoke reply stops the cell before the bench.
-  With ``accuracy`` the launch runs the accuracy gate (``--accuracy``) and its ``accuracy`` metric
-  is awaited too: a score below the threshold stops the cell, ``inaccurate``, before the bench.
-* Each bench point is another ``logkit run`` (its metrics are linked to the launch by the runner);
-  with ``repeat``/``warmup`` it is ``logkit run --repeat N [--warmup]``: the point's metrics are
-  those of all its measured runs.
+  a process group of its own (a Ctrl-C reaches the sweep, which decides), stdin closed, output
+  appended to the sweep's driver log; the kernel sends it SIGTERM if the sweep dies
+  (``PR_SET_PDEATHSIG``), so a SIGKILLed sweep leaves no server behind.
+* Its attempt is found by ``recorder_pid`` in ``events.jsonl``, read incrementally (:class:`Tail`).
+  Ready = HTTP ``/ready`` (``/health`` on old versions) on the launch's host:port, answered by the
+  launch's own server; then its ``smoke`` events are awaited. A launch not ready within
+  ``ready_timeout`` is ``hang``; a degenerate smoke reply stops the cell before the bench. With
+  ``accuracy`` the launch runs the accuracy gate and its ``accuracy`` metric is awaited too: below
+  the threshold the cell stops, ``inaccurate``, before the bench.
+* Each bench point is another ``logkit run`` (``--repeat N [--warmup]`` with ``repeat``/``warmup``:
+  the point's metrics are those of all its measured runs).
 * The server is then stopped with SIGTERM to its ``logkit run`` (which stops the whole group,
   SIGKILL after ``grace``); members of the group still alive afterwards are reported and killed.
 * :func:`wait_port` waits, never fights, for a port still held by an earlier server.
-* ``stop`` (a :class:`threading.Event` set on Ctrl-C) ends the cell early: the server is stopped
-  cleanly and :class:`Interrupted` is raised, so no result is written and a resume reruns it.
+* ``stop`` (set on Ctrl-C) ends the cell early: the server is stopped cleanly and
+  :class:`Interrupted` is raised, so no result is written and a resume reruns it.
 """
 
 from __future__ import annotations
@@ -171,30 +169,10 @@ def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event
     return True
 
 
-def _http_ready(base: str) -> bool:
-    import urllib.error
-    import urllib.request
-
-    for path in ("/ready", "/health"):
-        try:
-            with urllib.request.urlopen(base + path, timeout=1.0) as resp:  # noqa: S310 - the server's own port
-                return resp.status == 200
-        except urllib.error.HTTPError as exc:
-            if exc.code != 404:
-                return False
-        except Exception:  # noqa: BLE001 - not up yet
-            return False
-    return False
-
-
 def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
-    """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told).
-
-    Only the launch's own server may be benchmarked and credited: with another sweep's server on
-    the port, a launch that failed to bind must not be measured on it. Foreign means: a process
-    outside the launch's process group listens there and started before the launch did (a
-    container's port proxy, started by the launch, is not foreign).
-    """
+    """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told), so that
+    no other server is measured and credited: a process outside the launch's group listens there and started
+    before the launch (a container's port proxy, started by the launch, is not foreign)."""
     pgid = (attempt or {}).get("pgid")
     began = procs.start_ticks(pgid) if pgid else None
     if began is None:
@@ -274,8 +252,7 @@ def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -
 
 def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothesis: str) -> tuple[
         str | None, dict[str, Any] | None, list[dict[str, Any]]]:
-    """One bench point as a ``logkit run`` testing the cell's hypothesis: its (last) attempt id, outcome
-    and metrics (of every measured run, with ``repeat``)."""
+    """One bench point as a ``logkit run`` testing the hypothesis: its last attempt, outcome, every measured run's metrics."""
     again = (["--repeat", str(ctx.repeat)] if ctx.repeat != 1 else []) + (["--warmup"] if ctx.warmup else [])
     proc = _logkit(ctx, ["--tests", hypothesis, "--label", label, *again, "--", *argv])
     attempt = _wait_attempt(ctx, proc, tail)
@@ -293,7 +270,7 @@ def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothe
 def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[dict[str, Any], list[str]]],
              label: str) -> CellRun:
     """Launch ``cell``, smoke it, run its bench points, stop it."""
-    from ..capture.sglang.watcher import probe_url
+    from ..capture.sglang.watcher import http_ready, probe_url
 
     clock: dict[str, float] = {}
     t0 = time.monotonic()
@@ -339,7 +316,7 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
         if time.monotonic() > deadline:
             return failed("hang", f"not ready in {ctx.ready_timeout:g}s")
         # ready only when the answer comes from this launch's own server (not another sweep's)
-        ready = base is not None and _http_ready(base) and foreign_server(attempt, port) is None
+        ready = base is not None and http_ready(base, 1.0) and foreign_server(attempt, port) is None
         if not ready:
             time.sleep(POLL_S)
     clock["ready"] = time.monotonic() - t_launch

@@ -3,13 +3,11 @@
 Contract: :func:`propose` writes a draft (TOML, commented) the user edits: title, context, the
 decision, ``chosen`` (the best working cell by default), one ``[[option]]`` per cell with why it
 lost (a working cell: ``slower`` only when :func:`logkit.reasoning.matrix.compare` finds the
-intervals apart, by how much and on how many runs; else ``tied`` with both figures, and the
-decision says the choice between tied cells is not made by throughput) and the hypothesis and
-attempts that show it, the evidence, consequences, status. Nothing is
-recorded until :func:`accept` reads the edited draft back and records it with
-:func:`logkit.reasoning.decisions.record` in the sweep's session, tagged with the sweep id (the
-sweep's site page shows the decision it led to). A bad draft is refused with ``file:line`` and
-the fix, and records nothing.
+intervals apart, else ``tied``, with both figures and the runs, and the decision says throughput
+does not choose between tied cells) and its hypothesis and attempts, the evidence, consequences,
+status. Nothing is recorded until :func:`accept` reads the edited draft back and records it
+(:func:`logkit.reasoning.decisions.record`) in the sweep's session, tagged with the sweep id. A
+bad draft is refused with ``file:line`` and the fix, and records nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..events import Decision
+from ..events import DECISION_STATUSES, Decision
 from ..store import Store, shared
 from .spec import line_of
 from .state import load, ranking
@@ -108,8 +106,6 @@ def accept(store: Store, path: Path) -> Decision:
     for key in ("session", "title"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise BadInput(f"{path}:{line_of(text, key)}: {key} must be a non-empty string", fix=f'{key} = "..."')
-    from ..events import DECISION_STATUSES
-
     status = str(data.get("status") or "accepted")
     if status not in DECISION_STATUSES:
         raise BadInput(f"{path}:{line_of(text, 'status')}: status {status!r} is not a decision status",

@@ -4,23 +4,22 @@ Contract:
 
 * A sweep lives in one session and is named ``SW-<first 8 hex of its spec hash>`` (``-2``, ``-3``
   with ``new=True``). Running a spec whose sweep exists resumes it: only cells without a
-  ``sweep_cell`` result run, so a crash, a Ctrl-C, a reboot or a SIGKILL of logkit loses at most
-  the cell that was running (its attempts keep their outcomes; the cell runs again).
-* Known outcomes first, in order: a cell SGLang's parser refuses is refuted at once (``preflight``,
-  never launched); a cell refuted on this GPU architecture in the knowledge base
-  (a ``refuted`` matrix cell, :func:`logkit.reasoning.refuted.check`, and the same SGLang version
-  where both are known; never a ``conflicting`` one) is
-  ``skipped`` and shown, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
+  ``sweep_cell`` result run, so a crash, a Ctrl-C or a SIGKILL loses at most the running cell.
+* Known outcomes first: a cell SGLang's parser refuses is refuted at once (``preflight``, never
+  launched); a cell in a ``refuted`` matrix cell for this GPU architecture
+  (:func:`logkit.reasoning.refuted.check`, the same SGLang version where both are known; never a
+  ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
-  prompts and ran its benchmarks; refuted otherwise), then its ``sweep_cell`` result.
-* The time budget: no cell starts when the time spent in this run plus the mean cell time so far
-  would pass it; the rest stay pending for a later run (a budget of 0 records the sweep and runs none).
-* One run of a spec at a time (:func:`logkit.store.shared.running_lock`, ``<root>/.locks/``): a second
-  is refused naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) is written through
-  the recorder's redactor.
-* SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (its server stopped, no result written) and
-  end the run with status 130; rerunning the spec resumes.
+  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise), then its
+  ``sweep_cell`` result.
+* The time budget: no cell starts when the time spent plus the mean cell time so far would pass it;
+  the rest stay pending (a budget of 0 records the sweep and runs none).
+* One run of a spec at a time (:func:`logkit.store.shared.running_lock`): a second is refused
+  naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) goes through the recorder's
+  redactor.
+* SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (no result written) and end the run with
+  status 130; rerunning the spec resumes.
 """
 
 from __future__ import annotations
@@ -37,15 +36,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import BadInput
-from ..reasoning import matrix
-from ..events import Sweep, SweepCell, SweepCellResult, SweepPoint
+from ..events import Hypothesis, Sweep, SweepCell, SweepCellResult, SweepPoint
+from ..reasoning import hypotheses, matrix
 from ..capture.redact import Redactor
 from ..store import SessionHandle, Store, shared
 from .cell import CellContext, CellRun, Interrupted, run_cell
 from .grid import Cell, Grid, bench_points, build
 from .progress import PlainProgress, make
 from .spec import SweepSpec
-from .state import SweepView, load
+from .state import SweepView, find, load
 
 __all__ = ["SweepOptions", "SweepReport", "points_of", "run"]
 
@@ -107,9 +106,6 @@ def points_of(run: CellRun, limit_metric: str | None, limit_max: float | None) -
 
 def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | None) -> str:
     """The cell's hypothesis id: the open one a resumed run left, else a new one."""
-    from ..events import Hypothesis
-    from ..reasoning import hypotheses
-
     tag = f"{sweep}/{cell.id}"
     for event in handle.read().events:
         if isinstance(event, Hypothesis) and tag in event.tags:
@@ -119,8 +115,6 @@ def _hypothesis(handle: SessionHandle, sweep: str, cell: SweepCell, arch: str | 
 
 
 def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: str | None) -> tuple[str, Sweep]:
-    from .state import find
-
     spec_hash = spec.spec_hash()
     existing = find(store, spec_hash=spec_hash)
     if existing and not opts.new:
@@ -147,9 +141,8 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
 
 @contextlib.contextmanager
 def _redacted_log(path: Path, redactor: Redactor) -> Iterator[IO[bytes]]:
-    """A pipe whose bytes reach ``path`` (appended) through the one log redactor, the recorder's
-    (:class:`logkit.capture.recorder.Recorder`): the sweep log holds the ``logkit run`` command lines
-    and whatever they print (a server's ``api_key='...'``), and is committed with ``logs/``."""
+    """A pipe whose bytes reach ``path`` (appended) through the recorder's redactor: the sweep log holds the
+    ``logkit run`` command lines and what they print (a server's ``api_key='...'``), and is committed."""
     from ..capture.recorder import Recorder
 
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -1,15 +1,15 @@
 """A sweep's grid: the cells of a spec, resolved and preflighted by SGLang's own parser.
 
-Contract: :func:`build` finds the launch's interpreter (the one the command runs under), takes
-SGLang's parser spec for it from the launch module (:func:`logkit.launch.config.spec_for`: the
-same cache ``logkit run`` uses, one full parse in that interpreter when cold), checks every cell
-with it in-process (:func:`logkit.launch.sglang.quick_parse`), and returns a :class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the
-Cartesian product, each with its argv, its key (``moe_runner_backend=flashinfer_cutlass``, SGLang's
-dest names), its backend fingerprint (:func:`~logkit.launch.flags.fingerprint` of the flags given) and, when
+Contract: :func:`build` takes SGLang's parser spec for the launch's interpreter
+(:func:`logkit.launch.config.spec_for`: the cache ``logkit run`` uses, one full parse when cold),
+checks every cell with it in-process (:func:`logkit.launch.sglang.quick_parse`), and returns a
+:class:`Grid`: one :class:`Cell` per combination of axis values, in the order of the Cartesian
+product, each with its argv, its key (``moe_runner_backend=flashinfer_cutlass``, SGLang's dest
+names), its fingerprint (:func:`~logkit.launch.flags.fingerprint` of the flags given) and, when
 SGLang's parser refuses its flags, the parser's message (``preflight``). Where SGLang is not
 importable the flags are taken as given (``parser = "plain"``) and ``"choices"`` is refused.
-:func:`with_flag` sets one flag in an argv (replacing it where present); :func:`bench_points`
-expands the bench axes against a cell's host and port.
+:func:`with_flag` sets one flag in an argv; :func:`bench_points` expands the bench axes against a
+cell's host and port.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from ..errors import BadInput
 from .spec import CHOICES, SweepSpec
 
 __all__ = ["Cell", "Grid", "bench_points", "build", "with_flag"]
-
 
 
 @dataclass
@@ -78,10 +77,7 @@ def with_flag(words: list[str], flag: str, value: Any) -> list[str]:
 
 
 def build(spec: SweepSpec, env: dict[str, str] | None = None, say: Callable[[str], None] | None = None) -> Grid:
-    """The cells of ``spec``, preflighted by SGLang's parser in the launch's own interpreter.
-
-    ``say`` hears one line before a cold read of SGLang's parser (seconds, once per interpreter).
-    """
+    """The cells of ``spec``, preflighted in the launch's own interpreter; ``say`` hears of a cold read of SGLang's parser."""
     from ..launch.config import spec_for, valid_port
     from ..launch.flags import fingerprint, plain_parse
     from ..launch.sglang import cached_spec, quick_parse

@@ -1,14 +1,12 @@
 """Sweeps as recorded: find one (by id or by spec hash), fold its cells, rank them.
 
-Contract: :func:`find` and :func:`load` query one snapshot of the store's index
-(:class:`logkit.store.index.Index`, brought up to date first) for its ``sweep`` and ``sweep_cell``
-events, validated once at ingest; :func:`load` returns a :class:`SweepView` (the sweep event,
-its session, the latest ``sweep_cell`` result per cell), :func:`ranking` orders the cells (working
-ones by their best throughput within the latency limit, the median of a point's runs, then the
-failed ones, then those that never ran) and compares each working cell with the first at the same
-bench point by the one rule (:func:`logkit.reasoning.matrix.compare`): ``slower`` only when the
-intervals do not overlap, else ``tied``, with by how much and on how many runs; :func:`table`
-renders that ranking as plain text. Pure readers: nothing is written.
+Contract: :func:`find` and :func:`load` query one snapshot of the store's index, brought up to date
+first, for its ``sweep`` and ``sweep_cell`` events; :func:`load` returns a :class:`SweepView` (the
+sweep, its session, the latest result per cell); :func:`ranking` orders the cells (working ones by
+their best throughput within the latency limit, a point's figure the median of its runs, then the
+failed ones, then those never run) and compares each working cell with the first at the same bench
+point by :func:`logkit.reasoning.matrix.compare` (``slower`` only when the intervals do not
+overlap, else ``tied``); :func:`table` renders it as plain text. Nothing is written.
 """
 
 from __future__ import annotations
@@ -66,8 +64,7 @@ class SweepView:
 
 
 def _recorded(store: Store) -> list[tuple[str, dict[str, Any]]]:
-    """``(session, event dict)`` of every ``sweep`` and ``sweep_cell`` event, in (session, line) order,
-    from one snapshot of the index."""
+    """``(session, event dict)`` of every ``sweep`` and ``sweep_cell`` event, in order, from one snapshot of the index."""
     from ..store.index import Index
 
     with Index(store.root) as index:
@@ -166,8 +163,7 @@ def _fmt(value: float | None) -> str:
 
 
 def point_text(value: float | None, runs: list[float]) -> str:
-    """``71.9``, or with repeated runs ``71.9 (70.1-73.0, 5 runs)``: the median and the interval
-    :func:`logkit.reasoning.matrix.compare` uses (min-max, from 5 runs the bootstrap interval)."""
+    """``71.9``, or with repeated runs ``71.9 (70.1-73.0, 5 runs)``: the median and the interval compare uses."""
     if value is None or len(runs) < 2:
         return _fmt(value)
     from ..stats import spread

@@ -1,16 +1,14 @@
 """SGLang awareness for ``logkit run``: the planner the runner loads as ``logkit.capture.sglang:plan``.
 
-Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`), parses the
-launch flags with SGLang's own parser in the command's interpreter (:mod:`logkit.launch`: the
-cached parser spec answers in milliseconds, the full parse then runs beside the launch and its
-result lands in a ``launch_config`` event), refuses a launch SGLang would reject unless
-``--no-preflight`` (``options["preflight"]``), diffs it against ``options["previous_launch"]``
-(a dict: the stored attempt, its environment event merged in), gives a benchmark an ``--output-file`` in the session when it has
-none (a FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user-given
-``--output-file`` is the user's file and is left alone) and links it to the launch it measures,
-and returns a :class:`~logkit.capture.hooks.Plan` with the matching watcher (:mod:`.watcher`).
-Any other command gets a latent launch watcher: it classifies what the command prints and makes
-the attempt a launch when the output shows an SGLang server's own lines.
+Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`). A launch's flags
+are parsed by SGLang's own parser in the command's interpreter (:mod:`logkit.launch`: the cached
+spec answers in milliseconds, the full parse runs beside the launch into a ``launch_config``
+event); one SGLang would reject is refused unless ``--no-preflight``; it is diffed against
+``options["previous_launch"]``. A benchmark without ``--output-file`` gets one in the session (a
+FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user's file is left
+alone) and is linked to the launch it measures. The :class:`~logkit.capture.hooks.Plan` carries
+the matching watcher (:mod:`.watcher`). Any other command gets a latent launch watcher: it
+becomes a launch when its output shows an SGLang server's own lines.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...store import files
-from ..hooks import Plan
+from ..hooks import Plan, WatchResult
 
 __all__ = ["plan", "python_for"]
 
@@ -123,12 +121,10 @@ def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dic
 
 
 class _Deferred:
-    """The launch's watcher, built when the child has started: importing the real one (the event
-    models, pydantic, urllib) costs hundreds of ms that the child need not wait for."""
+    """The launch's watcher, built once the child has started (its imports cost hundreds of ms)."""
 
-    def __init__(self, launch: dict[str, Any] | None, background: Any, latent: bool = False, printed: bool = False) -> None:
+    def __init__(self, launch: dict[str, Any] | None, background: Any, printed: bool = False) -> None:
         self._args = (launch, background)
-        self._latent = latent
         self._printed = printed
         self._real: Any = None
 
@@ -136,7 +132,7 @@ class _Deferred:
         if self._real is None:
             from .watcher import LaunchWatcher
 
-            self._real = LaunchWatcher(*self._args, latent=self._latent, printed=self._printed)
+            self._real = LaunchWatcher(*self._args, printed=self._printed)
         return self._real
 
     def __getattr__(self, name: str) -> Any:  # started, feed, tick, finished: the real watcher's
@@ -144,12 +140,9 @@ class _Deferred:
 
 
 class _Latent:
-    """The watcher of a command its argv does not show to be SGLang's (``./serve.sh``, ``make serve``,
-    an unknown wrapper). It classifies what the command prints with the one classifier
-    (:class:`~.outcomes.Classifier`, built at the first output) and hands over to a
-    :class:`~.watcher.LaunchWatcher` once the output shows an SGLang server's own lines, or at once
-    under ``--role launch``: the attempt is then a launch for classification, readiness, smoke and
-    attribution. Until then nothing heavy is imported (a command that prints nothing loads no model)."""
+    """The watcher of a command its argv does not show to be SGLang's (``./serve.sh``, an unknown wrapper):
+    it classifies the output and hands over to a :class:`~.watcher.LaunchWatcher` once the output shows
+    an SGLang server's own lines, or at once under ``--role launch``; until then nothing heavy is imported."""
 
     def __init__(self) -> None:
         self.ctx: Any = None
@@ -188,8 +181,6 @@ class _Latent:
     def finished(self, exit_info: Any) -> Any:
         if self.real is not None:
             return self.real.finished(exit_info)
-        from ..hooks import WatchResult
-
         if self.clf is None:
             return WatchResult()  # it printed nothing: the exit alone says how it ended
         d = self.clf.decide(exit_code=exit_info.exit_code, signal=exit_info.signal,

@@ -1,30 +1,25 @@
 """The accuracy gate: a small shipped question set with exact answers, asked of a ready server.
 
-Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (generated arithmetic with a
-fixed seed, and short factual items), the same on every run; :func:`prompt` puts the table's
-few-shot examples before a question (``Question: ...`` / ``Answer: ...``); :func:`check` asks
-each question of a server's OpenAI-compatible ``/v1/completions`` (greedy, a few tokens, stopped at
-the line's end) and scores the replies by exact match (:func:`matches`: case, surrounding space and
-a final period ignored), returning an :class:`AccuracyResult` with the score, the threshold and
-every wrong answer. A reply that cannot be had (an HTTP error, a timeout) counts as wrong, with the
-error as the reply. The launch watcher (:mod:`.watcher`) runs it after ready when
-``logkit run --accuracy`` (or a sweep's ``accuracy``) asks, records the score as a metric on the
-launch attempt, and below the threshold gives the attempt the status ``inaccurate``.
+Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (arithmetic generated with
+a fixed seed, and short factual items), the same on every run; :func:`check` asks each question,
+after the table's few-shot examples (:func:`prompt`), of a server's ``/v1/completions`` (greedy, a
+few tokens, stopped at the line's end), scores the replies by exact match (:func:`matches`) and
+returns an :class:`AccuracyResult` with the score, the threshold and every wrong answer; a reply
+that cannot be had (an HTTP error, a timeout) counts as wrong, the error as its reply. The launch
+watcher (:mod:`.watcher`) runs it after ready for ``logkit run --accuracy`` (or a sweep's
+``accuracy``): the score a metric of the launch, below the threshold the status ``inaccurate``.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-import tomllib
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from ...errors import BadInput
+from .table import data
 
 __all__ = ["AccuracyResult", "Question", "check", "default_threshold", "matches", "prompt", "questions", "threshold"]
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "accuracy.toml"
 
 
 class Question(NamedTuple):
@@ -63,10 +58,7 @@ class AccuracyResult(NamedTuple):
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    try:
-        return tomllib.loads(DATA.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"logkit/data/accuracy.toml: {exc}", fix="fix the TOML syntax at that line") from exc
+    return data("accuracy.toml")
 
 
 def default_threshold() -> float:

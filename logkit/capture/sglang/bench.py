@@ -117,7 +117,7 @@ def parse_jsonl(text: str) -> BenchResult:
         if k in NOT_METRICS:
             continue
         num = _number(v)
-        if num is not None and math.isfinite(num):
+        if num is not None:
             out.metrics[k] = num
     if rec.get("server_info") is not None:
         out.server_info = redact_info(rec["server_info"])
@@ -138,7 +138,7 @@ def parse_text(text: str) -> BenchResult:
         if label in LABEL_KEYS:
             key = LABEL_KEYS[label]
             num = _number(value)
-            out.labels[key] = None if value == "not set" else (num if num is not None and math.isfinite(num) else value)
+            out.labels[key] = None if value == "not set" else (value if num is None else num)
             continue
         key = TEXT_KEYS.get(label)
         num = _number(value.split()[0]) if value else None

@@ -91,7 +91,7 @@ def _skip_wrapper(words: list[str], i: int, env: dict[str, str]) -> int | None:
 class Target(Slotted):
     """An SGLang command found in an argv (a plain record: ``dataclasses`` costs every ``logkit run``)."""
 
-    __slots__ = ("kind", "python", "args", "args_at", "env", "in_shell", "container")
+    __slots__ = ("kind", "python", "args", "args_at", "env", "container")
 
     kind: str  # "launch" | "bench"
     #: The words that start the interpreter (``["python3"]``, ``["/venv/bin/python"]``), if any.
@@ -102,12 +102,10 @@ class Target(Slotted):
     args_at: int | None
     #: Environment assignments seen in the wrapper (``CUDA_VISIBLE_DEVICES=0``).
     env: dict[str, str]
-    #: True when the command came from inside a shell script string.
-    in_shell: bool
     #: True when it runs in a container (``docker run``): its interpreter and files are not this host's.
     container: bool
 
-    _defaults = {"env": {}, "in_shell": False, "container": False}
+    _defaults = {"env": {}, "container": False}
 
 
 def _skip_launcher(words: list[str], i: int) -> int:
@@ -207,15 +205,14 @@ def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) ->
                 found = _find(cmd, 0, dict(env), True)
                 if found:
                     found.args_at = None
-                    found.in_shell = True
                     return found
         return None
     if head == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
-        return Target("launch", [], words[i + 2 :], None if in_shell else i + 2, env, in_shell)
+        return Target("launch", [], words[i + 2 :], None if in_shell else i + 2, env)
     python: list[str] = []
     if words[i] in ("-m", "--module") and i + 1 < len(words):  # after torchrun: -m MODULE
         kind = LAUNCH_MODULES.get(words[i + 1])
-        return Target(kind, [], words[i + 2 :], None if in_shell else i + 2, env, in_shell) if kind else None
+        return Target(kind, [], words[i + 2 :], None if in_shell else i + 2, env) if kind else None
     if _PYTHON.match(head):
         python = [words[i]]
         j = i + 1
@@ -228,11 +225,11 @@ def _find(words: list[str], offset: int, env: dict[str, str], in_shell: bool) ->
                 return _find(words[:i + 1] + words[k:], i + 1, env, in_shell) if k < len(words) else None
             kind = LAUNCH_MODULES.get(module)
             if kind:
-                return Target(kind, python, words[j + 2 :], None if in_shell else j + 2, env, in_shell)
+                return Target(kind, python, words[j + 2 :], None if in_shell else j + 2, env)
         return None
     # A script path: .../sglang/launch_server.py under torchrun, or a console script.
     if words[i].endswith(("sglang/launch_server.py", "launch_server.py")) and "sglang" in words[i]:
-        return Target("launch", [], words[i + 1 :], None if in_shell else i + 1, env, in_shell)
+        return Target("launch", [], words[i + 1 :], None if in_shell else i + 1, env)
     return None
 
 

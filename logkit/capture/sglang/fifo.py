@@ -1,27 +1,24 @@
 """A named pipe in place of a benchmark's ``--output-file``, so its secrets never touch disk.
 
-SGLang's benchmark client appends one JSON line per run to ``--output-file`` (``open(path, "a")``,
-``json.dumps(result) + "\\n"``), and that line embeds the server's whole ``/server_info``,
-``api_key`` and ``admin_api_key`` in clear. When logkit chooses the output file it hands the
-client a FIFO instead (:meth:`FifoSink.create`) and a reader thread turns what arrives into the
-redacted file.
+SGLang's benchmark client appends one JSON line per run to ``--output-file``, and that line embeds
+the server's ``/server_info`` with ``api_key`` and ``admin_api_key`` in clear. When logkit chooses
+the output file it hands the client a FIFO instead, and a reader thread writes what arrives,
+redacted, to the file.
 
 Contract:
 
-* :meth:`FifoSink.create` makes the FIFO (mode 0600) at the output path in the session, or, when
-  that filesystem cannot hold one, in a private temporary directory; it opens it ``O_RDWR`` (so
-  neither logkit's open nor the client's ``open(path, "a")`` ever blocks, and no early EOF comes
-  between writers) and starts the reader thread before the child exists. It raises ``OSError``
-  when no FIFO can be made: the caller falls back to a plain file scrubbed afterwards.
-* The thread reads blocking and continuously (the client never waits on a full pipe for longer
-  than one record's redaction), splits on newlines, passes every complete record to ``redact``
-  (bytes -> bytes, no newline) and appends the result to a hidden ``.<name>.part`` beside the
-  final file. Nothing unredacted is written anywhere.
-* :meth:`FifoSink.close` (idempotent; also registered with :mod:`atexit` for a run that never
-  spawned) writes a NUL wake-up byte after whatever the client wrote (JSON text never holds a raw
-  NUL), waits up to ``drain_s`` for the thread to redact everything before it, removes the FIFO
-  (and its temporary directory) and moves the redacted records to the final path. A record cut
-  short by the client's death is passed to ``redact`` as it is. No records: no final file.
+* :meth:`FifoSink.create` makes the FIFO (mode 0600) at the output path in the session, or where
+  that filesystem cannot hold one in a private temporary directory; it opens it ``O_RDWR`` (neither
+  logkit's open nor the client's ``open(path, "a")`` blocks, and no early EOF comes between
+  writers) and starts the reader thread before the child exists. ``OSError`` when no FIFO can be
+  made: the caller falls back to a plain file scrubbed afterwards.
+* The thread reads continuously, splits on newlines, passes every complete record to ``redact``
+  (bytes -> bytes) and appends the result to a hidden ``.<name>.part`` beside the final file.
+  Nothing unredacted is written anywhere.
+* :meth:`FifoSink.close` (idempotent; also run at exit for a run that never spawned) writes a NUL
+  wake-up byte after what the client wrote (JSON never holds a raw NUL), waits up to ``drain_s``
+  for the thread, removes the FIFO (and its directory) and moves the redacted records to the final
+  path. A record cut short by the client's death is redacted as it is. No records: no final file.
 """
 
 from __future__ import annotations

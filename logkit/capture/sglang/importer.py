@@ -1,16 +1,13 @@
 """``logkit import LOGFILE --cmd "..."``: add a log written without logkit to a session as an attempt.
 
-Contract: the log is read, redacted (the capture redactor: secret patterns, plus the secret values
-of the given command's flags), copied into the session's ``logs/``, classified, and recorded as an
-``Attempt`` + ``Outcome`` pair with ``provenance.source = "imported"`` (detail: the original path).
-The attempt's launch config comes from the command by :func:`logkit.launch.config.given_only`
-(the flags given, named and typed by the SGLang installed here; the log's own SGLang is not here
-to ask, so nothing is resolved): the same fingerprint a captured or reconstructed attempt of that
-command gets. A command that is not an SGLang launch by its argv (a script, a ``docker run`` of an
-unknown image) is one when the log shows an SGLang server's own lines; its flags are then the ones
-the server printed (:func:`logkit.launch.config.printed_config`). The original file is never modified. The log is streamed in blocks of whole lines
-(redact, hash, classify and write each block), so memory stays bounded whatever its size; the copy
-is written under a temporary name and renamed once the attempt's id is allocated.
+Contract: the log is streamed in blocks of whole lines (bounded memory), redacted (the capture
+redactor, plus the secret values of the command's flags), hashed, classified and copied into the
+session's ``logs/`` (under a temporary name, renamed once the attempt's id is allocated), and
+recorded as an ``Attempt`` + ``Outcome`` with ``provenance.source = "imported"`` (detail: the
+original path, which is never modified). The launch config comes from the command by
+:func:`logkit.launch.config.given_only` (the fingerprint a captured or reconstructed attempt of it
+gets); a command not an SGLang launch by its argv is one when the log shows an SGLang server's own
+lines, its flags then the ones the server printed (:func:`logkit.launch.config.printed_config`).
 """
 
 from __future__ import annotations
@@ -22,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ...errors import BadInput
-from ...events import Attempt, LogFile, Outcome, Provenance
+from ...events import Attempt, LaunchConfig, LogFile, Outcome, Provenance
+from ...launch.config import given_only, printed_config
 from ...store import Store
 from ..redact import Redactor
 from .detect import detect
@@ -68,16 +66,10 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
     if target is not None:
         role = target.kind
         if target.kind == "launch":
-            from ...events import LaunchConfig
-            from ...launch.config import given_only
-
             launch = LaunchConfig.model_validate(given_only(target.args))
     elif clf.server_line is not None:
         # What the command printed decides what it was: an SGLang server's own lines make it a launch,
         # its flags the ones the server printed (as `logkit run` records a wrapped launch).
-        from ...events import LaunchConfig
-        from ...launch.config import printed_config
-
         role = "launch"
         printed = printed_config(clf.server_args) if clf.server_args else None
         launch = LaunchConfig.model_validate(printed) if printed else None

@@ -1,16 +1,15 @@
 """Smoke prompts against a ready server, and the one test for degenerate (garbage) output.
 
-Contract: :func:`degenerate` says why a reply is garbage (a run of one repeated character such as
-"!!!!!!", a short unit repeated ("ToToTo", "-SIP-SIP"), empty output, a token loop, U+FFFD
-replacement characters, NaN log-probabilities) or returns None. :func:`degenerate_line` applies the
-same tests to one line a command printed, with absolute thresholds (a log line is not a reply) and
-what is never output excluded: rules and separators, progress bars (box and block characters),
-Python's carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
-prints. :class:`GarbageScanner` finds such lines in a chunk of log bytes: one automaton scan (RE2
-when installed) for candidate runs, then :func:`degenerate_line` on the few candidate lines, so a
-healthy stream pays one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``.
-:func:`send` posts one prompt to the OpenAI-compatible ``/v1/chat/completions`` (falling back to
-``/v1/completions``) with the standard library only, and returns reply, latency, logprobs and error.
+Contract: :func:`degenerate` says why a reply is garbage (one character repeated, "!!!!!!", a
+short unit repeated, "ToToTo", empty output, a token loop, U+FFFD replacement characters, NaN
+log-probabilities, word salad) or returns None. :func:`degenerate_line` applies the same tests to
+one printed line, with absolute thresholds and what is never output excluded (rules, progress
+bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
+prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
+candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
+one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
+prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
+only, and returns reply, latency, logprobs and error.
 """
 
 from __future__ import annotations
@@ -105,9 +104,8 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
 
 
 def _word_loop(words: list[str], n: int, numbers: frozenset[str]) -> tuple[list[str], int] | None:
-    """The longest-running n-gram (up to ``loop_max_words`` words: a sentence looping is the same
-    failure as a word looping) repeated at least ``n`` times back to back (with a real word in it)
-    and its repeat count, or None."""
+    """The longest-running n-gram (up to ``loop_max_words`` words, with a real word in it) repeated at
+    least ``n`` times back to back, and its repeat count; or None."""
     best: tuple[list[str], int] | None = None
     for size in range(1, int(_cfg()["loop_max_words"]) + 1):
         i = 0
@@ -135,10 +133,8 @@ def _why_run(unit: str, reps: int) -> str:
 
 
 def _special_run(g: dict[str, Any]) -> str:
-    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's ``<｜end▁of▁sentence｜>`` with its
-    full-width bars and U+2581 word marks) repeated back to back: the scan's candidate and the line
-    test are this one pattern (``tok``: the token). The non-ASCII characters are alternatives, not
-    class members, so the pattern also reads as bytes (each their UTF-8 sequence)."""
+    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``)
+    repeated back to back (``tok``: the token); non-ASCII characters as alternatives, so it reads as bytes too."""
     bar, mark = "(?:\\||\uff5c)?", "\u2581"
     return r"(?P<tok><%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>)(?:\s*(?P=tok)){%d}" % (
         bar, mark, bar, g["special_token_repeats"] - 1)
@@ -238,9 +234,8 @@ def degenerate(reply: str | None, logprobs: list[float | None] | None = None) ->
 
 
 def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | None:
-    """Why one printed line carries degenerate output, or None (see the module docstring).
-    ``span`` limits the search for repeated runs to that part of the line (the scanner's
-    candidates); the line's context (hex dump, words) is still read whole."""
+    """Why one printed line carries degenerate output, or None; ``span`` limits the search for repeated
+    runs (the scanner's candidates), the line's context is still read whole."""
     g = _cfg()
     text = _ANSI.sub("", line).rsplit("\r", 1)[-1]
     if text.count("\ufffd") >= g["line_replacement_chars"]:
@@ -287,8 +282,7 @@ class GarbageScanner:
     """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
 
     def candidates(self, data: bytes) -> list[int]:
-        """Offsets of the candidate runs in ``data`` (what :meth:`scan` would look at; none spans a
-        line break)."""
+        """Offsets of the candidate runs in ``data`` (none spans a line break)."""
         return [a for a, _b in _gate()(data)]
 
     def scan(self, chunk: bytes) -> list[tuple[int, str, str]]:

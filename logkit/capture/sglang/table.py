@@ -113,8 +113,7 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, boo
 
 @lru_cache(maxsize=1)
 def compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
-    """(regex, signature, needles, case-insensitive, behind the gate, needles as line shapes) rows,
-    the ready regex, the gate's words."""
+    """Rows (regex, signature, needles, nocase, behind the gate, needles as shapes), the ready regex, the gate's words."""
     cfg = data("sglang.toml")
     gate = tuple(w.encode() for w in cfg.get("prefilter_words", []))
     rows = []
@@ -131,8 +130,7 @@ def compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
 
 @lru_cache(maxsize=1)
 def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """The regex of an SGLang server's own lines (``server_patterns`` and the ready line of
-    sglang.toml) and the regex of its ``server_args=ServerArgs(...)`` line."""
+    """The regexes of an SGLang server's own lines (``server_patterns``, the ready line) and of its ``server_args``."""
     cfg = data("sglang.toml")
     pats = [p.encode() for p in cfg.get("server_patterns", [])] + [re.escape(cfg["ready_pattern"].encode())]
     return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), re.compile(cfg["server_args_pattern"].encode())

@@ -1,19 +1,17 @@
 """Watchers for SGLang attempts: classify while streaming, readiness by log AND HTTP, server info,
-hang detection, smoke prompts (launches); metric events (benchmarks).
+hang detection, smoke prompts and the accuracy gate (launches); metric events (benchmarks).
 
 Contract: :meth:`LaunchWatcher.feed` only scans bytes (classifier + timeline). Everything that
 waits on the network runs in one daemon thread started by :meth:`started`: it polls ``/ready``
-then ``/health`` on the launch's host:port, reads ``/server_info`` (``/get_server_info`` on old
-versions) once ready and emits a redacted ``ServerInfo``, sends the ``--smoke`` prompts and emits
-``Smoke`` events (a degenerate reply makes the attempt ``garbage``), runs the accuracy gate with
-``--accuracy`` (:mod:`.accuracy`: the score a metric of the launch, the wrong answers a note, below
-the threshold the attempt ends ``inaccurate``), and with ``--smoke-only`` asks the runner to stop. :meth:`tick` detects a hang: no new output for ``hang_timeout`` seconds
-before ready, or output but the ready endpoint never answering within it; it then asks the runner
-to stop. :class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client
-ends, then reads the redacted record (a warm-up run of ``logkit run --warmup`` records no figures;
-a run of ``--repeat N`` labels each metric ``repeat=i/N``). :meth:`finished` returns the
-:class:`~logkit.capture.hooks.WatchResult`. A failure inside the thread is recorded in the label,
-never raised into the recorder.
+(``/health`` on old versions) until ready, emits a redacted ``ServerInfo`` (``/server_info``, or
+``/get_server_info``), sends the ``--smoke`` prompts as ``Smoke`` events (a degenerate reply makes
+the attempt ``garbage``), runs ``--accuracy`` (:mod:`.accuracy`: the score a metric, the wrong
+answers a note, below the threshold ``inaccurate``), and with ``--smoke-only`` asks the runner to
+stop. :meth:`tick` detects a hang (no output for ``hang_timeout`` seconds before ready, or the
+ready endpoint silent that long after the server listens) and asks the runner to stop.
+:class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client ends and
+reads the redacted record (a ``--warmup`` run records no figures; ``--repeat N`` labels each
+metric ``repeat=i/N``). A failure inside the thread is recorded in a note, never raised.
 """
 
 from __future__ import annotations
@@ -28,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import statuses
-from ...events import BenchConfig, Metric, ServerInfo, Smoke
-from ...launch.config import from_full
+from ...events import AttemptLaunch, BenchConfig, EvidenceLine, LaunchConfig, Metric, Milestone, Note, ServerInfo, Smoke
+from ...launch.config import from_full, printed_args, printed_config, valid_port
 from ...launch.flags import fingerprint
 from ...launch.sglang import Background
 from ..hooks import ExitInfo, WatchContext, WatchResult
@@ -39,17 +37,14 @@ from .outcomes import Classifier
 from .smoke import degenerate, send
 from .timeline import Timeline
 
-__all__ = ["BenchWatcher", "LaunchWatcher", "probe_url"]
+__all__ = ["BenchWatcher", "LaunchWatcher", "http_ready", "probe_url"]
 
 POLL_S = 1.0
 #: How long the end of a launch waits for SGLang's full parse still running beside it: not at all (a
-#: launch that died at once held the terminal for the seconds SGLang's import takes, 4 s at load 4):
-#: a parse not done by then is cancelled and a note says so; the cached spec's parse stands.
+#: dead launch must not hold the terminal); it is cancelled with a note, the cached spec's parse stands.
 PARSE_WAIT_S = 0.0
-#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed: that
-#: event is the record of what ran (a wrapped launch has no other). It needs the installed SGLang's
-#: parser spec, cached on disk after its first build (about 2 s, once per SGLang install): only that
-#: first launch can wait, and only as long as the build takes.
+#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed (a
+#: wrapped launch's only record of what ran): long enough for the first build of the parser spec.
 PRINTED_WAIT_S = 10.0
 
 
@@ -73,13 +68,19 @@ def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
         return 0, b""
 
 
+def http_ready(base: str, timeout: float = 3.0) -> bool:
+    """Whether the server at ``base`` answers ``/ready`` with 200 (``/health`` on versions without it)."""
+    code, _ = _get(f"{base}/ready", timeout)
+    if code == 404:
+        code, _ = _get(f"{base}/health", timeout)
+    return code == 200
+
+
 def _note(ctx: WatchContext | None, text: str) -> None:
     """A note about the attempt (a problem of logkit's own probes); never raises into the recording."""
     if ctx is None:
         return
     with contextlib.suppress(Exception):
-        from ...events import Note
-
         ctx.emit(Note(session=ctx.attempt.session, text=text, refs=[ctx.attempt.short_id]))
 
 
@@ -118,7 +119,6 @@ class LaunchWatcher:
         self.garbage: str | None = None
         #: the accuracy gate's verdict when it failed (``logkit run --accuracy``): the outcome's label
         self.inaccurate: str | None = None
-        self.smoke_done = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         args = (launch or {}).get("args") or {}
@@ -139,15 +139,12 @@ class LaunchWatcher:
             self._parse_thread.start()
 
     def _full_parse(self) -> None:
-        """Wait for SGLang's full parse and record it (``launch_config``): its args, and a refusal
-        the cached spec could not see (a custom type, a deprecated switch)."""
+        """Record SGLang's full parse (``launch_config``): its args, or a refusal the cached spec could not see."""
         assert self.ctx is not None and self.background is not None
         try:
             result = self.background.result()
             if result is None:
                 return
-            from ...events import AttemptLaunch, LaunchConfig
-
             launch = self.launch or {}
             cfg = from_full(result, [], None) if result.get("ok") else None
             if cfg is not None:
@@ -177,9 +174,8 @@ class LaunchWatcher:
     _printing: list[threading.Thread]
 
     def _promote(self) -> None:
-        """The output shows an SGLang server: the attempt is a launch (``launch_config`` event with
-        ``role="launch"``), its flags read from the printed ``server_args`` line once it is seen
-        (``parser="printed"``); readiness is probed and ``--smoke`` sent as for any launch."""
+        """The output shows an SGLang server: the attempt is a launch (``launch_config``, ``role="launch"``),
+        its flags read from the printed ``server_args`` line once seen; readiness and ``--smoke`` as for any launch."""
         if self.ctx is None:
             return
         if self.clf.server_args is None and not self.latent:
@@ -188,13 +184,9 @@ class LaunchWatcher:
         self.latent, self.promoted = False, True
         text = self.clf.server_args
         if text is not None:
-            from ...launch.config import printed_args
-
             self._printed = True
             args = printed_args(text) or {}
             if self.launch is None:
-                from ...launch.config import valid_port
-
                 self.launch = {"host": args.get("host"), "port": valid_port(args.get("port"))}
                 self.base = probe_url(self.launch["host"], self.launch["port"])
                 key = args.get("api_key")
@@ -208,13 +200,9 @@ class LaunchWatcher:
             t.start()
 
     def _record_printed(self, text: str | None) -> None:
-        """Emit the ``launch_config`` event of an attempt its output made a launch (off the hot path:
-        typing the flags asks the installed SGLang's parser spec)."""
+        """Emit the ``launch_config`` of an attempt its output made a launch (off the hot path)."""
         assert self.ctx is not None
         try:
-            from ...events import AttemptLaunch, LaunchConfig
-            from ...launch.config import printed_config
-
             cfg = printed_config(text) if text is not None else None
             self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                         launch=LaunchConfig.model_validate(cfg) if cfg else None, role="launch"))
@@ -244,10 +232,7 @@ class LaunchWatcher:
         assert self.ctx is not None and self.base is not None
         try:
             while not self._stop.is_set() and self.http_ready_at is None:
-                code, _ = _get(f"{self.base}/ready")
-                if code == 404:
-                    code, _ = _get(f"{self.base}/health")
-                if code == 200:
+                if http_ready(self.base):
                     self.http_ready_at = datetime.now(UTC)
                     break
                 self._stop.wait(POLL_S)
@@ -265,8 +250,6 @@ class LaunchWatcher:
         except Exception as exc:  # noqa: BLE001 - never kill the recording
             self.hang = None
             _note(self.ctx, f"sglang watcher: {exc}")
-        finally:
-            self.smoke_done.set()
 
     def _server_info(self) -> None:
         assert self.ctx is not None
@@ -293,10 +276,8 @@ class LaunchWatcher:
         return "default"
 
     def _accuracy(self, threshold: float) -> None:
-        """The accuracy gate (:mod:`.accuracy`): the score as a metric of this launch, the wrong
-        answers in a note, and below ``threshold`` the attempt ends ``inaccurate``."""
+        """The accuracy gate: the score a metric, the wrong answers a note, below ``threshold`` ``inaccurate``."""
         assert self.ctx is not None and self.base is not None
-        from ...events import Metric
         from .accuracy import check
 
         r = check(self.base, model=self._model(), api_key=self.api_key, threshold=threshold)
@@ -344,26 +325,22 @@ class LaunchWatcher:
         # A degenerate reply is the finding unless the run failed in its own right (a status of
         # class failure): a server that was stopped or killed after replying garbage is garbage.
         if self.garbage and statuses.row(status).klass != "failure":
-            status, label, sig = "garbage", f"degenerate smoke reply: {self.garbage}", "logkit-smoke"
-            assert PROBE_FINDINGS[sig] == status
+            sig, label = "logkit-smoke", f"degenerate smoke reply: {self.garbage}"
+            status = PROBE_FINDINGS[sig]
         # Wrong answers to the accuracy set likewise, unless the run failed in its own right.
         if self.inaccurate and statuses.row(status).klass != "failure":
-            status, label, sig = "inaccurate", self.inaccurate, "logkit-accuracy"
-            assert PROBE_FINDINGS[sig] == status
+            sig, label = "logkit-accuracy", self.inaccurate
+            status = PROBE_FINDINGS[sig]
         ready_at = self.log_ready_at or self.http_ready_at
         if ready_at is None:
             ready_at = next((m.at for m in self.timeline.milestones if m.stage == "ready"), None)
         evidence = list(d.evidence)
         if d.ready_line and not any(e.line == d.ready_line for e in evidence):
-            from ...events import EvidenceLine
-
             evidence.append(EvidenceLine(line=d.ready_line, text=d.ready_text or ""))
             evidence.sort(key=lambda e: e.line)
         started = self.ctx.attempt.started if self.ctx else None
         timeline = self.timeline.with_seconds(started)
         if self.http_ready_at is not None and not self.clf.ready:
-            from ...events import Milestone
-
             secs = round((self.http_ready_at - started).total_seconds(), 3) if started else None
             timeline.append(Milestone(stage="ready", at=self.http_ready_at, seconds=secs, detail={"via": "HTTP /ready"}))
         return WatchResult(status=status, label=label, signature=sig, evidence=evidence,

@@ -4,29 +4,22 @@
 
 Modes: ``healthy`` (sensible replies), ``garbage`` (replies "!!!!!!..."), ``sm100`` (exits with the
 TRT-LLM "only supported on SM100" error while loading), ``oom`` (CUDA out of memory while
-allocating the KV cache), ``nan`` (dies of NaN a
-moment after ready, the way SGLang does: NaN line, scheduler traceback, SIGKILL of its own tree),
-``inaccurate`` (healthy, but answers half the accuracy questions wrong: ``--wrong 0.5``),
-``hang`` (prints two startup lines and then nothing, never serves), ``stuck`` (listens, but
-``/ready`` answers 503 forever and no more lines come), ``warning`` (``--log-level
-warning``: serves but prints no INFO lines, so no ready line). The log lines are SGLang 0.5.23's
-own f-strings (see the reference notes, with file:line), printed to stderr with its
-``[%Y-%m-%d %H:%M:%S]`` prefix. Loopback only. Accepts (and ignores) other SGLang flags.
+allocating the KV cache), ``nan`` (dies of NaN a moment after ready, as SGLang does: NaN line,
+scheduler traceback, SIGKILL of its own tree), ``inaccurate`` (healthy, but answers half the
+accuracy questions wrong), ``hang`` (two startup lines, then nothing), ``stuck`` (listens, but
+``/ready`` answers 503 forever), ``warning`` (no INFO lines, so no ready line). The log lines are
+SGLang 0.5.23's own f-strings, on stderr with its ``[%Y-%m-%d %H:%M:%S]`` prefix. Loopback only;
+other SGLang flags are accepted and ignored.
 
-Per backend (for sweeps): ``FAKE_SGLANG_BACKENDS="flashinfer_trtllm=sm100,triton=healthy:2.5"`` maps
-a ``--moe-runner-backend`` value to a mode and an optional speed factor, which ``/server_info``
-reports as ``fake_speed``.
+``FAKE_SGLANG_BACKENDS="flashinfer_trtllm=sm100,triton=healthy:2.5"`` maps a
+``--moe-runner-backend`` value to a mode and a speed factor (``/server_info``'s ``fake_speed``).
 
-What SGLang's real benchmark client (``python -m sglang.benchmark.serving``) needs: ``/generate``
-and ``/v1/completions`` stream server-sent events when asked (``"stream": true``), one
-``data: {...}`` line per token and ``data: [DONE]`` at the end; ``/generate``'s chunks carry the
-text so far and ``meta_info.completion_tokens`` (serving.py ``async_request_sglang_generate``),
-the completions chunks each new piece (``async_request_openai_completions``). A request
-generates ``max_new_tokens`` / ``max_tokens`` tokens (the client sets ``ignore_eos``), one word
-each, ``FAKE_SGLANG_TOKEN_MS`` (default 2) milliseconds apart divided by the speed factor, so
-a faster backend measures faster for real. ``FAKE_SGLANG_WRONG=0.3`` (or ``--wrong 0.3``) makes
-the server answer that share of the accuracy questions wrong (``logkit run --accuracy``): each
-question (by its text) is answered wrong or right consistently.
+For SGLang's real benchmark client: ``/generate`` and ``/v1/completions`` stream server-sent events
+when asked (``data: {...}`` per token, ``data: [DONE]`` at the end; ``/generate``'s chunks carry the
+text so far and ``meta_info.completion_tokens``, the completions chunks each new piece). A request
+generates ``max_new_tokens`` / ``max_tokens`` words, ``FAKE_SGLANG_TOKEN_MS`` (default 2) ms apart
+divided by the speed factor, so a faster backend measures faster. ``FAKE_SGLANG_WRONG=0.3`` (or
+``--wrong 0.3``) answers that share of the accuracy questions wrong, each question consistently.
 """
 
 from __future__ import annotations
@@ -67,10 +60,8 @@ _QUESTION = re.compile(r"Question: ([^\n]*)\s*Answer:\s*$")
 
 
 def accuracy_answer(prompt: str) -> str | None:
-    """The answer to the last question of an accuracy prompt, or None when the prompt is not one.
-    The stand-in "model" knows logkit's own set (logkit.capture.sglang.accuracy, the one owner of
-    those facts) and answers a ``--wrong`` share of it wrong ("0", or "1" where 0 is right); which
-    questions is fixed by a hash of their text, so every run gives the same score."""
+    """The answer to the last question of an accuracy prompt (logkit's own set), or None when the prompt is
+    not one; a ``--wrong`` share, fixed by a hash of the question's text, is answered wrong."""
     m = _QUESTION.search(prompt)
     if not m:
         return None
