@@ -69,15 +69,12 @@ __all__ = [
     "events_path",
     "json_line",
     "kind_of",
-    "lines",
     "load",
     "max_short_numbers",
     "may_hold",
     "no_current",
     "open_attempts",
     "orphaned",
-    "read_bytes",
-    "recording_alive",
     "reserve_path",
     "rewrite",
     "root",
@@ -338,26 +335,6 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None when it cannot be read."""
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """``(line number, bytes, torn)`` for every non-blank line; ``torn``: the last, unterminated one."""
-    chunks = raw.split(b"\n")
-    ends_clean = raw.endswith(b"\n") or not raw
-    if ends_clean:
-        chunks.pop()
-    last = len(chunks)
-    for number, chunk in enumerate(chunks, start=1):
-        if chunk.strip():
-            yield number, chunk, number == last and not ends_clean
-
-
 def load(line: bytes) -> dict[str, Any]:
     """One line as an event dict at the current schema; ``ValueError`` (or SchemaTooNew) says why not."""
     try:
@@ -377,9 +354,7 @@ def decode(line: bytes) -> dict[str, Any] | None:
     """:func:`load`, or None for a line that cannot be used (never raises for content)."""
     try:
         return load(line)
-    except (ValueError, RecursionError):  # SchemaTooNew is a StoreError, caught below
-        return None
-    except SchemaTooNew:
+    except (ValueError, RecursionError, SchemaTooNew):
         return None
 
 
@@ -397,18 +372,14 @@ def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[
     ``keep`` is a cheap test on a line's bytes; it is applied to lines at the current schema only
     (an older line may name its fields otherwise until it is upgraded).
     """
-    raw = read_bytes(path)
-    if raw is None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
         return []
-    out: list[dict[str, Any]] = []
     prefix = b'{"v":%d,' % SCHEMA_VERSION
-    for _number, chunk, _torn in lines(raw):
-        if keep is not None and chunk.startswith(prefix) and not keep(chunk):
-            continue  # like may_hold: only a current line can be judged by its bytes
-        data = decode(chunk)
-        if data is not None:
-            out.append(data)
-    return out
+    # like may_hold: only a current line can be judged by its bytes (a blank one decodes to None)
+    found = (decode(c) for c in raw.split(b"\n") if keep is None or not c.startswith(prefix) or keep(c))
+    return [data for data in found if data is not None]
 
 
 def short_numbers(raw: bytes, prefix: str) -> list[int]:
@@ -545,15 +516,6 @@ def event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
 # -- reconciliation ------------------------------------------------------------------------------
 
 
-def recording_alive(pid: object) -> bool:
-    """Whether ``pid`` is a live logkit process (the recorder of an attempt)."""
-    if not isinstance(pid, int) or isinstance(pid, bool):
-        return False
-    if not procs.alive(pid):
-        return False
-    return "logkit" in (procs.cmdline(pid) or "")
-
-
 def open_attempts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The attempt dicts of a session that have no outcome yet."""
     ended = {e.get("attempt") for e in events if e.get("kind") == "outcome"}
@@ -567,4 +529,7 @@ def orphaned(recorder_pid: object, recorder_host: object, host: str | None = Non
     """
     if recorder_host not in (None, host or procs.hostname()):
         return False
-    return not (recorder_pid and recording_alive(recorder_pid))
+    pid = recorder_pid
+    if not pid or not isinstance(pid, int) or isinstance(pid, bool) or not procs.alive(pid):
+        return True
+    return "logkit" not in (procs.cmdline(pid) or "")  # a reused pid is not its recorder

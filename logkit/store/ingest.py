@@ -107,7 +107,7 @@ class Ingest:
         self.conn = conn
         self.root = root
         #: the facts of the launch configs, environments, commands and metric labels seen in this
-        #: ingest (:func:`~logkit.store.derive.attempt_facts`, :func:`~logkit.store.derive.metric_row`)
+        #: ingest (:func:`~logkit.store.derive.attempt_values`, :func:`~logkit.store.derive.metric_row`)
         self.memo: dict[Any, Any] = {}
 
     def forget(self, sid: str) -> None:

@@ -31,17 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import procs
-
 from . import files, shared
 from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
-from ..events import (
-    Attempt,
-    BaseEvent,
-    Outcome,
-    Provenance,
-    Session,
-)
+from ..events import Attempt, BaseEvent, Outcome, Provenance, Session
 from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
 from .lockfile import appending
 from .reader import ReadResult, cross_check, read_events
@@ -55,7 +48,6 @@ __all__ = [
 ]
 
 
-
 def slugify(text: str, limit: int = 40) -> str:
     """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary
     (``... (SM120) ...`` never ends in ``-sm12``; one word longer than ``limit`` is cut)."""
@@ -64,13 +56,6 @@ def slugify(text: str, limit: int = 40) -> str:
         cut = slug[: limit + 1]
         slug = cut.rsplit("-", 1)[0] if "-" in cut else slug[:limit]
     return slug.rstrip("-") or "session"
-
-
-def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
-    data = event.model_dump(mode="json", exclude_none=True)
-    if scrub is not None:
-        data = scrub(data)
-    return files.json_line(data)
 
 
 class Txn:
@@ -93,7 +78,9 @@ class Txn:
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
         """Append one event as one whole line (or nothing, and :class:`StoreError`)."""
-        data = _dump(event, self.handle.store.scrub)
+        data = event.model_dump(mode="json", exclude_none=True)
+        scrub = self.handle.store.scrub
+        data = files.json_line(scrub(data) if scrub is not None else data)
         files.write_line(self._fd, data, path=self.handle.events_path, durable=durable)
         if self._raw is not None:
             self._raw += data
@@ -160,9 +147,9 @@ class SessionHandle:
 
     # -- reconciliation ------------------------------------------------------------------------
 
-    def open_attempts(self, events: list[BaseEvent] | None = None) -> list[Attempt]:
+    def open_attempts(self) -> list[Attempt]:
         """Attempts that have no outcome yet."""
-        events = self.read().events if events is None else events
+        events = self.read().events
         ended = {e.attempt for e in events if isinstance(e, Outcome)}
         return [e for e in events if isinstance(e, Attempt) and e.short_id not in ended]
 
@@ -331,11 +318,9 @@ class Store:
 
     # -- knowledge-base-wide ids ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """An exclusive lock over the whole store (for ids unique across sessions)."""
-        with files.store_lock(self.root):
-            yield
+        return files.store_lock(self.root)
 
     def read_all(self) -> dict[str, ReadResult]:
         """Every session's events and problems, by session id.
@@ -346,8 +331,3 @@ class Store:
         """
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         return cross_check(results)
-
-
-def dump_event(event: BaseEvent) -> dict[str, Any]:
-    """The JSON-ready dict of an event, as written to disk."""
-    return event.model_dump(mode="json", exclude_none=True)

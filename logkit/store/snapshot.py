@@ -274,8 +274,3 @@ class Snapshot:
             "SELECT e.id, e.offset, e.length FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
             " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,)).fetchall()
         return list(lines_at(files.events_path(self.root, session), spans))
-
-    def ids(self, session: str, prefix: str) -> list[str]:
-        """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT short_id FROM events WHERE session = ? AND short_id LIKE ? ORDER BY line", (session, prefix + "%"))]
