@@ -21,8 +21,7 @@ __all__ = ["abandoned_outcome", "confined_log"]
 
 
 def confined_log(session_dir: Path, rel: str) -> Path | None:
-    """The log file ``rel`` names, if it lies inside ``session_dir``; None for an absolute path,
-    ``..`` out of the session or a link that leads outside it."""
+    """The log file ``rel`` names if it lies inside ``session_dir`` (no absolute path, ``..``, link out); else None."""
     if not rel or "\x00" in rel or Path(rel).is_absolute():
         return None
     try:

@@ -30,8 +30,7 @@ _HYPOTHESIS = files.HYPOTHESIS_ID_RE
 
 
 def open_store(sessions: str | None) -> Store:
-    """The store named by ``sessions`` / ``$LOGKIT_SESSIONS`` / ./sessions, every event it writes
-    redacted (the CLI's commands, the MCP server and the hooks all open it so)."""
+    """The store of ``sessions`` / ``$LOGKIT_SESSIONS`` / ./sessions, every event it writes redacted."""
     from ..capture.redact import Redactor
 
     return Store.from_env(sessions, scrub=Redactor().scrub)
@@ -93,11 +92,7 @@ def _known(ids: list[str]) -> str:
 
 
 def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], *, allow: str = "AH") -> None:
-    """Raise :class:`NotFound`/:class:`BadInput` unless every ref names an existing attempt or hypothesis.
-
-    A ref is ``A7``/``H3`` in this session, or ``SESSION/A4`` in another session of the same store.
-    ``allow`` says which prefixes are acceptable here.
-    """
+    """Refuse a ref (``A7``, ``H3``, ``SESSION/A4``) that names nothing; ``allow``: the prefixes accepted."""
     known = {"A": attempt_ids(events), "H": hypothesis_ids(events)}
     for ref in refs:
         if "/" in ref:

@@ -113,8 +113,7 @@ def draft(
     reconstructed: str | None = None,
     decision_id: str | None = None,
 ) -> Decision:
-    """The decision :func:`record` would write, checked as it checks it, nothing written (the id it
-    shows is the one it would draw now; :func:`record` draws it again under the store's lock)."""
+    """The decision :func:`record` would write, checked alike, nothing written (its id drawn again then)."""
     if not title.strip():
         raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ...')
     if decision_id is not None and reconstructed is None:
@@ -171,8 +170,7 @@ def draft(
 
 
 def record(handle: SessionHandle, title: str, **fields: Any) -> Decision:
-    """Record a decision under a permanent id drawn from its own event id (or ``decision_id``);
-    ``fields`` are :func:`draft`'s."""
+    """Record a decision under a permanent id drawn from its event id; ``fields``: :func:`draft`'s."""
     store = handle.store
     with store.locked():
         event = draft(handle, title, **fields)  # checked, and its id drawn, under the lock

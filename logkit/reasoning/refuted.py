@@ -39,8 +39,7 @@ __all__ = ["RefutedRun", "arch_for_launch", "ask", "check", "check_launch", "con
 
 @dataclass(frozen=True)
 class RefutedRun:
-    """A refuted (or conflicting) matrix cell, as the pre-launch check names it: its latest
-    refuting attempt, and for a conflicting cell its latest working one."""
+    """A refuted or conflicting cell as the check names it: its latest refuting (and working) attempt."""
 
     session: str
     attempt: str
@@ -55,11 +54,7 @@ class RefutedRun:
 
 def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: str | None = None,
                  sglang: str | None = None) -> list[matrix.Cell]:
-    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index of the sessions
-    directory ``root`` aggregates them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts
-    per category, and the latest attempt of each category only of the cells that are not ``works``; every
-    state (works, refuted, conflicting), in the order of their latest attempts: what an agent asking about
-    a launch is told."""
+    """The cells (every state) a launch choosing ``backends`` on ``arch`` falls in, from the index, latest last."""
     if not arch or not backends:
         return []
     from ..store.index import Index
@@ -92,8 +87,7 @@ def run_of(cell: matrix.Cell) -> RefutedRun:
 
 def check(backends: dict[str, Any], arch: str | None, store: Any, *, model: str | None = None,
           sglang: str | None = None) -> list[RefutedRun]:
-    """One run per ``refuted`` cell this launch (its backend values) falls in on ``arch`` (none when
-    ``arch`` is unknown); ``store``: anything with the sessions directory as ``root``."""
+    """One run per ``refuted`` cell this launch falls in on ``arch``; ``store``: anything with a ``root``."""
     return [run_of(c) for c in launch_cells(backends, arch, store.root, model, sglang) if c.state == "refuted"]
 
 

@@ -60,8 +60,7 @@ def _knowledge() -> dict[str, Any]:
 
 
 def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict[str, str]:
-    """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, first name found wins;
-    SGLang from the launch parse when no package names it; the CUDA torch was built for; the driver)."""
+    """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, launch's SGLang, CUDA, driver)."""
     packages = environment.get("packages") or {}
     found = {}
     for name, keys in _knowledge()["versions"].items():
@@ -94,8 +93,7 @@ _UNSAFE_JOINED = re.compile(r"[^\w@%+=:,./ -]", re.ASCII).search
 
 
 def _command(argv: list[Any]) -> str:
-    """:func:`shlex.join` of ``argv`` (each word as text). The common command, every word safe, is
-    told by one search of the joined words (no word empty, none holding a space)."""
+    """:func:`shlex.join` of ``argv``; a command of safe words is told by one search of the joined text."""
     try:
         text = " ".join(argv)
     except TypeError:  # a word that is not text
@@ -119,8 +117,7 @@ def _owners() -> tuple[Any, ...]:
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
-    """The ``attempts`` row of ``session``/``short_id`` from its events ``(line, dict)`` in file order;
-    None when its ``attempt`` line is not among them (an orphan the reader already named)."""
+    """The ``attempts`` row of ``session``/``short_id`` from its ``(line, dict)`` events; None for an orphan."""
     found = attempt_values(session, short_id, events)
     return None if found is None else dict(zip(ATTEMPT_COLUMNS, found[0]))
 
@@ -130,10 +127,7 @@ MEMO_ENTRIES = 4096
 
 
 def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...], make: Any) -> Any:
-    """``make(*inputs)``, from ``memo`` when the same inputs were seen (keyed by their :func:`marshal.dumps`:
-    type-tagged, so equal bytes are equal values of equal types, ``8``/``8.0``/``True`` and key order
-    told apart; made in about a microsecond, where a launch's facts take over ten). A memo lives
-    for one ingest (:class:`logkit.store.ingest.Ingest`): no second cache, nothing kept on disk."""
+    """``make(*inputs)``, from ``memo`` when seen (keyed by the type-tagged :func:`marshal.dumps`)."""
     if memo is None:
         return make(*inputs)
     try:
@@ -163,9 +157,7 @@ def _remembered_command(memo: dict[Any, Any], argv: list[Any]) -> str:
 
 
 def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
-    """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
-    (model, fingerprint, config, backend axes as :func:`_backends` takes them, their JSON,
-    configuration, config key)."""
+    """(model, fingerprint, config, axes, axes JSON, configuration, config key) of a launch and its resolved values."""
     _statuses, flags, _category_of, _hang_limit, _arch_of = _owners()
     configuration = flags.configuration(launch)
     axes = flags.backend_axes(launch, resolved)
@@ -174,8 +166,7 @@ def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tu
 
 
 def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple[Any, ...]:
-    """What an attempt row takes from its environment (and the launch's SGLang version, the fallback
-    of the versions): (GPU name, GPU count, architecture, sglang, flashinfer, torch, versions JSON)."""
+    """(GPU name, GPU count, arch, sglang, flashinfer, torch, versions JSON) of an environment."""
     arch_of = _owners()[4]
     gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
     shown = versions(environment, {"sglang_version": launch_sglang})
@@ -186,8 +177,7 @@ def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple
 
 def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
                    memo: dict[Any, Any] | None = None) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]] | None:
-    """:func:`attempt_row` as a tuple in :data:`ATTEMPT_COLUMNS` order, and its ``attempt_backends`` rows;
-    None for an orphan. ``memo``: kept across one ingest, the facts of a launch or environment seen before."""
+    """:func:`attempt_row` as a tuple, and its backend rows; None for an orphan; ``memo``: kept across one ingest."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -250,8 +240,7 @@ def _axis_values(chosen: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 def _backends(session: str, short: str, arch: Any, matrix: Any, model: Any, sglang: Any, flashinfer: Any,
               started: Any, axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
-    """The ``attempt_backends`` rows: the value as :meth:`logkit.store.snapshot.Snapshot.cell_counts` compares it,
-    num the attempt's number (the cell's order: start, session, num)."""
+    """The ``attempt_backends`` rows (values as :meth:`Snapshot.cell_counts` compares them; num orders the cell)."""
     num = int(short[1:]) if short[1:].isdigit() else 0
     tail = (matrix, model, sglang, flashinfer, started or "", num)
     return [(session, short, axis, value, arch, *tail) for axis, value in axes]
@@ -291,10 +280,7 @@ _READ = {
 
 
 def light(event: Any, ts: str | None = None) -> dict[str, Any]:
-    """What :func:`attempt_row` reads of a validated event of one of :data:`ATTEMPT_KINDS`, as the dict
-    it reads from a stored one (no JSON parsed again: the index builds rows of a whole file from the
-    models). ``ts``: the event's ``ts.isoformat()``, when the caller has made it (a ``started`` or
-    ``ended`` at the same instant is that text, not formatted again)."""
+    """What :func:`attempt_row` reads of a validated event, as the stored dict (``ts``: its isoformat, if made)."""
     fields = event.__dict__
     kind = fields["kind"]
     out = {"kind": kind}
@@ -318,9 +304,7 @@ def light(event: Any, ts: str | None = None) -> dict[str, Any]:
 
 def metric_row(session: str, line: int, metric: Any, ts: str | None = None,
                memo: dict[Any, Any] | None = None) -> tuple[Any, ...]:
-    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
-    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already;
-    ``memo``: as :func:`attempt_values`', the columns made of labels seen before found again)."""
+    """The ``metrics`` row of a validated metric, in :data:`METRIC_COLUMNS` order (``ts``, ``memo``: as above)."""
     fields = metric.__dict__
     return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
             fields["ts"].isoformat() if ts is None else ts,

@@ -6,7 +6,8 @@ Contract:
   (:func:`root`; a root that exists but is not a directory is a :class:`~logkit.errors.StoreError`).
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
-  over the whole store (:func:`store_lock`).
+  over the whole store (:func:`store_lock`). :func:`session_dirs` lists the sessions: directories named by a
+  session id holding a regular ``events.jsonl`` (any other kind, a FIFO, is skipped with a warning, once).
 * **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`logkit.store.shared.host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
@@ -171,8 +172,7 @@ def kind_of(mode: int) -> str:
 
 
 def check_regular(path: Path | str) -> None:
-    """Raise :class:`StoreError` when ``path`` exists and is not a regular file: logkit never opens
-    one (a FIFO named ``events.jsonl`` blocks whoever opens it)."""
+    """Raise :class:`StoreError` when ``path`` exists and is not a regular file (a FIFO would block its reader)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -194,8 +194,7 @@ def _warn_skipped(path: str, mode: int) -> None:
 
 
 class SessionDir(NamedTuple):
-    """One session directory: its id, its events file (a str: thousands of Paths cost more than the
-    stats) and that file's stat."""
+    """One session directory: id, events file (a str: cheaper than a Path) and its stat."""
 
     id: str
     events: str
@@ -203,13 +202,7 @@ class SessionDir(NamedTuple):
 
 
 def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[SessionDir]:
-    """Every session of ``root_dir`` (or those of ``only`` that are sessions), sorted by id: the one
-    answer to "which directories are sessions".
-
-    A session is a directory whose name is a session id (so never a dot-dir: ``.cache``, ``.git``)
-    holding a regular file ``events.jsonl`` (any other kind, a FIFO, is skipped with a warning naming
-    it, once per process). One ``scandir``, one ``stat`` each.
-    """
+    """Every session of ``root_dir`` (or of ``only``), sorted: the one answer to "which directories are sessions"."""
     try:
         names = [entry.name for entry in os.scandir(root_dir)] if only is None else list(only)
     except OSError:
@@ -257,8 +250,7 @@ def _regular(path: Path) -> bool:
 
 
 def no_current(root_dir: Path) -> NotFound:
-    """The error for "no current session", saying why when ``.current`` is there but unusable
-    (git conflict markers from a clone that committed it, a session that is gone, no id)."""
+    """The error for "no current session", saying why an existing ``.current`` is unusable."""
     fix = 'start one with: logkit session start "TITLE" (or pass --session ID)'
     path = root_dir / CURRENT_FILE
     try:
@@ -359,19 +351,12 @@ def decode(line: bytes) -> dict[str, Any] | None:
 
 
 def may_hold(line: bytes, needle: bytes) -> bool:
-    """A cheap byte test before decoding: False only when a line at the current schema lacks ``needle``.
-
-    An older line may name its fields otherwise until :func:`upgrade` has run, so it may hold anything.
-    """
+    """A cheap byte test: False only when a line at the current schema lacks ``needle``."""
     return needle in line or not line.startswith(b'{"v":%d,' % SCHEMA_VERSION)
 
 
 def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[str, Any]]:
-    """The usable lines of ``path`` as event dicts.
-
-    ``keep`` is a cheap test on a line's bytes; it is applied to lines at the current schema only
-    (an older line may name its fields otherwise until it is upgraded).
-    """
+    """The usable lines of ``path`` as event dicts; ``keep``: a byte test, applied to current-schema lines only."""
     try:
         raw = path.read_bytes()
     except OSError:
@@ -388,8 +373,7 @@ def short_numbers(raw: bytes, prefix: str) -> list[int]:
 
 
 def max_short_numbers(raw: bytes) -> tuple[int, int]:
-    """The largest ``A<n>`` and ``H<n>`` numbers of :func:`short_numbers` (0 where none), in one pass:
-    ``bytes.find`` of the key skips through the bytes faster than a regular expression scans them."""
+    """The largest ``A<n>`` and ``H<n>`` numbers in ``raw`` (0 where none), in one ``bytes.find`` pass."""
     best = {b"A": 0, b"H": 0}
     find, match = raw.find, _SHORT_AT.match
     at = find(_SHORT_KEY)
@@ -417,9 +401,7 @@ def _visible_byte(match: re.Match[str]) -> str:
 
 
 def json_line(data: Any) -> bytes:
-    """One event as the line written to ``events.jsonl``: compact JSON, UTF-8, ``\\n``-terminated.
-    A byte that was not UTF-8 (``run -- ls $'\\xff'``) is stored as the text ``\\xff``: the run is
-    recorded, never refused for it."""
+    """One event as its compact UTF-8 JSON line; a byte that was not UTF-8 is stored as the text ``\\xff``."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(_visible_byte, text)
@@ -452,11 +434,7 @@ def append(path: Path, data: bytes, *, durable: bool = False, fix: str | None = 
 
 
 def rewrite(path: Path, transform: Callable[[bytes], bytes]) -> None:
-    """Replace ``path`` with ``transform(its bytes)`` under its lock: new file, fsync, rename.
-
-    A crash (or a failure) at any point leaves either the old file or the new one, whole. Writers
-    blocked on the old file's lock notice the rename and lock the new file (:mod:`logkit.store.lockfile`).
-    """
+    """Replace ``path`` with ``transform(its bytes)`` under its lock: a new file, fsynced, renamed over it."""
     with appending(path, fix=f"check that {path.parent} is writable"):
         body = transform(path.read_bytes())
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -499,10 +477,7 @@ def _drop_none(value: Any) -> Any:
 
 
 def event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
-    """An event of ``kind`` as the dict the models would write (``None`` values dropped).
-
-    Raises ``ValueError`` for a kind it does not build or a field that kind's model does not have.
-    """
+    """An event of ``kind`` as the models would write it; ``ValueError`` for a kind or field they do not have."""
     allowed = FIELDS.get(kind)
     if allowed is None:
         raise ValueError(f"files.event builds {sorted(FIELDS)}, not {kind!r}")
@@ -523,10 +498,7 @@ def open_attempts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def orphaned(recorder_pid: object, recorder_host: object, host: str | None = None) -> bool:
-    """Whether an open attempt's recording is over: recorded on this host, and its logkit is gone.
-
-    An attempt recorded on another machine cannot be judged from here (it never is).
-    """
+    """Whether an open attempt's recording is over: recorded on this host, and its logkit is gone."""
     if recorder_host not in (None, host or procs.hostname()):
         return False
     pid = recorder_pid

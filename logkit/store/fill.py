@@ -32,8 +32,7 @@ Migrate = Callable[[sqlite3.Connection], None]
 
 
 def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
-    """Make the missing index file ``path`` of ``root`` (see the contract); sessions ingested (0 when
-    another process made it meanwhile)."""
+    """Make the missing index file ``path`` of ``root``; sessions ingested (0 when another process made it)."""
     from .index import _scan, _unlink
 
     count = 0
@@ -105,9 +104,7 @@ def _drop_indexes(conn: sqlite3.Connection) -> list[str]:
 
 @contextlib.contextmanager
 def _flock(path: Path, busy: float) -> Iterator[None]:
-    """An exclusive lock on ``path`` (made if missing), waited for up to ``busy`` seconds; past that,
-    or where it cannot be taken, the caller goes on without it (its work is then done twice, never
-    wrongly)."""
+    """Lock ``path``, waiting up to ``busy`` seconds; past that, or failing, go on without (work done twice)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:

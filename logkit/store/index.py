@@ -110,8 +110,7 @@ class _Untrusted(Exception):
 
 
 def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
-    """The type of the filesystem holding ``path``: the longest mount point above it in ``mounts``
-    (the text of ``/proc/self/mountinfo``; read when not given, else ``/proc/mounts``)."""
+    """The filesystem type of ``path``: its longest mount point in ``mounts`` (default: ``/proc/self/mountinfo``)."""
     tables = [mounts] if mounts is not None else []
     for source in () if mounts is not None else ("/proc/self/mountinfo", "/proc/mounts"):
         with contextlib.suppress(OSError):
@@ -166,8 +165,7 @@ class Index:
     """The index of one sessions root; use as a context manager (or :meth:`close`)."""
 
     def __init__(self, root: Path | str, *, path: Path | None | bool = True, busy: float = BUSY_SECONDS) -> None:
-        """``path``: True for :func:`index_path`, None for an in-memory index, or a file; ``busy``: how
-        long to wait for another process's write lock (``logkit run`` waits little before its spawn)."""
+        """``path``: True for :func:`index_path`, None for memory, or a file; ``busy``: seconds to wait for a lock."""
         self.root = Path(root)
         self.busy = busy
         wanted = index_path(self.root) if path is True else (path or None)
@@ -192,8 +190,7 @@ class Index:
     # -- opening -------------------------------------------------------------------------------
 
     def _open(self, path: Path) -> sqlite3.Connection | None:
-        """The file's connection, migrated; a damaged or foreign file is deleted and made again once;
-        None when SQLite cannot use a file there, or when there is none yet (``_build`` is then set)."""
+        """The file's connection, migrated (a foreign file made again); None when unusable or missing (``_build``)."""
         for _try in range(2):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,9 +269,7 @@ class Index:
     # -- refreshing ----------------------------------------------------------------------------
 
     def refresh(self, only: list[str] | None = None, *, fallback: bool = True) -> int:
-        """Bring the index up to date with the files (``only``: with these sessions' files alone);
-        returns the number of sessions (re)ingested. ``fallback=False``: an error raises instead of
-        ingesting into memory (a refresh done only for the next reader)."""
+        """Update the index (``only``: these sessions); sessions ingested; ``fallback=False``: errors raise."""
         try:
             built = self._build_file(only) if self._build else 0
             return built + self._refresh(only)
@@ -287,8 +282,7 @@ class Index:
             return self._refresh(only)
 
     def _build_file(self, only: list[str] | None) -> int:
-        """Make the missing index file (:func:`logkit.store.fill.build`: aside, linked into place when
-        complete); with ``only`` (one session wanted now) it is made empty and filled as always."""
+        """Make the missing index file (:func:`logkit.store.fill.build`), empty with ``only``."""
         assert self.path is not None
         count = 0
         if only is None:

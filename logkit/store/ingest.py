@@ -58,9 +58,7 @@ _TWO = tuple(f"{n:02d}" for n in range(100))
 
 
 def _iso(when: datetime) -> str:
-    """``when.isoformat()``; put together here in the common case (its tzinfo UTC's, so its offset
-    reads ``+00:00``; a four-digit year; no microseconds), in about a fifth of isoformat's
-    instructions (every line's time is formatted)."""
+    """``when.isoformat()``, put together here for UTC without microseconds (a fifth of the instructions)."""
     tz = when.tzinfo
     if (tz is _PARSED_UTC or tz is UTC) and not when.microsecond:
         year = when.year
@@ -180,8 +178,7 @@ class Ingest:
 
     def _lines(self, sid: str, path: Path, body: bytes, chunks: list[bytes], after: int, start: int,
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        """Validate and insert the complete lines ``body`` (``chunks``: split at its newlines; after
-        line ``after``, at byte ``start``); (events added, session meta)."""
+        """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``); (events, meta)."""
         problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
@@ -238,8 +235,7 @@ class Ingest:
         return len(events), meta
 
     def _attempt_events(self, sid: str, short: str, path: Path | None = None) -> list[tuple[int, dict[str, Any]]]:
-        """Every ingested event of attempt ``short`` (its sweep cells included), in file order, read
-        from the file at the offsets its rows hold."""
+        """Every ingested event of attempt ``short`` (its sweep cells too), in file order, read at their offsets."""
         spans = self.conn.execute(
             "SELECT line, id, offset, length FROM events WHERE session = ? AND (short_id = ? AND kind = 'attempt'"
             " OR attempt = ? OR kind = 'sweep_cell') ORDER BY line", (sid, short, short)).fetchall()

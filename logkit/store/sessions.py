@@ -49,8 +49,7 @@ __all__ = [
 
 
 def slugify(text: str, limit: int = 40) -> str:
-    """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary
-    (``... (SM120) ...`` never ends in ``-sm12``; one word longer than ``limit`` is cut)."""
+    """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     if len(slug) > limit:
         cut = slug[: limit + 1]
@@ -240,11 +239,7 @@ class Store:
         provenance: Provenance | None = None,
         make_current: bool = True,
     ) -> SessionHandle:
-        """Start a new session ``YYYY-MM-DD-<slug>-<host tag>`` and (by default) make it current.
-
-        The host tag (:func:`logkit.store.shared.host_tag`) keeps the ids two machines make for one
-        title on one day apart, so their clones merge without an add/add conflict.
-        """
+        """Start a session ``YYYY-MM-DD-<slug>-<host tag>`` (hosts never clash) and by default make it current."""
         if not title.strip():
             raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
         when = when or datetime.now(UTC)
@@ -323,11 +318,6 @@ class Store:
         return files.store_lock(self.root)
 
     def read_all(self) -> dict[str, ReadResult]:
-        """Every session's events and problems, by session id.
-
-        Also names each decision that supersedes an id no session records, and each decision or
-        verdict citing ``other-session/A4`` where that session is here but records no ``A4`` (the
-        event is kept; a session that is not here may live on another host, so its ids are shown as given).
-        """
+        """Every session's events and problems by id, with the references across sessions checked."""
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         return cross_check(results)
