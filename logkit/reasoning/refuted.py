@@ -2,13 +2,9 @@
 
 Contract:
 
-* The cells come from the index (:mod:`logkit.store.index`, brought up to date first; pydantic is
-  imported only when it has new lines to ingest), aggregated there: each attempt's matrix category
-  is :func:`logkit.reasoning.matrix.category`, stored at ingest, and the cells the new launch's
-  backend values fall in on its architecture are counted per category in SQL
-  (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`); only a cell that is not ``works`` has its
-  latest attempts read (:func:`logkit.reasoning.matrix.aggregated`). The same rule as the site's
-  matrix, the sweep's skip and ``status``'s proposals.
+* The cells come from the index (:mod:`logkit.store.index`, brought up to date first), counted
+  per :func:`logkit.reasoning.matrix.category` in SQL; only a cell that is not ``works`` has its
+  latest attempts read. The same rule as the site's matrix, the sweep's skip and ``status``.
 * :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
   (same backend axis and value, architecture, and model and SGLang version where both are known):
   its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both

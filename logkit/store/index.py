@@ -17,8 +17,7 @@ Contract:
   derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
 * **Built aside**: a missing file is made by the first full :meth:`Index.refresh`, in a private
   file linked into place only when complete (:mod:`logkit.store.fill`: a crash leaves no half
-  index; a large store's sessions are shared with worker processes). ``refresh(only=[...])`` with
-  no file makes it empty and ingests those sessions only, as an append would.
+  index). ``refresh(only=[...])`` with no file makes it empty and ingests those sessions only.
 * **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
   inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
@@ -39,21 +38,12 @@ Contract:
   commits every :data:`BATCH_SECONDS` (whole sessions), so a waiting one soon shares the work. Readers query
   inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
   refresh does not change.
-* **Reads** return plain dicts, one per row, keyed by column name (``attempts``/``metrics``:
-  ``columns=`` picks some, ``tuples=True`` makes each row a tuple of them, for readers of every row):
-  ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
-  ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
-  ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet; ``label`` the attempt's,
-  ``outcome_label`` its outcome's, ``matrix`` its matrix category); ``attempt_backends``: session,
-  short_id, axis, value (stripped, lower case), arch, matrix, model, sglang, flashinfer, started,
-  num: one row per backend axis an attempt chose, the matrix cells aggregated in SQL
-  (:meth:`Snapshot.cell_counts`, :meth:`Snapshot.cell_latest`);
-  ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
-  line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
-  (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
-  (the event dict, read from its line); ``events``: session, line, kind, id, short_id, attempt, ts,
-  event (the dict, read from its line).
-  Times are ISO 8601 text as written.
+* **Reads** (:class:`~logkit.store.snapshot.Snapshot`) return plain dicts keyed by column name (the
+  tables: :mod:`logkit.store.schema`). In ``attempts`` (:data:`~logkit.store.derive.ATTEMPT_COLUMNS`)
+  ``fingerprint``, ``config``, ``backends`` and ``tests`` are JSON text, ``status`` None means no
+  outcome yet, ``matrix`` is the matrix category; ``attempt_backends`` has one row per backend axis
+  an attempt chose (value stripped, lower case), the matrix cells aggregated in SQL. Times are
+  ISO 8601 text as written.
 
 Only :meth:`Index.refresh` imports pydantic (when a line is to be validated); opening the index
 and reading it need the standard library.

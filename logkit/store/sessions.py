@@ -2,11 +2,9 @@
 
 Contract:
 
-* ``events.jsonl`` is append-only, one JSON event per line. Writers take an exclusive ``flock`` on
-  the file, make sure it ends in a newline (a writer killed mid-line leaves a torn line that must
-  not swallow the next one), and write each line with a single ``write`` on an ``O_APPEND``
-  descriptor. Outcome events are fsynced. So two logkit processes writing one session never
-  interleave or tear each other's lines.
+* ``events.jsonl`` is append-only, one JSON event per line, written under
+  :func:`logkit.store.lockfile.appending` (two writers never interleave or tear each other's
+  lines). Outcome events are fsynced.
 * Short ids (``A7``, ``H3``) are allocated under that lock; decision ids are permanent, drawn from
   the decision's own random id and checked unique under a lock on the whole store
   (:mod:`logkit.reasoning.decisions`).
