@@ -207,14 +207,11 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
                     "replaces": replaces})
     else:
         ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
-        print(f"{event.hypothesis} {event.verdict}{ev}" + (f" (replaces {_verdict_text(earlier)})" if earlier else ""))
+        if earlier:  # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
+            by = f" by {', '.join(earlier.evidence)}" if earlier.evidence else ""
+            ev += f" (replaces {earlier.verdict}{by} on {earlier.ts:%Y-%m-%d %H:%M})"
+        print(f"{event.hypothesis} {event.verdict}{ev}")
     return 0
-
-
-def _verdict_text(v: Any) -> str:
-    """``confirmed by A2 on 2026-11-14 09:00``: how an earlier verdict is named."""
-    ev = f" by {', '.join(v.evidence)}" if v.evidence else ""
-    return f"{v.verdict}{ev} on {v.ts:%Y-%m-%d %H:%M}"
 
 
 def cmd_hypothesis_list(args: argparse.Namespace) -> int:

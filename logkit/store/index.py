@@ -287,7 +287,7 @@ class Index:
     def _refresh(self, only: list[str] | None) -> int:
         found = _scan(self.root, only)
         known = {r[0]: tuple(r[1:]) for r in self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
-        todo = [s for s in found if known.get(s[0]) != _stat_key(s[2])]
+        todo = [s for s in found if known.get(s[0]) != (s[2].st_ino, s[2].st_size, s[2].st_mtime_ns)]
         gone = (set(known) if only is None else set(only) & set(known)) - {s[0] for s in found}
         if not todo and not gone:
             return 0
@@ -324,10 +324,6 @@ class Index:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("COMMIT")
-
-
-def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _unlink(path: Path) -> None:

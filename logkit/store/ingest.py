@@ -25,6 +25,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from . import files
 from ..errors import StoreError
 from .reader import Problem, iter_events
@@ -43,14 +45,8 @@ _TAIL = 4096
 PACK = 32
 
 
-def _utc_tzinfo() -> Any:
-    """The tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
-
-
-_PARSED_UTC = _utc_tzinfo()
+#: the tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)
+_PARSED_UTC = TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
 
 
 #: "00" to "99": the two-digit fields of a time, looked up rather than %-formatted
