@@ -103,13 +103,10 @@ class Snapshot:
             row["path"] = str(files.events_path(self.root, row["session"]))
         return rows
 
-    def attempts(self, *, session: str | None = None, short_id: str | list[str] | None = None,
-                 role: str | None = None, status: str | list[str] | None = None, category: str | None = None,
-                 arch: str | None = None, model: str | None = None, open_only: bool = False,
-                 columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
-        """Attempt rows in (session, line) order, filtered (a list: any of them); ``tuples``: rows as tuples."""
-        where, args = self._where(session=session, short_id=short_id, role=role, status=status,
-                                  category=category, arch=arch, model=model)
+    def attempts(self, *, session: str | None = None, short_id: str | None = None, role: str | None = None,
+                 open_only: bool = False, columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
+        """Attempt rows in (session, line) order, filtered; ``columns``: just these; ``tuples``: rows as tuples."""
+        where, args = self._where(session=session, short_id=short_id, role=role)
         if open_only:
             where += (" AND " if where else " WHERE ") + "status IS NULL"
         return self._rows(f"SELECT {_columns(columns, ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line",
@@ -142,11 +139,10 @@ class Snapshot:
         rows = self.attempts(session=found[0], short_id=found[1])
         return rows[0] if rows else None
 
-    def metrics(self, *, session: str | None = None, attempt: str | None = None,
-                name: str | list[str] | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
+    def metrics(self, *, session: str | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
                 tuples: bool = False) -> list[Any]:
         """Metric rows in (session, line) order (``columns``, ``tuples``: as :meth:`attempts`)."""
-        where, args = self._where(session=session, attempt=attempt, name=name)
+        where, args = self._where(session=session)
         return self._rows(f"SELECT {_columns(columns, METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line",
                           args, tuples)
 
@@ -156,9 +152,9 @@ class Snapshot:
         return self._rows(f"SELECT session, short_id, line, ts, text, priority, tags FROM hypotheses{where}"
                           " ORDER BY session, line", args)
 
-    def verdicts(self, *, session: str | None = None, hypothesis: str | None = None) -> list[dict[str, Any]]:
+    def verdicts(self, *, session: str | None = None) -> list[dict[str, Any]]:
         """Verdict rows in (session, line) order (the last of a hypothesis is its verdict)."""
-        where, args = self._where(session=session, hypothesis=hypothesis)
+        where, args = self._where(session=session)
         return self._rows(f"SELECT session, line, ts, hypothesis, verdict, evidence, because FROM verdicts{where}"
                           " ORDER BY session, line", args)
 
