@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .store import SessionHandle, Store
 
 # `events` and `store` import pydantic; load them on first use so `logkit run -- true` starts fast.
-_LAZY = {"events": ".events", "ReadResult": ".store", "SessionHandle": ".store", "Store": ".store"}
+_LAZY = {"events": ".events", "ReadResult": ".store.reader", "SessionHandle": ".store", "Store": ".store"}
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,7 @@ otherwise the outcome names the path and says it was not read.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,8 +22,7 @@ __all__ = ["abandoned_outcome", "confined_log"]
 
 
 def confined_log(session_dir: Path, rel: str) -> Path | None:
-    """The log file ``rel`` names, if it lies inside ``session_dir``; None for an absolute path,
-    ``..`` out of the session or a link that leads outside it."""
+    """The log file ``rel`` names if it lies inside ``session_dir`` (no absolute path, ``..``, link out); else None."""
     if not rel or "\x00" in rel or Path(rel).is_absolute():
         return None
     try:
@@ -46,7 +46,9 @@ def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> O
         outside = path is None
         log = LogFile(path=attempt.log.path)
         if path is not None and path.is_file():
-            log = _log_digest(path, attempt.log.path)
+            with open(path, "rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256")
+                log = LogFile(path=attempt.log.path, size=fh.tell(), sha256=digest.hexdigest())  # tell(): bytes hashed
             tail = _tail(path)
     now = datetime.now(UTC)
     label = "logkit stopped recording before the command ended (killed or crashed)"
@@ -68,14 +70,6 @@ def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> O
         survivors=survivors,
         provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"),
     )
-
-
-def _log_digest(path: Path, rel: str) -> LogFile:
-    import hashlib
-
-    with open(path, "rb") as fh:
-        digest = hashlib.file_digest(fh, "sha256")
-        return LogFile(path=rel, size=fh.tell(), sha256=digest.hexdigest())  # tell(): the bytes hashed
 
 
 def _tail(path: Path) -> list[EvidenceLine]:

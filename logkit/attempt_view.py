@@ -208,8 +208,7 @@ def show_json(rec: AttemptRecord, tail_lines: int = 20) -> dict[str, Any]:
 
 
 def compare(a: AttemptRecord, b: AttemptRecord) -> dict[str, Any]:
-    """What differs between two attempts: configuration (flags), watched environment, versions; and
-    their outcomes and metrics side by side. Run-specific values (the port...) are no configuration."""
+    """Two attempts side by side: configuration (no run-specific values), environment, versions, outcomes, metrics."""
     from .launch.flags import table, watched_env
 
     skip = set(table()["diff"]["skip"])

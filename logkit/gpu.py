@@ -52,8 +52,7 @@ def arch_name(capability: Any) -> str | None:
 
 
 def arch_of(environment: Any) -> str | None:
-    """The architecture of an attempt's GPUs (the first one's; mixed hosts are rare), from an
-    ``Environment`` model or the dict it is stored as."""
+    """The architecture of an attempt's first GPU, from an ``Environment`` model or its stored dict."""
     if environment is not None and not isinstance(environment, dict):
         environment = environment.model_dump(mode="json")  # an Environment model
     env = environment or {}

@@ -27,8 +27,7 @@ SUFFIX = ".gz"
 
 
 def log_file(session_dir: Path, rel: str) -> Path | None:
-    """The file holding the log recorded as ``rel``: the plain one, else its compressed form, else
-    None (also for a path that leads out of the session directory: events arrive through git)."""
+    """The file holding the log recorded as ``rel`` (plain, else compressed), or None (a path out of the session too)."""
     from .abandon import confined_log
 
     plain = confined_log(session_dir, rel)
@@ -54,11 +53,7 @@ def read_log(path: Path) -> bytes:
 
 
 def compress(session_dir: Path, rel: str, *, level: int = 6) -> Path | None:
-    """Store the ended attempt's log ``rel`` compressed; the new file (None when there is no plain log).
-
-    Idempotent: a log already compressed is left as it is. An error (a full disk) leaves the plain
-    log in place and removes the partial copy: the log is never lost for a compression.
-    """
+    """Compress the ended attempt's log ``rel`` (idempotent); the new file or None; a failure keeps the plain log."""
     plain = session_dir / rel
     if not plain.is_file():
         return None
@@ -94,9 +89,7 @@ def compress_over() -> int:
 
 
 def compress_ended(session_dir: Path, rel: str) -> Path | None:
-    """After ``logkit run`` wrote an attempt's outcome: compress its log when it is over :func:`compress_over`.
-    Returns the compressed file, or None when the log stays as it is (small, gone, or not compressible
-    now: a full disk leaves it plain)."""
+    """Compress an ended attempt's log over :func:`compress_over`; the compressed file, or None when it stays plain."""
     plain = session_dir / rel  # the log this run just wrote (its own path, not one read from git)
     try:
         if plain.is_symlink() or plain.stat().st_size <= compress_over():

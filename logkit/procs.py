@@ -102,8 +102,7 @@ def start_ticks(pid: int) -> int | None:
 
 
 def listening_pids(port: int) -> list[int] | None:
-    """The processes (that this user may see) holding a socket listening on TCP ``port``; None when
-    nothing visible listens there."""
+    """The visible processes listening on TCP ``port``; None when nothing visible listens there."""
     inodes = listen_inodes(port)
     if not inodes:
         return None

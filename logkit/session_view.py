@@ -63,14 +63,12 @@ def _line(event: BaseEvent) -> str:
 
 
 def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
-    """The session as a time-ordered list of one-line events, from ``(ts, line)`` pairs in file order
-    (:func:`_line` of each event)."""
+    """The session as time-ordered one-line events, from ``(ts, line)`` pairs in file order."""
     return "\n".join([f"session {session_id}", *(text for _ts, text in sorted(rows, key=lambda r: r[0]))])
 
 
 def shown_events(root: Path, session_id: str, take: Callable[[BaseEvent], None]) -> list[str]:
-    """Hand ``take`` each event of the session, in file order, from the index (validated when it was
-    ingested; the stored rows are turned back into events here); returns the session's problems."""
+    """Hand ``take`` each event of the session in file order, from the index; returns the session's problems."""
     from .events import event_adapter
     from .store.index import Index
 

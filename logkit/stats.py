@@ -65,9 +65,7 @@ def bootstrap_median(values: Sequence[float], *, resamples: int = RESAMPLES, lev
 
 
 def figure(values: Sequence[float]) -> float:
-    """A configuration's figure from its runs at one workload: their median (runs without a value,
-    NaN, left out; NaN when none has one). The one rule for every page, chart and ranking: a
-    repeated benchmark's best run is its luckiest, its latest an accident of order."""
+    """The median of a configuration's runs at one workload (NaN left out): its figure (not best, not latest)."""
     vals = [float(v) for v in values if v == v]
     return median(vals) if vals else float("nan")
 

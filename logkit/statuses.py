@@ -174,8 +174,7 @@ def verb(status: str, default: str = "was refuted") -> str:
 
 def from_exit(exit_code: int | None, signal: int | None, *, stopped_by_logkit: bool = False,
               reason: str | None = None) -> tuple[str, str]:
-    """(status, label) for how a process ended. ``exit_code`` may be Popen's negative -N for a
-    signal, or a shell's 128+N; ``reason`` is why logkit stopped it, when it did."""
+    """(status, label) for how a process ended (``exit_code``: -N or 128+N for a signal; ``reason``: logkit's stop)."""
     t = table()
     if signal is None and exit_code is not None:
         if exit_code < 0:

@@ -67,8 +67,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _not_utf8(words: list[str]) -> LogkitError | None:
-    """The error for a word of logkit's own (before ``--``) that is not UTF-8: it would be stored in
-    events, ids and pages. The command after ``--`` gets its bytes as given (and is recorded)."""
+    """The error for a word before ``--`` that is not UTF-8 (it would reach events, ids, pages)."""
     from ..errors import BadInput
 
     for number, word in enumerate(words, start=1):

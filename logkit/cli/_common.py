@@ -36,8 +36,7 @@ def terminal_safe(text: str) -> str:
 
 
 def one_line(text: str) -> str:
-    """:func:`terminal_safe`, newlines and tabs escaped too: a field printed on one line (a title
-    holding ``\\n`` must not print a fake line)."""
+    """:func:`terminal_safe` with newlines and tabs escaped too: a title holding ``\\n`` prints no fake line."""
     return _CONTROL_ALL.sub(lambda m: {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(m.group(0)) or _visible(m), text)
 
 

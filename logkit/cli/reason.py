@@ -207,14 +207,11 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
                     "replaces": replaces})
     else:
         ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
-        print(f"{event.hypothesis} {event.verdict}{ev}" + (f" (replaces {_verdict_text(earlier)})" if earlier else ""))
+        if earlier:  # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
+            by = f" by {', '.join(earlier.evidence)}" if earlier.evidence else ""
+            ev += f" (replaces {earlier.verdict}{by} on {earlier.ts:%Y-%m-%d %H:%M})"
+        print(f"{event.hypothesis} {event.verdict}{ev}")
     return 0
-
-
-def _verdict_text(v: Any) -> str:
-    """``confirmed by A2 on 2026-11-14 09:00``: how an earlier verdict is named."""
-    ev = f" by {', '.join(v.evidence)}" if v.evidence else ""
-    return f"{v.verdict}{ev} on {v.ts:%Y-%m-%d %H:%M}"
 
 
 def cmd_hypothesis_list(args: argparse.Namespace) -> int:
@@ -347,8 +344,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _one_line_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """The status with what users typed (titles, hypothesis texts, labels) on one line each: a
-    newline in a title is shown as ``\\n``, never as a line of its own."""
+    """The status with what users typed (titles, texts, labels) on one line each (a newline shown as ``\\n``)."""
     out = dict(data, title=one_line(data["title"]) if data.get("title") else data.get("title"))
     for key, field in (("hypotheses", "text"), ("attempts", "label"), ("decisions", "title"), ("todo", "content")):
         out[key] = [dict(row, **{field: one_line(row[field])}) if isinstance(row.get(field), str) else row
@@ -375,9 +371,7 @@ def _role(argv: list[str]) -> str:
 
 
 def parse_launch(argv: list[str]) -> Any:
-    """A reconstructed launch's config (:func:`logkit.launch.config.given_only`): the flags the account
-    gives, named, typed and validated by the installed SGLang's parser (its cached spec), nothing
-    resolved, no SGLang version, host or port claimed; flags SGLang rejects are kept as given."""
+    """A reconstructed launch's config (:func:`logkit.launch.config.given_only`): the flags given, none resolved."""
     from ..capture.sglang.detect import detect
     from ..events import LaunchConfig
     from ..launch.config import given_only

@@ -6,7 +6,7 @@ Contract:
   else the wall clock. A fixed ``$LOGKIT_NOW``/``--at`` makes generated sessions reproducible.
 * :func:`open_store` is the store every command writes to, each event redacted before it is written.
 * :func:`provenance` turns ``--reconstructed "seed 000: ..."`` into a ``reconstructed`` provenance.
-* :func:`attempt_ids`/:func:`hypothesis_ids` and :func:`check_refs` validate ``A7``, ``H3`` and
+* :func:`check_refs` validates ``A7``, ``H3`` and
   ``other-session/A4`` references, raising :class:`~logkit.errors.NotFound` with the ids that exist.
 """
 
@@ -21,7 +21,7 @@ from ..events import Attempt, BaseEvent, Hypothesis, Provenance
 from ..store import SessionHandle, Store
 
 __all__ = [
-    "ENV_NOW", "attempt_ids", "check_refs", "hypothesis_ids", "now", "open_store", "parse_time", "provenance", "split_ids",
+    "ENV_NOW", "check_refs", "now", "open_store", "parse_time", "provenance", "split_ids",
 ]
 
 ENV_NOW = "LOGKIT_NOW"
@@ -30,8 +30,7 @@ _HYPOTHESIS = files.HYPOTHESIS_ID_RE
 
 
 def open_store(sessions: str | None) -> Store:
-    """The store named by ``sessions`` / ``$LOGKIT_SESSIONS`` / ./sessions, every event it writes
-    redacted (the CLI's commands, the MCP server and the hooks all open it so)."""
+    """The store of ``sessions`` / ``$LOGKIT_SESSIONS`` / ./sessions, every event it writes redacted."""
     from ..capture.redact import Redactor
 
     return Store.from_env(sessions, scrub=Redactor().scrub)
@@ -73,14 +72,10 @@ def split_ids(values: list[str] | None) -> list[str]:
     return [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
 
 
-def attempt_ids(events: list[BaseEvent]) -> list[str]:
-    """The attempt short ids of a session, in order."""
-    return [e.short_id for e in events if isinstance(e, Attempt)]
-
-
-def hypothesis_ids(events: list[BaseEvent]) -> list[str]:
-    """The hypothesis short ids of a session, in order."""
-    return [e.short_id for e in events if isinstance(e, Hypothesis)]
+def _ids(events: list[BaseEvent], prefix: str) -> list[str]:
+    """The ``A<n>`` (or ``H<n>``) short ids of a session, in order."""
+    kind = Attempt if prefix == "A" else Hypothesis
+    return [e.short_id for e in events if isinstance(e, kind)]
 
 
 #: per ref prefix: what it names, in the singular and the plural, and where the known ones are listed
@@ -93,20 +88,15 @@ def _known(ids: list[str]) -> str:
 
 
 def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], *, allow: str = "AH") -> None:
-    """Raise :class:`NotFound`/:class:`BadInput` unless every ref names an existing attempt or hypothesis.
-
-    A ref is ``A7``/``H3`` in this session, or ``SESSION/A4`` in another session of the same store.
-    ``allow`` says which prefixes are acceptable here.
-    """
-    known = {"A": attempt_ids(events), "H": hypothesis_ids(events)}
+    """Refuse a ref (``A7``, ``H3``, ``SESSION/A4``) that names nothing; ``allow``: the prefixes accepted."""
+    known = {"A": _ids(events, "A"), "H": _ids(events, "H")}
     for ref in refs:
         if "/" in ref:
             other, _, short = ref.rpartition("/")
             if not (_ATTEMPT.match(short) or _HYPOTHESIS.match(short)):
                 raise BadInput(f"{ref!r} is not SESSION/A<n> or SESSION/H<n>", fix="e.g. 2026-11-14-glm5/A4")
             store: Store = handle.store
-            other_events = store.handle(other).read().events
-            pool = attempt_ids(other_events) if short.startswith("A") else hypothesis_ids(other_events)
+            pool = _ids(store.handle(other).read().events, short[0])
             if short not in pool:
                 raise NotFound(f"session {other!r} has no {short}", fix=f"known there: {_known(pool)}")
             continue

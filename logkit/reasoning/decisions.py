@@ -2,20 +2,13 @@
 
 Contract:
 
-* A decision's id is drawn from its own random event id: ``DR-`` and the first five Crockford
-  base32 digits of it (:func:`permanent_id`), lengthened at creation while it clashes with an id
-  already in the store or its ledger. It is printed once and never changes: there is no counter to
-  coordinate between hosts, so two hosts that decide at once get different ids (a clash between
-  them is a 1 in 33 million chance per pair, and even then each record stays reachable by a
-  longer prefix of its own id, which :func:`resolve` accepts).
-* Ids handed out by older logkit versions (``DR-0001``, sequential) stay what they are: they were
-  published, so they are those records' permanent ids. ``logkit decide --id DR-0001`` keeps an id
-  a reconstructed record already has.
-* :func:`record` appends the ``decision`` event and the ledger line
-  ``DR-7K3FQ<TAB>session<TAB>title`` (``<sessions>/DECISIONS.tsv``, tracked in git) under
-  :meth:`Store.locked`. The ledger lists every id ever handed out; ``<sessions>/.gitattributes``
-  (written next to it) merges it with git's ``union`` driver, so concurrent decisions merge
-  without a conflict.
+* A decision's id is drawn from its own random event id (:func:`permanent_id`, :mod:`.ledger`), so
+  no counter is shared between hosts; it is printed once and never changes (a clash between two
+  hosts, 1 in 33 million per pair, leaves each record reachable by a longer prefix of its own id,
+  which :func:`resolve` accepts). Older sequential ids (``DR-0001``) stay those records' ids;
+  ``logkit decide --id DR-0001`` keeps the id a reconstructed record already has.
+* :func:`record` appends the ``decision`` event and its ledger line (:mod:`.ledger`) under
+  :meth:`Store.locked`.
 * :func:`draft` is the record :func:`record` would write, checked the same way, nothing written
   (an agent's ``draft_decision`` previews it).
 * :func:`record` refuses a decision whose title and body (context, decision, options, evidence,
@@ -113,8 +106,7 @@ def draft(
     reconstructed: str | None = None,
     decision_id: str | None = None,
 ) -> Decision:
-    """The decision :func:`record` would write, checked as it checks it, nothing written (the id it
-    shows is the one it would draw now; :func:`record` draws it again under the store's lock)."""
+    """The decision :func:`record` would write, checked alike, nothing written (its id drawn again then)."""
     if not title.strip():
         raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ...')
     if decision_id is not None and reconstructed is None:
@@ -171,8 +163,7 @@ def draft(
 
 
 def record(handle: SessionHandle, title: str, **fields: Any) -> Decision:
-    """Record a decision under a permanent id drawn from its own event id (or ``decision_id``);
-    ``fields`` are :func:`draft`'s."""
+    """Record a decision under a permanent id drawn from its event id; ``fields``: :func:`draft`'s."""
     store = handle.store
     with store.locked():
         event = draft(handle, title, **fields)  # checked, and its id drawn, under the lock

@@ -110,8 +110,7 @@ def close(
     at: str | None = None,
     reconstructed: str | None = None,
 ) -> tuple[Verdict, Verdict | None]:
-    """Confirm, refute or call inconclusive ``hypothesis`` with ``evidence`` (attempt ids); returns the
-    new verdict and the one it replaces (None for the first)."""
+    """Close ``hypothesis`` as ``verdict`` citing ``evidence``; the new verdict and the one it replaces (or None)."""
     if verdict not in VERDICTS:
         raise BadInput(f"unknown verdict {verdict!r}", fix="one of: " + ", ".join(VERDICTS))
     events = handle.read().events

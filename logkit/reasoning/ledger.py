@@ -57,10 +57,7 @@ def id_digits(event_id: str) -> str:
 
 
 def permanent_id(event_id: str, taken: set[str] | frozenset[str] = frozenset(), length: int = SHORT) -> str:
-    """``DR-`` and the first ``length`` base32 digits of ``event_id``, longer while in ``taken``.
-
-    An all-digit draw is lengthened too, so a new id never looks like an old sequential one.
-    """
+    """``DR-`` and ``length`` base32 digits of ``event_id``, longer while in ``taken`` or all digits (old-style)."""
     digits = id_digits(event_id)
     for n in range(length, len(digits) + 1):
         candidate = "DR-" + digits[:n]
@@ -141,8 +138,7 @@ def refuse_unmerged(store: Store) -> None:
 
 
 def known_ids(store: Store) -> set[str]:
-    """Every decision id the store's sessions record (the index's decisions, refreshed first) or its
-    ledger ever listed."""
+    """Every decision id the store's sessions record (the index, refreshed) or its ledger ever listed."""
     from ..store.index import Index
 
     with Index(store.root) as index:

@@ -117,14 +117,7 @@ def _shared_titles(by_id: dict[str, list[Decision]]) -> list[LedgerProblem]:
 
 
 def renumber(store: Store, session_id: str, decision_id: str) -> str:
-    """Give ``session_id``'s decision ``decision_id`` a longer form of its own id; returns the new id.
-
-    The fix for an id two sessions use. Rewrites that session's ``decision`` line (and
-    ``supersedes`` references to the old id inside the same session) and the ledger, each by
-    writing a new file and renaming it over the old one (:func:`logkit.store.files.rewrite`): a crash at
-    any point leaves each file whole, old or new. The ledger keeps the old line, marked
-    ``moved to``, so the old id still resolves. Run it when nothing is recording into that session.
-    """
+    """Give a session's ``decision_id`` a longer form of its own id (the old one kept as moved); the new id."""
     handle = store.handle(session_id)
     found: dict[str, Any] = {}
 

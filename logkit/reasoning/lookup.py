@@ -24,8 +24,7 @@ __all__ = ["Resolved", "decisions_by_id", "latest_per_session", "resolve", "reso
 
 
 def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
-    """Every decision of the store, grouped by id (more than one means a collision), from the index's
-    ``decisions`` table (:mod:`logkit.store.index`), in (session, line) order."""
+    """Every decision of the store by id (more than one: a collision), from the index, in (session, line) order."""
     from ..store.index import Index
 
     with Index(store.root) as index:
@@ -39,8 +38,7 @@ def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
 
 
 def supersession(records: Iterable[Decision]) -> dict[str, list[str]]:
-    """Which record replaces which: decision id -> the ids whose ``supersedes`` names it, sorted
-    (a record naming its own id replaces nothing)."""
+    """Decision id -> the sorted ids whose ``supersedes`` names it (a record naming its own id replaces nothing)."""
     by: dict[str, set[str]] = {}
     for d in records:
         if d.supersedes and d.supersedes != d.decision_id:

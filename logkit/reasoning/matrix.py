@@ -94,9 +94,7 @@ def row_of(attempt: dict[str, Any]) -> Row:
 
 
 def refutes(status: str | None, hang_timeout: float | None = None) -> bool:
-    """Whether a launch that ended ``status`` speaks against the backend values it chose: a refuting
-    category of ``statuses.toml``, less a hang stopped by a ``--hang-timeout`` (``hang_timeout``)
-    shorter than the default (the user cut it short: that says nothing of the backend)."""
+    """Whether a launch that ended ``status`` refutes its backend values (a hang under a shortened timeout does not)."""
     if status is None or statuses.category(status) is None or not statuses.row(status).refutes:
         return False
     default = float(launch_table()["attribution"]["hang_timeout_default"])
@@ -104,8 +102,7 @@ def refutes(status: str | None, hang_timeout: float | None = None) -> bool:
 
 
 def with_smoke(cat: str | None, smoke_failed: bool) -> str | None:
-    """A status category as the smoke test leaves it: a launch that came up but failed its smoke
-    prompts produced garbage."""
+    """A status category as the smoke test leaves it: a launch up but failing its smoke prompts is ``garbage``."""
     return "garbage" if cat == "works" and smoke_failed else cat
 
 
@@ -195,8 +192,7 @@ def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
 
 
 def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
-    """The cell ``key`` from the index's aggregate: its ``counts`` per category and ``latest``, the
-    latest working and latest refuting attempts (put in time order here)."""
+    """The cell ``key`` from the index's ``counts`` per category and its ``latest`` working and refuting rows."""
     return Cell(*key, rows=sorted(latest, key=_order), counts=dict(counts))
 
 
@@ -233,8 +229,7 @@ class Comparison:
         return (f"{a} run{'s' if a > 1 else ''} each" if a == b else f"{a} and {b} runs")
 
     def text(self, unit: str = "tok/s") -> str:
-        """``38.2 vs 71.9 tok/s: 47% lower, intervals 37.5-39.0 and 70.1-73.0 apart, on 5 runs each``
-        (``slower``/``faster``), or ``tied: 71.6 vs 71.9 tok/s, intervals overlap, on 1 run each``."""
+        """``38.2 vs 71.9 tok/s: 47% lower, intervals ... apart, on 5 runs each``, or ``tied: ...``."""
         a, b = self.mine.median, self.theirs.median
         if self.verdict == "tied":
             return f"tied: {a:,.1f} vs {b:,.1f} {unit}, intervals overlap, on {self.runs}"
@@ -257,8 +252,7 @@ def _interval(spread: Any) -> tuple[float, float]:
 
 
 def compare(mine: Sequence[float], theirs: Sequence[float]) -> Comparison:
-    """The one "slow" rule: ``slower`` when every value of mine's interval is below theirs, ``faster``
-    when above, else ``tied`` (see the contract; intervals from :mod:`logkit.stats`)."""
+    """The one "slow" rule: ``slower``/``faster`` when the intervals (:mod:`logkit.stats`) are apart, else ``tied``."""
     from ..stats import spread
 
     a, b = spread(mine), spread(theirs)

@@ -12,13 +12,17 @@ from ..events import Note
 from ..store import SessionHandle
 from .common import check_refs, now, provenance
 
-__all__ = ["check_note_refs", "record"]
+__all__ = ["record"]
 
 
-def check_note_refs(handle: SessionHandle, refs: list[str]) -> None:
-    """Refuse a ref that names no attempt, hypothesis or decision (a typo would dangle)."""
+def record(handle: SessionHandle, text: str, *, refs: list[str] | None = None, at: str | None = None,
+           reconstructed: str | None = None) -> Note:
+    """Append a note to ``handle``'s session, its refs checked first (a typo would dangle)."""
     from .decisions import normalize_id, resolve
 
+    if not text.strip():
+        raise BadInput("a note needs its text", fix='logkit note "cutlass MoE: 1.8x the throughput of triton" --ref A7')
+    refs = list(refs or [])
     events = None
     for ref in refs:
         if ref.upper().startswith("DR-"):
@@ -29,15 +33,6 @@ def check_note_refs(handle: SessionHandle, refs: list[str]) -> None:
                            fix="e.g. --ref A7, --ref H3, --ref DR-7K3FQ")
         events = events if events is not None else handle.read().events
         check_refs(handle, events, [ref])
-
-
-def record(handle: SessionHandle, text: str, *, refs: list[str] | None = None, at: str | None = None,
-           reconstructed: str | None = None) -> Note:
-    """Append a note to ``handle``'s session, its refs checked first."""
-    if not text.strip():
-        raise BadInput("a note needs its text", fix='logkit note "cutlass MoE: 1.8x the throughput of triton" --ref A7')
-    refs = list(refs or [])
-    check_note_refs(handle, refs)
     event = Note(session=handle.id, ts=now(at), text=text, refs=refs, provenance=provenance(reconstructed))
     handle.append(event)
     return event

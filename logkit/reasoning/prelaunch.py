@@ -90,8 +90,7 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
 
 
 def cell_json(cell: Any) -> dict[str, Any]:
-    """A matrix cell (:class:`logkit.reasoning.matrix.Cell`) as an agent is told it: its key, state,
-    counts, latest attempt, and for a refuted or conflicting one the evidence on both sides."""
+    """A matrix cell as an agent is told it: key, state, counts, latest, and the evidence of a refuted one."""
     from . import matrix
     from .refuted import run_of, warning
 

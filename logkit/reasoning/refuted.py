@@ -2,13 +2,9 @@
 
 Contract:
 
-* The cells come from the index (:mod:`logkit.store.index`, brought up to date first; pydantic is
-  imported only when it has new lines to ingest), aggregated there: each attempt's matrix category
-  is :func:`logkit.reasoning.matrix.category`, stored at ingest, and the cells the new launch's
-  backend values fall in on its architecture are counted per category in SQL
-  (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`); only a cell that is not ``works`` has its
-  latest attempts read (:func:`logkit.reasoning.matrix.aggregated`). The same rule as the site's
-  matrix, the sweep's skip and ``status``'s proposals.
+* The cells come from the index (:mod:`logkit.store.index`, brought up to date first), counted
+  per :func:`logkit.reasoning.matrix.category` in SQL; only a cell that is not ``works`` has its
+  latest attempts read. The same rule as the site's matrix, the sweep's skip and ``status``.
 * :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
   (same backend axis and value, architecture, and model and SGLang version where both are known):
   its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both
@@ -39,8 +35,7 @@ __all__ = ["RefutedRun", "arch_for_launch", "ask", "check", "check_launch", "con
 
 @dataclass(frozen=True)
 class RefutedRun:
-    """A refuted (or conflicting) matrix cell, as the pre-launch check names it: its latest
-    refuting attempt, and for a conflicting cell its latest working one."""
+    """A refuted or conflicting cell as the check names it: its latest refuting (and working) attempt."""
 
     session: str
     attempt: str
@@ -55,11 +50,7 @@ class RefutedRun:
 
 def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: str | None = None,
                  sglang: str | None = None) -> list[matrix.Cell]:
-    """The matrix cells a launch choosing ``backends`` on ``arch`` falls in, as the index of the sessions
-    directory ``root`` aggregates them (:meth:`~logkit.store.snapshot.Snapshot.cell_counts`): the counts
-    per category, and the latest attempt of each category only of the cells that are not ``works``; every
-    state (works, refuted, conflicting), in the order of their latest attempts: what an agent asking about
-    a launch is told."""
+    """The cells (every state) a launch choosing ``backends`` on ``arch`` falls in, from the index, latest last."""
     if not arch or not backends:
         return []
     from ..store.index import Index
@@ -92,8 +83,7 @@ def run_of(cell: matrix.Cell) -> RefutedRun:
 
 def check(backends: dict[str, Any], arch: str | None, store: Any, *, model: str | None = None,
           sglang: str | None = None) -> list[RefutedRun]:
-    """One run per ``refuted`` cell this launch (its backend values) falls in on ``arch`` (none when
-    ``arch`` is unknown); ``store``: anything with the sessions directory as ``root``."""
+    """One run per ``refuted`` cell this launch falls in on ``arch``; ``store``: anything with a ``root``."""
     return [run_of(c) for c in launch_cells(backends, arch, store.root, model, sglang) if c.state == "refuted"]
 
 

@@ -148,8 +148,7 @@ def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[
 
 
 def current_status(store: Any, session_id: str | None = None, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
-    """:func:`session_status` of ``session_id`` (default: the store's current session), after its
-    launches whose recorder died are reconciled (``logkit status``, the MCP ``status`` tool)."""
+    """:func:`session_status` of ``session_id`` (default: the current one), its dead recorders reconciled first."""
     from ..capture.journal import Journal
 
     handle = store.handle(session_id or store.current_or_fail())

@@ -99,8 +99,7 @@ def _config(a: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
-    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it, as evidence
-    or as an option's attempts."""
+    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it."""
     latest: dict[str, dict[str, Any]] = {}
     for row in decisions:  # in (session, line) order: a later record of an id at the same time wins
         old = latest.get(row["decision_id"])
@@ -135,8 +134,7 @@ def _own_log(root: Path, sid: str, logs: list[Any], asked: Path, size: int, dige
 
 
 def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """``(ref, outcome, attempt)`` of the failed attempts that can match: the same signature, none
-    recorded (classified here), or the same status (the same class); their latest outcome."""
+    """``(ref, outcome, attempt)`` of the failed attempts that can match: the same signature, or class."""
     failures = [s for s in statuses.names() if statuses.is_failure(s)]
     where = [f"a.status IN ({','.join('?' * len(failures))})", "(a.signature = ? OR a.signature IS NULL OR a.status = ?)"]
     rows = snap.conn.execute(
@@ -156,8 +154,7 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
 
 
 def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) -> dict[str, Any] | None:
-    """The recorded outcome of the attempt whose own log is ``asked``, when logkit's probes failed it
-    after ready (the log shows no failure), else None."""
+    """The recorded outcome of the attempt whose own log is ``asked``, when its probes failed it after ready."""
     from ..capture.sglang.watcher import PROBE_FINDINGS
 
     for signature, status in PROBE_FINDINGS.items():
@@ -169,8 +166,7 @@ def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) ->
 
 
 def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenReport:
-    """Every attempt of the store (``store.root``, through the index) that failed like ``verdict`` (a
-    classified log or pasted error); ``log``: the file it was read from, whose own attempt is not listed."""
+    """Every attempt of the store that failed like ``verdict``; ``log``: its file, whose own attempt is left out."""
     from ..store.index import Index
 
     texts = [e.text for e in verdict.evidence]

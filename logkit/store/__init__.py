@@ -20,7 +20,7 @@ from .files import ENV_SESSIONS, EVENTS_FILE
 
 if TYPE_CHECKING:
     from .index import Index
-    from .sessions import SessionHandle, Store, Txn, dump_event, slugify
+    from .sessions import SessionHandle, Store, Txn, slugify
 
 __all__ = [
     "ENV_SESSIONS",
@@ -29,7 +29,6 @@ __all__ = [
     "SessionHandle",
     "Store",
     "Txn",
-    "dump_event",
     "slugify",
 ]
 
@@ -38,7 +37,6 @@ _LAZY = {
     "SessionHandle": "sessions",
     "Store": "sessions",
     "Txn": "sessions",
-    "dump_event": "sessions",
     "slugify": "sessions",
 }
 

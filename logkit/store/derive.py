@@ -10,7 +10,7 @@ Contract:
   configuration, fingerprint, backend axes and model :mod:`logkit.launch.flags`; the architecture
   :mod:`logkit.gpu`; the category
   :mod:`logkit.statuses`. Change what it derives and bump :data:`DERIVATION`: every index is rebuilt.
-* :func:`backend_rows` are an attempt's backend axes as rows (what the pre-launch check looks up).
+* :func:`attempt_values` adds an attempt's backend axes as rows (what the pre-launch check looks up).
 * :func:`metric_row` is a metric's row: the figure and the workload it was measured at.
 * :data:`ATTEMPT_KINDS` are the kinds whose events feed an attempt's row (a new one of them re-derives it).
 """
@@ -24,8 +24,8 @@ import shlex
 from functools import cache
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_facts", "attempt_row",
-           "attempt_values", "backend_rows", "light", "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "attempt_values", "light",
+           "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 6
@@ -60,8 +60,7 @@ def _knowledge() -> dict[str, Any]:
 
 
 def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict[str, str]:
-    """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, first name found wins;
-    SGLang from the launch parse when no package names it; the CUDA torch was built for; the driver)."""
+    """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, launch's SGLang, CUDA, driver)."""
     packages = environment.get("packages") or {}
     found = {}
     for name, keys in _knowledge()["versions"].items():
@@ -94,8 +93,7 @@ _UNSAFE_JOINED = re.compile(r"[^\w@%+=:,./ -]", re.ASCII).search
 
 
 def _command(argv: list[Any]) -> str:
-    """:func:`shlex.join` of ``argv`` (each word as text). The common command, every word safe, is
-    told by one search of the joined words (no word empty, none holding a space)."""
+    """:func:`shlex.join` of ``argv``; a command of safe words is told by one search of the joined text."""
     try:
         text = " ".join(argv)
     except TypeError:  # a word that is not text
@@ -119,21 +117,17 @@ def _owners() -> tuple[Any, ...]:
 
 
 def attempt_row(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]]) -> dict[str, Any] | None:
-    """The ``attempts`` row of ``session``/``short_id`` from its events ``(line, dict)`` in file order;
-    None when its ``attempt`` line is not among them (an orphan the reader already named)."""
-    facts = attempt_facts(session, short_id, events)
-    return None if facts is None else facts[0]
+    """The ``attempts`` row of ``session``/``short_id`` from its ``(line, dict)`` events; None for an orphan."""
+    found = attempt_values(session, short_id, events)
+    return None if found is None else dict(zip(ATTEMPT_COLUMNS, found[0]))
 
 
-#: Entries a :func:`attempt_facts` memo holds before it starts again (a bound on its memory, not a tuning knob).
+#: Entries a :func:`attempt_values` memo holds before it starts again (a bound on its memory, not a tuning knob).
 MEMO_ENTRIES = 4096
 
 
 def _remembered(memo: dict[Any, Any] | None, kind: str, inputs: tuple[Any, ...], make: Any) -> Any:
-    """``make(*inputs)``, from ``memo`` when the same inputs were seen (keyed by their :func:`marshal.dumps`:
-    type-tagged, so equal bytes are equal values of equal types, ``8``/``8.0``/``True`` and key order
-    told apart; made in about a microsecond, where a launch's facts take over ten). A memo lives
-    for one ingest (:class:`logkit.store.ingest.Ingest`): no second cache, nothing kept on disk."""
+    """``make(*inputs)``, from ``memo`` when seen (keyed by the type-tagged :func:`marshal.dumps`)."""
     if memo is None:
         return make(*inputs)
     try:
@@ -163,9 +157,7 @@ def _remembered_command(memo: dict[Any, Any], argv: list[Any]) -> str:
 
 
 def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tuple[Any, ...]:
-    """What an attempt row takes from its launch config and ``/server_info``'s resolved values:
-    (model, fingerprint, config, backend axes as :func:`_backend_rows` takes them, their JSON,
-    configuration, config key)."""
+    """(model, fingerprint, config, axes, axes JSON, configuration, config key) of a launch and its resolved values."""
     _statuses, flags, _category_of, _hang_limit, _arch_of = _owners()
     configuration = flags.configuration(launch)
     axes = flags.backend_axes(launch, resolved)
@@ -174,8 +166,7 @@ def _launch_facts(launch: dict[str, Any], resolved: dict[str, Any] | None) -> tu
 
 
 def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple[Any, ...]:
-    """What an attempt row takes from its environment (and the launch's SGLang version, the fallback
-    of the versions): (GPU name, GPU count, architecture, sglang, flashinfer, torch, versions JSON)."""
+    """(GPU name, GPU count, arch, sglang, flashinfer, torch, versions JSON) of an environment."""
     arch_of = _owners()[4]
     gpus = [g for g in environment.get("gpus") or () if isinstance(g, dict)]
     shown = versions(environment, {"sglang_version": launch_sglang})
@@ -184,20 +175,9 @@ def _environment_facts(environment: dict[str, Any], launch_sglang: Any) -> tuple
             json.dumps(shown) if shown else None)  # in the table's order: the pages list them so
 
 
-def attempt_facts(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
-                  memo: dict[Any, Any] | None = None) -> tuple[dict[str, Any], list[tuple[Any, ...]]] | None:
-    """:func:`attempt_row` and its :func:`backend_rows` (made from the backend axes at hand, not
-    from the row's JSON text); None for an orphan. ``memo``: a dict kept across the attempts of one
-    ingest, where the facts of a launch config or an environment seen before are found again
-    (attempts repeat configurations; the row is the same with or without it)."""
-    found = attempt_values(session, short_id, events, memo)
-    return None if found is None else (dict(zip(ATTEMPT_COLUMNS, found[0])), found[1])
-
-
 def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str, Any]]],
                    memo: dict[Any, Any] | None = None) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]] | None:
-    """:func:`attempt_facts` with the row as a tuple in :data:`ATTEMPT_COLUMNS` order (what the
-    ingest inserts: no dict made per attempt)."""
+    """:func:`attempt_row` as a tuple, and its backend rows; None for an orphan; ``memo``: kept across one ingest."""
     attempt: dict[str, Any] | None = None
     line = 0
     environment = launch = resolved = outcome = cell = role = None
@@ -253,26 +233,14 @@ def attempt_values(session: str, short_id: str, events: list[tuple[int, dict[str
     return row, _backends(session, short_id, arch, matrix, model, sglang, flashinfer, started, axes)
 
 
-def backend_rows(row: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """The ``attempt_backends`` rows of an attempt row: (session, short_id, axis, value, arch, matrix,
-    model, sglang, flashinfer, started, num), the value as :meth:`logkit.store.snapshot.Snapshot.cell_counts`
-    compares it (stripped, lower case), num the attempt's number (the cell's order: start, session, num)."""
-    return _backend_rows(row, _axis_values(json.loads(row["backends"]) if row["backends"] else {}))
-
-
 def _axis_values(chosen: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """Each backend axis with its value as the cells compare it (stripped, lower case)."""
     return tuple((axis, str(value).strip().lower()) for axis, value in chosen.items())
 
 
-def _backend_rows(row: dict[str, Any], axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
-    return _backends(row["session"], row["short_id"], row["arch"], row["matrix"], row["model"], row["sglang"],
-                     row["flashinfer"], row["started"], axes)
-
-
 def _backends(session: str, short: str, arch: Any, matrix: Any, model: Any, sglang: Any, flashinfer: Any,
               started: Any, axes: tuple[tuple[str, str], ...]) -> list[tuple[Any, ...]]:
-    """The ``attempt_backends`` rows (one owner for their column order and the attempt's number)."""
+    """The ``attempt_backends`` rows (values as :meth:`Snapshot.cell_counts` compares them; num orders the cell)."""
     num = int(short[1:]) if short[1:].isdigit() else 0
     tail = (matrix, model, sglang, flashinfer, started or "", num)
     return [(session, short, axis, value, arch, *tail) for axis, value in axes]
@@ -296,7 +264,7 @@ def _launch(launch: Any) -> dict[str, Any] | None:
             "args": launch["args"], "sglang_version": launch["sglang_version"]}
 
 
-#: Per kind, the plain fields :func:`attempt_facts` reads of an event (besides ``kind``, ``started``,
+#: Per kind, the plain fields :func:`attempt_values` reads of an event (besides ``kind``, ``started``,
 #: ``ended``, ``environment``, ``launch`` and ``provenance``, which :func:`light` turns into their
 #: stored shape): what :func:`light` copies. A field read there and missing here would differ between
 #: a build from nothing and an append (``tests/test_store_index.py`` compares the two).
@@ -312,10 +280,7 @@ _READ = {
 
 
 def light(event: Any, ts: str | None = None) -> dict[str, Any]:
-    """What :func:`attempt_row` reads of a validated event of one of :data:`ATTEMPT_KINDS`, as the dict
-    it reads from a stored one (no JSON parsed again: the index builds rows of a whole file from the
-    models). ``ts``: the event's ``ts.isoformat()``, when the caller has made it (a ``started`` or
-    ``ended`` at the same instant is that text, not formatted again)."""
+    """What :func:`attempt_row` reads of a validated event, as the stored dict (``ts``: its isoformat, if made)."""
     fields = event.__dict__
     kind = fields["kind"]
     out = {"kind": kind}
@@ -339,9 +304,7 @@ def light(event: Any, ts: str | None = None) -> dict[str, Any]:
 
 def metric_row(session: str, line: int, metric: Any, ts: str | None = None,
                memo: dict[Any, Any] | None = None) -> tuple[Any, ...]:
-    """The ``metrics`` row of a validated :class:`~logkit.events.Metric` on ``line``: a tuple in
-    :data:`METRIC_COLUMNS` order (``ts``: its time as text, when the caller has made it already;
-    ``memo``: as :func:`attempt_facts`', the columns made of labels seen before found again)."""
+    """The ``metrics`` row of a validated metric, in :data:`METRIC_COLUMNS` order (``ts``, ``memo``: as above)."""
     fields = metric.__dict__
     return (session, line, fields["name"], fields["value"], fields["unit"], fields["attempt"], fields["server_attempt"],
             fields["ts"].isoformat() if ts is None else ts,

@@ -6,7 +6,8 @@ Contract:
   (:func:`root`; a root that exists but is not a directory is a :class:`~logkit.errors.StoreError`).
   A session is ``<root>/<id>/events.jsonl`` plus ``<root>/<id>/logs/``; ``<root>/.current`` names
   the current session (:func:`current`, :func:`set_current`); ``<root>/.store.lock`` is the lock
-  over the whole store (:func:`store_lock`).
+  over the whole store (:func:`store_lock`). :func:`session_dirs` lists the sessions: directories named by a
+  session id holding a regular ``events.jsonl`` (any other kind, a FIFO, is skipped with a warning, once).
 * **Ids**: new session ids are ``DATE-slug-<host tag>`` (:func:`logkit.store.shared.host_tag`; older ids stay valid); one pattern each for session ids, ``A<n>`` and ``H<n>`` (decision ids: :data:`logkit.events.DECISION_ID_RE`); they match whole
   strings (:func:`valid_session_id` refuses ``"x\\n"``). Byte regexes find the numbers in use.
 * **Reading**: every line goes through :func:`decode` (JSON object, then :func:`upgrade` to
@@ -69,15 +70,12 @@ __all__ = [
     "events_path",
     "json_line",
     "kind_of",
-    "lines",
     "load",
     "max_short_numbers",
     "may_hold",
     "no_current",
     "open_attempts",
     "orphaned",
-    "read_bytes",
-    "recording_alive",
     "reserve_path",
     "rewrite",
     "root",
@@ -174,8 +172,7 @@ def kind_of(mode: int) -> str:
 
 
 def check_regular(path: Path | str) -> None:
-    """Raise :class:`StoreError` when ``path`` exists and is not a regular file: logkit never opens
-    one (a FIFO named ``events.jsonl`` blocks whoever opens it)."""
+    """Raise :class:`StoreError` when ``path`` exists and is not a regular file (a FIFO would block its reader)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -185,20 +182,12 @@ def check_regular(path: Path | str) -> None:
                          fix=f"remove or rename it (rm {path}); logkit skips it meanwhile")
 
 
+#: the non-regular ``events.jsonl`` files already warned about (once per process)
 _warned: set[str] = set()
 
 
-def _warn_skipped(path: str, mode: int) -> None:
-    """Say once per process that a session's ``events.jsonl`` is not a regular file and is skipped."""
-    if path not in _warned:
-        _warned.add(path)
-        print(f"logkit: warning: skipped {path}: {kind_of(mode)}, not a regular file (remove or rename it)",
-              file=sys.stderr)
-
-
 class SessionDir(NamedTuple):
-    """One session directory: its id, its events file (a str: thousands of Paths cost more than the
-    stats) and that file's stat."""
+    """One session directory: id, events file (a str: cheaper than a Path) and its stat."""
 
     id: str
     events: str
@@ -206,13 +195,7 @@ class SessionDir(NamedTuple):
 
 
 def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[SessionDir]:
-    """Every session of ``root_dir`` (or those of ``only`` that are sessions), sorted by id: the one
-    answer to "which directories are sessions".
-
-    A session is a directory whose name is a session id (so never a dot-dir: ``.cache``, ``.git``)
-    holding a regular file ``events.jsonl`` (any other kind, a FIFO, is skipped with a warning naming
-    it, once per process). One ``scandir``, one ``stat`` each.
-    """
+    """Every session of ``root_dir`` (or of ``only``), sorted: the one answer to "which directories are sessions"."""
     try:
         names = [entry.name for entry in os.scandir(root_dir)] if only is None else list(only)
     except OSError:
@@ -228,8 +211,10 @@ def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[Se
             continue  # not a session directory
         if stat.S_ISREG(st.st_mode):
             found.append(SessionDir(name, path, st))
-        else:  # a FIFO would block every reader: skipped, and said
-            _warn_skipped(path, st.st_mode)
+        elif path not in _warned:  # a FIFO would block every reader: skipped, and said
+            _warned.add(path)
+            print(f"logkit: warning: skipped {path}: {kind_of(st.st_mode)}, not a regular file (remove or rename it)",
+                  file=sys.stderr)
     return sorted(found, key=lambda d: d.id)
 
 
@@ -240,28 +225,18 @@ def session_ids(root_dir: Path) -> list[str]:
 
 def current(root_dir: Path) -> str | None:
     """The current session id, if one is set, valid and still there."""
-    if not _regular(root_dir / CURRENT_FILE):
-        return None  # a FIFO would block; no_current says why
     try:
+        check_regular(root_dir / CURRENT_FILE)  # a FIFO would block; no_current says why
         value = (root_dir / CURRENT_FILE).read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    except (OSError, StoreError):
         return None
     if valid_session_id(value) and events_path(root_dir, value).exists():
         return value
     return None
 
 
-def _regular(path: Path) -> bool:
-    """Whether ``path`` is missing or a regular file (safe to open)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return True
-
-
 def no_current(root_dir: Path) -> NotFound:
-    """The error for "no current session", saying why when ``.current`` is there but unusable
-    (git conflict markers from a clone that committed it, a session that is gone, no id)."""
+    """The error for "no current session", saying why an existing ``.current`` is unusable."""
     fix = 'start one with: logkit session start "TITLE" (or pass --session ID)'
     path = root_dir / CURRENT_FILE
     try:
@@ -338,26 +313,6 @@ def upgrade(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, or None when it cannot be read."""
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def lines(raw: bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """``(line number, bytes, torn)`` for every non-blank line; ``torn``: the last, unterminated one."""
-    chunks = raw.split(b"\n")
-    ends_clean = raw.endswith(b"\n") or not raw
-    if ends_clean:
-        chunks.pop()
-    last = len(chunks)
-    for number, chunk in enumerate(chunks, start=1):
-        if chunk.strip():
-            yield number, chunk, number == last and not ends_clean
-
-
 def load(line: bytes) -> dict[str, Any]:
     """One line as an event dict at the current schema; ``ValueError`` (or SchemaTooNew) says why not."""
     try:
@@ -377,38 +332,25 @@ def decode(line: bytes) -> dict[str, Any] | None:
     """:func:`load`, or None for a line that cannot be used (never raises for content)."""
     try:
         return load(line)
-    except (ValueError, RecursionError):  # SchemaTooNew is a StoreError, caught below
-        return None
-    except SchemaTooNew:
+    except (ValueError, RecursionError, SchemaTooNew):
         return None
 
 
 def may_hold(line: bytes, needle: bytes) -> bool:
-    """A cheap byte test before decoding: False only when a line at the current schema lacks ``needle``.
-
-    An older line may name its fields otherwise until :func:`upgrade` has run, so it may hold anything.
-    """
+    """A cheap byte test: False only when a line at the current schema lacks ``needle``."""
     return needle in line or not line.startswith(b'{"v":%d,' % SCHEMA_VERSION)
 
 
 def dicts(path: Path, keep: Callable[[bytes], bool] | None = None) -> list[dict[str, Any]]:
-    """The usable lines of ``path`` as event dicts.
-
-    ``keep`` is a cheap test on a line's bytes; it is applied to lines at the current schema only
-    (an older line may name its fields otherwise until it is upgraded).
-    """
-    raw = read_bytes(path)
-    if raw is None:
+    """The usable lines of ``path`` as event dicts; ``keep``: a byte test, applied to current-schema lines only."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
         return []
-    out: list[dict[str, Any]] = []
     prefix = b'{"v":%d,' % SCHEMA_VERSION
-    for _number, chunk, _torn in lines(raw):
-        if keep is not None and chunk.startswith(prefix) and not keep(chunk):
-            continue  # like may_hold: only a current line can be judged by its bytes
-        data = decode(chunk)
-        if data is not None:
-            out.append(data)
-    return out
+    # like may_hold: only a current line can be judged by its bytes (a blank one decodes to None)
+    found = (decode(c) for c in raw.split(b"\n") if keep is None or not c.startswith(prefix) or keep(c))
+    return [data for data in found if data is not None]
 
 
 def short_numbers(raw: bytes, prefix: str) -> list[int]:
@@ -417,8 +359,7 @@ def short_numbers(raw: bytes, prefix: str) -> list[int]:
 
 
 def max_short_numbers(raw: bytes) -> tuple[int, int]:
-    """The largest ``A<n>`` and ``H<n>`` numbers of :func:`short_numbers` (0 where none), in one pass:
-    ``bytes.find`` of the key skips through the bytes faster than a regular expression scans them."""
+    """The largest ``A<n>`` and ``H<n>`` numbers in ``raw`` (0 where none), in one ``bytes.find`` pass."""
     best = {b"A": 0, b"H": 0}
     find, match = raw.find, _SHORT_AT.match
     at = find(_SHORT_KEY)
@@ -446,9 +387,7 @@ def _visible_byte(match: re.Match[str]) -> str:
 
 
 def json_line(data: Any) -> bytes:
-    """One event as the line written to ``events.jsonl``: compact JSON, UTF-8, ``\\n``-terminated.
-    A byte that was not UTF-8 (``run -- ls $'\\xff'``) is stored as the text ``\\xff``: the run is
-    recorded, never refused for it."""
+    """One event as its compact UTF-8 JSON line; a byte that was not UTF-8 is stored as the text ``\\xff``."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(_visible_byte, text)
@@ -481,11 +420,7 @@ def append(path: Path, data: bytes, *, durable: bool = False, fix: str | None = 
 
 
 def rewrite(path: Path, transform: Callable[[bytes], bytes]) -> None:
-    """Replace ``path`` with ``transform(its bytes)`` under its lock: new file, fsync, rename.
-
-    A crash (or a failure) at any point leaves either the old file or the new one, whole. Writers
-    blocked on the old file's lock notice the rename and lock the new file (:mod:`logkit.store.lockfile`).
-    """
+    """Replace ``path`` with ``transform(its bytes)`` under its lock: a new file, fsynced, renamed over it."""
     with appending(path, fix=f"check that {path.parent} is writable"):
         body = transform(path.read_bytes())
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -528,10 +463,7 @@ def _drop_none(value: Any) -> Any:
 
 
 def event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
-    """An event of ``kind`` as the dict the models would write (``None`` values dropped).
-
-    Raises ``ValueError`` for a kind it does not build or a field that kind's model does not have.
-    """
+    """An event of ``kind`` as the models would write it; ``ValueError`` for a kind or field they do not have."""
     allowed = FIELDS.get(kind)
     if allowed is None:
         raise ValueError(f"files.event builds {sorted(FIELDS)}, not {kind!r}")
@@ -545,15 +477,6 @@ def event(kind: str, session: str, **fields: Any) -> dict[str, Any]:
 # -- reconciliation ------------------------------------------------------------------------------
 
 
-def recording_alive(pid: object) -> bool:
-    """Whether ``pid`` is a live logkit process (the recorder of an attempt)."""
-    if not isinstance(pid, int) or isinstance(pid, bool):
-        return False
-    if not procs.alive(pid):
-        return False
-    return "logkit" in (procs.cmdline(pid) or "")
-
-
 def open_attempts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The attempt dicts of a session that have no outcome yet."""
     ended = {e.get("attempt") for e in events if e.get("kind") == "outcome"}
@@ -561,10 +484,10 @@ def open_attempts(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def orphaned(recorder_pid: object, recorder_host: object, host: str | None = None) -> bool:
-    """Whether an open attempt's recording is over: recorded on this host, and its logkit is gone.
-
-    An attempt recorded on another machine cannot be judged from here (it never is).
-    """
+    """Whether an open attempt's recording is over: recorded on this host, and its logkit is gone."""
     if recorder_host not in (None, host or procs.hostname()):
         return False
-    return not (recorder_pid and recording_alive(recorder_pid))
+    pid = recorder_pid
+    if not pid or not isinstance(pid, int) or isinstance(pid, bool) or not procs.alive(pid):
+        return True
+    return "logkit" not in (procs.cmdline(pid) or "")  # a reused pid is not its recorder

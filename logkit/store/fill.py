@@ -8,10 +8,7 @@ Contract:
   complete. A crash leaves no half index; a file another process linked first wins and is never
   replaced under its readers. Builders serialise on ``<path>.lock`` (a waiter then finds the file
   made and builds nothing), waiting up to :data:`~logkit.store.index.BUSY_SECONDS`.
-* One process: worker interpreters were tried and bought about 3% at a million events on this
-  2-core machine (bench/RESULTS.md), not worth a second way to build; tried again (2026-12-06,
-  the same workers over this ingest): 2 processes 39 s against 34 s for one at load 3, 53 s
-  against 56 s at load 5 (the machine's other work takes the second core).
+* One process: worker processes bought nothing measurable here (bench/RESULTS.md).
 * The file is made with :data:`~logkit.store.schema.PAGE_SIZE` pages, and cyclic GC is paused
   while sessions are ingested (each session's objects go when it is done; none is in a cycle).
 """
@@ -26,14 +23,13 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["build", "fill"]
+__all__ = ["build"]
 
 Migrate = Callable[[sqlite3.Connection], None]
 
 
 def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
-    """Make the missing index file ``path`` of ``root`` (see the contract); sessions ingested (0 when
-    another process made it meanwhile)."""
+    """Make the missing index file ``path`` of ``root``; sessions ingested (0 when another process made it)."""
     from .index import _scan, _unlink
 
     count = 0
@@ -43,7 +39,7 @@ def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
         _unlink(path)  # a -wal or -shm left without its database would be replayed into the new one
         tmp = path.with_name(f"{path.name}.{os.getpid()}.build")
         try:
-            sessions = [(sid, events, st.st_size) for sid, events, st in _scan(root)]
+            sessions = [(sid, events) for sid, events, _st in _scan(root)]
             count = _build(root, tmp, sessions, migrate)
             try:
                 os.link(tmp, path)
@@ -59,13 +55,24 @@ def build(root: Path, path: Path, migrate: Migrate, busy: float) -> int:
     return count
 
 
-def _build(root: Path, tmp: Path, sessions: list[tuple[str, Path, int]], migrate: Migrate) -> int:
+def _build(root: Path, tmp: Path, sessions: list[tuple[str, Path]], migrate: Migrate) -> int:
     """Fill ``tmp`` with ``sessions``: the rows first, then the non-unique indexes, then WAL."""
+    from .ingest import Ingest
+    from .snapshot import gc_paused
+
     conn = _open(tmp, migrate)
     try:
-        later = _drop_indexes(conn)
-        count = fill(conn, root, [sid for sid, _events, _size in sessions])
-        for sql in later:
+        # the non-unique indexes are cheaper made once, after the rows
+        later = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+                             " AND sql NOT LIKE 'CREATE UNIQUE%'").fetchall()
+        for name, _sql in later:
+            conn.execute(f"DROP INDEX {name}")
+        conn.execute("BEGIN")
+        ingest = Ingest(conn, root)
+        with gc_paused():  # each session's objects go when it is done, none in a cycle: 5% of the CPU saved
+            count = sum(ingest.session(sid, events) for sid, events in sessions)
+        conn.execute("COMMIT")
+        for _name, sql in later:
             conn.execute(sql)
         conn.execute("PRAGMA journal_mode=WAL")  # kept in the file: every later connection uses WAL
     finally:
@@ -87,35 +94,9 @@ def _open(tmp: Path, migrate: Migrate) -> sqlite3.Connection:
     return conn
 
 
-def _drop_indexes(conn: sqlite3.Connection) -> list[str]:
-    """Drop the non-unique indexes (cheaper made once, after the rows); their CREATE statements."""
-    later = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
-                         " AND sql NOT LIKE 'CREATE UNIQUE%'").fetchall()
-    for name, _sql in later:
-        conn.execute(f"DROP INDEX {name}")
-    return [sql for _name, sql in later]
-
-
-def fill(conn: sqlite3.Connection, root: Path, sessions: list[str]) -> int:
-    """Ingest ``sessions`` of ``root`` into ``conn`` in one transaction; sessions ingested."""
-    from . import files
-    from .ingest import Ingest
-
-    from .snapshot import gc_paused
-
-    conn.execute("BEGIN")
-    ingest = Ingest(conn, root)
-    with gc_paused():  # each session's objects go when it is done, none in a cycle: 5% of the CPU saved
-        count = sum(ingest.session(sid, files.events_path(root, sid)) for sid in sessions)
-    conn.execute("COMMIT")
-    return count
-
-
 @contextlib.contextmanager
 def _flock(path: Path, busy: float) -> Iterator[None]:
-    """An exclusive lock on ``path`` (made if missing), waited for up to ``busy`` seconds; past that,
-    or where it cannot be taken, the caller goes on without it (its work is then done twice, never
-    wrongly)."""
+    """Lock ``path``, waiting up to ``busy`` seconds; past that, or failing, go on without (work done twice)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:

@@ -17,8 +17,7 @@ Contract:
   derivation's is deleted and rebuilt. Deleting ``.cache/`` loses nothing.
 * **Built aside**: a missing file is made by the first full :meth:`Index.refresh`, in a private
   file linked into place only when complete (:mod:`logkit.store.fill`: a crash leaves no half
-  index; a large store's sessions are shared with worker processes). ``refresh(only=[...])`` with
-  no file makes it empty and ingests those sessions only, as an append would.
+  index). ``refresh(only=[...])`` with no file makes it empty and ingests those sessions only.
 * **Refresh** (:meth:`Index.refresh`): one pass over ``<root>/<id>/events.jsonl``. A file with the
   inode, size and mtime seen last is skipped. Same inode, grown, and the sha256 of the last 4 KiB
   of the ingested prefix unchanged: only the appended complete lines are ingested (a torn last
@@ -39,21 +38,12 @@ Contract:
   commits every :data:`BATCH_SECONDS` (whole sessions), so a waiting one soon shares the work. Readers query
   inside :meth:`Index.snapshot`: one read transaction, a consistent snapshot that a concurrent
   refresh does not change.
-* **Reads** return plain dicts, one per row, keyed by column name (``attempts``/``metrics``:
-  ``columns=`` picks some, ``tuples=True`` makes each row a tuple of them, for readers of every row):
-  ``sessions``: session, title, goal, started, host, tags (JSON), events, attempts, problems, path;
-  ``attempts``: :data:`~logkit.store.derive.ATTEMPT_COLUMNS` (``fingerprint``, ``config``,
-  ``backends``, ``tests`` are JSON text; ``status`` None: no outcome yet; ``label`` the attempt's,
-  ``outcome_label`` its outcome's, ``matrix`` its matrix category); ``attempt_backends``: session,
-  short_id, axis, value (stripped, lower case), arch, matrix, model, sglang, flashinfer, started,
-  num: one row per backend axis an attempt chose, the matrix cells aggregated in SQL
-  (:meth:`Snapshot.cell_counts`, :meth:`Snapshot.cell_latest`);
-  ``metrics``: :data:`~logkit.store.derive.METRIC_COLUMNS`; ``hypotheses``: session, short_id,
-  line, ts, text, priority, tags; ``verdicts``: session, line, ts, hypothesis, verdict, evidence
-  (JSON), because; ``decisions``: session, line, ts, decision_id, title, status, supersedes, event
-  (the event dict, read from its line); ``events``: session, line, kind, id, short_id, attempt, ts,
-  event (the dict, read from its line).
-  Times are ISO 8601 text as written.
+* **Reads** (:class:`~logkit.store.snapshot.Snapshot`) return plain dicts keyed by column name (the
+  tables: :mod:`logkit.store.schema`). In ``attempts`` (:data:`~logkit.store.derive.ATTEMPT_COLUMNS`)
+  ``fingerprint``, ``config``, ``backends`` and ``tests`` are JSON text, ``status`` None means no
+  outcome yet, ``matrix`` is the matrix category; ``attempt_backends`` has one row per backend axis
+  an attempt chose (value stripped, lower case), the matrix cells aggregated in SQL. Times are
+  ISO 8601 text as written.
 
 Only :meth:`Index.refresh` imports pydantic (when a line is to be validated); opening the index
 and reading it need the standard library.
@@ -110,8 +100,7 @@ class _Untrusted(Exception):
 
 
 def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
-    """The type of the filesystem holding ``path``: the longest mount point above it in ``mounts``
-    (the text of ``/proc/self/mountinfo``; read when not given, else ``/proc/mounts``)."""
+    """The filesystem type of ``path``: its longest mount point in ``mounts`` (default: ``/proc/self/mountinfo``)."""
     tables = [mounts] if mounts is not None else []
     for source in () if mounts is not None else ("/proc/self/mountinfo", "/proc/mounts"):
         with contextlib.suppress(OSError):
@@ -166,8 +155,7 @@ class Index:
     """The index of one sessions root; use as a context manager (or :meth:`close`)."""
 
     def __init__(self, root: Path | str, *, path: Path | None | bool = True, busy: float = BUSY_SECONDS) -> None:
-        """``path``: True for :func:`index_path`, None for an in-memory index, or a file; ``busy``: how
-        long to wait for another process's write lock (``logkit run`` waits little before its spawn)."""
+        """``path``: True for :func:`index_path`, None for memory, or a file; ``busy``: seconds to wait for a lock."""
         self.root = Path(root)
         self.busy = busy
         wanted = index_path(self.root) if path is True else (path or None)
@@ -192,8 +180,7 @@ class Index:
     # -- opening -------------------------------------------------------------------------------
 
     def _open(self, path: Path) -> sqlite3.Connection | None:
-        """The file's connection, migrated; a damaged or foreign file is deleted and made again once;
-        None when SQLite cannot use a file there, or when there is none yet (``_build`` is then set)."""
+        """The file's connection, migrated (a foreign file made again); None when unusable or missing (``_build``)."""
         for _try in range(2):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,9 +259,7 @@ class Index:
     # -- refreshing ----------------------------------------------------------------------------
 
     def refresh(self, only: list[str] | None = None, *, fallback: bool = True) -> int:
-        """Bring the index up to date with the files (``only``: with these sessions' files alone);
-        returns the number of sessions (re)ingested. ``fallback=False``: an error raises instead of
-        ingesting into memory (a refresh done only for the next reader)."""
+        """Update the index (``only``: these sessions); sessions ingested; ``fallback=False``: errors raise."""
         try:
             built = self._build_file(only) if self._build else 0
             return built + self._refresh(only)
@@ -287,8 +272,7 @@ class Index:
             return self._refresh(only)
 
     def _build_file(self, only: list[str] | None) -> int:
-        """Make the missing index file (:func:`logkit.store.fill.build`: aside, linked into place when
-        complete); with ``only`` (one session wanted now) it is made empty and filled as always."""
+        """Make the missing index file (:func:`logkit.store.fill.build`), empty with ``only``."""
         assert self.path is not None
         count = 0
         if only is None:
@@ -303,7 +287,7 @@ class Index:
     def _refresh(self, only: list[str] | None) -> int:
         found = _scan(self.root, only)
         known = {r[0]: tuple(r[1:]) for r in self.conn.execute("SELECT session, ino, seen, mtime FROM sessions")}
-        todo = [s for s in found if known.get(s[0]) != _stat_key(s[2])]
+        todo = [s for s in found if known.get(s[0]) != (s[2].st_ino, s[2].st_size, s[2].st_mtime_ns)]
         gone = (set(known) if only is None else set(only) & set(known)) - {s[0] for s in found}
         if not todo and not gone:
             return 0
@@ -340,10 +324,6 @@ class Index:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("COMMIT")
-
-
-def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _unlink(path: Path) -> None:

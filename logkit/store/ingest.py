@@ -25,6 +25,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from . import files
 from ..errors import StoreError
 from .reader import Problem, iter_events
@@ -43,14 +45,8 @@ _TAIL = 4096
 PACK = 32
 
 
-def _utc_tzinfo() -> Any:
-    """The tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)."""
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
-
-
-_PARSED_UTC = _utc_tzinfo()
+#: the tzinfo pydantic gives a time written with ``Z`` or ``+00:00`` (asked, not assumed)
+_PARSED_UTC = TypeAdapter(datetime).validate_json(b'"2000-01-01T00:00:00Z"').tzinfo
 
 
 #: "00" to "99": the two-digit fields of a time, looked up rather than %-formatted
@@ -58,9 +54,7 @@ _TWO = tuple(f"{n:02d}" for n in range(100))
 
 
 def _iso(when: datetime) -> str:
-    """``when.isoformat()``; put together here in the common case (its tzinfo UTC's, so its offset
-    reads ``+00:00``; a four-digit year; no microseconds), in about a fifth of isoformat's
-    instructions (every line's time is formatted)."""
+    """``when.isoformat()``, put together here for UTC without microseconds (a fifth of the instructions)."""
     tz = when.tzinfo
     if (tz is _PARSED_UTC or tz is UTC) and not when.microsecond:
         year = when.year
@@ -107,7 +101,7 @@ class Ingest:
         self.conn = conn
         self.root = root
         #: the facts of the launch configs, environments, commands and metric labels seen in this
-        #: ingest (:func:`~logkit.store.derive.attempt_facts`, :func:`~logkit.store.derive.metric_row`)
+        #: ingest (:func:`~logkit.store.derive.attempt_values`, :func:`~logkit.store.derive.metric_row`)
         self.memo: dict[Any, Any] = {}
 
     def forget(self, sid: str) -> None:
@@ -180,8 +174,7 @@ class Ingest:
 
     def _lines(self, sid: str, path: Path, body: bytes, chunks: list[bytes], after: int, start: int,
                seen: dict[str, int]) -> tuple[int, dict[str, Any]]:
-        """Validate and insert the complete lines ``body`` (``chunks``: split at its newlines; after
-        line ``after``, at byte ``start``); (events added, session meta)."""
+        """Validate and insert the complete lines ``body`` (after line ``after``, at byte ``start``); (events, meta)."""
         problems: list[Problem] = []
         events, hyps, verdicts, decisions, metrics = [], [], [], [], []
         groups: dict[str, list[tuple[int, dict[str, Any]]]] = {}
@@ -238,8 +231,7 @@ class Ingest:
         return len(events), meta
 
     def _attempt_events(self, sid: str, short: str, path: Path | None = None) -> list[tuple[int, dict[str, Any]]]:
-        """Every ingested event of attempt ``short`` (its sweep cells included), in file order, read
-        from the file at the offsets its rows hold."""
+        """Every ingested event of attempt ``short`` (its sweep cells too), in file order, read at their offsets."""
         spans = self.conn.execute(
             "SELECT line, id, offset, length FROM events WHERE session = ? AND (short_id = ? AND kind = 'attempt'"
             " OR attempt = ? OR kind = 'sweep_cell') ORDER BY line", (sid, short, short)).fetchall()

@@ -81,12 +81,7 @@ def problem_from_validation(path: Path, line: int, err: ValidationError) -> Prob
 
 def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | None = None,
                 after: int = 0) -> ReadResult:
-    """Read and validate every line of one ``events.jsonl`` (or of ``raw``, its bytes already read);
-    never raises for bad content.
-
-    ``raw`` may be the part of a file after its first ``after`` lines (the index ingests what was
-    appended): lines are then numbered from ``after + 1`` and checked against ``seen``, the
-    :func:`clash` state of the lines before (updated in place)."""
+    """Read and validate every line of one ``events.jsonl`` (or ``raw``, after line ``after``); never raises."""
     result = ReadResult(path)
     if raw is None:
         try:
@@ -106,11 +101,7 @@ def read_events(path: Path, raw: bytes | None = None, *, seen: dict[str, int] | 
 
 def iter_events(path: Path, raw: bytes, problems: list[Problem], *, seen: dict[str, int] | None = None,
                 after: int = 0, chunks: list[bytes] | None = None) -> Iterator[tuple[int, int, int, BaseEvent]]:
-    """:func:`read_events` one event at a time: ``(line, byte offset in raw, length, event)`` for each
-    line that validates and passes :func:`clash`; the problems of the others appended to ``problems``.
-    A reader that turns each event into rows as it comes (the index) keeps no session's models
-    alive at once. ``chunks``: ``raw``'s lines when the caller has split it already (``raw`` then
-    ends with a newline, and ``chunks`` has no piece after it)."""
+    """:func:`read_events` one ``(line, offset, length, event)`` at a time, problems appended to ``problems``."""
     seen = {} if seen is None else seen
     current_prefix = b'{"v":%d,' % files.SCHEMA_VERSION
     validate = event_adapter().validator.validate_json  # the adapter's validator itself: no wrapper call per line
@@ -177,8 +168,7 @@ def _slow(path: Path, chunk: bytes, number: int, torn: bool, problems: list[Prob
 
 
 def unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
-    """The ``A7``/``H3`` references of a decision or verdict that name nothing (``other-session/A4``
-    references are checked across the store by :meth:`Store.read_all`; a malformed one is named here)."""
+    """The ``A7``/``H3`` references of a decision or verdict that name nothing (or a malformed one)."""
     refs = list(event.evidence)  # type: ignore[attr-defined]
     for option in getattr(event, "options", ()):
         refs += option.attempts + option.hypotheses
@@ -193,11 +183,7 @@ def unknown_refs(event: BaseEvent, seen: dict[str, int]) -> list[str]:
 
 
 def clash(event: BaseEvent, number: int, seen: dict[str, int]) -> str | None:
-    """Why ``event`` (on line ``number``) cannot join the events before it (a hand edit, a bad merge).
-
-    ``seen`` maps the event ids and ``A7``/``H3`` short ids read so far to their lines; an event
-    that joins is added to it.
-    """
+    """Why ``event`` cannot join the events before it; ``seen``: ids and short ids read so far, by line (updated)."""
     fields = event.__dict__  # not getattr: pydantic's __getattr__ hook is in every attribute read
     short = fields.get("short_id")
     kind = fields["kind"]
@@ -229,10 +215,7 @@ _NEEDS_EARLIER = frozenset({"outcome", "environment", "launch_config", "verdict"
 
 
 def cross_check(results: dict[str, ReadResult], attempts: dict[str, list[str]] | None = None) -> dict[str, ReadResult]:
-    """Add to ``results`` the problems :meth:`Store.read_all` finds across sessions; returns it.
-
-    ``attempts``: per session, short ids of attempts its result leaves out (a reader that did not
-    validate them this time, the read cache vouching for them)."""
+    """Add to ``results`` the problems found across sessions; ``attempts``: short ids a result leaves out."""
     # one pass over the events: what every session records, and the events that cite across sessions
     known: set[str] = set()
     shorts: dict[str, set[str]] = {}

@@ -1,8 +1,8 @@
 """The index's schema as numbered migrations (simonw/llm's habit): ``MIGRATIONS[n]`` takes a database
 at ``PRAGMA user_version`` ``n`` to ``n + 1``. The index is derived data: a file at an older version
-is rebuilt from ``events.jsonl``, not migrated in place (:class:`logkit.store.index.Index`), so a new
-migration may reshape tables freely; a change to what a column *means* bumps
-:data:`logkit.store.derive.DERIVATION` instead. Column order: :data:`~logkit.store.derive.ATTEMPT_COLUMNS`
+is rebuilt from ``events.jsonl``, not migrated in place (:class:`logkit.store.index.Index`), so the
+steps that made a schema may be folded into one (as 1 to 4 were) and a new one may reshape tables
+freely; a change to what a column *means* bumps :data:`logkit.store.derive.DERIVATION` instead. Column order: :data:`~logkit.store.derive.ATTEMPT_COLUMNS`
 and :data:`~logkit.store.derive.METRIC_COLUMNS` (metric rows are inserted by position)."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ __all__ = ["MIGRATIONS", "PAGE_SIZE"]
 PAGE_SIZE = 16384
 
 MIGRATIONS: tuple[str, ...] = (
-    # 1 (the index of issue 19). events: where each line is (byte offset, length), not a copy of its
-    # JSON (events.jsonl is read again for the few whole events a reader wants); attempt_backends:
-    # each attempt's backend axes as rows, so the pre-launch check reads only the attempts that chose
-    # a value; attempts_role: the last launch of a session without a scan of its attempts. An event's
-    # ts and provenance source are columns: the site's time span and provenance of each session.
+    # 1. events: where each line is (byte offset, length), not a copy of its JSON (events.jsonl is
+    # read again for the few whole events a reader wants). attempts and metrics are keyed by
+    # (session, line), WITHOUT ROWID: a build's read of every row in that order is one scan.
+    # attempt_backends: each attempt's backend axes as rows carrying what a matrix cell is keyed
+    # and ordered by, so the pre-launch check counts a cell's attempts per matrix category in its
+    # covering index and seeks each side's latest, reading no attempt row. attempts_role: the last
+    # launch of a session; events_environment: the environment an attempt probed after its start.
     """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
     CREATE TABLE sessions (
@@ -29,61 +31,10 @@ MIGRATIONS: tuple[str, ...] = (
         session TEXT NOT NULL, line INTEGER NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, short_id TEXT,
         attempt TEXT, offset INTEGER NOT NULL, length INTEGER NOT NULL, ts TEXT, source TEXT,
         PRIMARY KEY (session, line)) WITHOUT ROWID;
+    CREATE INDEX events_environment ON events (session, attempt) WHERE kind = 'environment';
     CREATE TABLE problems (
         session TEXT NOT NULL, line INTEGER NOT NULL, message TEXT NOT NULL, field TEXT);
     CREATE INDEX problems_session ON problems (session, line);
-    CREATE TABLE attempts (
-        session TEXT NOT NULL, short_id TEXT NOT NULL, line INTEGER, role TEXT, label TEXT, started TEXT,
-        ended TEXT, command TEXT, model TEXT, gpu TEXT, gpu_count INTEGER, arch TEXT, sglang TEXT,
-        flashinfer TEXT, torch TEXT, fingerprint TEXT, config TEXT, backends TEXT, tests TEXT, sweep TEXT,
-        cell TEXT, status TEXT, category TEXT, signature TEXT, hang_timeout REAL, smoke_ok INTEGER,
-        recorder_pid INTEGER, recorder_host TEXT, outcome_label TEXT, configuration TEXT, config_key TEXT,
-        versions TEXT, source TEXT);
-    CREATE UNIQUE INDEX attempts_id ON attempts (session, short_id);
-    CREATE INDEX attempts_status ON attempts (status);
-    CREATE INDEX attempts_cell ON attempts (arch, model);
-    CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL;
-    CREATE INDEX attempts_role ON attempts (session, role, line);
-    CREATE INDEX attempts_line ON attempts (session, line);
-    CREATE TABLE attempt_backends (
-        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT);
-    CREATE INDEX attempt_backends_value ON attempt_backends (axis, value, arch);
-    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
-    CREATE TABLE metrics (
-        session TEXT NOT NULL, line INTEGER NOT NULL, name TEXT NOT NULL, value REAL, unit TEXT, attempt TEXT,
-        server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT, item TEXT);
-    CREATE UNIQUE INDEX metrics_line ON metrics (session, line);
-    CREATE INDEX metrics_name ON metrics (name);
-    CREATE TABLE hypotheses (
-        session TEXT NOT NULL, short_id TEXT NOT NULL, line INTEGER, ts TEXT, text TEXT, priority TEXT, tags TEXT,
-        PRIMARY KEY (session, short_id)) WITHOUT ROWID;
-    CREATE TABLE verdicts (
-        session TEXT NOT NULL, line INTEGER NOT NULL, ts TEXT, hypothesis TEXT, verdict TEXT, evidence TEXT,
-        because TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
-    CREATE TABLE decisions (
-        session TEXT NOT NULL, line INTEGER NOT NULL, ts TEXT, decision_id TEXT, title TEXT, status TEXT,
-        supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
-    CREATE INDEX decisions_id ON decisions (decision_id)
-    """,
-    # 2. the matrix cell aggregated in SQL: each attempt's matrix category
-    # (:func:`logkit.reasoning.matrix.category`, made at ingest), and each backend row carrying what
-    # a cell is keyed and ordered by, so the pre-launch check counts a cell's attempts per category
-    # in its covering index (GROUP BY) and seeks each side's latest attempt, reading no attempt row.
-    """
-    ALTER TABLE attempts ADD COLUMN matrix TEXT;
-    DROP TABLE attempt_backends;
-    CREATE TABLE attempt_backends (
-        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT,
-        matrix TEXT, model TEXT, sglang TEXT, flashinfer TEXT, started TEXT, num INTEGER);
-    CREATE INDEX attempt_backends_cell ON attempt_backends
-        (axis, value, arch, matrix, model, sglang, flashinfer, started, session, num);
-    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id)
-    """,
-    # 3. a read of every attempt or metric row in (session, line) order, what a build does, is one
-    # scan of its table with no lookup per row: both are keyed by (session, line), WITHOUT ROWID
-    # (the keys replace the indexes attempts_line and metrics_line; the others are unchanged).
-    """
-    DROP TABLE attempts;
     CREATE TABLE attempts (
         session TEXT NOT NULL, short_id TEXT NOT NULL, line INTEGER NOT NULL, role TEXT, label TEXT, started TEXT,
         ended TEXT, command TEXT, model TEXT, gpu TEXT, gpu_count INTEGER, arch TEXT, sglang TEXT,
@@ -96,16 +47,26 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX attempts_cell ON attempts (arch, model);
     CREATE INDEX attempts_signature ON attempts (signature) WHERE signature IS NOT NULL;
     CREATE INDEX attempts_role ON attempts (session, role, line);
-    DROP TABLE metrics;
+    CREATE TABLE attempt_backends (
+        session TEXT NOT NULL, short_id TEXT NOT NULL, axis TEXT NOT NULL, value TEXT NOT NULL, arch TEXT,
+        matrix TEXT, model TEXT, sglang TEXT, flashinfer TEXT, started TEXT, num INTEGER);
+    CREATE INDEX attempt_backends_cell ON attempt_backends
+        (axis, value, arch, matrix, model, sglang, flashinfer, started, session, num);
+    CREATE INDEX attempt_backends_id ON attempt_backends (session, short_id);
     CREATE TABLE metrics (
         session TEXT NOT NULL, line INTEGER NOT NULL, name TEXT NOT NULL, value REAL, unit TEXT, attempt TEXT,
         server_attempt TEXT, ts TEXT, concurrency, dataset, input_len, output_len, labels TEXT, item TEXT,
         PRIMARY KEY (session, line)) WITHOUT ROWID;
-    CREATE INDEX metrics_name ON metrics (name)
-    """,
-    # 4. the environment an attempt probed after its start (the pre-launch view of the last launch),
-    # found by its attempt, not by walking the session's events from that attempt on
-    """
-    CREATE INDEX events_environment ON events (session, attempt) WHERE kind = 'environment'
+    CREATE INDEX metrics_name ON metrics (name);
+    CREATE TABLE hypotheses (
+        session TEXT NOT NULL, short_id TEXT NOT NULL, line INTEGER, ts TEXT, text TEXT, priority TEXT, tags TEXT,
+        PRIMARY KEY (session, short_id)) WITHOUT ROWID;
+    CREATE TABLE verdicts (
+        session TEXT NOT NULL, line INTEGER NOT NULL, ts TEXT, hypothesis TEXT, verdict TEXT, evidence TEXT,
+        because TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
+    CREATE TABLE decisions (
+        session TEXT NOT NULL, line INTEGER NOT NULL, ts TEXT, decision_id TEXT, title TEXT, status TEXT,
+        supersedes TEXT, PRIMARY KEY (session, line)) WITHOUT ROWID;
+    CREATE INDEX decisions_id ON decisions (decision_id)
     """,
 )

@@ -2,11 +2,9 @@
 
 Contract:
 
-* ``events.jsonl`` is append-only, one JSON event per line. Writers take an exclusive ``flock`` on
-  the file, make sure it ends in a newline (a writer killed mid-line leaves a torn line that must
-  not swallow the next one), and write each line with a single ``write`` on an ``O_APPEND``
-  descriptor. Outcome events are fsynced. So two logkit processes writing one session never
-  interleave or tear each other's lines.
+* ``events.jsonl`` is append-only, one JSON event per line, written under
+  :func:`logkit.store.lockfile.appending` (two writers never interleave or tear each other's
+  lines). Outcome events are fsynced.
 * Short ids (``A7``, ``H3``) are allocated under that lock; decision ids are permanent, drawn from
   the decision's own random id and checked unique under a lock on the whole store
   (:mod:`logkit.reasoning.decisions`).
@@ -31,17 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import procs
-
 from . import files, shared
 from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
-from ..events import (
-    Attempt,
-    BaseEvent,
-    Outcome,
-    Provenance,
-    Session,
-)
+from ..events import Attempt, BaseEvent, Outcome, Provenance, Session
 from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
 from .lockfile import appending
 from .reader import ReadResult, cross_check, read_events
@@ -55,22 +46,13 @@ __all__ = [
 ]
 
 
-
 def slugify(text: str, limit: int = 40) -> str:
-    """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary
-    (``... (SM120) ...`` never ends in ``-sm12``; one word longer than ``limit`` is cut)."""
+    """A lowercase, hyphenated, filesystem-safe form of ``text``, cut at a word boundary."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     if len(slug) > limit:
         cut = slug[: limit + 1]
         slug = cut.rsplit("-", 1)[0] if "-" in cut else slug[:limit]
     return slug.rstrip("-") or "session"
-
-
-def _dump(event: BaseEvent, scrub: Callable[[Any], Any] | None = None) -> bytes:
-    data = event.model_dump(mode="json", exclude_none=True)
-    if scrub is not None:
-        data = scrub(data)
-    return files.json_line(data)
 
 
 class Txn:
@@ -93,7 +75,9 @@ class Txn:
 
     def append(self, event: BaseEvent, *, durable: bool = False) -> None:
         """Append one event as one whole line (or nothing, and :class:`StoreError`)."""
-        data = _dump(event, self.handle.store.scrub)
+        data = event.model_dump(mode="json", exclude_none=True)
+        scrub = self.handle.store.scrub
+        data = files.json_line(scrub(data) if scrub is not None else data)
         files.write_line(self._fd, data, path=self.handle.events_path, durable=durable)
         if self._raw is not None:
             self._raw += data
@@ -160,9 +144,9 @@ class SessionHandle:
 
     # -- reconciliation ------------------------------------------------------------------------
 
-    def open_attempts(self, events: list[BaseEvent] | None = None) -> list[Attempt]:
+    def open_attempts(self) -> list[Attempt]:
         """Attempts that have no outcome yet."""
-        events = self.read().events if events is None else events
+        events = self.read().events
         ended = {e.attempt for e in events if isinstance(e, Outcome)}
         return [e for e in events if isinstance(e, Attempt) and e.short_id not in ended]
 
@@ -253,11 +237,7 @@ class Store:
         provenance: Provenance | None = None,
         make_current: bool = True,
     ) -> SessionHandle:
-        """Start a new session ``YYYY-MM-DD-<slug>-<host tag>`` and (by default) make it current.
-
-        The host tag (:func:`logkit.store.shared.host_tag`) keeps the ids two machines make for one
-        title on one day apart, so their clones merge without an add/add conflict.
-        """
+        """Start a session ``YYYY-MM-DD-<slug>-<host tag>`` (hosts never clash) and by default make it current."""
         if not title.strip():
             raise BadInput("a session needs a title", fix='logkit session start "GLM-5 NVFP4 on 8x RTX PRO 6000"')
         when = when or datetime.now(UTC)
@@ -331,23 +311,11 @@ class Store:
 
     # -- knowledge-base-wide ids ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """An exclusive lock over the whole store (for ids unique across sessions)."""
-        with files.store_lock(self.root):
-            yield
+        return files.store_lock(self.root)
 
     def read_all(self) -> dict[str, ReadResult]:
-        """Every session's events and problems, by session id.
-
-        Also names each decision that supersedes an id no session records, and each decision or
-        verdict citing ``other-session/A4`` where that session is here but records no ``A4`` (the
-        event is kept; a session that is not here may live on another host, so its ids are shown as given).
-        """
+        """Every session's events and problems by id, with the references across sessions checked."""
         results = {sid: read_events(self.root / sid / EVENTS_FILE) for sid in self.session_ids()}
         return cross_check(results)
-
-
-def dump_event(event: BaseEvent) -> dict[str, Any]:
-    """The JSON-ready dict of an event, as written to disk."""
-    return event.model_dump(mode="json", exclude_none=True)

@@ -62,11 +62,7 @@ def ensure_repo_files(root_dir: Path) -> None:
 
 @contextlib.contextmanager
 def running_lock(root_dir: Path, name: str, what: str) -> Iterator[None]:
-    """Hold ``<root>/.locks/<name>.lock`` while a process runs ``what`` (a sweep of one spec).
-
-    A second holder is refused at once, naming the first one's pid. The lock is the kernel's
-    (``flock``): it dies with its holder, so a SIGKILLed sweep leaves nothing to clean up.
-    """
+    """Hold ``<root>/.locks/<name>.lock`` while running ``what``; a second holder is refused, naming the pid."""
     path = root_dir / LOCKS_DIR / f"{name}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,9 +86,7 @@ def running_lock(root_dir: Path, name: str, what: str) -> Iterator[None]:
 
 
 def read_toml(path: Path, *, fix: str) -> tuple[str, dict[str, Any]]:
-    """A user's TOML file (a sweep spec, a decision draft): its text and its data, or
-    :class:`BadInput` naming the file (and line) and ``fix``: unreadable, not a regular file (a FIFO
-    would block), not UTF-8, not TOML."""
+    """A user's TOML file's text and data, or :class:`BadInput` naming the file (and line) and ``fix``."""
     import tomllib
 
     try:

@@ -22,8 +22,7 @@ __all__ = ["Snapshot", "gc_paused", "lines_at"]
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: reading (or ingesting) many rows makes many objects and
-    no cycles (restores the previous state, so it nests)."""
+    """No cyclic garbage collection inside (many rows, no cycles); restores the previous state, so it nests."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -34,10 +33,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def lines_at(path: Path, spans: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
-    """The events whose lines are at ``spans`` (``(id, byte offset, length)``, from ``events`` rows) of
-    ``path``, as event dicts at the current schema. They are read again, not validated again (the
-    index validated each at ingest). :class:`~logkit.errors.StoreError` when a line is not the event
-    the row names: the file was rewritten after the last refresh."""
+    """The event dicts at ``spans`` (id, offset, length) of ``path``; StoreError when one moved (file rewritten)."""
     if not spans:
         return
     with open(path, "rb") as fh:
@@ -95,8 +91,7 @@ class Snapshot:
         return (" WHERE " + " AND ".join(terms)) if terms else "", args
 
     def sessions(self, *, session: str | None = None) -> list[dict[str, Any]]:
-        """One row per session (``session``: that one alone), sorted by id, with its counts of events,
-        attempts and problems."""
+        """One row per session (``session``: that one), sorted, with its counts of events, attempts and problems."""
         where, args = self._where(**{"s.session": session})
         rows = self._rows(
             "SELECT s.session, s.title, s.goal, s.started, s.host, s.tags, s.events, s.torn,"
@@ -108,15 +103,10 @@ class Snapshot:
             row["path"] = str(files.events_path(self.root, row["session"]))
         return rows
 
-    def attempts(self, *, session: str | None = None, short_id: str | list[str] | None = None,
-                 role: str | None = None, status: str | list[str] | None = None, category: str | None = None,
-                 arch: str | None = None, model: str | None = None, open_only: bool = False,
-                 columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
-        """Attempt rows in (session, line) order, filtered by the given columns (a list: any of them);
-        ``open_only``: those without an outcome. ``columns``: just these; ``tuples``: each row a tuple
-        of them in that order, not a dict (a reader of every row: a third faster)."""
-        where, args = self._where(session=session, short_id=short_id, role=role, status=status,
-                                  category=category, arch=arch, model=model)
+    def attempts(self, *, session: str | None = None, short_id: str | None = None, role: str | None = None,
+                 open_only: bool = False, columns: tuple[str, ...] = ATTEMPT_COLUMNS, tuples: bool = False) -> list[Any]:
+        """Attempt rows in (session, line) order, filtered; ``columns``: just these; ``tuples``: rows as tuples."""
+        where, args = self._where(session=session, short_id=short_id, role=role)
         if open_only:
             where += (" AND " if where else " WHERE ") + "status IS NULL"
         return self._rows(f"SELECT {_columns(columns, ATTEMPT_COLUMNS)} FROM attempts{where} ORDER BY session, line",
@@ -124,11 +114,7 @@ class Snapshot:
 
     def cell_counts(self, backends: dict[str, Any], arch: str, *, model: str | None = None,
                     sglang: str | None = None) -> list[tuple[Any, ...]]:
-        """The matrix cells a launch choosing ``backends`` (axis=value, compared stripped and in lower
-        case) on ``arch`` falls in, aggregated in the index: ``(axis, value, model, sglang, flashinfer,
-        category, count)`` per cell and matrix category (attributable attempts only; ``model`` and
-        ``sglang``: a cell that does not know them still matches; only cells that know another one
-        are left out)."""
+        """``(axis, value, model, sglang, flashinfer, category, count)`` of the cells ``backends`` fall in."""
         pairs = [(axis, str(value).strip().lower()) for axis, value in backends.items()]
         if not pairs:
             return []
@@ -141,9 +127,7 @@ class Snapshot:
             [arch, *(x for pair in pairs for x in pair), model, model, sglang, sglang], tuples=True)
 
     def cell_latest(self, key: tuple[Any, ...], category: str) -> dict[str, Any] | None:
-        """The attempt row of cell ``key`` ((model, axis, value, arch, sglang, flashinfer), as
-        :meth:`cell_counts` gives it) latest in the matrix's order (start, session, number) among
-        those of matrix ``category``; one seek in the cell's index."""
+        """The latest attempt row of cell ``key`` in matrix ``category``: one seek in the cell's index."""
         model, axis, value, arch, sglang, flashinfer = key
         found = self.conn.execute(
             "SELECT session, short_id FROM attempt_backends WHERE axis = ? AND value = ? AND arch = ?"
@@ -155,11 +139,10 @@ class Snapshot:
         rows = self.attempts(session=found[0], short_id=found[1])
         return rows[0] if rows else None
 
-    def metrics(self, *, session: str | None = None, attempt: str | None = None,
-                name: str | list[str] | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
+    def metrics(self, *, session: str | None = None, columns: tuple[str, ...] = METRIC_COLUMNS,
                 tuples: bool = False) -> list[Any]:
         """Metric rows in (session, line) order (``columns``, ``tuples``: as :meth:`attempts`)."""
-        where, args = self._where(session=session, attempt=attempt, name=name)
+        where, args = self._where(session=session)
         return self._rows(f"SELECT {_columns(columns, METRIC_COLUMNS)} FROM metrics{where} ORDER BY session, line",
                           args, tuples)
 
@@ -169,15 +152,14 @@ class Snapshot:
         return self._rows(f"SELECT session, short_id, line, ts, text, priority, tags FROM hypotheses{where}"
                           " ORDER BY session, line", args)
 
-    def verdicts(self, *, session: str | None = None, hypothesis: str | None = None) -> list[dict[str, Any]]:
+    def verdicts(self, *, session: str | None = None) -> list[dict[str, Any]]:
         """Verdict rows in (session, line) order (the last of a hypothesis is its verdict)."""
-        where, args = self._where(session=session, hypothesis=hypothesis)
+        where, args = self._where(session=session)
         return self._rows(f"SELECT session, line, ts, hypothesis, verdict, evidence, because FROM verdicts{where}"
                           " ORDER BY session, line", args)
 
     def decisions(self, *, session: str | None = None) -> list[dict[str, Any]]:
-        """Decision rows in (session, line) order, each with its whole event as ``event`` (read from
-        its line of ``events.jsonl``)."""
+        """Decision rows in (session, line) order, each with its whole event (read from its line) as ``event``."""
         where, args = self._where(session=session)
         rows = self._rows(f"SELECT d.session, d.line, d.ts, d.decision_id, d.title, d.status, d.supersedes,"
                           f" e.id AS _id, e.offset AS _offset, e.length AS _length"
@@ -191,9 +173,7 @@ class Snapshot:
         return rows
 
     def events(self, session: str, kinds: list[str] | tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
-        """The validated events of ``session`` in file order, one row at a time (a big session is never
-        all in memory), each with the event dict as ``event`` (its line read again, not validated
-        again) and its ``ts`` as written."""
+        """The events of ``session`` in file order, streamed, each with its dict as ``event`` and ``ts`` as written."""
         where, args = self._where(session=session, kind=list(kinds) if kinds else None)
         names = ("session", "line", "kind", "id", "short_id", "attempt")
         cursor = self.conn.execute(f"SELECT {', '.join(names)}, offset, length FROM events{where} ORDER BY line", args)
@@ -217,8 +197,7 @@ class Snapshot:
         return found
 
     def problems(self, *, session: str | None = None) -> list[Any]:
-        """The :class:`logkit.store.reader.Problem` of every line that did not validate, in (session, line)
-        order; a torn last line (still being written, or left by a killed writer) is named too."""
+        """The problems of every line that did not validate, a torn last one too, in (session, line) order."""
         from .reader import Problem
 
         where, args = self._where(session=session)
@@ -232,14 +211,12 @@ class Snapshot:
         return out
 
     def next_short_id(self, session: str, prefix: str) -> str:
-        """The next ``A<n>``/``H<n>`` no line of ``session`` claims (as of the last refresh), counting
-        lines that did not validate (a newer schema's, a damaged one that still names its id)."""
+        """The next ``A<n>``/``H<n>`` no line of ``session`` claims, damaged lines included."""
         row = self.conn.execute(f"SELECT max_{prefix.lower()} FROM sessions WHERE session = ?", (session,)).fetchone()
         return f"{prefix}{(row[0] if row else 0) + 1}"
 
     def last_launch(self, session: str) -> dict[str, Any] | None:
-        """The last ``launch`` attempt of ``session`` as its event dict, with the environment probed
-        after its start (an ``environment`` event) in place of the one it started with; or None."""
+        """The last ``launch`` attempt of ``session`` as a dict, with its later-probed environment; or None."""
         # INDEXED BY: the planner would walk the (session, line) key backwards through every attempt
         # row of the session (about 1 KB each) to the last launch, often far back
         row = self.conn.execute("SELECT short_id, line FROM attempts INDEXED BY attempts_role WHERE session = ?"
@@ -261,21 +238,13 @@ class Snapshot:
         return found
 
     def ingested(self, session: str) -> dict[str, Any] | None:
-        """How far ``session``'s file is ingested: ``ino``, ``size`` (the ingested prefix, in bytes),
-        ``tail`` (the sha256 of that prefix's last 4 KiB), ``max_a``/``max_h`` (the highest numbers any
-        line claims, as :meth:`next_short_id`); None for a session the index does not hold."""
+        """How far ``session`` is ingested: ``ino``, ``size``, ``tail`` hash, ``max_a``/``max_h``; None if not held."""
         rows = self._rows("SELECT ino, size, tail, max_a, max_h FROM sessions WHERE session = ?", (session,))
         return rows[0] if rows else None
 
     def open_attempts(self, session: str) -> list[dict[str, Any]]:
-        """The ``attempt`` events (dicts, as stored) of ``session`` that have no outcome, in file order;
-        by the status index (few attempts are open in a whole store), not a scan of the session's."""
+        """The ``attempt`` dicts of ``session`` without an outcome, in file order, through the status index."""
         spans = self.conn.execute(
             "SELECT e.id, e.offset, e.length FROM attempts a JOIN events e ON e.session = a.session AND e.line = a.line"
             " WHERE a.status IS NULL AND +a.session = ? ORDER BY a.line", (session,)).fetchall()
         return list(lines_at(files.events_path(self.root, session), spans))
-
-    def ids(self, session: str, prefix: str) -> list[str]:
-        """The ``A<n>``/``H<n>`` short ids ``session`` records, in file order."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT short_id FROM events WHERE session = ? AND short_id LIKE ? ORDER BY line", (session, prefix + "%"))]
