@@ -223,3 +223,37 @@ def test_import_of_a_scripts_log_that_shows_a_server_records_a_launch(sessions: 
     attempt = json.loads(done.stdout)["attempt"]
     assert attempt["role"] == "launch" and attempt["launch"]["parser"] == "printed"
     assert attempt["launch"]["args"]["port"] == 33322
+
+
+def test_printed_flags_are_kept_when_sglangs_defaults_are_slow_to_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrapped launch that ends while SGLang's defaults are still being read (a cold parser-spec cache
+    on a busy host) keeps its printed flags, unresolved and said so, once: nothing of the launch is lost."""
+    import threading
+    import time
+
+    from logkit.capture.hooks import ExitInfo, WatchContext
+    from logkit.capture.sglang import watcher
+    from logkit.events import Attempt, AttemptLaunch, Note
+    from logkit.launch import config
+
+    release = threading.Event()
+
+    def slow_spec(_python: str) -> tuple[dict, str]:
+        release.wait(10)
+        return {"defaults": {}}, "0.5.23"
+
+    monkeypatch.setattr(config, "spec_for", slow_spec)
+    monkeypatch.setattr(watcher, "PRINTED_WAIT_S", 0.2)
+    emitted: list = []
+    attempt = Attempt(session="s", short_id="A1", argv=["./serve.sh"])
+    w = watcher.LaunchWatcher(None, latent=True)
+    w.started(WatchContext(attempt, emitted.append, lambda _why: None))
+    w.feed((LOGS / "docs-notebook-027.log").read_bytes(), 1)
+    w.finished(ExitInfo(exit_code=0, signal=None, stopped_by_logkit=False, lines=10, stop_reason=None, escalated=False))
+    release.set()
+    time.sleep(0.3)  # the late thread finds its text already recorded
+    launches = [e for e in emitted if isinstance(e, AttemptLaunch) and e.launch is not None]
+    assert len(launches) == 1 and launches[0].launch.parser == "printed" and launches[0].launch.unresolved
+    assert launches[0].launch.args["model_path"] == "meta-llama/Meta-Llama-3.1-8B-Instruct"
+    assert launches[0].launch.port == 33322
+    assert any(isinstance(e, Note) and "unresolved" in e.text for e in emitted)

@@ -219,12 +219,13 @@ def printed_args(line: str) -> dict[str, Any] | None:
     return out or None
 
 
-def printed_config(line: str) -> dict[str, Any] | None:
-    """A config from the ``server_args=ServerArgs(...)`` line a server printed (see the contract), or None."""
+def printed_config(line: str, *, defaults: bool = True) -> dict[str, Any] | None:
+    """A config from the ``server_args=ServerArgs(...)`` line a server printed (see the contract), or None;
+    ``defaults=False`` (or no SGLang to ask) keeps every printed field, marked unresolved."""
     args = printed_args(line)
     if args is None:
         return None
-    spec, _version = spec_for(sys.executable)  # the SGLang installed beside logkit: its defaults
-    defaults = {k: v for k, v in ((spec or {}).get("defaults") or {}).items() if k != "help"}
-    non_default = {k: v for k, v in args.items() if k not in defaults or v != defaults[k]}  # no defaults: all
-    return _config("printed", None, False, args, non_default, non_default)
+    spec = spec_for(sys.executable)[0] if defaults else None  # the SGLang installed beside logkit: its defaults
+    known = {k: v for k, v in ((spec or {}).get("defaults") or {}).items() if k != "help"}
+    non_default = {k: v for k, v in args.items() if k not in known or v != known[k]}  # no defaults: all
+    return _config("printed", None, not known, args, non_default, non_default)

@@ -103,6 +103,9 @@ class LaunchWatcher:
         #: (a promoted command, ``--role launch``, a ``docker run``).
         self.promoted = printed
         self._printing = []
+        #: the server_args texts whose ``launch_config`` has been emitted (by its thread, or by :meth:`finished`)
+        self._printed_texts: set[str | None] = set()
+        self._printed_lock = threading.Lock()
         #: SGLang's full parse running beside the launch; its config lands in a ``launch_config`` event.
         self.background = background
         self._parse_thread: threading.Thread | None = None
@@ -171,7 +174,7 @@ class LaunchWatcher:
             self.log_ready_at = datetime.now(UTC)
 
     _printed = False
-    _printing: list[threading.Thread]
+    _printing: list[tuple[threading.Thread, str | None]]
 
     def _promote(self) -> None:
         """The output shows an SGLang server: the attempt is a launch (``launch_config``, ``role="launch"``),
@@ -196,14 +199,18 @@ class LaunchWatcher:
                     self._thread.start()
         if first or text is not None:
             t = threading.Thread(target=self._record_printed, args=(text,), name="logkit-sglang-printed", daemon=True)
-            self._printing.append(t)
+            self._printing.append((t, text))
             t.start()
 
-    def _record_printed(self, text: str | None) -> None:
-        """Emit the ``launch_config`` of an attempt its output made a launch (off the hot path)."""
+    def _record_printed(self, text: str | None, *, defaults: bool = True) -> None:
+        """Emit the ``launch_config`` of an attempt its output made a launch (off the hot path), once per text."""
         assert self.ctx is not None
         try:
-            cfg = printed_config(text) if text is not None else None
+            cfg = printed_config(text, defaults=defaults) if text is not None else None
+            with self._printed_lock:
+                if text in self._printed_texts:
+                    return
+                self._printed_texts.add(text)
             self.ctx.emit(AttemptLaunch(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                         launch=LaunchConfig.model_validate(cfg) if cfg else None, role="launch"))
         except Exception as exc:  # noqa: BLE001 - never kill the recording
@@ -305,8 +312,12 @@ class LaunchWatcher:
     # --- end --------------------------------------------------------------------------------
     def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
-        for t in self._printing:  # the printed flags' launch_config goes before the outcome
+        for t, text in self._printing:  # the printed flags' launch_config goes before the outcome
             t.join(timeout=PRINTED_WAIT_S)
+            if t.is_alive():  # SGLang's defaults still being read (a cold spec cache on a busy host): keep the flags
+                self._record_printed(text, defaults=False)
+                _note(self.ctx, f"SGLang's defaults were not read within {PRINTED_WAIT_S:.0f}s of the launch's end: "
+                                "its printed flags are recorded unresolved (every printed field kept)")
         if self._thread is not None:
             self._thread.join(timeout=5.0)
         if self._parse_thread is not None:
