@@ -1079,3 +1079,150 @@ def test_texts_near_holdout12s_rows_are_not_theirs(text: str) -> None:
 def test_te_cublas_reason_is_not_an_architecture_row() -> None:
     d = classify_text(TB + "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.\n")
     assert d.signature != "te-low-precision-needs-capability", d
+
+
+# --- srcengines ---
+# The serving engines' own failure texts (vLLM, TGI, TensorRT-LLM and TensorRT), as each prints them,
+# classified by the rows of signatures.toml's "serving engines source sweep" block.
+
+_VLLM_CORE = "(EngineCore_DP0 pid=4242) ERROR 12-01 10:00:00 [core.py:708] "
+_TGI = "2024-06-01T10:00:00.000000Z ERROR text_generation_launcher: "
+
+SRCENGINES_TEXTS = [
+    pytest.param(  # vLLM V1 Worker.init_device
+        TB + "ValueError: Free memory on device cuda:0 (6.92/8.0 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 7.2 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n",
+        "oom", "vllm-startup-free-memory", id="vllm-startup-free-memory"),
+    pytest.param(  # vLLM ModelConfig.get_and_verify_max_len, raised as a ValueError (before the pydantic configs)
+        TB + "ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
+        "(max_position_embeddings=32768 or model_max_length=None in model's config.json). This may lead to incorrect "
+        "model outputs or CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n",
+        "arg_error", "vllm-config-refused", id="vllm-max-model-len"),
+    pytest.param(  # the same check inside pydantic's ValidationError (newer vLLM)
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, User-specified max_model_len (65536) is greater than the derived max_model_len "
+        "(max_position_embeddings=32768.0 or model_max_length=None in model's config.json). [type=value_error]\n",
+        "arg_error", "vllm-config-refused", id="vllm-max-model-len-pydantic"),
+    pytest.param(  # SchedulerConfig._verify_args
+        TB + "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096). This effectively limits "
+        "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+        "max_num_batched_tokens or decrease max_model_len.\n", "arg_error", "vllm-config-refused", id="vllm-batched-tokens"),
+    pytest.param(  # CacheConfig._verify_args
+        TB + "ValueError: GPU memory utilization must be less than 1.0. Got 1.5.\n",
+        "arg_error", "vllm-config-refused", id="vllm-gpu-memory-utilization"),
+    pytest.param(  # ModelConfig._verify_quantization
+        TB + "ValueError: Quantization method specified in the model config (gptq) does not match the quantization "
+        "method specified in the `quantization` argument (gptq_marlin).\n", "arg_error", "vllm-config-refused",
+        id="vllm-quantization-mismatch"),
+    pytest.param(
+        TB + "ValueError: Unknown quantization method: awqq. Must be one of ['aqlm', 'awq', 'fp8'].\n",
+        "arg_error", "vllm-config-refused", id="vllm-unknown-quantization"),
+    pytest.param(  # the attention selector (VLLM_ATTENTION_BACKEND)
+        TB + "ValueError: Invalid attention backend: 'FLASH_ATTN_V3'. Valid backends are: ['FLASH_ATTN', 'XFORMERS']\n",
+        "arg_error", "vllm-config-refused", id="vllm-invalid-attention-backend"),
+    pytest.param(  # CudaPlatform.get_attn_backend_cls, a chosen backend refused for another reason
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+        "Reason: ['kv_cache_dtype not supported']\n", "arg_error", "vllm-config-refused", id="vllm-backend-kv-dtype"),
+    pytest.param(
+        _VLLM_CORE + "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=512, "
+        "dtype=torch.bfloat16, kv_cache_dtype=nvfp4). Reasons: {FLASH_ATTN: [kv_cache_dtype not supported], "
+        "TRITON_ATTN: [kv_cache_dtype not supported]}.\n", "arg_error", "vllm-config-refused", id="vllm-no-valid-backend"),
+    pytest.param(  # ... and for the GPU's compute capability
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+        "Reason: ['compute capability not supported']\n", "arch_mismatch", "vllm-attention-backend-capability",
+        id="vllm-backend-capability"),
+    pytest.param(  # the multiprocessing executor's GPU count check
+        TB + "RuntimeError: please set tensor_parallel_size (4) to less than max local gpu count (2)\n",
+        "arg_error", "vllm-config-refused", id="vllm-tp-over-gpu-count"),
+    pytest.param(  # EngineDeadError after the engine served: not ready
+        "INFO 01-01 00:00:02 [loggers.py:123] Engine 000: Avg prompt throughput: 120.5 tokens/s, Avg generation "
+        "throughput: 30.1 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n"
+        "(APIServer pid=1) ERROR 06-11 00:48:03 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.\n",
+        "other_crash", "vllm-engine-core-dead", id="vllm-engine-dead-after-serving"),
+    pytest.param(  # text-generation-launcher's main returning LauncherError::ArgumentValidation
+        "Error: ArgumentValidation(\"`max_input_tokens`(4096) must be < `max_total_tokens`(4096)\")\n",
+        "arg_error", "tgi-launcher-argument-validation", id="tgi-argument-validation"),
+    pytest.param(
+        "Error: NotEnoughCUDADevices(\"`sharded` is true but only found 1 CUDA devices\")\n",
+        "arg_error", "tgi-launcher-argument-validation", id="tgi-not-enough-cuda-devices"),
+    pytest.param(  # the launcher after the router said Connected: a crash, not ready
+        "2024-09-23T12:10:56.485234Z  INFO text_generation_router::server: router/src/server.rs:2477: Connected\n"
+        + _TGI + "Shard 0 crashed\n" + _TGI + "Webserver Crashed\nError: ShardFailed\n",
+        "other_crash", "tgi-launcher-failed", id="tgi-shard-crashed-after-connected"),
+    pytest.param(  # TGI's attention kernels missing: the warning, then the refusal
+        "2024-06-01T10:00:00.000000Z  WARN text_generation_launcher: Could not import Flash Attention enabled models: "
+        "Flash Attention V2 is not installed.\n" + _TGI + "Shard complete standard error output:\n\n" + TB
+        + "NotImplementedError: Sharded Llama requires Flash Attention enabled models.\n" + _TGI + "Shard 0 failed to start\n"
+        "Error: ShardCannotStart\n", "missing_kernel", "tgi-flash-attention-missing", id="tgi-flash-attention-v2-missing"),
+    pytest.param(
+        TB + "ImportError: GPU with CUDA capability 6 1 is not supported\n",
+        "arch_mismatch", "tgi-gpu-capability-unsupported", id="tgi-gpu-capability"),
+    pytest.param(  # TensorRT's allocator through its logger
+        "[11/07/2025-17:42:27] [TRT] [E] [resizingAllocator.cpp::allocate::78] Error Code 1: Cuda Runtime (out of memory)\n",
+        "oom", "tensorrt-cuda-oom", id="tensorrt-cuda-runtime-oom"),
+    pytest.param(
+        "[07/14/2023-11:41:43] [TRT] [E] 6: The engine plan file is generated on an incompatible device, expecting "
+        "compute 8.6 got compute 8.9, please rebuild.\n[07/14/2023-11:41:43] [TRT] [E] 4: [runtime.cpp::"
+        "deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)\n",
+        "arch_mismatch", "tensorrt-plan-incompatible-device", id="tensorrt-plan-other-gpu"),
+    pytest.param(  # TensorRT-LLM's Python logger under MPI, then the proxy's RuntimeError
+        "[12/07/2026-05:38:58] [TRT-LLM] [MPI_Rank 0] [E] Executor worker initialization error: boom\n"
+        "RuntimeError: Executor worker returned error\n", "other_crash", "trtllm-python-logger-error",
+        id="trtllm-logger-error"),
+    pytest.param(
+        "[ERROR] [attentionPlugin.cpp:2183:createPlugin] Failed to create AttentionPlugin:\n"
+        "        Failed to NVRTC compile XQA kernel for SM89, dtype=1, kv_dtype=1, head_dim=128,\n",
+        "jit_error", "nvrtc-compile-failed", id="nvrtc-xqa-compile"),
+    pytest.param(
+        "-----\nmpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n  Process name: [[56869,1],2]\n  Exit code:    1\n",
+        "other_crash", "openmpi-job-aborted", id="openmpi-nonzero-exit"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), SRCENGINES_TEXTS)
+def test_serving_engines_source_texts_are_classified_by_their_row(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize("text", [
+    # vLLM's V1 fallback warning and its FlashAttention notice: the launch goes on
+    "WARNING 12-01 10:00:00 [arg_utils.py:1500] Compute Capability < 8.0 is not supported by the V1 Engine. Falling back to V0.\n",
+    "INFO 12-01 10:00:00 [cuda.py:240] Cannot use FlashAttention-2 backend for Volta and Turing GPUs.\n",
+    # healthy vLLM lines naming the same settings
+    "INFO 12-01 10:00:00 [scheduler.py:220] Chunked prefill is enabled with max_num_batched_tokens=2048.\n",
+    "INFO 12-01 10:00:00 [cuda.py:300] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN'].\n",
+    "INFO 12-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: 11.75 GiB\n",
+    # the client's exit notice a script prints when it ends normally
+    "ERROR 02-09 16:53:28 [core_client.py:610] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n",
+    # TGI's launcher and router in health
+    "2024-06-01T10:00:00.000000Z  INFO text_generation_launcher: Shard ready in 12.3s rank=0\n",
+    "2024-06-01T10:00:00.000000Z  INFO text_generation_launcher: Starting Webserver\n",
+    # TensorRT-LLM's info and warnings, TensorRT's warnings
+    "[12/07/2026-05:38:58] [TRT-LLM] [I] Using LLM with PyTorch backend\n",
+    "[12/07/2026-05:38:58] [TRT-LLM] [MPI_Rank 1] [W] Logger level already set from environment.\n",
+    "[07/14/2023-11:41:43] [TRT] [W] Using an engine plan file across different models of devices is not recommended\n",
+    # Open MPI in health, NVRTC named in a healthy line
+    "[node1:4242] mca_base_component_repository_open: unable to open mca_btl_openib\n",
+    "INFO: using NVRTC 12.4 for runtime compilation\n",
+])
+def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
+    d = classify_text(text)
+    assert d.signature not in {"vllm-startup-free-memory", "vllm-config-refused", "vllm-attention-backend-capability",
+                               "vllm-engine-core-dead", "tgi-launcher-argument-validation", "tgi-launcher-failed",
+                               "tgi-flash-attention-missing", "tgi-gpu-capability-unsupported", "tensorrt-cuda-oom",
+                               "tensorrt-plan-incompatible-device", "trtllm-python-logger-error", "nvrtc-compile-failed",
+                               "openmpi-job-aborted"}, d
+    assert d.status in {"incomplete", "ready"}, d
+
+
+def test_tgi_router_connected_is_serving_evidence_and_a_config_error_beats_a_pydantic_row() -> None:
+    connected = "2024-09-23T12:10:56.485234Z  INFO text_generation_router::server: router/src/server.rs:2477: Connected\n"
+    assert classify_text(connected).status == "ready"
+    assert classify_text("2024-01-22 14:32:19,679 INFO worker.py:1724 -- Connected to Ray cluster.\n").status == "incomplete"
+    # the same max_model_len refusal, as a weak pydantic line and as the specific row: the specific row wins
+    d = classify_text("1 validation error for ModelConfig\n  Value error, max_num_batched_tokens (8) must be greater than "
+                      "or equal to max_num_seqs (256). [type=value_error]\n")
+    assert (d.status, d.signature) == ("arg_error", "vllm-config-refused")
