@@ -1178,6 +1178,32 @@ SRCENGINES_TEXTS = [
         "-----\nmpirun detected that one or more processes exited with non-zero status, thus causing\n"
         "the job to be terminated. The first process to do so was:\n\n  Process name: [[56869,1],2]\n  Exit code:    1\n",
         "other_crash", "openmpi-job-aborted", id="openmpi-nonzero-exit"),
+    pytest.param(  # TensorRT-LLM's MoE op: TORCH_CHECK(sm == 100, ...)
+        TB + "RuntimeError: Only SM100 is supported by FP4 block scale MOE\n", "arch_mismatch", "trtllm-sm-check",
+        id="trtllm-fp4-moe-sm100"),
+    pytest.param(  # the attention op's TLLM_CHECK_WITH_INFO, thrown as a TllmException
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] Assertion failed: FP8 FMHA cannot be enabled except on Ada or Hopper Arch. "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/common/attentionOp.cpp:2109)\n", "arch_mismatch", "trtllm-sm-check",
+        id="trtllm-fp8-fmha-arch"),
+    pytest.param(
+        "[TensorRT-LLM][ERROR] Assertion failed: Unsupported data type, pre SM 80 GPUs do not support bfloat16\n",
+        "arch_mismatch", "trtllm-sm-check", id="trtllm-bf16-pre-sm80"),
+    pytest.param(  # the PyTorch backend's KVCacheManager
+        TB + "AssertionError: Impossible to fit in any sequence in kvCache\n", "oom", "trtllm-kv-cache-too-small",
+        id="trtllm-kv-cache-too-small"),
+    pytest.param(  # TGI's v3 backend after warmup, printed by the router's main
+        "Error: Backend(NotEnoughMemory(32000))\n", "oom", "tgi-router-not-enough-memory", id="tgi-not-enough-memory"),
+    pytest.param(
+        _TGI + "text-generation-server not found in PATH\n" + _TGI + "Please install it with `make install-server`\n"
+        "Error: ShardCannotStart\n", "import_error", "tgi-component-not-installed", id="tgi-server-not-installed"),
+    pytest.param(  # vLLM's GPTQ create_weights and the Marlin shape check
+        TB + "ValueError: The input size is not aligned with the quantized weight shape. This can be caused by too large "
+        "tensor parallel size.\n", "arg_error", "quantized-shape-vs-tp", id="gptq-input-size-vs-tp"),
+    pytest.param(
+        TB + "ValueError: Weight input_size_per_partition = 14784 is not divisible by min_thread_k = 128. Consider "
+        "reducing tensor_parallel_size or running with --quantization gptq.\n", "arg_error", "quantized-shape-vs-tp",
+        id="marlin-min-thread-k-vs-tp"),
 ]
 
 
@@ -1207,6 +1233,9 @@ def test_serving_engines_source_texts_are_classified_by_their_row(text: str, sta
     # Open MPI in health, NVRTC named in a healthy line
     "[node1:4242] mca_base_component_repository_open: unable to open mca_btl_openib\n",
     "INFO: using NVRTC 12.4 for runtime compilation\n",
+    # TensorRT-LLM's converters fall back instead of failing; a checkpoint's bare shape error names no flag
+    "[TRT-LLM] [W] Pre SM 80 GPUs do not support bfloat16, fallback to float16\n",
+    "INFO 12-01 10:00:00 [x.py:1] FP8 is supported by the Marlin kernel on this GPU\n",
 ])
 def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
     d = classify_text(text)
@@ -1214,7 +1243,8 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "vllm-engine-core-dead", "tgi-launcher-argument-validation", "tgi-launcher-failed",
                                "tgi-flash-attention-missing", "tgi-gpu-capability-unsupported", "tensorrt-cuda-oom",
                                "tensorrt-plan-incompatible-device", "trtllm-python-logger-error", "nvrtc-compile-failed",
-                               "openmpi-job-aborted"}, d
+                               "openmpi-job-aborted", "trtllm-sm-check", "trtllm-kv-cache-too-small",
+                               "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
