@@ -1204,6 +1204,13 @@ SRCENGINES_TEXTS = [
         TB + "ValueError: Weight input_size_per_partition = 14784 is not divisible by min_thread_k = 128. Consider "
         "reducing tensor_parallel_size or running with --quantization gptq.\n", "arg_error", "quantized-shape-vs-tp",
         id="marlin-min-thread-k-vs-tp"),
+    pytest.param(  # a chosen attention backend whose kernels do not import
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. "
+        "Reason: ['ImportError']\n", "missing_kernel", "vllm-attention-backend-import", id="vllm-backend-import-error"),
+    pytest.param(  # vLLM V1's SIGUSR1 handler, then its own kill_process_tree: the Killed is the consequence
+        "CRITICAL 04-14 03:35:21 [core_client.py:359] Got fatal signal from worker processes, shutting down. See stack "
+        "trace above for root cause issue.\nKilled\n", "other_crash", "vllm-fatal-signal-from-workers",
+        id="vllm-fatal-signal-then-killed"),
 ]
 
 
@@ -1236,6 +1243,9 @@ def test_serving_engines_source_texts_are_classified_by_their_row(text: str, sta
     # TensorRT-LLM's converters fall back instead of failing; a checkpoint's bare shape error names no flag
     "[TRT-LLM] [W] Pre SM 80 GPUs do not support bfloat16, fallback to float16\n",
     "INFO 12-01 10:00:00 [x.py:1] FP8 is supported by the Marlin kernel on this GPU\n",
+    # vLLM's debug line listing the backends it skipped while choosing one
+    "DEBUG 12-01 10:00:00 [cuda.py:420] Some attention backends are not valid for cuda with AttentionSelectorConfig("
+    "head_size=64). Reasons: {FLASHMLA: [compute capability not supported], FLASHINFER: [ImportError]}.\n",
 ])
 def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
     d = classify_text(text)
@@ -1244,7 +1254,8 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "tgi-flash-attention-missing", "tgi-gpu-capability-unsupported", "tensorrt-cuda-oom",
                                "tensorrt-plan-incompatible-device", "trtllm-python-logger-error", "nvrtc-compile-failed",
                                "openmpi-job-aborted", "trtllm-sm-check", "trtllm-kv-cache-too-small",
-                               "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp"}, d
+                               "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp",
+                               "vllm-attention-backend-import", "vllm-fatal-signal-from-workers"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
