@@ -1211,6 +1211,18 @@ SRCENGINES_TEXTS = [
         "CRITICAL 04-14 03:35:21 [core_client.py:359] Got fatal signal from worker processes, shutting down. See stack "
         "trace above for root cause issue.\nKilled\n", "other_crash", "vllm-fatal-signal-from-workers",
         id="vllm-fatal-signal-then-killed"),
+    pytest.param(  # TensorRT's deserializer, relayed by TensorRT-LLM's C++ logger
+        "[TensorRT-LLM][ERROR] 6: The engine plan file is not compatible with this version of TensorRT, expecting library "
+        "version 9.2.0.5 got 9.3.0.1, please rebuild.\n[TensorRT-LLM][ERROR] 2: [engine.cpp::deserializeEngine::1148] "
+        "Error Code 2: Internal Error (Assertion engine->deserialize(start, size, allocator, runtime) failed. )\n",
+        "missing_kernel", "tensorrt-plan-version-mismatch", id="tensorrt-plan-other-version"),
+    pytest.param(  # TensorRT's builder
+        "[04/05/2024-23:43:46] [TRT] [E] 10: [optimizer.cpp::computeCosts::2033] Error Code 10: Internal Error (Could not "
+        "find any implementation for node Conv_119 + Add_182.)\n", "jit_error", "tensorrt-no-implementation",
+        id="tensorrt-builder-no-implementation"),
+    pytest.param(  # vLLM's custom all-reduce CUDACHECK
+        "(VllmWorker rank=1 pid=4242) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'\n",
+        "nccl", "custom-allreduce-cuda-failure", id="vllm-custom-allreduce-cudacheck"),
 ]
 
 
@@ -1246,6 +1258,11 @@ def test_serving_engines_source_texts_are_classified_by_their_row(text: str, sta
     # vLLM's debug line listing the backends it skipped while choosing one
     "DEBUG 12-01 10:00:00 [cuda.py:420] Some attention backends are not valid for cuda with AttentionSelectorConfig("
     "head_size=64). Reasons: {FLASHMLA: [compute capability not supported], FLASHINFER: [ImportError]}.\n",
+    # the custom all-reduce in health, and the same CUDACHECK text from another file
+    "INFO 12-01 10:00:00 [custom_all_reduce.py:1] Registering 4355 cuda graph addresses\n",
+    "(VllmWorker rank=0 pid=1) WARNING 12-01 10:00:00 [custom_all_reduce.py:137] Custom allreduce is disabled because "
+    "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
+    "disable_custom_all_reduce=True explicitly.\n",
 ])
 def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
     d = classify_text(text)
@@ -1255,7 +1272,9 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "tensorrt-plan-incompatible-device", "trtllm-python-logger-error", "nvrtc-compile-failed",
                                "openmpi-job-aborted", "trtllm-sm-check", "trtllm-kv-cache-too-small",
                                "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp",
-                               "vllm-attention-backend-import", "vllm-fatal-signal-from-workers"}, d
+                               "vllm-attention-backend-import", "vllm-fatal-signal-from-workers",
+                               "tensorrt-plan-version-mismatch", "tensorrt-no-implementation",
+                               "custom-allreduce-cuda-failure"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
