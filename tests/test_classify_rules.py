@@ -1223,6 +1223,9 @@ SRCENGINES_TEXTS = [
     pytest.param(  # vLLM's custom all-reduce CUDACHECK
         "(VllmWorker rank=1 pid=4242) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'\n",
         "nccl", "custom-allreduce-cuda-failure", id="vllm-custom-allreduce-cudacheck"),
+    pytest.param(  # TensorRT-LLM's runner: an engine built for TP=2 started on one rank
+        TB + "AssertionError: Engine world size (2) != Runtime world size (1)\n", "arg_error", "trtllm-world-size-mismatch",
+        id="trtllm-engine-world-size"),
 ]
 
 
@@ -1274,7 +1277,7 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp",
                                "vllm-attention-backend-import", "vllm-fatal-signal-from-workers",
                                "tensorrt-plan-version-mismatch", "tensorrt-no-implementation",
-                               "custom-allreduce-cuda-failure"}, d
+                               "custom-allreduce-cuda-failure", "trtllm-world-size-mismatch"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
