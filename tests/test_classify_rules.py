@@ -1226,6 +1226,26 @@ SRCENGINES_TEXTS = [
     pytest.param(  # TensorRT-LLM's runner: an engine built for TP=2 started on one rank
         TB + "AssertionError: Engine world size (2) != Runtime world size (1)\n", "arg_error", "trtllm-world-size-mismatch",
         id="trtllm-engine-world-size"),
+    pytest.param(  # transformers' resolve_trust_remote_code (older wording), as SGLang or TGI print it
+        TB + "ValueError: Loading THUDM/chatglm-6b requires you to execute the configuration file in that repo on your local "
+        "machine. Make sure you have read the code there to avoid malicious use, then set the option "
+        "`trust_remote_code=True` to remove this error.\n", "arg_error", "trust-remote-code-required",
+        id="transformers-trust-remote-code-old"),
+    pytest.param(  # ... newer wording
+        TB + "ValueError: The repository nomic-ai/nomic-bert-2048 contains custom code which must be executed to correctly "
+        "load the model. You can inspect the repository content at https://hf.co/nomic-ai/nomic-bert-2048 .\n Please pass "
+        "the argument `trust_remote_code=True` to allow custom code to be run.\n", "arg_error", "trust-remote-code-required",
+        id="transformers-trust-remote-code-new"),
+    pytest.param(  # vLLM's get_config re-raise
+        TB + "RuntimeError: Failed to load the model config. If the model is a custom model not yet available in the "
+        "HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using the "
+        "`--trust-remote-code` flag in the CLI.\n", "arg_error", "trust-remote-code-required", id="vllm-trust-remote-code"),
+    pytest.param(  # vLLM's V1 oracle with VLLM_USE_V1=1 set
+        TB + "NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype.\n", "arg_error",
+        "vllm-config-refused", id="vllm-v1-unsupported-flag"),
+    pytest.param(
+        TB + "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.\n", "arch_mismatch",
+        "vllm-v1-needs-capability", id="vllm-v1-compute-capability"),
 ]
 
 
@@ -1266,6 +1286,11 @@ def test_serving_engines_source_texts_are_classified_by_their_row(text: str, sta
     "(VllmWorker rank=0 pid=1) WARNING 12-01 10:00:00 [custom_all_reduce.py:137] Custom allreduce is disabled because "
     "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
     "disable_custom_all_reduce=True explicitly.\n",
+    # datasets' warning about remote code, and vLLM's config dump naming the flag
+    "/venv/lib/python3.10/site-packages/datasets/load.py:1461: FutureWarning: The repository for hellaswag contains custom "
+    "code which must be executed to correctly load the dataset. You can inspect the repository content at "
+    "https://hf.co/datasets/hellaswag\nYou can avoid this message in future by passing the argument `trust_remote_code=True`.\n",
+    "INFO 12-01 10:00:00 [llm_engine.py:1] Initializing an LLM engine with config: model='m', trust_remote_code=True, dtype=auto\n",
 ])
 def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
     d = classify_text(text)
@@ -1277,7 +1302,8 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp",
                                "vllm-attention-backend-import", "vllm-fatal-signal-from-workers",
                                "tensorrt-plan-version-mismatch", "tensorrt-no-implementation",
-                               "custom-allreduce-cuda-failure", "trtllm-world-size-mismatch"}, d
+                               "custom-allreduce-cuda-failure", "trtllm-world-size-mismatch",
+                               "trust-remote-code-required", "vllm-v1-needs-capability"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
