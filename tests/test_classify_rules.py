@@ -1246,6 +1246,10 @@ SRCENGINES_TEXTS = [
     pytest.param(
         TB + "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.\n", "arch_mismatch",
         "vllm-v1-needs-capability", id="vllm-v1-compute-capability"),
+    pytest.param(  # Triton's build step at vLLM's engine start, in an image without gcc
+        '  File "/venv/lib/python3.12/site-packages/triton/runtime/build.py", line 32, in _build\n    raise RuntimeError(\n'
+        "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set "
+        "triton.knobs.build.impl.\n", "jit_error", "triton-no-c-compiler", id="triton-no-c-compiler"),
 ]
 
 
@@ -1303,7 +1307,7 @@ def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
                                "vllm-attention-backend-import", "vllm-fatal-signal-from-workers",
                                "tensorrt-plan-version-mismatch", "tensorrt-no-implementation",
                                "custom-allreduce-cuda-failure", "trtllm-world-size-mismatch",
-                               "trust-remote-code-required", "vllm-v1-needs-capability"}, d
+                               "trust-remote-code-required", "vllm-v1-needs-capability", "triton-no-c-compiler"}, d
     assert d.status in {"incomplete", "ready"}, d
 
 
