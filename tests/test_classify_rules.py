@@ -1079,3 +1079,243 @@ def test_texts_near_holdout12s_rows_are_not_theirs(text: str) -> None:
 def test_te_cublas_reason_is_not_an_architecture_row() -> None:
     d = classify_text(TB + "AssertionError: CublasLt version 12.1.3.x or higher required for FP8 execution on Ada.\n")
     assert d.signature != "te-low-precision-needs-capability", d
+
+
+# --- srcengines ---
+# The serving engines' own failure texts (vLLM, TGI, TensorRT-LLM and TensorRT), as each prints them,
+# classified by the rows of signatures.toml's "serving engines source sweep" block.
+
+_VLLM_CORE = "(EngineCore_DP0 pid=4242) ERROR 12-01 10:00:00 [core.py:708] "
+_TGI = "2024-06-01T10:00:00.000000Z ERROR text_generation_launcher: "
+
+SRCENGINES_TEXTS = [
+    pytest.param(  # vLLM V1 Worker.init_device
+        TB + "ValueError: Free memory on device cuda:0 (6.92/8.0 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 7.2 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n",
+        "oom", "vllm-startup-free-memory", id="vllm-startup-free-memory"),
+    pytest.param(  # vLLM ModelConfig.get_and_verify_max_len, raised as a ValueError (before the pydantic configs)
+        TB + "ValueError: User-specified max_model_len (131072) is greater than the derived max_model_len "
+        "(max_position_embeddings=32768 or model_max_length=None in model's config.json). This may lead to incorrect "
+        "model outputs or CUDA errors. To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n",
+        "arg_error", "vllm-config-refused", id="vllm-max-model-len"),
+    pytest.param(  # the same check inside pydantic's ValidationError (newer vLLM)
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+        "  Value error, User-specified max_model_len (65536) is greater than the derived max_model_len "
+        "(max_position_embeddings=32768.0 or model_max_length=None in model's config.json). [type=value_error]\n",
+        "arg_error", "vllm-config-refused", id="vllm-max-model-len-pydantic"),
+    pytest.param(  # SchedulerConfig._verify_args
+        TB + "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096). This effectively limits "
+        "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+        "max_num_batched_tokens or decrease max_model_len.\n", "arg_error", "vllm-config-refused", id="vllm-batched-tokens"),
+    pytest.param(  # CacheConfig._verify_args
+        TB + "ValueError: GPU memory utilization must be less than 1.0. Got 1.5.\n",
+        "arg_error", "vllm-config-refused", id="vllm-gpu-memory-utilization"),
+    pytest.param(  # ModelConfig._verify_quantization
+        TB + "ValueError: Quantization method specified in the model config (gptq) does not match the quantization "
+        "method specified in the `quantization` argument (gptq_marlin).\n", "arg_error", "vllm-config-refused",
+        id="vllm-quantization-mismatch"),
+    pytest.param(
+        TB + "ValueError: Unknown quantization method: awqq. Must be one of ['aqlm', 'awq', 'fp8'].\n",
+        "arg_error", "vllm-config-refused", id="vllm-unknown-quantization"),
+    pytest.param(  # the attention selector (VLLM_ATTENTION_BACKEND)
+        TB + "ValueError: Invalid attention backend: 'FLASH_ATTN_V3'. Valid backends are: ['FLASH_ATTN', 'XFORMERS']\n",
+        "arg_error", "vllm-config-refused", id="vllm-invalid-attention-backend"),
+    pytest.param(  # CudaPlatform.get_attn_backend_cls, a chosen backend refused for another reason
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. "
+        "Reason: ['kv_cache_dtype not supported']\n", "arg_error", "vllm-config-refused", id="vllm-backend-kv-dtype"),
+    pytest.param(
+        _VLLM_CORE + "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=512, "
+        "dtype=torch.bfloat16, kv_cache_dtype=nvfp4). Reasons: {FLASH_ATTN: [kv_cache_dtype not supported], "
+        "TRITON_ATTN: [kv_cache_dtype not supported]}.\n", "arg_error", "vllm-config-refused", id="vllm-no-valid-backend"),
+    pytest.param(  # ... and for the GPU's compute capability
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASHMLA is not valid for this configuration. "
+        "Reason: ['compute capability not supported']\n", "arch_mismatch", "vllm-attention-backend-capability",
+        id="vllm-backend-capability"),
+    pytest.param(  # the multiprocessing executor's GPU count check
+        TB + "RuntimeError: please set tensor_parallel_size (4) to less than max local gpu count (2)\n",
+        "arg_error", "vllm-config-refused", id="vllm-tp-over-gpu-count"),
+    pytest.param(  # EngineDeadError after the engine served: not ready
+        "INFO 01-01 00:00:02 [loggers.py:123] Engine 000: Avg prompt throughput: 120.5 tokens/s, Avg generation "
+        "throughput: 30.1 tokens/s, Running: 1 reqs, Waiting: 0 reqs\n"
+        "(APIServer pid=1) ERROR 06-11 00:48:03 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.\n",
+        "other_crash", "vllm-engine-core-dead", id="vllm-engine-dead-after-serving"),
+    pytest.param(  # text-generation-launcher's main returning LauncherError::ArgumentValidation
+        "Error: ArgumentValidation(\"`max_input_tokens`(4096) must be < `max_total_tokens`(4096)\")\n",
+        "arg_error", "tgi-launcher-argument-validation", id="tgi-argument-validation"),
+    pytest.param(
+        "Error: NotEnoughCUDADevices(\"`sharded` is true but only found 1 CUDA devices\")\n",
+        "arg_error", "tgi-launcher-argument-validation", id="tgi-not-enough-cuda-devices"),
+    pytest.param(  # the launcher after the router said Connected: a crash, not ready
+        "2024-09-23T12:10:56.485234Z  INFO text_generation_router::server: router/src/server.rs:2477: Connected\n"
+        + _TGI + "Shard 0 crashed\n" + _TGI + "Webserver Crashed\nError: ShardFailed\n",
+        "other_crash", "tgi-launcher-failed", id="tgi-shard-crashed-after-connected"),
+    pytest.param(  # TGI's attention kernels missing: the warning, then the refusal
+        "2024-06-01T10:00:00.000000Z  WARN text_generation_launcher: Could not import Flash Attention enabled models: "
+        "Flash Attention V2 is not installed.\n" + _TGI + "Shard complete standard error output:\n\n" + TB
+        + "NotImplementedError: Sharded Llama requires Flash Attention enabled models.\n" + _TGI + "Shard 0 failed to start\n"
+        "Error: ShardCannotStart\n", "missing_kernel", "tgi-flash-attention-missing", id="tgi-flash-attention-v2-missing"),
+    pytest.param(
+        TB + "ImportError: GPU with CUDA capability 6 1 is not supported\n",
+        "arch_mismatch", "tgi-gpu-capability-unsupported", id="tgi-gpu-capability"),
+    pytest.param(  # TensorRT's allocator through its logger
+        "[11/07/2025-17:42:27] [TRT] [E] [resizingAllocator.cpp::allocate::78] Error Code 1: Cuda Runtime (out of memory)\n",
+        "oom", "tensorrt-cuda-oom", id="tensorrt-cuda-runtime-oom"),
+    pytest.param(
+        "[07/14/2023-11:41:43] [TRT] [E] 6: The engine plan file is generated on an incompatible device, expecting "
+        "compute 8.6 got compute 8.9, please rebuild.\n[07/14/2023-11:41:43] [TRT] [E] 4: [runtime.cpp::"
+        "deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)\n",
+        "arch_mismatch", "tensorrt-plan-incompatible-device", id="tensorrt-plan-other-gpu"),
+    pytest.param(  # TensorRT-LLM's Python logger under MPI, then the proxy's RuntimeError
+        "[12/07/2026-05:38:58] [TRT-LLM] [MPI_Rank 0] [E] Executor worker initialization error: boom\n"
+        "RuntimeError: Executor worker returned error\n", "other_crash", "trtllm-python-logger-error",
+        id="trtllm-logger-error"),
+    pytest.param(
+        "[ERROR] [attentionPlugin.cpp:2183:createPlugin] Failed to create AttentionPlugin:\n"
+        "        Failed to NVRTC compile XQA kernel for SM89, dtype=1, kv_dtype=1, head_dim=128,\n",
+        "jit_error", "nvrtc-compile-failed", id="nvrtc-xqa-compile"),
+    pytest.param(
+        "-----\nmpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n  Process name: [[56869,1],2]\n  Exit code:    1\n",
+        "other_crash", "openmpi-job-aborted", id="openmpi-nonzero-exit"),
+    pytest.param(  # TensorRT-LLM's MoE op: TORCH_CHECK(sm == 100, ...)
+        TB + "RuntimeError: Only SM100 is supported by FP4 block scale MOE\n", "arch_mismatch", "trtllm-sm-check",
+        id="trtllm-fp4-moe-sm100"),
+    pytest.param(  # the attention op's TLLM_CHECK_WITH_INFO, thrown as a TllmException
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'\n"
+        "  what():  [TensorRT-LLM][ERROR] Assertion failed: FP8 FMHA cannot be enabled except on Ada or Hopper Arch. "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/common/attentionOp.cpp:2109)\n", "arch_mismatch", "trtllm-sm-check",
+        id="trtllm-fp8-fmha-arch"),
+    pytest.param(
+        "[TensorRT-LLM][ERROR] Assertion failed: Unsupported data type, pre SM 80 GPUs do not support bfloat16\n",
+        "arch_mismatch", "trtllm-sm-check", id="trtllm-bf16-pre-sm80"),
+    pytest.param(  # the PyTorch backend's KVCacheManager
+        TB + "AssertionError: Impossible to fit in any sequence in kvCache\n", "oom", "trtllm-kv-cache-too-small",
+        id="trtllm-kv-cache-too-small"),
+    pytest.param(  # TGI's v3 backend after warmup, printed by the router's main
+        "Error: Backend(NotEnoughMemory(32000))\n", "oom", "tgi-router-not-enough-memory", id="tgi-not-enough-memory"),
+    pytest.param(
+        _TGI + "text-generation-server not found in PATH\n" + _TGI + "Please install it with `make install-server`\n"
+        "Error: ShardCannotStart\n", "import_error", "tgi-component-not-installed", id="tgi-server-not-installed"),
+    pytest.param(  # vLLM's GPTQ create_weights and the Marlin shape check
+        TB + "ValueError: The input size is not aligned with the quantized weight shape. This can be caused by too large "
+        "tensor parallel size.\n", "arg_error", "quantized-shape-vs-tp", id="gptq-input-size-vs-tp"),
+    pytest.param(
+        TB + "ValueError: Weight input_size_per_partition = 14784 is not divisible by min_thread_k = 128. Consider "
+        "reducing tensor_parallel_size or running with --quantization gptq.\n", "arg_error", "quantized-shape-vs-tp",
+        id="marlin-min-thread-k-vs-tp"),
+    pytest.param(  # a chosen attention backend whose kernels do not import
+        _VLLM_CORE + "ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. "
+        "Reason: ['ImportError']\n", "missing_kernel", "vllm-attention-backend-import", id="vllm-backend-import-error"),
+    pytest.param(  # vLLM V1's SIGUSR1 handler, then its own kill_process_tree: the Killed is the consequence
+        "CRITICAL 04-14 03:35:21 [core_client.py:359] Got fatal signal from worker processes, shutting down. See stack "
+        "trace above for root cause issue.\nKilled\n", "other_crash", "vllm-fatal-signal-from-workers",
+        id="vllm-fatal-signal-then-killed"),
+    pytest.param(  # TensorRT's deserializer, relayed by TensorRT-LLM's C++ logger
+        "[TensorRT-LLM][ERROR] 6: The engine plan file is not compatible with this version of TensorRT, expecting library "
+        "version 9.2.0.5 got 9.3.0.1, please rebuild.\n[TensorRT-LLM][ERROR] 2: [engine.cpp::deserializeEngine::1148] "
+        "Error Code 2: Internal Error (Assertion engine->deserialize(start, size, allocator, runtime) failed. )\n",
+        "missing_kernel", "tensorrt-plan-version-mismatch", id="tensorrt-plan-other-version"),
+    pytest.param(  # TensorRT's builder
+        "[04/05/2024-23:43:46] [TRT] [E] 10: [optimizer.cpp::computeCosts::2033] Error Code 10: Internal Error (Could not "
+        "find any implementation for node Conv_119 + Add_182.)\n", "jit_error", "tensorrt-no-implementation",
+        id="tensorrt-builder-no-implementation"),
+    pytest.param(  # vLLM's custom all-reduce CUDACHECK
+        "(VllmWorker rank=1 pid=4242) Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'\n",
+        "nccl", "custom-allreduce-cuda-failure", id="vllm-custom-allreduce-cudacheck"),
+    pytest.param(  # TensorRT-LLM's runner: an engine built for TP=2 started on one rank
+        TB + "AssertionError: Engine world size (2) != Runtime world size (1)\n", "arg_error", "trtllm-world-size-mismatch",
+        id="trtllm-engine-world-size"),
+    pytest.param(  # transformers' resolve_trust_remote_code (older wording), as SGLang or TGI print it
+        TB + "ValueError: Loading THUDM/chatglm-6b requires you to execute the configuration file in that repo on your local "
+        "machine. Make sure you have read the code there to avoid malicious use, then set the option "
+        "`trust_remote_code=True` to remove this error.\n", "arg_error", "trust-remote-code-required",
+        id="transformers-trust-remote-code-old"),
+    pytest.param(  # ... newer wording
+        TB + "ValueError: The repository nomic-ai/nomic-bert-2048 contains custom code which must be executed to correctly "
+        "load the model. You can inspect the repository content at https://hf.co/nomic-ai/nomic-bert-2048 .\n Please pass "
+        "the argument `trust_remote_code=True` to allow custom code to be run.\n", "arg_error", "trust-remote-code-required",
+        id="transformers-trust-remote-code-new"),
+    pytest.param(  # vLLM's get_config re-raise
+        TB + "RuntimeError: Failed to load the model config. If the model is a custom model not yet available in the "
+        "HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using the "
+        "`--trust-remote-code` flag in the CLI.\n", "arg_error", "trust-remote-code-required", id="vllm-trust-remote-code"),
+    pytest.param(  # vLLM's V1 oracle with VLLM_USE_V1=1 set
+        TB + "NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype.\n", "arg_error",
+        "vllm-config-refused", id="vllm-v1-unsupported-flag"),
+    pytest.param(
+        TB + "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0.\n", "arch_mismatch",
+        "vllm-v1-needs-capability", id="vllm-v1-compute-capability"),
+    pytest.param(  # Triton's build step at vLLM's engine start, in an image without gcc
+        '  File "/venv/lib/python3.12/site-packages/triton/runtime/build.py", line 32, in _build\n    raise RuntimeError(\n'
+        "RuntimeError: Failed to find C compiler. Please specify via CC environment variable or set "
+        "triton.knobs.build.impl.\n", "jit_error", "triton-no-c-compiler", id="triton-no-c-compiler"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), SRCENGINES_TEXTS)
+def test_serving_engines_source_texts_are_classified_by_their_row(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize("text", [
+    # vLLM's V1 fallback warning and its FlashAttention notice: the launch goes on
+    "WARNING 12-01 10:00:00 [arg_utils.py:1500] Compute Capability < 8.0 is not supported by the V1 Engine. Falling back to V0.\n",
+    "INFO 12-01 10:00:00 [cuda.py:240] Cannot use FlashAttention-2 backend for Volta and Turing GPUs.\n",
+    # healthy vLLM lines naming the same settings
+    "INFO 12-01 10:00:00 [scheduler.py:220] Chunked prefill is enabled with max_num_batched_tokens=2048.\n",
+    "INFO 12-01 10:00:00 [cuda.py:300] Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN'].\n",
+    "INFO 12-01 10:00:00 [gpu_worker.py:276] Available KV cache memory: 11.75 GiB\n",
+    # the client's exit notice a script prints when it ends normally
+    "ERROR 02-09 16:53:28 [core_client.py:610] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.\n",
+    # TGI's launcher and router in health
+    "2024-06-01T10:00:00.000000Z  INFO text_generation_launcher: Shard ready in 12.3s rank=0\n",
+    "2024-06-01T10:00:00.000000Z  INFO text_generation_launcher: Starting Webserver\n",
+    # TensorRT-LLM's info and warnings, TensorRT's warnings
+    "[12/07/2026-05:38:58] [TRT-LLM] [I] Using LLM with PyTorch backend\n",
+    "[12/07/2026-05:38:58] [TRT-LLM] [MPI_Rank 1] [W] Logger level already set from environment.\n",
+    "[07/14/2023-11:41:43] [TRT] [W] Using an engine plan file across different models of devices is not recommended\n",
+    # Open MPI in health, NVRTC named in a healthy line
+    "[node1:4242] mca_base_component_repository_open: unable to open mca_btl_openib\n",
+    "INFO: using NVRTC 12.4 for runtime compilation\n",
+    # TensorRT-LLM's converters fall back instead of failing; a checkpoint's bare shape error names no flag
+    "[TRT-LLM] [W] Pre SM 80 GPUs do not support bfloat16, fallback to float16\n",
+    "INFO 12-01 10:00:00 [x.py:1] FP8 is supported by the Marlin kernel on this GPU\n",
+    # vLLM's debug line listing the backends it skipped while choosing one
+    "DEBUG 12-01 10:00:00 [cuda.py:420] Some attention backends are not valid for cuda with AttentionSelectorConfig("
+    "head_size=64). Reasons: {FLASHMLA: [compute capability not supported], FLASHINFER: [ImportError]}.\n",
+    # the custom all-reduce in health, and the same CUDACHECK text from another file
+    "INFO 12-01 10:00:00 [custom_all_reduce.py:1] Registering 4355 cuda graph addresses\n",
+    "(VllmWorker rank=0 pid=1) WARNING 12-01 10:00:00 [custom_all_reduce.py:137] Custom allreduce is disabled because "
+    "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
+    "disable_custom_all_reduce=True explicitly.\n",
+    # datasets' warning about remote code, and vLLM's config dump naming the flag
+    "/venv/lib/python3.10/site-packages/datasets/load.py:1461: FutureWarning: The repository for hellaswag contains custom "
+    "code which must be executed to correctly load the dataset. You can inspect the repository content at "
+    "https://hf.co/datasets/hellaswag\nYou can avoid this message in future by passing the argument `trust_remote_code=True`.\n",
+    "INFO 12-01 10:00:00 [llm_engine.py:1] Initializing an LLM engine with config: model='m', trust_remote_code=True, dtype=auto\n",
+])
+def test_texts_near_the_serving_engines_rows_are_not_theirs(text: str) -> None:
+    d = classify_text(text)
+    assert d.signature not in {"vllm-startup-free-memory", "vllm-config-refused", "vllm-attention-backend-capability",
+                               "vllm-engine-core-dead", "tgi-launcher-argument-validation", "tgi-launcher-failed",
+                               "tgi-flash-attention-missing", "tgi-gpu-capability-unsupported", "tensorrt-cuda-oom",
+                               "tensorrt-plan-incompatible-device", "trtllm-python-logger-error", "nvrtc-compile-failed",
+                               "openmpi-job-aborted", "trtllm-sm-check", "trtllm-kv-cache-too-small",
+                               "tgi-router-not-enough-memory", "tgi-component-not-installed", "quantized-shape-vs-tp",
+                               "vllm-attention-backend-import", "vllm-fatal-signal-from-workers",
+                               "tensorrt-plan-version-mismatch", "tensorrt-no-implementation",
+                               "custom-allreduce-cuda-failure", "trtllm-world-size-mismatch",
+                               "trust-remote-code-required", "vllm-v1-needs-capability", "triton-no-c-compiler"}, d
+    assert d.status in {"incomplete", "ready"}, d
+
+
+def test_tgi_router_connected_is_serving_evidence_and_a_config_error_beats_a_pydantic_row() -> None:
+    connected = "2024-09-23T12:10:56.485234Z  INFO text_generation_router::server: router/src/server.rs:2477: Connected\n"
+    assert classify_text(connected).status == "ready"
+    assert classify_text("2024-01-22 14:32:19,679 INFO worker.py:1724 -- Connected to Ray cluster.\n").status == "incomplete"
+    # the same max_model_len refusal, as a weak pydantic line and as the specific row: the specific row wins
+    d = classify_text("1 validation error for ModelConfig\n  Value error, max_num_batched_tokens (8) must be greater than "
+                      "or equal to max_num_seqs (256). [type=value_error]\n")
+    assert (d.status, d.signature) == ("arg_error", "vllm-config-refused")
