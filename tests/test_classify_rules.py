@@ -1179,6 +1179,11 @@ SGLANG_0523_TEXTS = [
                         "raise RuntimeError(",
                         "RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
                  "import_error", "dependency-not-installed", id="cuda-python-install-it-with"),
+    # the in-tree JIT kernels' ninja build
+    pytest.param(_sched("kernels/jit/utils/compile/ninja.py", 169, "build_module", "raise RuntimeError(",
+                        "RuntimeError: Failed to build JIT module sgl_jit_fused_moe_sm90 in "
+                        "/root/.cache/sglang/jit/build/3f9a8b7c\nstdout:\n[1/2] c++ -MMD -MF fused_moe.o.d\nstderr:\n"),
+                 "jit_error", "sglang-jit-module-build-failed", id="jit-module-build-failed"),
     # 0.5.23's other graph runners, and the other processes' crash notices
     pytest.param(_sched("srt/model_executor/runner/prefill_cuda_graph_runner.py", 521, "capture", "raise Exception(",
                         "Exception: Capture prefill CUDA graph failed: shape mismatch in the captured batch\n"
