@@ -1184,6 +1184,17 @@ SGLANG_0523_TEXTS = [
                         "RuntimeError: Failed to build JIT module sgl_jit_fused_moe_sm90 in "
                         "/root/.cache/sglang/jit/build/3f9a8b7c\nstdout:\n[1/2] c++ -MMD -MF fused_moe.o.d\nstderr:\n"),
                  "jit_error", "sglang-jit-module-build-failed", id="jit-module-build-failed"),
+    # NaN in the logits: the sampler's one warning (the server goes on), and the NaN probe's device assertion
+    pytest.param("[2026-12-07 06:00:02] The server is fired up and ready to roll!\n"
+                 "[2026-12-07 06:10:00 TP0] NaN detected in sampler: next_token_logits; values were sanitized before "
+                 "sampling. This usually indicates numerical overflow (e.g. fp16 activations) or an upstream bug producing "
+                 "NaN. Logged once; further occurrences are silent.\n", "nan", "sglang-nan-logits-sanitized",
+                 id="nan-logits-sanitized-warning"),
+    pytest.param(f"{_SITE}/srt/utils/async_probe.py:114: _assert_no_nan_kernel: block: [3,0,0], thread: [0,0,0] "
+                 "Assertion `NaN detected! sampler: next_token_logits` failed.\n"
+                 + _sched("srt/layers/sampler.py", 145, "forward", "sanitize_nan_logits(logits, \"sampler: next_token_logits\")",
+                          "torch.AcceleratorError: CUDA error: device-side assert triggered"),
+                 "nan", "async-assert-nan", id="nan-probe-triton-device-assert"),
     # 0.5.23's other graph runners, and the other processes' crash notices
     pytest.param(_sched("srt/model_executor/runner/prefill_cuda_graph_runner.py", 521, "capture", "raise Exception(",
                         "Exception: Capture prefill CUDA graph failed: shape mismatch in the captured batch\n"
