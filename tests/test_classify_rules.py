@@ -1229,6 +1229,10 @@ def test_sglang_0523_source_texts_get_their_row(text: str, status: str, signatur
     (_sched("kernels/ops/attention/flash_attn/cute/interface.py", 1508, "_flash_attn_fwd", "assert max_seqlen_k % page_size == 0, (",
             "AssertionError: SM100 hd256 2CTA paged KV requires max_seqlen_k divisible by page_size (128), got max_seqlen_k=100"),
      "other_crash"),
+    # a failure inside a resolution hook that the hook did not raise (the GPU query under it failed)
+    (_args("memory_hook.py", 120, "handle_gpu_memory_settings", "gpu_mem = get_device_memory_capacity(cfg.device)",
+           f'  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py", line 372, in _lazy_init\n'
+           "    torch._C._cuda_init()\nRuntimeError: No CUDA GPUs are available"), "other_crash"),
     # the same words in an info line (rank0_log) while the launch goes on, and in a port warning
     ("[2026-12-07 06:00:03 TP0] NVIDIA KDA prefill needs SM100; falling back to Triton extend.\n", "incomplete"),
     ("[2026-12-07 06:00:01] The port 30005 is in use, but we could not find the process that uses it.\n", "incomplete"),
