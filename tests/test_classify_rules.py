@@ -1131,6 +1131,11 @@ SGLANG_0523_TEXTS = [
                         "raise RuntimeError(",
                         "RuntimeError: triton_sparse_mla requires SM90 (Hopper) or newer; got sm_major=8."),
                  "arch_mismatch", "sglang-requires-gpu-arch", id="dsa-triton-sparse-mla-requires-sm90"),
+    pytest.param(_sched("srt/layers/attention/attention_registry.py", 150, "create_flashattention_v3_backend",
+                        "assert (major == 8 and not runner.use_mla_backend) or major == 9, (",
+                        "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
+                        "`--attention-backend flashinfer`."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="fa3-requires-sm80-sm90-older-releases"),
     pytest.param(_sched("srt/layers/quantization/mxfp4.py", 655, "__init__", 'raise RuntimeError("MXFP4 Marlin requires SM90+.")',
                         "RuntimeError: MXFP4 Marlin requires SM90+."),
                  "arch_mismatch", "sglang-requires-gpu-arch", id="mxfp4-marlin-requires-sm90"),
