@@ -1136,6 +1136,10 @@ SGLANG_0523_TEXTS = [
                         "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
                         "`--attention-backend flashinfer`."),
                  "arch_mismatch", "sglang-requires-gpu-arch", id="fa3-requires-sm80-sm90-older-releases"),
+    pytest.param(_sched("srt/layers/quantization/fp8_kernel.py", 1200, "fp8_blockwise_scaled_mm",
+                        "return torch.ops.sgl_kernel.fp8_blockwise_scaled_mm.default(",
+                        "NotImplementedError: No implemented fp8_blockwise_scaled_mm for current compute capability: 120"),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="sgl-kernel-no-impl-for-capability"),
     pytest.param(_sched("srt/layers/quantization/mxfp4.py", 655, "__init__", 'raise RuntimeError("MXFP4 Marlin requires SM90+.")',
                         "RuntimeError: MXFP4 Marlin requires SM90+."),
                  "arch_mismatch", "sglang-requires-gpu-arch", id="mxfp4-marlin-requires-sm90"),
