@@ -1188,6 +1188,16 @@ SGLANG_0523_TEXTS = [
                         "raise RuntimeError(",
                         "RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
                  "import_error", "dependency-not-installed", id="cuda-python-install-it-with"),
+    pytest.param(_sched("srt/distributed/device_communicators/mooncake_transfer_engine.py", 261, "batch_transfer_sync",
+                        "raise RuntimeError(",
+                        "RuntimeError: Mooncake's batch transfer requires mooncake-transfer-engine >= 0.3.4.post2. Please "
+                        "upgrade Mooncake by 'pip install mooncake-transfer-engine --upgrade'"),
+                 "import_error", "dependency-not-installed", id="mooncake-too-old"),
+    pytest.param(_sched("srt/distributed/device_communicators/pynccl_allocator.py", 266, "get_nccl_mem_pool",
+                        "assert after_2_8_0, (",
+                        "AssertionError: --enable-symm-mem requires torch>=2.8 "
+                        "(torch._C._cuda_beginAllocateCurrentThreadToPool was added there)."),
+                 "import_error", "dependency-not-installed", id="symm-mem-requires-torch-2-8"),
     # the in-tree JIT kernels' ninja build
     pytest.param(_sched("kernels/jit/utils/compile/ninja.py", 169, "build_module", "raise RuntimeError(",
                         "RuntimeError: Failed to build JIT module sgl_jit_fused_moe_sm90 in "
@@ -1242,6 +1252,9 @@ def test_sglang_0523_source_texts_get_their_row(text: str, status: str, signatur
     (_args("memory_hook.py", 120, "handle_gpu_memory_settings", "gpu_mem = get_device_memory_capacity(cfg.device)",
            f'  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py", line 372, in _lazy_init\n'
            "    torch._C._cuda_init()\nRuntimeError: No CUDA GPUs are available"), "other_crash"),
+    # a count, not a package version
+    (_sched("srt/speculative/dflash_utils.py", 376, "select_layers", "raise ValueError(",
+            "ValueError: DFlash layer selection requires num_target_layers >= 4. Got num_target_layers=2."), "other_crash"),
     # the same words in an info line (rank0_log) while the launch goes on, and in a port warning
     ("[2026-12-07 06:00:03 TP0] NVIDIA KDA prefill needs SM100; falling back to Triton extend.\n", "incomplete"),
     ("[2026-12-07 06:00:01] The port 30005 is in use, but we could not find the process that uses it.\n", "incomplete"),
