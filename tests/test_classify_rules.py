@@ -1319,3 +1319,200 @@ def test_tgi_router_connected_is_serving_evidence_and_a_config_error_beats_a_pyd
     d = classify_text("1 validation error for ModelConfig\n  Value error, max_num_batched_tokens (8) must be greater than "
                       "or equal to max_num_seqs (256). [type=value_error]\n")
     assert (d.status, d.signature) == ("arg_error", "vllm-config-refused")
+
+
+# --- srcsglang ---
+# SGLang 0.5.23's own failure texts (python/sglang/srt, kernels), printed as SGLang prints them: the
+# scheduler's crash notice with its traceback, or the launcher's traceback through ServerArgs'
+# resolution pipeline (sglang/srt/arg_groups/*_hook.py from 0.5.23 on).
+_SITE = "/usr/local/lib/python3.12/dist-packages/sglang"
+
+
+def _sched(frame: str, line: int, func: str, stmt: str, exc: str) -> str:
+    """A scheduler crash as run_scheduler_process logs it, then the launcher's SIGQUIT notice."""
+    return ("[2026-12-07 06:00:05 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            f'  File "{_SITE}/srt/managers/scheduler.py", line 6350, in run_scheduler_process\n'
+            "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+            f'  File "{_SITE}/{frame}", line {line}, in {func}\n    {stmt}\n{exc}\n\n'
+            "[2026-12-07 06:00:06] Received sigquit from a child process. It usually means the child failed.\n")
+
+
+def _args(frame: str, line: int, func: str, stmt: str, exc: str) -> str:
+    """ServerArgs' resolution refusing the flags in the launcher (no scheduler ran)."""
+    return ("Traceback (most recent call last):\n"
+            f'  File "{_SITE}/launch_server.py", line 30, in <module>\n    server_args = prepare_server_args(sys.argv[1:])\n'
+            f'  File "{_SITE}/srt/server_args.py", line 600, in prepare_server_args\n    server_args.resolve_once()\n'
+            f'  File "{_SITE}/srt/arg_groups/pipeline.py", line 212, in run_resolution_pipeline\n    hook(server_args)\n'
+            f'  File "{_SITE}/srt/arg_groups/{frame}", line {line}, in {func}\n    {stmt}\n{exc}\n')
+
+
+SGLANG_0523_TEXTS = [
+    # ServerArgs' checks, moved into the arg_groups hooks in 0.5.23 (a raise, an assert, a model override)
+    pytest.param(_args("hicache_hook.py", 117, "handle_hicache_ratio_default",
+                       'raise ValueError("--hicache-host-memory-fraction must be in (0, 1].")',
+                       "ValueError: --hicache-host-memory-fraction must be in (0, 1]."),
+                 "arg_error", "config-validation-raise", id="arg-groups-hook-value-error"),
+    pytest.param(_args("parallel_hook.py", 621, "handle_elastic_ep", "assert cfg.elastic_ep_scale_timeout > 0, (",
+                       "AssertionError: --elastic-ep-scale-timeout must be greater than zero."),
+                 "arg_error", "config-validation-raise", id="arg-groups-hook-assert"),
+    pytest.param(_args("model_overrides/qwen4_exp.py", 39, "apply", "raise ValueError(",
+                       "ValueError: Qwen4-Exp does not support --enable-unified-memory yet"),
+                 "arg_error", "config-validation-raise", id="arg-groups-model-override"),
+    # a flag the GPU's generation cannot run: the architecture, not the flags, refutes the backend
+    pytest.param(_args("attention_hook.py", 203, "handle_attention_backend_compatibility", "raise ValueError(",
+                       "ValueError: TRTLLM MHA backend for prefill requires Hopper (SM90), Blackwell (SM100), or SM120 "
+                       "GPUs. Please use a different prefill backend."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="arg-groups-trtllm-mha-requires-hopper"),
+    pytest.param(_args("kv_cache_hook.py", 106, "handle_kv_cache_dtype", "raise ValueError(",
+                       "ValueError: --kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU for the block-scaled "
+                       "operands used by the FA4 MXFP8 attention path."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="arg-groups-mxfp8-kv-requires-sm100"),
+    pytest.param(_sched("srt/layers/attention/dsa_backend.py", 374, "_validate_triton_sparse_mla_backend",
+                        "raise RuntimeError(",
+                        "RuntimeError: triton_sparse_mla requires SM90 (Hopper) or newer; got sm_major=8."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="dsa-triton-sparse-mla-requires-sm90"),
+    pytest.param(_sched("srt/layers/attention/attention_registry.py", 150, "create_flashattention_v3_backend",
+                        "assert (major == 8 and not runner.use_mla_backend) or major == 9, (",
+                        "AssertionError: FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use "
+                        "`--attention-backend flashinfer`."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="fa3-requires-sm80-sm90-older-releases"),
+    pytest.param(_sched("srt/layers/quantization/fp8_kernel.py", 1200, "fp8_blockwise_scaled_mm",
+                        "return torch.ops.sgl_kernel.fp8_blockwise_scaled_mm.default(",
+                        "NotImplementedError: No implemented fp8_blockwise_scaled_mm for current compute capability: 120"),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="sgl-kernel-no-impl-for-capability"),
+    pytest.param(_sched("srt/layers/quantization/mxfp4.py", 655, "__init__", 'raise RuntimeError("MXFP4 Marlin requires SM90+.")',
+                        "RuntimeError: MXFP4 Marlin requires SM90+."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="mxfp4-marlin-requires-sm90"),
+    pytest.param(_sched("kernels/ops/attention/flash_attn/cute/flash_fwd_sm90.py", 86, "__init__",
+                        'assert arch // 10 == 9, "Only SM 9.x is supported"', "AssertionError: Only SM 9.x is supported"),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="fa4-cute-only-sm9x"),
+    pytest.param(_sched("srt/layers/quantization/compressed_tensors/schemes/compressed_tensors_w4a4_nvfp4_moe.py", 40,
+                        "__init__", "raise ValueError(",
+                        "ValueError: Current platform does not support NVFP4 quantization. Please use Blackwell and above."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="nvfp4-moe-please-use-blackwell"),
+    pytest.param(_sched("srt/layers/quantization/quark/quark.py", 790, "_check_scheme_supported", "raise RuntimeError(",
+                        "RuntimeError: Quantization scheme is not supported for the current GPU. Min capability: 90. "
+                        "Current capability: 86."),
+                 "arch_mismatch", "sglang-requires-gpu-arch", id="quark-min-capability"),
+    # the memory pools sized after the weights loaded
+    pytest.param(_sched("srt/mem_cache/kv_cache_configurator.py", 3050, "profile_max_num_token", "raise ValueError(",
+                        "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.85. "
+                        "Raise --mem-fraction-static above 0.912 (minimum viable = 1 - available/pre = 0.9114). If using "
+                        "speculative decoding, draft weights are now counted."),
+                 "oom", "sglang-kv-pool-no-memory", id="kv-cache-no-memory-after-weights"),
+    pytest.param(_sched("srt/mem_cache/kv_cache_configurator.py", 3153, "resolve_max_num_reqs", "raise RuntimeError(",
+                        "RuntimeError: Hybrid (mamba/linear-attention) state cache is too small to serve any requests. "
+                        "max_mamba_cache_size=0, mamba_ratio=5, resulting max_num_reqs=0. Try: (1) reduce "
+                        "--max-running-requests, (2) increase --mem-fraction-static, or (3) use GPUs with more memory."),
+                 "oom", "sglang-kv-pool-no-memory", id="mamba-state-cache-too-small"),
+    pytest.param(_sched("srt/model_executor/pool_configurator.py", 1025, "_swa_pool_sizes", "raise RuntimeError(",
+                        "RuntimeError: SWA pool cap (524288 tokens, 30.00 GiB) leaves no room for the full KV pool within "
+                        "the available 28.50 GiB. Reduce --max-running-requests, lower SGLANG_SWA_EVICTION_INTERVAL, or "
+                        "increase --mem-fraction-static."),
+                 "oom", "sglang-kv-pool-no-memory", id="swa-pool-cap-no-room"),
+    pytest.param(_sched("srt/managers/tp_worker.py", 425, "init_memory_pool",
+                        'assert max_req_len > 0, "Memory pool size is too small"',
+                        "AssertionError: Memory pool size is too small"),
+                 "oom", "sglang-kv-pool-no-memory", id="tp-worker-memory-pool-too-small"),
+    # the port check, whose logger.exception comes before the traceback
+    pytest.param("[2026-12-07 06:00:01] Port is already in use. dist_init_port=30005 port_base=30010 detokenizer_port=30011 "
+                 "nccl_port=30012 scheduler_input_port=30013\nTraceback (most recent call last):\n"
+                 f'  File "{_SITE}/srt/utils/network.py", line 102, in wait_port_available\n    raise ValueError(\n'
+                 "ValueError: dist_init_port at 30005 is not available in 30 seconds. dist_init_port is used by a process "
+                 "already. process.name()='python3'\n", "other_crash", "sglang-port-in-use", id="port-args-port-in-use"),
+    # a dependency check raised as RuntimeError / ValueError rather than ImportError
+    pytest.param(_sched("srt/mem_cache/storage/flexkv/flexkv_connector.py", 57, "__init__", "raise RuntimeError(",
+                        "RuntimeError: FlexKV is not installed. Please install the FlexKV package to use --enable-flexkv."),
+                 "import_error", "dependency-not-installed", id="flexkv-not-installed"),
+    pytest.param(_sched("srt/model_executor/runner_backend_utils/breakable_cuda_graph/cuda_utils.py", 35, "_driver",
+                        "raise RuntimeError(",
+                        "RuntimeError: cuda.bindings is not available. Install it with: pip install cuda-python"),
+                 "import_error", "dependency-not-installed", id="cuda-python-install-it-with"),
+    pytest.param(_sched("srt/distributed/device_communicators/mooncake_transfer_engine.py", 261, "batch_transfer_sync",
+                        "raise RuntimeError(",
+                        "RuntimeError: Mooncake's batch transfer requires mooncake-transfer-engine >= 0.3.4.post2. Please "
+                        "upgrade Mooncake by 'pip install mooncake-transfer-engine --upgrade'"),
+                 "import_error", "dependency-not-installed", id="mooncake-too-old"),
+    pytest.param(_sched("srt/distributed/device_communicators/pynccl_allocator.py", 266, "get_nccl_mem_pool",
+                        "assert after_2_8_0, (",
+                        "AssertionError: --enable-symm-mem requires torch>=2.8 "
+                        "(torch._C._cuda_beginAllocateCurrentThreadToPool was added there)."),
+                 "import_error", "dependency-not-installed", id="symm-mem-requires-torch-2-8"),
+    # the in-tree JIT kernels' ninja build
+    pytest.param(_sched("kernels/jit/utils/compile/ninja.py", 169, "build_module", "raise RuntimeError(",
+                        "RuntimeError: Failed to build JIT module sgl_jit_fused_moe_sm90 in "
+                        "/root/.cache/sglang/jit/build/3f9a8b7c\nstdout:\n[1/2] c++ -MMD -MF fused_moe.o.d\nstderr:\n"),
+                 "jit_error", "sglang-jit-module-build-failed", id="jit-module-build-failed"),
+    # NaN in the logits: the sampler's one warning (the server goes on), and the NaN probe's device assertion
+    pytest.param("[2026-12-07 06:00:02] The server is fired up and ready to roll!\n"
+                 "[2026-12-07 06:10:00 TP0] NaN detected in sampler: next_token_logits; values were sanitized before "
+                 "sampling. This usually indicates numerical overflow (e.g. fp16 activations) or an upstream bug producing "
+                 "NaN. Logged once; further occurrences are silent.\n", "nan", "sglang-nan-logits-sanitized",
+                 id="nan-logits-sanitized-warning"),
+    pytest.param(f"{_SITE}/srt/utils/async_probe.py:114: _assert_no_nan_kernel: block: [3,0,0], thread: [0,0,0] "
+                 "Assertion `NaN detected! sampler: next_token_logits` failed.\n"
+                 + _sched("srt/layers/sampler.py", 145, "forward", "sanitize_nan_logits(logits, \"sampler: next_token_logits\")",
+                          "torch.AcceleratorError: CUDA error: device-side assert triggered"),
+                 "nan", "async-assert-nan", id="nan-probe-triton-device-assert"),
+    # 0.5.23's other graph runners, and the other processes' crash notices
+    pytest.param(_sched("srt/model_executor/runner/prefill_cuda_graph_runner.py", 521, "capture", "raise Exception(",
+                        "Exception: Capture prefill CUDA graph failed: shape mismatch in the captured batch\n"
+                        "Fail when using backend: breakable for prefill runner."),
+                 "other_crash", "sglang-capture-failed", id="capture-prefill-cuda-graph-failed"),
+    pytest.param("[2026-12-07 06:00:02] The server is fired up and ready to roll!\n"
+                 "[2026-12-07 06:01:00] DetokenizerManager hit an exception: Traceback (most recent call last):\n"
+                 f'  File "{_SITE}/srt/managers/detokenizer_manager.py", line 540, in event_loop\n'
+                 "    output = self._request_dispatcher(recv_obj)\nKeyError: 7\n",
+                 "other_crash", "sglang-scheduler-exception", id="detokenizer-hit-an-exception-after-ready"),
+    pytest.param("[2026-12-07 06:01:00] SIGQUIT received. signum=3, frame=<frame at 0x7f3a2b1c, file "
+                 "'/usr/lib/python3.12/threading.py', line 355, code wait>. It usually means one child failed.\n",
+                 "other_crash", "sglang-child-failed", id="running-phase-sigquit"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), SGLANG_0523_TEXTS)
+def test_sglang_0523_source_texts_get_their_row(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # an SM number qualifying a flag's requirement: the flags, not the GPU, are refused
+    (_args("attention_hook.py", 341, "handle_linear_attn_backend", "raise ValueError(",
+           "ValueError: --linear-attn-decode-backend flashinfer on SM100+ requires --mamba-ssm-dtype bfloat16, got float32"),
+     "arg_error"),
+    (_args("kv_cache_hook.py", 226, "handle_nvfp4_kv", "raise ValueError(",
+           "ValueError: SM100 native NVFP4 speculative decoding requires --speculative-draft-attention-backend=trtllm_mha "
+           "so the draft worker consumes its physical NVFP4 KV layout; got flashinfer."), "arg_error"),
+    # a shape limit of a kernel on its own architecture
+    (_sched("kernels/ops/attention/flash_attn/cute/interface.py", 1508, "_flash_attn_fwd", "assert max_seqlen_k % page_size == 0, (",
+            "AssertionError: SM100 hd256 2CTA paged KV requires max_seqlen_k divisible by page_size (128), got max_seqlen_k=100"),
+     "other_crash"),
+    # a failure inside a resolution hook that the hook did not raise (the GPU query under it failed)
+    (_args("memory_hook.py", 120, "handle_gpu_memory_settings", "gpu_mem = get_device_memory_capacity(cfg.device)",
+           f'  File "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py", line 372, in _lazy_init\n'
+           "    torch._C._cuda_init()\nRuntimeError: No CUDA GPUs are available"), "other_crash"),
+    # a count, not a package version
+    (_sched("srt/speculative/dflash_utils.py", 376, "select_layers", "raise ValueError(",
+            "ValueError: DFlash layer selection requires num_target_layers >= 4. Got num_target_layers=2."), "other_crash"),
+    # the same words in an info line (rank0_log) while the launch goes on, and in a port warning
+    ("[2026-12-07 06:00:03 TP0] NVIDIA KDA prefill needs SM100; falling back to Triton extend.\n", "incomplete"),
+    ("[2026-12-07 06:00:01] The port 30005 is in use, but we could not find the process that uses it.\n", "incomplete"),
+    ("[2026-12-07 06:00:01 TP0] flashinfer is not installed, please install it for faster sampling; using torch\n",
+     "incomplete"),
+    # the graph runner's advice to lower --mem-fraction-static is not the pool sizing's refusal
+    (_sched("srt/model_executor/runner/decode_cuda_graph_runner.py", 603, "__init__", "raise Exception(",
+            "Exception: Capture cuda graph failed: operation failed due to a previous error during capture\n"
+            "Possible solutions:\n1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)"), "other_crash"),
+])
+def test_texts_near_the_sglang_0523_rows_are_not_theirs(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, (d.signature, d.label)
+    assert d.signature not in {"sglang-requires-gpu-arch", "sglang-kv-pool-no-memory", "sglang-port-in-use",
+                               "dependency-not-installed"}, d.label
+
+
+def test_a_raised_import_error_keeps_its_own_row_beside_the_dependency_row() -> None:
+    d = classify_text(TB + "ImportError: Please install bitsandbytes>=0.46.1 via `pip install bitsandbytes>=0.46.1` to use "
+                      "bitsandbytes quantizer.\n")
+    assert (d.status, d.signature) == ("import_error", "import-error-raised"), d.label
