@@ -94,6 +94,14 @@ def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
             ok = sum(e["file"] not in missed for e in chosen)
             print(f"  {group}: {ok}/{len(chosen)} = {100 * ok / len(chosen):.1f}%")
     print(f"failed launches classified ready: {false_ready}")
+    second = manifest.parent / "second_labels.tsv"
+    if second.is_file():  # a second labeller's text-only labels: is a miss the classifier's or the label's?
+        rows = [ln.split("\t") for ln in second.read_text().splitlines() if ln and not ln.startswith(("#", "file\t"))]
+        other = {r[0]: r[1] for r in rows}
+        both = [e for e in entries if other.get(e["file"]) == e["expected"]]
+        ok = sum(e["file"] not in missed for e in both)
+        print(f"second labeller (text only) agrees: {len(both)}/{n} = {100 * len(both) / n:.1f}%; "
+              f"classifier on the logs both labels agree on: {ok}/{len(both)} = {100 * ok / max(1, len(both)):.1f}%")
     for f, exp, got, label, known in misses:
         print(f"  miss: {f}: expected {exp}, got {got} ({label})" + (" [known miss]" if known else ""))
     classes = sorted({a for a, _ in confusion} | {b for _, b in confusion})
