@@ -141,3 +141,34 @@ def test_no_module_writes_abandoned_outcomes_itself() -> None:
              if "abandoned_outcome(" in text and name not in ("logkit/abandon.py", "logkit/store/reconcile.py")]
     assert found == [], "call logkit.store.reconcile.reconcile"
 
+
+def test_status_and_hypotheses_agree_on_what_is_open(tmp_path: Path) -> None:
+    """`logkit.reasoning.hypotheses.current_verdict` says which verdict stands, hence which hypotheses
+    are open, for `hypothesis list` (states) and `logkit status` alike. H1: refuted then confirmed
+    (the second replaces the first); H2: no verdict; H3: two verdicts that each name the other as
+    replaced (a hand-merged file): none stands, so H3 is open to both (status once read "a verdict on
+    a later line" and called it closed)."""
+    from logkit.events import Verdict
+    from logkit.reasoning import hypotheses
+    from logkit.reasoning.status import session_status
+
+    root = tmp_path / "sessions"
+    handle = Store(root).create("verdicts", make_current=False)
+    for text in ("a", "b", "c"):
+        hypotheses.add(handle, text)
+    hypotheses.close(handle, "H1", "refuted", because="first look")
+    hypotheses.close(handle, "H1", "confirmed", because="second look")
+    a, b = "a" * 32, "b" * 32
+    handle.append(Verdict(session=handle.id, id=a, hypothesis="H3", verdict="refuted", because="x", replaces=b))
+    handle.append(Verdict(session=handle.id, id=b, hypothesis="H3", verdict="confirmed", because="y", replaces=a))
+
+    states = {s.hypothesis.short_id: s.status for s in hypotheses.states(handle.read().events)}
+    assert states == {"H1": "confirmed", "H2": "open", "H3": "open"}
+    data, problems = session_status(root, handle.id)
+    assert problems == []
+    assert [h["id"] for h in data["hypotheses"]] == [h for h, s in states.items() if s == "open"]
+    assert data["closed_hypotheses"] == sum(s != "open" for s in states.values())
+    listed = run_logkit("--sessions", str(root), "hypothesis", "list", "--session", handle.id, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {h["id"]: h["status"] for h in json.loads(listed.stdout)} == states
+
