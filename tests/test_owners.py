@@ -172,3 +172,13 @@ def test_status_and_hypotheses_agree_on_what_is_open(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert {h["id"]: h["status"] for h in json.loads(listed.stdout)} == states
 
+
+def test_knowledge_toml_has_one_loader() -> None:
+    """`logkit.store.derive.knowledge` loads knowledge.toml; the builder reads its tables through it."""
+    from logkit.builder.load import tables
+    from logkit.store.derive import knowledge
+
+    assert tables() is knowledge()
+    loaders = [name for name, text in _sources().items() if name != "logkit/store/derive.py"
+               and re.search(r"joinpath\(\s*[\"'](?:data/)?knowledge\.toml", text)]
+    assert loaders == [], "read knowledge.toml through logkit.store.derive.knowledge"
