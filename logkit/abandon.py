@@ -1,6 +1,6 @@
 """What an attempt looks like after the logkit recording it died: the ``abandoned`` outcome.
 
-The store writes it when a later command opens the session (``SessionHandle.reconcile``): the log
+The store writes it when a later command opens the session (:func:`logkit.store.reconcile.reconcile`): the log
 as far as it got (size, sha256, last lines, as the recorder would have written them) and the
 processes of the attempt's group still running, so GPU memory held by an orphaned server is named.
 

@@ -107,9 +107,19 @@ def test_check_status_sweep_skip_and_site_agree_cell_by_cell(lab: dict) -> None:
         assert shown.returncode == 0, shown.stderr
         proposed = {p["hypothesis"] for p in json.loads(shown.stdout)["proposals"]}
         assert proposed == {hyps[b] for b, s in EXPECTED.items() if s == "refuted"}
+        # which hypotheses are open: status and hypothesis list read the one standing verdict
+        listed = _logkit(lab, "hypothesis", "list", "--session", "by-hand", "--json")
+        assert listed.returncode == 0, listed.stderr
+        open_ids = [h["id"] for h in json.loads(listed.stdout) if h["status"] == "open"]
+        assert [h["id"] for h in json.loads(shown.stdout)["hypotheses"]] == open_ids
+        assert hyps["triton"] not in open_ids
         if skipped is not None:
             assert skipped == {b for b, s in EXPECTED.items() if s == "refuted"}
 
+    # a verdict replaced by a later one (refuted, then confirmed): the hypothesis is closed for every reader
+    for verb in ("refute", "confirm"):
+        closed = _logkit(lab, "hypothesis", verb, hyps["triton"], "--because", f"by hand ({verb})")
+        assert closed.returncode == 0, closed.stderr
     agree()
     # the sweep's known-outcomes step skips exactly the refuted cells, and runs the rest
     spec = write_spec(lab, list(EXPECTED), bench=False)

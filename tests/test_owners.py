@@ -9,6 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 from conftest import run_logkit
 
 from logkit.store import files
@@ -86,3 +87,98 @@ def test_one_decision_id_pattern() -> None:
     copies = [f"{name}: {m.group(0)}" for name, text in _sources().items() if name != "logkit/events.py"
               for m in re.finditer(r"DR-\[[^\]]*\]", text)]
     assert copies == [], "import logkit.events.DECISION_ID_RE / DECISION_ID_BODY:\n" + "\n".join(copies)
+
+
+def _orphan_session(root: Path, *, damaged_outcome: bool) -> tuple[Path, str]:
+    """A session whose A1's recorder is gone; with ``damaged_outcome`` its recorder did write an
+    outcome, one the models refuse (a field they do not know)."""
+    from logkit.events import Attempt, Outcome
+
+    handle = Store(root).create("orphans", make_current=False)
+    log = handle.log_path("A1.log")
+    log.write_bytes(b"loading\nserving --api-key sk-live-0123456789abcdef0123\n")
+    handle.append(Attempt(session=handle.id, short_id="A1", argv=["sleep", "9"], recorder_pid=2**22 + 7,
+                          log={"path": handle.relative(log)}))
+    if damaged_outcome:
+        data = Outcome(session=handle.id, attempt="A1", status="ready").model_dump(mode="json", exclude_none=True)
+        with open(handle.events_path, "ab") as fh:
+            fh.write(files.json_line({**data, "from_a_newer_branch": 1}))
+    return handle.events_path, handle.id
+
+
+def _reconcile_by(how: str, root: Path, sid: str) -> None:
+    from logkit.capture.journal import Journal
+
+    if how == "store":
+        Store(root).handle(sid).reconcile()
+    else:
+        Journal(root, sid).reconcile()
+
+
+@pytest.mark.parametrize("how", ["store", "journal"])
+def test_one_reconcile_rule(tmp_path: Path, how: str) -> None:
+    """`logkit.store.reconcile.reconcile` is the rule the store and the run's journal both follow:
+    an attempt its recorder ended (an outcome line, even one the models refuse) is not abandoned;
+    one with no outcome is, once, with the secret in its log tail redacted by the journal."""
+    path, sid = _orphan_session(tmp_path / "a", damaged_outcome=True)
+    before = path.read_bytes()
+    _reconcile_by(how, tmp_path / "a", sid)
+    assert path.read_bytes() == before  # the store used to write a second, abandoned, outcome here
+
+    path, sid = _orphan_session(tmp_path / "b", damaged_outcome=False)
+    _reconcile_by(how, tmp_path / "b", sid)
+    _reconcile_by(how, tmp_path / "b", sid)
+    outcomes = [d for d in files.dicts(path) if d.get("kind") == "outcome"]
+    assert [(o["attempt"], o["status"]) for o in outcomes] == [("A1", "abandoned")]
+    assert [t["text"] for t in outcomes[0]["tail"]][0] == "loading"
+    if how == "journal":
+        assert "sk-live-0123456789abcdef0123" not in path.read_text()
+
+
+def test_no_module_writes_abandoned_outcomes_itself() -> None:
+    """Only the owner calls `abandoned_outcome`."""
+    found = [name for name, text in _sources().items()
+             if "abandoned_outcome(" in text and name not in ("logkit/abandon.py", "logkit/store/reconcile.py")]
+    assert found == [], "call logkit.store.reconcile.reconcile"
+
+
+def test_status_and_hypotheses_agree_on_what_is_open(tmp_path: Path) -> None:
+    """`logkit.reasoning.hypotheses.current_verdict` says which verdict stands, hence which hypotheses
+    are open, for `hypothesis list` (states) and `logkit status` alike. H1: refuted then confirmed
+    (the second replaces the first); H2: no verdict; H3: two verdicts that each name the other as
+    replaced (a hand-merged file): none stands, so H3 is open to both (status once read "a verdict on
+    a later line" and called it closed)."""
+    from logkit.events import Verdict
+    from logkit.reasoning import hypotheses
+    from logkit.reasoning.status import session_status
+
+    root = tmp_path / "sessions"
+    handle = Store(root).create("verdicts", make_current=False)
+    for text in ("a", "b", "c"):
+        hypotheses.add(handle, text)
+    hypotheses.close(handle, "H1", "refuted", because="first look")
+    hypotheses.close(handle, "H1", "confirmed", because="second look")
+    a, b = "a" * 32, "b" * 32
+    handle.append(Verdict(session=handle.id, id=a, hypothesis="H3", verdict="refuted", because="x", replaces=b))
+    handle.append(Verdict(session=handle.id, id=b, hypothesis="H3", verdict="confirmed", because="y", replaces=a))
+
+    states = {s.hypothesis.short_id: s.status for s in hypotheses.states(handle.read().events)}
+    assert states == {"H1": "confirmed", "H2": "open", "H3": "open"}
+    data, problems = session_status(root, handle.id)
+    assert problems == []
+    assert [h["id"] for h in data["hypotheses"]] == [h for h, s in states.items() if s == "open"]
+    assert data["closed_hypotheses"] == sum(s != "open" for s in states.values())
+    listed = run_logkit("--sessions", str(root), "hypothesis", "list", "--session", handle.id, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {h["id"]: h["status"] for h in json.loads(listed.stdout)} == states
+
+
+def test_knowledge_toml_has_one_loader() -> None:
+    """`logkit.store.derive.knowledge` loads knowledge.toml; the builder reads its tables through it."""
+    from logkit.builder.load import tables
+    from logkit.store.derive import knowledge
+
+    assert tables() is knowledge()
+    loaders = [name for name, text in _sources().items() if name != "logkit/store/derive.py"
+               and re.search(r"joinpath\(\s*[\"'](?:data/)?knowledge\.toml", text)]
+    assert loaders == [], "read knowledge.toml through logkit.store.derive.knowledge"

@@ -19,13 +19,11 @@ message`` and skipped; with ``strict=True`` any raises :class:`~logkit.errors.Ba
 from __future__ import annotations
 
 import contextlib
-import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,6 +32,7 @@ from ..events import (
     Attempt, BaseEvent, Decision, Hypothesis, Note, Outcome, ServerInfo, Session, Smoke, Todo, Verdict,
     event_adapter,
 )
+from ..store.derive import knowledge
 from ..store.files import events_path
 from ..store.reader import Problem, ReadResult, cross_check
 from ..store.snapshot import gc_paused  # re-exported: the builder's stages pause it too
@@ -42,11 +41,9 @@ __all__ = ["HEAVY", "Heavy", "Loaded", "METRIC_FACT_COLUMNS", "MetricFact", "Res
            "gc_paused", "load", "metric_label", "metric_rows", "norm_time", "tables"]
 
 
-@cache
 def tables() -> dict[str, Any]:
-    """The builder's knowledge tables (``logkit/data/knowledge.toml``)."""
-    with resources.files("logkit").joinpath("data/knowledge.toml").open("rb") as fh:
-        return tomllib.load(fh)
+    """The builder's knowledge tables (``logkit/data/knowledge.toml``, loaded by the store's one loader)."""
+    return knowledge()
 
 
 def metric_label(name: str) -> str:

@@ -15,9 +15,10 @@ Contract:
 * Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught
   up with every line appended before it (a damaged line or a newer schema's still claims its id),
   and past any ``logs/A<n>.log`` already there: the log is created ``O_EXCL``, never truncated.
-* :meth:`Journal.open` gives the open attempts whose recorder is gone an ``abandoned`` outcome
-  (:func:`logkit.abandon.abandoned_outcome`, pydantic for those attempts only), decided again
-  under the session lock. A damaged line never stops it (the command must run); it is skipped.
+* :meth:`Journal.open` gives the open attempts whose recorder is gone an ``abandoned`` outcome by
+  the store's one rule (:func:`logkit.store.reconcile.reconcile`: pydantic for those attempts only,
+  decided again under the session lock, secrets redacted). A damaged line never stops it (the
+  command must run); it is skipped.
 * Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` next to the log
   (``logs/.A7.reserve``) and :meth:`append_outcome` frees it before writing, so a log that fills
   the disk still ends in a whole outcome line; failing that a shortened outcome (no tail, evidence
@@ -28,18 +29,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import procs
-
 from ..store import files
 from ..errors import NotFound, StoreError
 from ..store.lockfile import appending
+from ..store.reconcile import reconcile
 from .sessionview import SCAN_LIMIT, SessionView, refresh
 
 __all__ = ["Journal", "REFRESH_BYTES", "REFRESH_DELAY_S", "RESERVE_BYTES"]
@@ -119,53 +118,13 @@ class Journal:
         return list(self.view.hyps)
 
     def reconcile(self, then: str = "") -> None:
-        """Mark attempts whose recorder died as abandoned; never raises (a warning ending in ``then``)."""
-        try:
-            host = procs.hostname()
-            gone = [a for a in self.view.open.values()
-                    if files.orphaned(a.get("recorder_pid"), a.get("recorder_host"), host)]
-            if gone:
-                self._abandon(gone, host)
-        except Exception as exc:  # noqa: BLE001 - a damaged store must never stop a command
-            print(f"logkit: warning: could not check {self.id} for abandoned attempts "
-                  f"({type(exc).__name__}: {exc}){then}", file=sys.stderr)
+        """Mark attempts whose recorder died as abandoned (:func:`logkit.store.reconcile.reconcile`); never raises."""
+        reconcile(self.dir, self.id, self._open_attempts, scrub=_scrub, then=then)
 
-    def _abandon(self, candidates: list[dict[str, Any]], host: str) -> None:
-        """Write the ``abandoned`` outcome of each candidate still open and orphaned under the lock."""
-        from pydantic import ValidationError  # the rare path: the models, for these attempts only
-
-        from ..abandon import abandoned_outcome
-        from ..events import Attempt
-        from .redact import Redactor  # survivors' command lines may hold --api-key values
-
-        scrub = Redactor().scrub
-        written = []
-        try:
-            with self.transaction() as fd:
-                self.view.catch_up()  # under the lock: an outcome written meanwhile closes its attempt
-                for data in candidates:
-                    short = data.get("short_id")
-                    if short not in self.view.open or not files.orphaned(data.get("recorder_pid"),
-                                                                          data.get("recorder_host"), host):
-                        continue  # finished meanwhile, or still being recorded
-                    try:
-                        attempt = Attempt.model_validate(data)
-                    except (ValidationError, ValueError, RecursionError, OverflowError):
-                        self.view.open.pop(str(short), None)  # the typed reader skips that line too
-                        continue
-                    outcome = abandoned_outcome(self.id, self.dir, attempt)
-                    line = scrub(outcome.model_dump(mode="json", exclude_none=True))
-                    files.write_line(fd, files.json_line(line), path=self.events_path, durable=True)
-                    written.append((attempt, outcome))
-                    with contextlib.suppress(OSError):
-                        files.reserve_path(self.dir, attempt.short_id).unlink()
-                self.view.catch_up()
-        except StoreError as exc:  # a full disk or a read-only store: say so, and record on
-            print(f"logkit: warning: {self.id}: cannot mark abandoned attempts ({exc.message})", file=sys.stderr)
-        for attempt, outcome in written:  # the user must hear of a group left running (GPU memory held)
-            kill = f" (kill -9 -{attempt.pgid})" if outcome.survivors else ""
-            print(f"logkit: warning: {self.id}/{outcome.attempt} marked abandoned: {outcome.label}{kill}",
-                  file=sys.stderr)
+    def _open_attempts(self) -> dict[str, dict[str, Any]]:
+        """Short id -> attempt dict, for the attempts without an outcome (the view, caught up)."""
+        self.view.catch_up()
+        return self.view.open
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[int]:
@@ -237,3 +196,10 @@ class Journal:
         """The session's last launch attempt (with its probed environment in place), if any."""
         self.view.catch_up()
         return self.view.launch
+
+
+def _scrub(data: Any) -> Any:
+    """The secret redactor (survivors' command lines may hold ``--api-key`` values), loaded on first use."""
+    from .redact import Redactor
+
+    return Redactor().scrub(data)

@@ -9,8 +9,8 @@ Contract:
   naming the attempt, what it tested and the attempts that did test it. A verdict on a hypothesis
   that already has one is a new event whose ``replaces`` names the earlier verdict's event id.
 * :func:`current_verdict` is the one rule for which verdict stands: the latest (by time, then by
-  order in the file) that no other verdict replaces. ``hypothesis list``, ``status`` and the site
-  read it.
+  order in the file) that no other verdict replaces; a hypothesis on which none stands is open.
+  ``hypothesis list``, ``status`` (through :func:`standing`) and the site read it.
 * :func:`states` folds a session's events into one :class:`HypothesisState` per hypothesis:
   its current verdict (and the one it replaced), the attempts that test it and which of those are
   still pending (no outcome yet).
@@ -27,7 +27,7 @@ from ..events import Attempt, BaseEvent, Hypothesis, Outcome, Verdict
 from ..store import SessionHandle, Txn
 from .common import check_refs, now, provenance
 
-__all__ = ["HypothesisState", "add", "close", "current_verdict", "states"]
+__all__ = ["HypothesisState", "add", "close", "current_verdict", "standing", "states"]
 
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 
@@ -166,6 +166,14 @@ def current_verdict(verdicts: Iterable[Verdict]) -> Verdict | None:
         if v.id not in replaced and (current is None or v.ts >= current.ts):
             current = v
     return current
+
+
+def standing(verdicts: Iterable[Verdict]) -> dict[str, Verdict]:
+    """Hypothesis short id -> its :func:`current_verdict`, for the hypotheses one stands on (the others are open)."""
+    found: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        found.setdefault(v.hypothesis, []).append(v)
+    return {h: current for h, vs in found.items() if (current := current_verdict(vs)) is not None}
 
 
 def _verb(verdict: str) -> str:

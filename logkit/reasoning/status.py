@@ -4,8 +4,9 @@ Contract: :func:`session_status` is a query over the index (:mod:`logkit.store.i
 to date for the session first: an appended session is seen; every line was validated once, at
 ingest, and its problems are named ``file:line``). It returns a JSON-ready dict:
 
-* ``hypotheses``: the open ones (no verdict recorded after them), each with the attempts testing it
-  and those still pending;
+* ``hypotheses``: the open ones (no verdict stands on them: :func:`logkit.reasoning.hypotheses.standing`,
+  the rule ``hypothesis list`` and the site read), each with the attempts testing it and those
+  still pending;
 * ``attempts``: the last ``last`` attempts with outcome status, label and the flags they changed;
 * ``running``: launch attempts without an outcome whose recorder or server is still alive;
 * ``proposals``: while H3 is open and the attempts run with ``--tests H3`` say ``refuted`` by the
@@ -30,8 +31,10 @@ from typing import Any
 
 from .. import procs
 
+from ..events import Verdict
 from ..store import files
 from . import matrix
+from .hypotheses import standing
 
 __all__ = ["PROBLEMS_KEPT", "current_status", "render", "session_status", "status"]
 
@@ -79,10 +82,11 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
     attempts = snap.attempts(session=session_id)
     tests = {a["short_id"]: json.loads(a["tests"]) if a["tests"] else [] for a in attempts}
     state = {a["short_id"]: a["status"] for a in attempts}
-    closed_after = {v["hypothesis"]: v["line"] for v in snap.verdicts(session=session_id)}  # in line order: the last
+    # the verdict events only (validated at ingest): few, and they say what they replace
+    closed_by = standing(Verdict.model_validate(row["event"]) for row in snap.events(session_id, ["verdict"]))
     hyp_rows, closed = [], 0
     for h in snap.hypotheses(session=session_id):
-        if closed_after.get(h["short_id"], 0) > h["line"]:
+        if h["short_id"] in closed_by:
             closed += 1
             continue
         testing = [aid for aid, t in tests.items() if h["short_id"] in t]

@@ -24,8 +24,8 @@ import shlex
 from functools import cache
 from typing import Any
 
-__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "attempt_values", "light",
-           "metric_row"]
+__all__ = ["ATTEMPT_COLUMNS", "ATTEMPT_KINDS", "DERIVATION", "METRIC_COLUMNS", "attempt_row", "attempt_values", "knowledge",
+           "light", "metric_row"]
 
 #: Bump when a derived column changes meaning: indexes built before are rebuilt.
 DERIVATION = 6
@@ -50,8 +50,9 @@ METRIC_COLUMNS = (
 )
 
 @cache
-def _knowledge() -> dict[str, Any]:
-    """``logkit/data/knowledge.toml``: the versions the site shows, the metric labels it reads."""
+def knowledge() -> dict[str, Any]:
+    """``logkit/data/knowledge.toml``, the one loader of it: the versions and metric labels the index derives,
+    the tables the site reads (:func:`logkit.builder.load.tables`). Shared and cached: never modify it."""
     import tomllib
     from importlib import resources
 
@@ -63,7 +64,7 @@ def versions(environment: dict[str, Any], launch: dict[str, Any] | None) -> dict
     """The versions an attempt ran with (``knowledge.toml`` ``[versions]``, launch's SGLang, CUDA, driver)."""
     packages = environment.get("packages") or {}
     found = {}
-    for name, keys in _knowledge()["versions"].items():
+    for name, keys in knowledge()["versions"].items():
         for key in keys:  # a loop, not a generator per name: this runs for every attempt the index ingests
             value = packages.get(key)
             if value:
@@ -329,7 +330,7 @@ def _metric_owners() -> tuple[Any, ...]:
     """What :func:`metric_row` asks: the workload's owner, ``knowledge.toml``'s concurrency and item labels."""
     from ..launch.flags import workload
 
-    table = _knowledge()["metrics"]
+    table = knowledge()["metrics"]
     return workload, tuple(table["concurrency_labels"]), tuple(table.get("item_labels", []))
 
 

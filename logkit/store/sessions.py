@@ -15,6 +15,7 @@ Contract:
   logkit is gone (SIGKILLed, machine rebooted) gets an ``abandoned`` outcome, with the pids of any
   of its process group still running, and says so on stderr (naming those pids), the one place
   the library prints: every command that opens a session must tell the user about a lost run.
+  The rule is :func:`logkit.store.reconcile.reconcile`'s (``logkit run``'s journal calls it too).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,12 +30,12 @@ from typing import Any
 
 from .. import procs
 from . import files, shared
-from ..abandon import abandoned_outcome
 from ..errors import BadInput, NotFound, StoreError
-from ..events import Attempt, BaseEvent, Outcome, Provenance, Session
+from ..events import BaseEvent, Outcome, Provenance, Session
 from .files import ENV_SESSIONS, EVENTS_FILE, LOGS_DIR
 from .lockfile import appending
 from .reader import ReadResult, cross_check, read_events
+from .reconcile import reconcile
 
 __all__ = [
     "ENV_SESSIONS",
@@ -144,46 +144,14 @@ class SessionHandle:
 
     # -- reconciliation ------------------------------------------------------------------------
 
-    def open_attempts(self) -> list[Attempt]:
-        """Attempts that have no outcome yet."""
-        events = self.read().events
-        ended = {e.attempt for e in events if isinstance(e, Outcome)}
-        return [e for e in events if isinstance(e, Attempt) and e.short_id not in ended]
-
     def reconcile(self) -> list[Outcome]:
-        """Mark attempts whose recorder died as ``abandoned``; returns the outcomes written."""
-        written: list[Outcome] = []
-        candidates = self.open_attempts()
-        if not candidates:
-            return written
-        host = procs.hostname()
-        candidates = [a for a in candidates if files.orphaned(a.recorder_pid, a.recorder_host, host)]
-        if not candidates:
-            return written
-        try:
-            with self.transaction() as txn:
-                # Re-read under the lock: another logkit may have just finished one of them.
-                ended = {
-                    e.attempt
-                    for e in read_events(self.events_path).events
-                    if isinstance(e, Outcome)
-                }
-                for attempt in candidates:
-                    if attempt.short_id in ended or not files.orphaned(attempt.recorder_pid, attempt.recorder_host, host):
-                        continue  # finished meanwhile, or still being recorded
-                    outcome = abandoned_outcome(self.id, self.dir, attempt)
-                    txn.append(outcome, durable=True)
-                    written.append(outcome)
-                    with contextlib.suppress(OSError):
-                        files.reserve_path(self.dir, attempt.short_id).unlink()
-        except StoreError as exc:  # a full disk or a read-only store: say so, and let the command read on
-            print(f"logkit: warning: {self.id}: cannot mark abandoned attempts ({exc.message})", file=sys.stderr)
-        for outcome in written:  # the user must hear of a group left running (GPU memory held)
-            attempt = next(a for a in candidates if a.short_id == outcome.attempt)
-            kill = f" (kill -9 -{attempt.pgid})" if outcome.survivors else ""
-            print(f"logkit: warning: {self.id}/{outcome.attempt} marked abandoned: {outcome.label}{kill}",
-                  file=sys.stderr)
-        return written
+        """Mark attempts whose recorder died as ``abandoned`` (:func:`logkit.store.reconcile.reconcile`)."""
+        return reconcile(self.dir, self.id, self._open_attempts, scrub=self.store.scrub)
+
+    def _open_attempts(self) -> dict[str, dict[str, Any]]:
+        """Short id -> attempt dict, for the attempts no outcome line names (read without validation)."""
+        found = files.dicts(self.events_path, keep=lambda line: b'"attempt' in line)
+        return {str(a.get("short_id")): a for a in files.open_attempts(found)}
 
 
 class Store:
