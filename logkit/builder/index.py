@@ -10,6 +10,8 @@ derives the other direction so both pages show the link and it can never be one-
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..events import Decision
 from ..store.files import REF_RE
 from ..reasoning.decisions import supersession
@@ -23,12 +25,15 @@ __all__ = ["KBIndex", "provenance_text"]
 
 
 
-def provenance_text(provenance: object) -> str | None:
-    """How a page says where facts come from; None for plain live capture."""
+def provenance_text(provenance: Any) -> str | None:
+    """How a page says where facts come from (an event's provenance, or a line's as a dict); None
+    for plain live capture."""
     if provenance is None:
         return None
-    source = getattr(provenance, "source", "captured")
-    detail = getattr(provenance, "detail", None)
+    if isinstance(provenance, dict):
+        source, detail = provenance.get("source", "captured"), provenance.get("detail")
+    else:
+        source, detail = provenance.source, provenance.detail
     words = {
         "reconstructed": "reconstructed from a written account",
         "imported": "imported",

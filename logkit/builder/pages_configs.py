@@ -200,8 +200,7 @@ def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
         assert facts[0].data is not None
         attempts = facts[0].data.launches([f.short_id for f in facts])
         for f in facts:
-            launch = attempts[f.short_id].launch
-            args[f.ref] = launch.args if launch is not None else {}
+            args[f.ref] = (attempts[f.short_id].get("launch") or {}).get("args", {})
     return args
 
 
@@ -402,7 +401,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
     # the log excerpt: the last failed attempt's outcome with one, read alone (this page shows no other event)
-    shown, shown_outcome = next(((h, o) for h in reversed(failed) if (o := h.outcome_alone()) is not None and o.evidence),
+    shown, shown_outcome = next(((h, o) for h in reversed(failed) if (o := h.outcome_alone()) and o.get("evidence")),
                                 (None, None))
     refs = {h.ref for h in hits}
     refuted_on: dict[str, list[str]] = {}
@@ -435,7 +434,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=[Line(e.line, e.text) for e in (shown_outcome.evidence[:12] if shown_outcome else [])],
+        excerpt=_excerpt(shown_outcome),
         excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,
@@ -445,6 +444,11 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         worked_elsewhere=worked,
         compared=compared,
     )
+
+
+def _excerpt(outcome: dict[str, Any] | None) -> list[Line]:
+    """The first evidence lines of an outcome's line."""
+    return [Line(e["line"], e["text"]) for e in (outcome or {}).get("evidence", [])[:12]]
 
 
 def _session_hypotheses(index: KBIndex, sid: str) -> list[HypRef]:
@@ -495,7 +499,7 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
                 fix = works[at]
                 old = {**h.fingerprint}
                 cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
-        first = next((h for h in hits if h.outcome and h.outcome.evidence), hits[0])
+        first = next((h for h in hits if (h.outcome or {}).get("evidence")), hits[0])
         shown = hits[-SIGNATURE_HITS:]
         pages.append(SignaturePage(
             page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
@@ -505,7 +509,7 @@ def signature_pages(index: KBIndex) -> list[SignaturePage]:
                    h.gpu_label or "", h.arch or "", _versions_text(h)) for h in shown],
             total=len(hits),
             archs=sorted({h.arch for h in hits if h.arch}),
-            excerpt=[Line(e.line, e.text) for e in (first.outcome.evidence[:12] if first.outcome else [])],
+            excerpt=_excerpt(first.outcome),
             excerpt_from=attempt_ref(first),
             cleared=cleared[-SIGNATURE_HITS:],
             cleared_total=len(cleared),
@@ -518,8 +522,7 @@ def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
     groups: dict[str, list[AttemptFacts]] = defaultdict(list)
     for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
         if f.status == "other_crash":
-            outcome = f.outcome
-            text = f.label or next((e.text for e in (outcome.evidence if outcome else []) if e.text.strip()), "")
+            text = f.label or next((e["text"] for e in (f.outcome or {}).get("evidence", []) if e["text"].strip()), "")
             if text:
                 groups[error_template(text)].append(f)
     rows = [UnexplainedRow(t, len(fs), [attempt_ref(f) for f in fs[-SIGNATURE_HITS:]]) for t, fs in groups.items()]

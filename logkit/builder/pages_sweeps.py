@@ -172,7 +172,7 @@ def sweep_pages(loaded: Loaded) -> tuple[SweepsIndex, list[SweepPage], list[tupl
     results: dict[str, dict[str, SweepCellResult]] = {}
     decisions: dict[str, list[Decision]] = {}
     for sid, data in loaded.sessions.items():
-        for event in data.light:
+        for _line, event in data.light:
             if isinstance(event, Sweep):
                 sweeps.append((sid, event))
             elif isinstance(event, SweepCellResult):
