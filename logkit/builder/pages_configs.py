@@ -1,5 +1,4 @@
-"""Stage 4b, contexts of the working-configuration, compatibility-matrix, negative-result and
-signature pages.
+"""Stage 4b, contexts of the working-configuration, compatibility-matrix and negative-result pages.
 
 Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
@@ -20,35 +19,25 @@ page is given per workload, and ``slow`` compares two launches at a workload bot
 
 from __future__ import annotations
 
-import bisect
-
 import json
-from typing import Any
 from collections import defaultdict
+from typing import Any
 
-from ..reasoning import matrix
-from ..errorlines import error_template
-from ..launch.flags import table as launch_table
-from ..launch.flags import workload_order as _work_order
 from ..launch.flags import describe, workload_text
-from .contexts import (
-    AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
-    MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
-    UnexplainedRow,
+from ..launch.flags import workload_order as _work_order
+from ..reasoning import matrix
+from ..stats import figure
+from .contexts_kb import (
+    CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, MatrixPage, MatrixRow, MatrixTable, NegativePage,
 )
+from .contexts import HypRef, Line, Page
 from .frames import AttemptFacts
 from .index import KBIndex
 from .load import Workload, tables
-from .pages_kb import diff_settings
-from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
+from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path
 
-#: a signature page lists at most this many of its latest hits (the sessions hold the rest)
-SIGNATURE_HITS = 100
-
-__all__ = [
-    "cell_works", "config_pages", "configs_index", "matrix_page", "matrix_row", "signature_pages", "signatures_index", "site_cells",
-    "unexplained_failures",
-]
+__all__ = ["cell_works", "config_pages", "configs_index", "excerpt", "launches", "matrix_page", "matrix_row", "site_cells",
+           "versions_text"]
 
 
 def _fmt(value: float | None) -> str:
@@ -57,7 +46,8 @@ def _fmt(value: float | None) -> str:
     return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def _launches(index: KBIndex) -> list[AttemptFacts]:
+def launches(index: KBIndex) -> list[AttemptFacts]:
+    """The launches with a configuration, by start time (made once per index)."""
     cached = getattr(index, "_launches", None)
     if cached is None:
         cached = sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
@@ -89,8 +79,6 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
     configurations' figures, each the median of its runs (as its page shows it: :func:`_metric_table`;
     a repeated benchmark's best run would be its luckiest, not its figure). ``configs``: each
     configuration's launch references."""
-    from ..stats import figure
-
     top: dict[Workload, float] = {}
     for refs in configs:
         pooled: dict[Workload, list[float]] = {}
@@ -106,7 +94,6 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     """The figure per workload of the first throughput / TTFT / ITL names measured: one run's value,
     or, with several runs at that workload (``logkit run --repeat``, a benchmark run again), their
     median and spread as the sweep shows them (:func:`logkit.sweep.state.point_text`)."""
-    from ..stats import figure
     from ..sweep.state import point_text
 
     runs: dict[tuple[tuple[Workload, str], str], list[float]] = {}  # (workload, prompt), name
@@ -134,10 +121,9 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
     """One page per model x GPU x SGLang version with working launches; ``metrics``: the paths of
     the metrics pages written (a page links its charts only when there are some: a launch never
     benchmarked has none, and a dead link fails ``build --strict``)."""
-    launches = _launches(index)
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
-    for f in launches:
+    for f in launches(index):
         if f.category == "works":
             groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
         elif f.category is not None:
@@ -240,7 +226,7 @@ def _s(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def _versions_text(f: AttemptFacts) -> str:
+def versions_text(f: AttemptFacts) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
 
 
@@ -278,8 +264,6 @@ def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[Att
 def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list[AttemptFacts]]:
     """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest (by median) at
     that workload first (ties in their order)."""
-    from ..stats import figure
-
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
         for work, values in runs.get(g.ref, {}).items():
@@ -304,10 +288,9 @@ def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFac
     versions, the one tested last; with its attempts' facts (computed once per index)."""
     cached = getattr(index, "_site_cells", None)
     if cached is None:
-        launches = _launches(index)
-        by_ref = {f.ref: f for f in launches}
+        by_ref = {f.ref: f for f in launches(index)}
         cached = {}
-        for cell in matrix.cells(matrix_row(f) for f in launches).values():
+        for cell in matrix.cells(matrix_row(f) for f in by_ref.values()).values():
             key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
             have = cached.get(key)
             if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
@@ -374,7 +357,7 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                         compared = (f"{comp.text()}, against {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
                 detail = "; ".join(x for x in (
-                    compared, _counts(cell), last.label, _versions_text(last),
+                    compared, _counts(cell), last.label, versions_text(last),
                     f"{last.started:%Y-%m-%d}") if x)
                 if shown == "works":
                     href = config_href(cell_works(hits))
@@ -434,7 +417,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=_excerpt(shown_outcome),
+        excerpt=excerpt(shown_outcome),
         excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,
@@ -446,7 +429,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     )
 
 
-def _excerpt(outcome: dict[str, Any] | None) -> list[Line]:
+def excerpt(outcome: dict[str, Any] | None) -> list[Line]:
     """The first evidence lines of an outcome's line."""
     return [Line(e["line"], e["text"]) for e in (outcome or {}).get("evidence", [])[:12]]
 
@@ -471,69 +454,3 @@ def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
                 cached.append((did, opt, refs))
         index.__dict__["_options"] = cached
     return cached
-
-
-def signature_pages(index: KBIndex) -> list[SignaturePage]:
-    """One page per failure signature."""
-    by_sig: dict[str, list[AttemptFacts]] = defaultdict(list)
-    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.signature and f.category not in ("works",):
-            by_sig[f.signature].append(f)
-    # per session, its working launches in order and the running maximum of their start times: the
-    # first working launch that started after a hit is found by bisection (a scan per hit was
-    # quadratic in the launches of one big session)
-    works_by_session: dict[str, tuple[list[AttemptFacts], list[Any]]] = {}
-    for f in _launches(index):
-        if f.category == "works":
-            works, peaks = works_by_session.setdefault(f.session, ([], []))
-            works.append(f)
-            peaks.append(max(peaks[-1], f.started) if peaks else f.started)
-    pages = []
-    for sig in sorted(by_sig):
-        hits = by_sig[sig]
-        cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]] = []
-        for h in hits:
-            works, peaks = works_by_session.get(h.session, ([], []))
-            at = bisect.bisect_right(peaks, h.started)
-            if at < len(works):
-                fix = works[at]
-                old = {**h.fingerprint}
-                cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
-        first = next((h for h in hits if (h.outcome or {}).get("evidence")), hits[0])
-        shown = hits[-SIGNATURE_HITS:]
-        pages.append(SignaturePage(
-            page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
-            signature=sig,
-            label=hits[-1].label,
-            hits=[(attempt_ref(h), ", ".join(f"{k}={v}" for k, v in sorted(h.backends.items())),
-                   h.gpu_label or "", h.arch or "", _versions_text(h)) for h in shown],
-            total=len(hits),
-            archs=sorted({h.arch for h in hits if h.arch}),
-            excerpt=_excerpt(first.outcome),
-            excerpt_from=attempt_ref(first),
-            cleared=cleared[-SIGNATURE_HITS:],
-            cleared_total=len(cleared),
-        ))
-    return pages
-
-
-def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
-    """``other_crash`` outcomes (nothing explains them) grouped by their normalised error line."""
-    groups: dict[str, list[AttemptFacts]] = defaultdict(list)
-    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.status == "other_crash":
-            text = f.label or next((e["text"] for e in (f.outcome or {}).get("evidence", []) if e["text"].strip()), "")
-            if text:
-                groups[error_template(text)].append(f)
-    rows = [UnexplainedRow(t, len(fs), [attempt_ref(f) for f in fs[-SIGNATURE_HITS:]]) for t, fs in groups.items()]
-    rows.sort(key=lambda r: (-r.count, r.template))
-    return rows
-
-
-def signatures_index(pages: list[SignaturePage], index: KBIndex | None = None) -> SignaturesIndex:
-    """The table of signatures, most hit first, and the unexplained failures grouped by template."""
-    rows = [SignatureRow(p.signature, p.label, p.total, ", ".join(p.archs), p.cleared_total, p.page.path)
-            for p in pages]
-    rows.sort(key=lambda r: (-r.count, r.signature))
-    return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows,
-                           unexplained=unexplained_failures(index) if index is not None else [])

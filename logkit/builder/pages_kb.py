@@ -13,9 +13,10 @@ from typing import Any
 
 from ..events import DECISION_STATUSES, Decision, Hypothesis, Note, Session, Todo, Verdict
 from .contexts import (
-    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
+from .contexts_kb import DiffRow
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
 from ..stats import figure

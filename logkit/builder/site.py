@@ -245,8 +245,3 @@ def _mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool) -> list[
     if not (out / "index.html").exists():
         raise BadInput(f"mkdocs build wrote no {out / 'index.html'}", fix="see the MkDocs messages above")
     return collect.messages
-
-
-def clean(path: Path) -> None:
-    """Remove a generated directory."""
-    shutil.rmtree(path, ignore_errors=True)
