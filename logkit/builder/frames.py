@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ..reasoning.matrix import with_smoke
-from .load import Event, Loaded, SessionData, gc_paused, parse_time
+from .load import Event, Loaded, SessionData, attempt_rows, gc_paused, parse_time
 
 __all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "MetricRow", "facts_of", "make_frames", "ref_of"]
 
@@ -183,7 +183,8 @@ def make_frames(loaded: Loaded) -> Frames:
 def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     memo: dict[Any, Any] = {}
-    for row in loaded.attempt_rows(FACT_COLUMNS):
+    for values in attempt_rows(loaded.conn, FACT_COLUMNS):  # one at a time, never all in memory
+        row = dict(zip(FACT_COLUMNS, values, strict=True))
         f = facts_of(row, loaded.sessions.get(row["session"]), memo)
         facts[f.ref] = f
     mrows: list[MetricRow] = []

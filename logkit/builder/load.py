@@ -2,7 +2,7 @@
 
 Contract: :func:`load` reads one :class:`~logkit.store.index.Snapshot` (a read transaction: every
 query of the build sees the same state, however many lines a running ``logkit run`` appends
-meanwhile). What the aggregate pages read are the index's rows: :meth:`Loaded.attempt_rows` (the
+meanwhile). What the aggregate pages read are the index's rows: :func:`attempt_rows` (the
 ``attempts`` rows, :func:`logkit.store.derive.attempt_row`) and each session's
 :attr:`SessionData.metric_rows` (the ``metrics`` rows as :class:`MetricFact`). A session's few
 events (every kind but :data:`HEAVY`: its session line, hypotheses, verdicts, decisions, todos,
@@ -20,9 +20,9 @@ from __future__ import annotations
 import contextlib
 import tomllib
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -35,7 +35,7 @@ from ..store.reader import Problem, ReadResult, cross_check
 from ..store.snapshot import gc_paused, lines_at
 
 __all__ = ["HEAVY", "Heavy", "Loaded", "METRIC_FACT_COLUMNS", "MetricFact", "Resident", "SessionData", "attempt_rows",
-           "gc_paused", "load", "metric_label", "metric_rows", "norm_time", "tables", "utc_time"]
+           "gc_paused", "load", "metric_label", "metric_rows", "parse_time", "tables"]
 
 Event = dict[str, Any]
 
@@ -59,22 +59,9 @@ HEAVY = ("attempt", "outcome", "metric", "smoke", "server_info", "environment", 
 Workload = tuple[float | None, str | None, float | None, float | None]
 
 
-def norm_time(when: datetime) -> datetime:
-    """``when`` with the standard library's fixed-offset tzinfo (pydantic's parse and
-    ``datetime.fromisoformat`` give equal instants with different tzinfo objects: one form for both)."""
-    off = when.utcoffset()
-    if off is None:
-        return when
-    return when.replace(tzinfo=UTC if not off else timezone(off))
-
-
-def parse_time(text: str) -> datetime:
-    """An ISO 8601 time as the index keeps it, as :func:`norm_time` gives it."""
-    return norm_time(datetime.fromisoformat(text))
-
-
-def utc_time(text: str | None) -> datetime:
-    """A line's ``ts`` as its event model reads it: in UTC (a naive one taken as UTC; none: last)."""
+def parse_time(text: str | None) -> datetime:
+    """An ISO 8601 time of a line or an index row as the event models read it: in UTC (a naive one
+    taken as UTC; none sorts last)."""
     if not text:
         return datetime.max.replace(tzinfo=UTC)
     when = datetime.fromisoformat(text)
@@ -222,15 +209,6 @@ class Loaded:
     #: the index and snapshot :func:`load` opened itself (held open while this is in use)
     _hold: Any = field(default=None, repr=False)
 
-    def attempt_rows(self, columns: tuple[str, ...] | None = None) -> Iterator[dict[str, Any]]:
-        """The index's ``attempts`` rows in (session, line) order, one at a time (never all in memory);
-        ``columns``: only these (:data:`logkit.builder.frames.FACT_COLUMNS`, what the pages read)."""
-        from ..store.derive import ATTEMPT_COLUMNS
-
-        columns = columns or ATTEMPT_COLUMNS
-        for row in attempt_rows(self.conn, columns):
-            yield dict(zip(columns, row, strict=True))
-
 
 def attempt_rows(conn: Any, columns: tuple[str, ...]) -> Any:
     """The cursor of ``columns`` of every ``attempts`` row, as tuples in (session, line) order: one
@@ -253,11 +231,11 @@ def _heavy_of(lines: Iterable[tuple[int, Event]]) -> Heavy:
     """The many events of a session, ``(line, event)``, grouped in time order: a later outcome of an
     attempt replaces an earlier one, SGLang's full parse (``launch_config``) the quick one."""
     part = Heavy()
-    for line, event in sorted(lines, key=lambda pair: (utc_time(pair[1].get("ts")), pair[0])):
+    for line, event in sorted(lines, key=lambda pair: (parse_time(pair[1].get("ts")), pair[0])):
         kind, ref = event["kind"], event.get("attempt")
         if kind == "attempt":
             part.attempts[event["short_id"]] = event
-            part.when[event["short_id"]] = (utc_time(event.get("ts")), line)
+            part.when[event["short_id"]] = (parse_time(event.get("ts")), line)
         elif kind == "outcome":
             part.outcomes[ref] = event
         elif kind == "smoke":

@@ -56,12 +56,6 @@ def count(n: int, nouns: str, bold: bool = False) -> Markup:
     return Markup(f"{number} ") + esc(nouns)
 
 
-def _command(value: Any) -> Markup:
-    """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
-    (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
-    return _command_block(str(value or ""))
-
-
 #: what makes ``shlex.split`` differ from ``str.split`` on ASCII text: its quotes and escape, and the
 #: separators ``str.split`` splits at that shlex's whitespace (space, tab, CR, LF) leaves in a word
 _SHELL_SYNTAX = frozenset("'\"\\\x0b\x0c\x1c\x1d\x1e\x1f")
@@ -75,11 +69,10 @@ def _words(text: str) -> list[str]:
     return shlex.split(text)
 
 
-@functools.lru_cache(maxsize=4096)
-def _command_block(text: str) -> Markup:
-    """:func:`_command` of one text, kept: a launch's command is shown on its attempt, session,
-    configuration and matrix pages, and ``shlex`` takes ~0.1 ms a word (3,224 blocks of 445
-    commands at 50 sessions)."""
+@functools.lru_cache(maxsize=4096)  # a command shows on its attempt, session, configuration and matrix pages
+def _command(text: str) -> Markup:
+    """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
+    (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
     try:
         words = _words(text)
     except ValueError:  # unbalanced quotes: show it as recorded
@@ -179,8 +172,8 @@ class Renderer:
             undefined=jinja2.StrictUndefined,
         )
         self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
-                                numbered=_numbered, excerpt=_excerpt, conc=_conc, command=_command,
-                                metric=metric_label)
+                                numbered=_numbered, excerpt=_excerpt, conc=_conc, metric=metric_label,
+                                command=lambda value: _command(str(value or "")))
         self.written: list[Path] = []
 
     def render(self, page: Page, ctx: Any) -> str:
