@@ -230,10 +230,10 @@ class Renderer:
 
     def prune(self) -> int:
         """Delete generated Markdown files that this build did not write; returns how many."""
-        keep = {p.resolve() for p in self.written}
+        keep = set(self.written)  # the paths rglob gives: docs / a page's path (no link resolved, no stat)
         removed = 0
         for path in self.docs.rglob("*.md"):
-            if path.resolve() not in keep:
+            if path not in keep:
                 path.unlink()
                 removed += 1
         return removed
