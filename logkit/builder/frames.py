@@ -174,13 +174,9 @@ def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, A
     )
 
 
+@gc_paused()  # many rows, no cycles
 def make_frames(loaded: Loaded) -> Frames:
     """The facts of every attempt and the metric rows joined to their launches."""
-    with gc_paused():
-        return _make_frames(loaded)
-
-
-def _make_frames(loaded: Loaded) -> Frames:
     facts: dict[str, AttemptFacts] = {}
     memo: dict[Any, Any] = {}
     for values in attempt_rows(loaded.conn, FACT_COLUMNS):  # one at a time, never all in memory

@@ -34,16 +34,11 @@ from .contexts import HypRef, Line, Page
 from .frames import AttemptFacts
 from .index import KBIndex
 from .load import Workload, tables
+from .render import figure_text
 from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path
 
 __all__ = ["cell_works", "config_pages", "configs_index", "excerpt", "launches", "matrix_page", "matrix_row", "site_cells",
            "versions_text"]
-
-
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return ""
-    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def launches(index: KBIndex) -> list[AttemptFacts]:
@@ -87,7 +82,7 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
                 pooled.setdefault(work, []).extend(values)
         for work, values in pooled.items():
             top[work] = max(figure(values), top.get(work, float("-inf")))
-    return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
+    return "; ".join(f"{figure_text(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
 
 
 def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -110,7 +105,7 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     def cell(values: list[float] | None) -> str:
         if not values:
             return ""
-        return _fmt(values[0]) if len(values) == 1 else point_text(figure(values), values)
+        return figure_text(values[0]) if len(values) == 1 else point_text(figure(values), values)
 
     works = sorted({w for w, _n in runs}, key=lambda wi: (_work_order(wi[0]), wi[1]))
     return names, [(workload_text(w) + (f", prompt {item}" if item else ""), [cell(runs.get(((w, item), n))) for n in names])
@@ -131,9 +126,7 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
     full_args = _launch_args([items[-1] for works in groups.values() for items in _by_fp(works).values()])
     pages = []
     for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
-        for f in works:
-            by_fp[f.fp_hash or ""].append(f)
+        by_fp = _by_fp(works)
         configs = []
         for fp, items in by_fp.items():
             last = items[-1]

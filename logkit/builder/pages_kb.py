@@ -23,6 +23,7 @@ from ..stats import figure
 from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
 from .load import Event, SessionData, tables
+from .render import figure_text
 from .paths import (
     PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, log_href, session_href,
     session_part_href,
@@ -46,8 +47,7 @@ def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]
     table: dict[float | None, dict[str, str]] = {}
     for r in rows:
         unit = f" {r.unit}" if r.unit else ""
-        value = f"{r.value:,.1f}" if abs(r.value) < 1000 else f"{r.value:,.0f}"
-        table.setdefault(r.concurrency, {})[r.name] = value + unit
+        table.setdefault(r.concurrency, {})[r.name] = figure_text(r.value) + unit
     order = sorted(table, key=lambda c: (c is None, c or 0))
     return names, [("—" if c is None else f"{c:g}", [table[c].get(n, "") for n in names]) for c in order]
 

@@ -26,17 +26,18 @@ from .contexts import Page
 from .load import metric_label, tables
 from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, text_block
 
-__all__ = ["Renderer"]
+__all__ = ["Renderer", "figure_text"]
 
 
 def _date(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> Markup:
     return Markup(value.strftime(fmt)) if value else Markup("")
 
 
-def _num(value: float | None) -> Markup:
+def figure_text(value: float | None) -> str:
+    """A figure as every page prints it: ``71.9``, from a thousand on ``1,234``; none (or NaN) ``""``."""
     if value is None or value != value:
-        return Markup("")
-    return Markup(f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}")
+        return ""
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def _conc(value: float | None) -> Markup:
@@ -88,10 +89,7 @@ def _command(text: str) -> Markup:
 
 
 def _numbered(lines: Any) -> str:
-    """Log lines as ``  123  text`` (the number is the line's place in its log file).
-
-    Line 0 marks text quoted from a written account (a reconstructed attempt has no log).
-    """
+    """Log lines as ``  123  text``, each numbered by its place in its log (0: quoted from an account)."""
     return "\n".join(
         f"{line.number:>6}  {line.text}" if line.number else f"{'account':>7}  {line.text}" for line in lines
     )
@@ -105,11 +103,7 @@ def _excerpt(lines: Any) -> Markup:
 
 
 def _cell(value: Any) -> Markup:
-    """Escaped text for a table cell (never empty, so the row keeps its shape).
-
-    Identifier-like words (with ``-``, ``_``, ``/`` or ``.``: ids, model names, paths) are kept on
-    one line (``lk-nw``), so a narrow column breaks between words, never inside an identifier.
-    """
+    """Escaped text for a table cell, never empty (the row keeps its shape), identifiers whole (:func:`keep_words`)."""
     text = str(esc(value))
     if not text:
         return Markup("&nbsp;")
@@ -171,8 +165,9 @@ class Renderer:
             keep_trailing_newline=True,
             undefined=jinja2.StrictUndefined,
         )
-        self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
+        self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, cell=_cell,
                                 numbered=_numbered, excerpt=_excerpt, conc=_conc, metric=metric_label,
+                                num=lambda value: Markup(figure_text(value)),
                                 command=lambda value: _command(str(value or "")))
         self.written: list[Path] = []
 
