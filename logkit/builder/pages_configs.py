@@ -292,10 +292,6 @@ def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFac
     return cached
 
 
-def _counts(cell: matrix.Cell) -> str:
-    return ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
-
-
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
     """The compatibility matrix (:mod:`logkit.reasoning.matrix` cells) and the negative-result page
     of every refuted, conflicting or slow cell."""
@@ -349,9 +345,9 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                     if shown == "slow" or tied:
                         compared = (f"{comp.text()}, against {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
-                detail = "; ".join(x for x in (
-                    compared, _counts(cell), last.label, versions_text(last),
-                    f"{last.started:%Y-%m-%d}") if x)
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
+                detail = "; ".join(x for x in (compared, counts, last.label, versions_text(last),
+                                               f"{last.started:%Y-%m-%d}") if x)
                 if shown == "works":
                     href = config_href(cell_works(hits))
                 else:

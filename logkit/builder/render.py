@@ -115,17 +115,12 @@ _SECTION = re.compile(r"^#{1,6} ", re.M)
 _MARKUP = re.compile(r"<[^>]*>|\]\([^)]*\)|&#?\w+;")
 
 
-@functools.cache
-def _search_field_max() -> int:
-    return int(tables()["site"]["search_field_max"])
-
-
 def fits_search(body: str) -> bool:
     """Whether every section of a page (the text between two headings, one search entry each) stays
     inside the search index's field limit (``[site] search_field_max`` of knowledge.toml: Zensical
     refuses a bigger one). Counted on the Markdown less its tags and link targets: at least the
     text the index gets. A page that does not fit is left out of the search index, never cut."""
-    limit = _search_field_max()
+    limit = int(tables()["site"]["search_field_max"])
     if len(body.encode()) <= limit:
         return True
     return all(len(_MARKUP.sub(" ", part).encode()) <= limit for part in _SECTION.split(body))
