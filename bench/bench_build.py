@@ -30,7 +30,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+# THIS tree's logkit, in this process too (it writes the knowledge base and the new attempt): an
+# installed logkit (an editable install of another checkout) would otherwise come first
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import kb_factory  # noqa: E402
 

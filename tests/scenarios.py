@@ -525,11 +525,11 @@ def frames_run(root: Path, events: int) -> dict[str, Any]:
     frames = make_frames(loaded)
     t_frames = time.perf_counter() - t0
     assert not loaded.problems, loaded.problems[:3]
-    # every event but the metrics, which a build reads as the index's rows (never typed again)
-    n_events = sum(len(s.events) + len(s.metric_rows) for s in loaded.sessions.values())
+    # every event in the snapshot a build reads; every attempt's line read back as its facts say
+    n_events = loaded.conn.execute("SELECT count(*) FROM events").fetchone()[0]
     assert n_events == total, (n_events, total)
-    n_attempts = sum(len(s.attempts) for s in loaded.sessions.values())
-    assert len(frames.attempts) == n_attempts, (len(frames.attempts), n_attempts)
+    n_attempts = sum(len(s.heavy.attempts) for s in loaded.sessions.values())
+    assert len(frames.facts) == n_attempts, (len(frames.facts), n_attempts)
     assert len(frames.metrics) == n_attempts
     return {"events": total, "write_s": gen, "load_s": t_load, "frames_s": t_frames}
 

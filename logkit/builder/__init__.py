@@ -11,7 +11,7 @@ the writes is a pure function of the previous one's output:
 2. ``frames``   the facts of every attempt and the metric rows joined to their launches (:mod:`.frames`)
 3. ``charts``   Altair specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
 4. ``pages``    one typed context per page (:mod:`.pages_kb`, :mod:`.pages_configs`,
-                :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)
+                :mod:`.pages_signatures`, :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)
                 kind by kind, so what is held is one kind's contexts, never every page's
 5. ``sessions`` session pages, one session at a time (its many events read, its pages written, the
                 events let go), and decision records; both kept when the index says their inputs
@@ -109,7 +109,8 @@ def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict:
     from .incremental import Manifest, build_key
     from .index import KBIndex
     from .load import load
-    from .pages_configs import config_pages, configs_index, matrix_page, signature_pages, signatures_index
+    from .pages_configs import config_pages, configs_index, matrix_page
+    from .pages_signatures import signature_pages, signatures_index
     from .pages_kb import decision_pages, decisions_index, home_page, session_pages, sessions_index
     from .pages_sweeps import sweep_pages
     from .render import Renderer

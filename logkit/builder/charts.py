@@ -39,7 +39,7 @@ from . import vlspec as vl
 from .paths import metrics_path
 from .svgchart import draw
 
-__all__ = ["ChartJob", "SpecCache", "metrics_pages", "prune_svgs", "render_svgs"]
+__all__ = ["ChartJob", "SpecCache", "chart_job", "metrics_pages", "prune_svgs", "render_svgs"]
 
 ChartJob = tuple[str, dict[str, Any]]
 
@@ -112,7 +112,8 @@ def _first(names: list[str], present: set[str]) -> str | None:
     return next((n for n in names if n in present), None)
 
 
-def _job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
+def chart_job(spec: dict[str, Any]) -> tuple[str, ChartJob]:
+    """A chart's SVG file (named by its spec's hash, so an unchanged chart keeps its file) and its job."""
     digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
     src = f"assets/charts/{digest}.svg"
     return src, (src, spec)
@@ -252,7 +253,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             concs = sorted({r["concurrency"] for r in sel})
             if len(concs) > 1:
                 y, title = metric_label(name), f"{metric_label(name)} against concurrency"
-                src, job = _job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
+                src, job = chart_job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
                 jobs.append(job)
                 note = None
                 drawn[name] = (title, latest)
@@ -270,7 +271,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             latest = _figures(item_rows, lambda r: (r.item, config[id(r)]))
             items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
-            src, job = _job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
+            src, job = chart_job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
             jobs.append(job)
             columns = sorted({r["config"] for r in items})
             charts.append(ChartCtx(
@@ -294,7 +295,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                     # every bar would be a point the line chart above draws: the table ranks them
                     src, note = None, f"no chart: these are the points at {workload_text(work)} of “{line[0]}” above, ranked"
                 else:
-                    src, job = _job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
+                    src, job = chart_job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
                     jobs.append(job)
                     note = None
                 charts.append(ChartCtx(

@@ -1,6 +1,6 @@
 """Stage 4 output for the knowledge pages: the contexts of the working-configuration, matrix,
-negative-result and signature pages (:mod:`logkit.builder.pages_configs` makes them). The contract
-is :mod:`logkit.builder.contexts`' (which re-exports every name here)."""
+negative-result and signature pages (:mod:`.pages_configs` and :mod:`.pages_signatures` make them).
+The contract is :mod:`logkit.builder.contexts`'."""
 
 from __future__ import annotations
 

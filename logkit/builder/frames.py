@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from ..events import Attempt, Outcome
 from ..reasoning.matrix import with_smoke
-from .load import Loaded, SessionData, gc_paused, parse_time
+from .load import Event, Loaded, SessionData, attempt_rows, gc_paused, parse_time
 
-__all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "MetricRow", "WORKLOAD", "facts_of", "make_frames", "ref_of"]
+__all__ = ["AttemptFacts", "FACT_COLUMNS", "Frames", "MetricRow", "facts_of", "make_frames", "ref_of"]
 
 
 def ref_of(session: str, short_id: str) -> str:
@@ -31,7 +30,7 @@ def ref_of(session: str, short_id: str) -> str:
 @dataclass(eq=False, slots=True)
 class AttemptFacts:
     """What the site says about one attempt (an ``attempts`` row of the index): the aggregate pages
-    read these; :attr:`attempt` and :attr:`outcome` read the session's events on first use."""
+    read these; :attr:`attempt` and :attr:`outcome` read the session's lines on first use."""
 
     ref: str
     session: str
@@ -61,20 +60,20 @@ class AttemptFacts:
     data: SessionData | None = field(default=None, repr=False)
 
     @property
-    def attempt(self) -> Attempt:
-        """The attempt event (reads the session's events if they are not in memory)."""
+    def attempt(self) -> Event:
+        """The attempt's line (:class:`~logkit.builder.load.Heavy`; reads the session's if not in memory)."""
         assert self.data is not None
-        return self.data.attempts[self.short_id]
+        return self.data.heavy.attempts[self.short_id]
 
     @property
-    def outcome(self) -> Outcome | None:
-        """The outcome event, if any (reads the session's events if they are not in memory)."""
+    def outcome(self) -> Event | None:
+        """The outcome's line, if any (reads the session's lines if they are not in memory)."""
         if self.status is None or self.data is None:
             return None
-        return self.data.outcomes.get(self.short_id)
+        return self.data.heavy.outcomes.get(self.short_id)
 
-    def outcome_alone(self) -> Outcome | None:
-        """:attr:`outcome`, without reading the session's other events when they are not in memory
+    def outcome_alone(self) -> Event | None:
+        """:attr:`outcome`, without reading the session's other lines when they are not in memory
         (:meth:`~logkit.builder.load.SessionData.outcome_of`)."""
         if self.status is None or self.data is None:
             return None
@@ -87,9 +86,6 @@ class AttemptFacts:
             return None
         return f"{self.gpu_count}x {self.gpu_name}" if self.gpu_count > 1 else self.gpu_name
 
-    def fields(self) -> dict[str, Any]:
-        """Every field but the session it reads from (tests compare these)."""
-        return {name: getattr(self, name) for name in self.__slots__ if name != "data"}  # type: ignore[attr-defined]
 
 
 class MetricRow(NamedTuple):
@@ -114,7 +110,7 @@ class MetricRow(NamedTuple):
 
     @property
     def workload(self) -> tuple[Any, ...]:
-        """(concurrency, dataset, input length, output length), :data:`WORKLOAD`."""
+        """(concurrency, dataset, input length, output length)."""
         return (self.concurrency, self.dataset, self.input_len, self.output_len)
 
 
@@ -124,11 +120,6 @@ class Frames:
 
     facts: dict[str, AttemptFacts]
     metrics: list[MetricRow]
-
-    @property
-    def attempts(self) -> list[AttemptFacts]:
-        """Every attempt's facts, in the index's order."""
-        return list(self.facts.values())
 
 
 #: The ``attempts`` columns :func:`facts_of` reads: all a build reads of every attempt (the others
@@ -183,20 +174,13 @@ def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, A
     )
 
 
+@gc_paused()  # many rows, no cycles
 def make_frames(loaded: Loaded) -> Frames:
-    """Facts and DataFrames of the whole knowledge base."""
-    with gc_paused():
-        return _make_frames(loaded)
-
-
-#: the metric rows' fields that make a workload (:func:`logkit.launch.flags.workload`)
-WORKLOAD = ["concurrency", "dataset", "input_len", "output_len"]
-
-
-def _make_frames(loaded: Loaded) -> Frames:
+    """The facts of every attempt and the metric rows joined to their launches."""
     facts: dict[str, AttemptFacts] = {}
     memo: dict[Any, Any] = {}
-    for row in loaded.attempt_rows(FACT_COLUMNS):
+    for values in attempt_rows(loaded.conn, FACT_COLUMNS):  # one at a time, never all in memory
+        row = dict(zip(FACT_COLUMNS, values, strict=True))
         f = facts_of(row, loaded.sessions.get(row["session"]), memo)
         facts[f.ref] = f
     mrows: list[MetricRow] = []

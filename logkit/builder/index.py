@@ -10,6 +10,8 @@ derives the other direction so both pages show the link and it can never be one-
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..events import Decision
 from ..store.files import REF_RE
 from ..reasoning.decisions import supersession
@@ -23,12 +25,15 @@ __all__ = ["KBIndex", "provenance_text"]
 
 
 
-def provenance_text(provenance: object) -> str | None:
-    """How a page says where facts come from; None for plain live capture."""
+def provenance_text(provenance: Any) -> str | None:
+    """How a page says where facts come from (an event's provenance, or a line's as a dict); None
+    for plain live capture."""
     if provenance is None:
         return None
-    source = getattr(provenance, "source", "captured")
-    detail = getattr(provenance, "detail", None)
+    if isinstance(provenance, dict):
+        source, detail = provenance.get("source", "captured"), provenance.get("detail")
+    else:
+        source, detail = provenance.source, provenance.detail
     words = {
         "reconstructed": "reconstructed from a written account",
         "imported": "imported",
@@ -68,16 +73,12 @@ class KBIndex:
         self.facts_by_session: dict[str, list[AttemptFacts]] = {}
         for f in frames.facts.values():
             self.facts_by_session.setdefault(f.session, []).append(f)
-        #: launch reference -> its metric rows (name, value, unit, workload), in time order
         #: per launch reference, its metrics in time order: (name, value, unit, workload, item: the
         #: prompt a per-prompt figure is of, or None)
         self.metrics_by_server: dict[str, list[tuple[str, float, str | None, Workload, str | None]]] = {}
-        for session in loaded.sessions.values():
-            for m in session.metric_rows:  # in time order
-                server = m.server_attempt or m.attempt
-                if server is not None:
-                    self.metrics_by_server.setdefault(ref_of(session.id, server), []).append(
-                        (m.name, m.value, m.unit, m.workload, m.item))
+        for m in frames.metrics:  # each session's in time order, joined to its launch
+            if m.server is not None:
+                self.metrics_by_server.setdefault(m.server, []).append((m.name, m.value, m.unit, m.workload, m.item))
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
         self._superseded_by = supersession(d for d, _sid in self.decisions.values())

@@ -1,5 +1,4 @@
-"""Stage 4b, contexts of the working-configuration, compatibility-matrix, negative-result and
-signature pages.
+"""Stage 4b, contexts of the working-configuration, compatibility-matrix and negative-result pages.
 
 Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
@@ -20,44 +19,30 @@ page is given per workload, and ``slow`` compares two launches at a workload bot
 
 from __future__ import annotations
 
-import bisect
-
 import json
-from typing import Any
 from collections import defaultdict
+from typing import Any
 
-from ..reasoning import matrix
-from ..errorlines import error_template
-from ..launch.flags import table as launch_table
-from ..launch.flags import workload_order as _work_order
 from ..launch.flags import describe, workload_text
-from .contexts import (
-    AttemptRef, CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, DiffRow, HypRef, Line, MatrixPage,
-    MatrixRow, MatrixTable, NegativePage, Page, SignaturePage, SignatureRow, SignaturesIndex,
-    UnexplainedRow,
+from ..launch.flags import workload_order as _work_order
+from ..reasoning import matrix
+from ..stats import figure
+from .contexts_kb import (
+    CellCtx, ConfigCtx, ConfigPage, ConfigRow, ConfigsIndex, MatrixPage, MatrixRow, MatrixTable, NegativePage,
 )
+from .contexts import HypRef, Line, Page
 from .frames import AttemptFacts
 from .index import KBIndex
 from .load import Workload, tables
-from .pages_kb import diff_settings
-from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path, signature_path
+from .render import figure_text
+from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path
 
-#: a signature page lists at most this many of its latest hits (the sessions hold the rest)
-SIGNATURE_HITS = 100
-
-__all__ = [
-    "cell_works", "config_pages", "configs_index", "matrix_page", "matrix_row", "signature_pages", "signatures_index", "site_cells",
-    "unexplained_failures",
-]
+__all__ = ["cell_works", "config_pages", "configs_index", "excerpt", "launches", "matrix_page", "matrix_row", "site_cells",
+           "versions_text"]
 
 
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return ""
-    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
-
-
-def _launches(index: KBIndex) -> list[AttemptFacts]:
+def launches(index: KBIndex) -> list[AttemptFacts]:
+    """The launches with a configuration, by start time (made once per index)."""
     cached = getattr(index, "_launches", None)
     if cached is None:
         cached = sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
@@ -89,8 +74,6 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
     configurations' figures, each the median of its runs (as its page shows it: :func:`_metric_table`;
     a repeated benchmark's best run would be its luckiest, not its figure). ``configs``: each
     configuration's launch references."""
-    from ..stats import figure
-
     top: dict[Workload, float] = {}
     for refs in configs:
         pooled: dict[Workload, list[float]] = {}
@@ -99,14 +82,13 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
                 pooled.setdefault(work, []).extend(values)
         for work, values in pooled.items():
             top[work] = max(figure(values), top.get(work, float("-inf")))
-    return "; ".join(f"{_fmt(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
+    return "; ".join(f"{figure_text(top[w])} at {workload_text(w)}" for w in sorted(top, key=_work_order))
 
 
 def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """The figure per workload of the first throughput / TTFT / ITL names measured: one run's value,
     or, with several runs at that workload (``logkit run --repeat``, a benchmark run again), their
     median and spread as the sweep shows them (:func:`logkit.sweep.state.point_text`)."""
-    from ..stats import figure
     from ..sweep.state import point_text
 
     runs: dict[tuple[tuple[Workload, str], str], list[float]] = {}  # (workload, prompt), name
@@ -123,7 +105,7 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
     def cell(values: list[float] | None) -> str:
         if not values:
             return ""
-        return _fmt(values[0]) if len(values) == 1 else point_text(figure(values), values)
+        return figure_text(values[0]) if len(values) == 1 else point_text(figure(values), values)
 
     works = sorted({w for w, _n in runs}, key=lambda wi: (_work_order(wi[0]), wi[1]))
     return names, [(workload_text(w) + (f", prompt {item}" if item else ""), [cell(runs.get(((w, item), n))) for n in names])
@@ -134,10 +116,9 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
     """One page per model x GPU x SGLang version with working launches; ``metrics``: the paths of
     the metrics pages written (a page links its charts only when there are some: a launch never
     benchmarked has none, and a dead link fails ``build --strict``)."""
-    launches = _launches(index)
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
-    for f in launches:
+    for f in launches(index):
         if f.category == "works":
             groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
         elif f.category is not None:
@@ -145,9 +126,7 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
     full_args = _launch_args([items[-1] for works in groups.values() for items in _by_fp(works).values()])
     pages = []
     for (model, gpu, sglang), works in sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        by_fp: dict[str, list[AttemptFacts]] = defaultdict(list)
-        for f in works:
-            by_fp[f.fp_hash or ""].append(f)
+        by_fp = _by_fp(works)
         configs = []
         for fp, items in by_fp.items():
             last = items[-1]
@@ -200,8 +179,7 @@ def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
         assert facts[0].data is not None
         attempts = facts[0].data.launches([f.short_id for f in facts])
         for f in facts:
-            launch = attempts[f.short_id].launch
-            args[f.ref] = launch.args if launch is not None else {}
+            args[f.ref] = (attempts[f.short_id].get("launch") or {}).get("args", {})
     return args
 
 
@@ -241,7 +219,7 @@ def _s(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def _versions_text(f: AttemptFacts) -> str:
+def versions_text(f: AttemptFacts) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(f.versions.items()))
 
 
@@ -279,8 +257,6 @@ def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[Att
 def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list[AttemptFacts]]:
     """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest (by median) at
     that workload first (ties in their order)."""
-    from ..stats import figure
-
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
         for work, values in runs.get(g.ref, {}).items():
@@ -305,20 +281,15 @@ def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFac
     versions, the one tested last; with its attempts' facts (computed once per index)."""
     cached = getattr(index, "_site_cells", None)
     if cached is None:
-        launches = _launches(index)
-        by_ref = {f.ref: f for f in launches}
+        by_ref = {f.ref: f for f in launches(index)}
         cached = {}
-        for cell in matrix.cells(matrix_row(f) for f in launches).values():
+        for cell in matrix.cells(matrix_row(f) for f in by_ref.values()).values():
             key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
             have = cached.get(key)
             if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
                 cached[key] = (cell, [by_ref[r.ref] for r in cell.rows])
         index._site_cells = cached  # type: ignore[attr-defined]
     return cached
-
-
-def _counts(cell: matrix.Cell) -> str:
-    return ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
 
 
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
@@ -374,9 +345,9 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                     if shown == "slow" or tied:
                         compared = (f"{comp.text()}, against {axis}={peer.backends.get(axis)} "
                                     f"({peer.ref}) at {workload_text(work)}, every other chosen value equal")
-                detail = "; ".join(x for x in (
-                    compared, _counts(cell), last.label, _versions_text(last),
-                    f"{last.started:%Y-%m-%d}") if x)
+                counts = ", ".join(f"{n} {k}" for k, n in sorted(cell.counts.items()))
+                detail = "; ".join(x for x in (compared, counts, last.label, versions_text(last),
+                                               f"{last.started:%Y-%m-%d}") if x)
                 if shown == "works":
                     href = config_href(cell_works(hits))
                 else:
@@ -402,7 +373,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
     # the log excerpt: the last failed attempt's outcome with one, read alone (this page shows no other event)
-    shown, shown_outcome = next(((h, o) for h in reversed(failed) if (o := h.outcome_alone()) is not None and o.evidence),
+    shown, shown_outcome = next(((h, o) for h in reversed(failed) if (o := h.outcome_alone()) and o.get("evidence")),
                                 (None, None))
     refs = {h.ref for h in hits}
     refuted_on: dict[str, list[str]] = {}
@@ -435,7 +406,7 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
         tried=[(attempt_ref(h), h.command) for h in hits],
         signatures=signatures,
-        excerpt=[Line(e.line, e.text) for e in (shown_outcome.evidence[:12] if shown_outcome else [])],
+        excerpt=excerpt(shown_outcome),
         excerpt_from=attempt_ref(shown) if shown is not None else None,
         reproduce=last.command,
         refuted_on=refuted_on,
@@ -445,6 +416,11 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
         worked_elsewhere=worked,
         compared=compared,
     )
+
+
+def excerpt(outcome: dict[str, Any] | None) -> list[Line]:
+    """The first evidence lines of an outcome's line."""
+    return [Line(e["line"], e["text"]) for e in (outcome or {}).get("evidence", [])[:12]]
 
 
 def _session_hypotheses(index: KBIndex, sid: str) -> list[HypRef]:
@@ -467,70 +443,3 @@ def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
                 cached.append((did, opt, refs))
         index.__dict__["_options"] = cached
     return cached
-
-
-def signature_pages(index: KBIndex) -> list[SignaturePage]:
-    """One page per failure signature."""
-    by_sig: dict[str, list[AttemptFacts]] = defaultdict(list)
-    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.signature and f.category not in ("works",):
-            by_sig[f.signature].append(f)
-    # per session, its working launches in order and the running maximum of their start times: the
-    # first working launch that started after a hit is found by bisection (a scan per hit was
-    # quadratic in the launches of one big session)
-    works_by_session: dict[str, tuple[list[AttemptFacts], list[Any]]] = {}
-    for f in _launches(index):
-        if f.category == "works":
-            works, peaks = works_by_session.setdefault(f.session, ([], []))
-            works.append(f)
-            peaks.append(max(peaks[-1], f.started) if peaks else f.started)
-    pages = []
-    for sig in sorted(by_sig):
-        hits = by_sig[sig]
-        cleared: list[tuple[AttemptRef, AttemptRef, list[DiffRow]]] = []
-        for h in hits:
-            works, peaks = works_by_session.get(h.session, ([], []))
-            at = bisect.bisect_right(peaks, h.started)
-            if at < len(works):
-                fix = works[at]
-                old = {**h.fingerprint}
-                cleared.append((attempt_ref(h), attempt_ref(fix), diff_settings(old, fix.fingerprint)))
-        first = next((h for h in hits if h.outcome and h.outcome.evidence), hits[0])
-        shown = hits[-SIGNATURE_HITS:]
-        pages.append(SignaturePage(
-            page=Page(signature_path(sig), f"Signature {sig}", "signature.md.j2"),
-            signature=sig,
-            label=hits[-1].label,
-            hits=[(attempt_ref(h), ", ".join(f"{k}={v}" for k, v in sorted(h.backends.items())),
-                   h.gpu_label or "", h.arch or "", _versions_text(h)) for h in shown],
-            total=len(hits),
-            archs=sorted({h.arch for h in hits if h.arch}),
-            excerpt=[Line(e.line, e.text) for e in (first.outcome.evidence[:12] if first.outcome else [])],
-            excerpt_from=attempt_ref(first),
-            cleared=cleared[-SIGNATURE_HITS:],
-            cleared_total=len(cleared),
-        ))
-    return pages
-
-
-def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
-    """``other_crash`` outcomes (nothing explains them) grouped by their normalised error line."""
-    groups: dict[str, list[AttemptFacts]] = defaultdict(list)
-    for f in sorted(index.frames.facts.values(), key=lambda f: (f.started, f.ref)):
-        if f.status == "other_crash":
-            outcome = f.outcome
-            text = f.label or next((e.text for e in (outcome.evidence if outcome else []) if e.text.strip()), "")
-            if text:
-                groups[error_template(text)].append(f)
-    rows = [UnexplainedRow(t, len(fs), [attempt_ref(f) for f in fs[-SIGNATURE_HITS:]]) for t, fs in groups.items()]
-    rows.sort(key=lambda r: (-r.count, r.template))
-    return rows
-
-
-def signatures_index(pages: list[SignaturePage], index: KBIndex | None = None) -> SignaturesIndex:
-    """The table of signatures, most hit first, and the unexplained failures grouped by template."""
-    rows = [SignatureRow(p.signature, p.label, p.total, ", ".join(p.archs), p.cleared_total, p.page.path)
-            for p in pages]
-    rows.sort(key=lambda r: (-r.count, r.signature))
-    return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows,
-                           unexplained=unexplained_failures(index) if index is not None else [])

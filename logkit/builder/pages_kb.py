@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from types import SimpleNamespace
 from typing import Any
 
-
-from ..events import DECISION_STATUSES, Attempt, Decision, Hypothesis, Note, Outcome, Session, Todo, Verdict
+from ..events import DECISION_STATUSES, Decision, Hypothesis, Note, Session, Todo, Verdict
 from .contexts import (
-    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, DiffRow, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
+from .contexts_kb import DiffRow
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
 from ..stats import figure
 from .frames import AttemptFacts
 from .index import KBIndex, provenance_text
-from .load import SessionData, tables
+from .load import Event, SessionData, tables
+from .render import figure_text
 from .paths import (
     PART_ATTEMPTS, attempt_href, attempt_part, attempt_ref, config_href, decision_href, log_href, session_href,
     session_part_href,
@@ -32,7 +32,6 @@ from ..logfiles import log_file
 
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
-_SKIP_KINDS = {"session", "outcome", "metric", "smoke", "server_info", "environment"}
 
 
 def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
@@ -48,17 +47,22 @@ def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]
     table: dict[float | None, dict[str, str]] = {}
     for r in rows:
         unit = f" {r.unit}" if r.unit else ""
-        value = f"{r.value:,.1f}" if abs(r.value) < 1000 else f"{r.value:,.0f}"
-        table.setdefault(r.concurrency, {})[r.name] = value + unit
+        table.setdefault(r.concurrency, {})[r.name] = figure_text(r.value) + unit
     order = sorted(table, key=lambda c: (c is None, c or 0))
     return names, [("—" if c is None else f"{c:g}", [table[c].get(n, "") for n in names]) for c in order]
 
 
-def _lines(outcome: Outcome | None, limit: int = 12) -> list[Line]:
+def _lines(outcome: Event | None, limit: int = 12) -> list[Line]:
+    """An outcome's log excerpt: its evidence lines, else the last lines of its log."""
     if outcome is None:
         return []
-    picked = outcome.evidence or outcome.tail[-limit:]
-    return [Line(e.line, e.text) for e in picked[:limit]]
+    picked = outcome.get("evidence") or outcome.get("tail", [])[-limit:]
+    return [Line(e["line"], e["text"]) for e in picked[:limit]]
+
+
+def _log_path(facts: AttemptFacts) -> str | None:
+    """The attempt's raw log as its outcome, else its attempt line, names it."""
+    return ((facts.outcome or {}).get("log") or facts.attempt.get("log") or {}).get("path")
 
 
 def home_page(index: KBIndex) -> HomePage:
@@ -129,26 +133,20 @@ def home_page(index: KBIndex) -> HomePage:
 def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None:
     """An attempt's raw log as the events name it (relative to the session directory) and the href
     of the site's copy (:func:`.site.publish_logs`); None without a log on disk, plain or compressed."""
-    outcome, attempt = facts.outcome, facts.attempt
-    rel = outcome.log.path if outcome and outcome.log else attempt.log.path if attempt and attempt.log else None
-    if rel is None:
-        return None
-    if log_file(index.loaded.root / facts.session, rel) is None:
+    rel = _log_path(facts)
+    if rel is None or log_file(index.loaded.root / facts.session, rel) is None:
         return None
     return rel, log_href(facts.session, rel)
 
 
 def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
-    session = index.loaded.sessions[facts.session]
-    outcome = facts.outcome
-    attempt = facts.attempt
     log = published_log(index, facts)
     return EvidenceCtx(
         attempt=attempt_ref(facts),
         signature=facts.signature,
-        metrics=_metric_rows(session, facts.short_id),
-        lines=_lines(outcome),
-        log=(outcome.log.path if outcome and outcome.log else attempt.log.path if attempt.log else None),
+        metrics=_metric_rows(index.loaded.sessions[facts.session], facts.short_id),
+        lines=_lines(facts.outcome),
+        log=_log_path(facts),
         log_href=log[1] if log else None,
     )
 
@@ -247,26 +245,25 @@ def decisions_index(index: KBIndex) -> DecisionsIndex:
     )
 
 
-def _flat(launch: Any) -> dict[str, Any]:
-    if launch is None:
-        return {}
-    return {**launch.non_default, **launch.fingerprint}
+def _flat(launch: Event | None) -> dict[str, Any]:
+    return {**launch.get("non_default", {}), **launch.get("fingerprint", {})} if launch else {}
 
 
-def _diff(prev: Attempt | None, cur: Attempt) -> tuple[list[DiffRow], str | None]:
-    launch = cur.launch
-    if launch is not None and launch.diff is not None:
-        d = launch.diff
-        rows = [DiffRow(k, None, _s(v)) for k, v in d.added.items()]
-        rows += [DiffRow(k, _s(v), None) for k, v in d.removed.items()]
-        rows += [DiffRow(k, _s(v[0]) if v else None, _s(v[1]) if len(v) > 1 else None) for k, v in d.changed.items()]
-        rows += [DiffRow(f"env {k}", v[0] if v else None, v[1] if len(v) > 1 else None) for k, v in d.env_changed.items()]
-        rows += [DiffRow(f"package {k}", v[0] if v else None, v[1] if len(v) > 1 else None)
-                 for k, v in d.packages_changed.items()]
-        return rows, d.against
+def _diff(prev: Event | None, cur: Event) -> tuple[list[DiffRow], str | None]:
+    """What changed against the previous launch: as recorded with the launch, else computed."""
+    launch = cur.get("launch")
+    d = (launch or {}).get("diff")
+    if d is not None:
+        rows = [DiffRow(k, None, str(v)) for k, v in d.get("added", {}).items()]
+        rows += [DiffRow(k, str(v), None) for k, v in d.get("removed", {}).items()]
+        rows += [DiffRow(k, str(v[0]) if v else None, str(v[1]) if len(v) > 1 else None)
+                 for k, v in d.get("changed", {}).items()]
+        for what, changed in (("env", d.get("env_changed", {})), ("package", d.get("packages_changed", {}))):
+            rows += [DiffRow(f"{what} {k}", v[0] if v else None, v[1] if len(v) > 1 else None) for k, v in changed.items()]
+        return rows, d.get("against")
     if prev is None or launch is None:
         return [], None
-    return diff_settings(_flat(prev.launch), _flat(launch)), prev.short_id
+    return diff_settings(_flat(prev.get("launch")), _flat(launch)), prev["short_id"]
 
 
 def diff_settings(old: dict[str, Any], new: dict[str, Any]) -> list[DiffRow]:
@@ -274,12 +271,8 @@ def diff_settings(old: dict[str, Any], new: dict[str, Any]) -> list[DiffRow]:
     rows = []
     for key in sorted(set(old) | set(new)):
         if old.get(key) != new.get(key):
-            rows.append(DiffRow(key, _s(old.get(key)) if key in old else None, _s(new.get(key)) if key in new else None))
+            rows.append(DiffRow(key, str(old[key]) if key in old else None, str(new[key]) if key in new else None))
     return rows
-
-
-def _s(value: Any) -> str:
-    return str(value)
 
 
 def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
@@ -298,7 +291,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     #: the part each entry goes to: an attempt's by its number, any other entry its predecessor's
     part_of: list[int] = []
     part = 1
-    prev_launch: Attempt | None = None
+    prev_launch: Event | None = None
     prev_versions: dict[str, str] | None = None
     prev_todo: Todo | None = None
     measured_by: dict[str, set[str]] = {}
@@ -310,46 +303,55 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     for m in session.metric_rows:
         if m.server_attempt and m.attempt and m.attempt != m.server_attempt:
             measured_by.setdefault(m.server_attempt, set()).add(m.attempt)
-    for event in session.events:
-        kind = getattr(event, "kind", "event")
-        prov = provenance_text(getattr(event, "provenance", None))
-        if isinstance(event, Attempt):
-            part = attempt_part(event.short_id)
-            facts = index.frames.facts[f"{session.id}/{event.short_id}"]
-            diff, against = _diff(prev_launch, event) if event.role == "launch" else ([], None)
+    heavy = session.heavy
+    # the story: the typed few events and the attempts' lines, in time order (then file order)
+    story = sorted([*((event.ts, line, event) for line, event in session.light),
+                    *((*heavy.when[short], attempt) for short, attempt in heavy.attempts.items())],
+                   key=lambda item: item[:2])
+    for ts, _line, event in story:
+        if isinstance(event, dict):  # an attempt's line
+            short = event["short_id"]
+            part = attempt_part(short)
+            facts = index.frames.facts[f"{session.id}/{short}"]
+            launch = event.get("role", "command") == "launch"
+            diff, against = _diff(prev_launch, event) if launch else ([], None)
             versions = facts.versions
-            if event.role == "launch":
+            if launch:
                 prev_launch = event
                 if prev_versions is not None:
                     diff += [DiffRow(f"version {k}", prev_versions.get(k), versions.get(k))
                              for k in sorted(set(prev_versions) | set(versions)) if prev_versions.get(k) != versions.get(k)]
                     versions = {}
                 prev_versions = facts.versions
-            outcome = facts.outcome
+            outcome = heavy.outcomes.get(short) if facts.status is not None else None
             extra = {}
             if outcome is not None:
-                if outcome.duration_s is not None:
-                    extra["duration"] = f"{outcome.duration_s:.1f} s"
-                if outcome.exit_code is not None:
-                    extra["exit code"] = str(outcome.exit_code)
-                if outcome.signature:
-                    extra["signature"] = outcome.signature
-                if outcome.timeline:
-                    extra["timeline"] = ", ".join(
-                        m.stage + (f" {m.seconds:.0f}s" if m.seconds is not None else "") for m in outcome.timeline)
-            if event.short_id in measured_by:
-                extra["measured by"] = ", ".join(sorted(measured_by[event.short_id]))
-            for smoke in session.smokes.get(event.short_id, []):
-                extra["smoke"] = ("ok: " if smoke.ok else "FAILED: ") + (smoke.reason or (smoke.reply or "")[:200])
-            names, rows = _pivot(own_metrics.get(event.short_id, []))
+                if outcome.get("duration_s") is not None:
+                    extra["duration"] = f"{outcome['duration_s']:.1f} s"
+                if outcome.get("exit_code") is not None:
+                    extra["exit code"] = str(outcome["exit_code"])
+                if outcome.get("signature"):
+                    extra["signature"] = outcome["signature"]
+                if outcome.get("timeline"):
+                    extra["timeline"] = ", ".join(m["stage"] + (f" {m['seconds']:.0f}s" if m.get("seconds") is not None else "")
+                                                  for m in outcome["timeline"])
+            if short in measured_by:
+                extra["measured by"] = ", ".join(sorted(measured_by[short]))
+            for smoke in heavy.smokes.get(short, []):
+                extra["smoke"] = ("ok: " if smoke["ok"] else "FAILED: ") + (smoke.get("reason") or (smoke.get("reply") or "")[:200])
+            names, rows = _pivot(own_metrics.get(short, []))
             entries.append(Entry(
-                kind="attempt", ts=event.ts, anchor=event.short_id, title=f"{event.short_id} · {event.role}",
-                provenance=prov, attempt=attempt_ref(facts), command=facts.command,
-                versions=versions, diff=diff, diff_against=against,
+                kind="attempt", ts=ts, anchor=short, title=f"{short} · {event.get('role', 'command')}",
+                provenance=provenance_text(event.get("provenance")),
+                attempt=attempt_ref(facts), command=facts.command, versions=versions, diff=diff, diff_against=against,
                 lines=_lines(outcome), metric_names=names, metric_rows=rows, extra=extra,
-                text=event.label, log=published_log(index, facts),
+                text=event.get("label"), log=published_log(index, facts),
             ))
-        elif isinstance(event, Hypothesis):
+            part_of.append(part)
+            continue
+        kind = event.kind
+        prov = provenance_text(event.provenance)
+        if isinstance(event, Hypothesis):
             entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,
                                  title=f"{event.short_id} [{event.priority}]", text=event.text, provenance=prov))
         elif isinstance(event, Verdict):
@@ -371,17 +373,15 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             links = [(r, attempt_href(f.session, f.short_id))
                      for r in event.refs if (f := index.attempt(r, session.id))]
             entries.append(Entry(kind="note", ts=event.ts, title="note", text=event.text, provenance=prov, links=links))
-        elif isinstance(event, Session) or kind in _SKIP_KINDS:
+        elif isinstance(event, Session):
             continue
         else:  # a kind added after this builder: show it generically
             entries.append(Entry(kind="other", ts=event.ts, title=str(kind), provenance=prov,
                                  text=str(getattr(event, "text", "") or getattr(event, "title", "") or "")))
         part_of.extend([part] * (len(entries) - len(part_of)))
     meta = session.meta
-    # every event's provenance: the metric lines' as :class:`~.load.Heavy` read them (never typed)
-    provs = [getattr(e, "provenance", None) for e in session.events]
-    provs += [SimpleNamespace(source=source, detail=detail) for source, detail in session.heavy.metric_provenance]
-    sources = sorted({t for prov in provs if (t := provenance_text(prov))})
+    sources = sorted({t for source, detail in heavy.provenance
+                      if (t := provenance_text({"source": source, "detail": detail}))})
     facts = index.facts_by_session.get(session.id, [])
 
     def page(number: int, own: list[Entry], parts: list[SessionPart]) -> SessionPage:

@@ -10,13 +10,12 @@ other point beats on both), and the decisions tagged with the sweep id (``logkit
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import Decision, Sweep, SweepCellResult
 from . import vlspec as vl
+from .charts import chart_job
 from .contexts import ChartCtx, Page
 from ..sweep.state import RankRow, SweepView, point_text, ranking
 from .load import Loaded, metric_label, tables
@@ -109,15 +108,14 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
          {"type": "line", "color": "black", "strokeDash": [5, 3]}, {"x": x, "y": y, "order": vl.field("per_user:Q")}, {}),
         (frame, {"type": "point", "filled": True, "size": 90}, points, {}),
     ], width=560, height=340, title=f"{sweep.sweep}: throughput per user vs total")
-    digest = hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    src = f"assets/charts/{digest}.svg"
+    src, job = chart_job(spec)
     table = [[k, lab, _fmt(xv), _fmt(yv), "yes" if i in front else ""] for i, (k, lab, xv, yv) in enumerate(rows)]
     names = [f"{rows[i][0]} ({rows[i][1]})" for i in sorted(front, key=lambda i: rows[i][2])]
     ctx = ChartCtx(title="Throughput per user against total throughput", src=src,
                    alt=f"output tok/s per user against total output tok/s for {len(rows)} bench points; "
                        f"Pareto front: {', '.join(names)}",
                    headers=["cell", "bench", "tok/s per user", "tok/s total", "Pareto front"], rows=table)
-    return ctx, names, (src, spec)
+    return ctx, names, job
 
 
 def _versus(row: RankRow) -> str:
@@ -172,7 +170,7 @@ def sweep_pages(loaded: Loaded) -> tuple[SweepsIndex, list[SweepPage], list[tupl
     results: dict[str, dict[str, SweepCellResult]] = {}
     decisions: dict[str, list[Decision]] = {}
     for sid, data in loaded.sessions.items():
-        for event in data.light:
+        for _line, event in data.light:
             if isinstance(event, Sweep):
                 sweeps.append((sid, event))
             elif isinstance(event, SweepCellResult):

@@ -26,17 +26,18 @@ from .contexts import Page
 from .load import metric_label, tables
 from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, text_block
 
-__all__ = ["Renderer"]
+__all__ = ["Renderer", "figure_text"]
 
 
 def _date(value: datetime | None, fmt: str = "%Y-%m-%d %H:%M") -> Markup:
     return Markup(value.strftime(fmt)) if value else Markup("")
 
 
-def _num(value: float | None) -> Markup:
+def figure_text(value: float | None) -> str:
+    """A figure as every page prints it: ``71.9``, from a thousand on ``1,234``; none (or NaN) ``""``."""
     if value is None or value != value:
-        return Markup("")
-    return Markup(f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}")
+        return ""
+    return f"{value:,.1f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def _conc(value: float | None) -> Markup:
@@ -56,12 +57,6 @@ def count(n: int, nouns: str, bold: bool = False) -> Markup:
     return Markup(f"{number} ") + esc(nouns)
 
 
-def _command(value: Any) -> Markup:
-    """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
-    (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
-    return _command_block(str(value or ""))
-
-
 #: what makes ``shlex.split`` differ from ``str.split`` on ASCII text: its quotes and escape, and the
 #: separators ``str.split`` splits at that shlex's whitespace (space, tab, CR, LF) leaves in a word
 _SHELL_SYNTAX = frozenset("'\"\\\x0b\x0c\x1c\x1d\x1e\x1f")
@@ -75,11 +70,10 @@ def _words(text: str) -> list[str]:
     return shlex.split(text)
 
 
-@functools.lru_cache(maxsize=4096)
-def _command_block(text: str) -> Markup:
-    """:func:`_command` of one text, kept: a launch's command is shown on its attempt, session,
-    configuration and matrix pages, and ``shlex`` takes ~0.1 ms a word (3,224 blocks of 445
-    commands at 50 sessions)."""
+@functools.lru_cache(maxsize=4096)  # a command shows on its attempt, session, configuration and matrix pages
+def _command(text: str) -> Markup:
+    """A launch command as a bash block, one flag and its value per line joined by ``\\``: it reads
+    (and wraps) as a list of flags, and the copy button still gives a command the shell runs."""
     try:
         words = _words(text)
     except ValueError:  # unbalanced quotes: show it as recorded
@@ -95,10 +89,7 @@ def _command_block(text: str) -> Markup:
 
 
 def _numbered(lines: Any) -> str:
-    """Log lines as ``  123  text`` (the number is the line's place in its log file).
-
-    Line 0 marks text quoted from a written account (a reconstructed attempt has no log).
-    """
+    """Log lines as ``  123  text``, each numbered by its place in its log (0: quoted from an account)."""
     return "\n".join(
         f"{line.number:>6}  {line.text}" if line.number else f"{'account':>7}  {line.text}" for line in lines
     )
@@ -112,11 +103,7 @@ def _excerpt(lines: Any) -> Markup:
 
 
 def _cell(value: Any) -> Markup:
-    """Escaped text for a table cell (never empty, so the row keeps its shape).
-
-    Identifier-like words (with ``-``, ``_``, ``/`` or ``.``: ids, model names, paths) are kept on
-    one line (``lk-nw``), so a narrow column breaks between words, never inside an identifier.
-    """
+    """Escaped text for a table cell, never empty (the row keeps its shape), identifiers whole (:func:`keep_words`)."""
     text = str(esc(value))
     if not text:
         return Markup("&nbsp;")
@@ -128,17 +115,12 @@ _SECTION = re.compile(r"^#{1,6} ", re.M)
 _MARKUP = re.compile(r"<[^>]*>|\]\([^)]*\)|&#?\w+;")
 
 
-@functools.cache
-def _search_field_max() -> int:
-    return int(tables()["site"]["search_field_max"])
-
-
 def fits_search(body: str) -> bool:
     """Whether every section of a page (the text between two headings, one search entry each) stays
     inside the search index's field limit (``[site] search_field_max`` of knowledge.toml: Zensical
     refuses a bigger one). Counted on the Markdown less its tags and link targets: at least the
     text the index gets. A page that does not fit is left out of the search index, never cut."""
-    limit = _search_field_max()
+    limit = int(tables()["site"]["search_field_max"])
     if len(body.encode()) <= limit:
         return True
     return all(len(_MARKUP.sub(" ", part).encode()) <= limit for part in _SECTION.split(body))
@@ -178,9 +160,10 @@ class Renderer:
             keep_trailing_newline=True,
             undefined=jinja2.StrictUndefined,
         )
-        self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, num=_num, cell=_cell,
-                                numbered=_numbered, excerpt=_excerpt, conc=_conc, command=_command,
-                                metric=metric_label)
+        self.env.filters.update(code=code, fence=fence, text=text_block, esc=esc, date=_date, cell=_cell,
+                                numbered=_numbered, excerpt=_excerpt, conc=_conc, metric=metric_label,
+                                num=lambda value: Markup(figure_text(value)),
+                                command=lambda value: _command(str(value or "")))
         self.written: list[Path] = []
 
     def render(self, page: Page, ctx: Any) -> str:
@@ -237,10 +220,10 @@ class Renderer:
 
     def prune(self) -> int:
         """Delete generated Markdown files that this build did not write; returns how many."""
-        keep = {p.resolve() for p in self.written}
+        keep = set(self.written)  # the paths rglob gives: docs / a page's path (no link resolved, no stat)
         removed = 0
         for path in self.docs.rglob("*.md"):
-            if path.resolve() not in keep:
+            if path not in keep:
                 path.unlink()
                 removed += 1
         return removed

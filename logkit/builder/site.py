@@ -192,6 +192,8 @@ def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True
     is killed or fails leaves the previous site as it was, and a reader never sees half a site.
     An unwritable or full filesystem is a :class:`~logkit.errors.BadInput` naming the directory.
     """
+    from ..procs import alive
+
     check_dirs(docs, out)
     new = out.with_name(f".{out.name}.{os.getpid()}.new")
     fix = f"check that {out.parent} is writable and has free space (or give --out another directory)"
@@ -199,7 +201,7 @@ def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True
         out.parent.mkdir(parents=True, exist_ok=True)
         for stale in out.parent.glob(f".{out.name}.*.new"):  # left by a killed build
             with contextlib.suppress(ValueError):
-                if not _alive(int(stale.name.rsplit(".", 2)[-2])):
+                if not alive(int(stale.name.rsplit(".", 2)[-2])):
                     shutil.rmtree(stale, ignore_errors=True)
         messages = _mkdocs(config, docs, new, quiet=quiet)
         swap_in(new, out)
@@ -211,12 +213,6 @@ def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True
         shutil.rmtree(new, ignore_errors=True)
         raise
     return messages
-
-
-def _alive(pid: int) -> bool:
-    from ..procs import alive
-
-    return alive(pid)
 
 
 def _mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool) -> list[str]:
@@ -245,8 +241,3 @@ def _mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool) -> list[
     if not (out / "index.html").exists():
         raise BadInput(f"mkdocs build wrote no {out / 'index.html'}", fix="see the MkDocs messages above")
     return collect.messages
-
-
-def clean(path: Path) -> None:
-    """Remove a generated directory."""
-    shutil.rmtree(path, ignore_errors=True)
