@@ -408,6 +408,8 @@ class Classifier:
 
         if hit is not None:
             label = hit.sig.label
+            if "{line}" in label:  # the generic layer's rows: the failure line is the label
+                label = label.replace("{line}", hit.text.strip()[:200])
             if hit.sig.status == "other_crash" and hit.sig.weak:
                 label = self.exception_line() or label
             elif hit.why:
