@@ -364,6 +364,11 @@ class Classifier:
         pick = (with_msg or found or [None])[0]
         return pick[:200] if pick else None
 
+    def failure_line(self) -> str | None:
+        """The first line the generic layer took as a failure line (its row labelled ``{line}``)."""
+        lines = [h for hs in self.hits.values() for h in hs[:1] if h.sig.label == "{line}"]
+        return min(lines, key=lambda h: h.line).text.strip()[:200] if lines else None
+
     def decide(
         self,
         *,
@@ -411,7 +416,7 @@ class Classifier:
             if "{line}" in label:  # the generic layer's rows: the failure line is the label
                 label = label.replace("{line}", hit.text.strip()[:200])
             if hit.sig.status == "other_crash" and hit.sig.weak:
-                label = self.exception_line() or label
+                label = self.exception_line() or self.failure_line() or label
             elif hit.why:
                 label = f"{label}: {hit.why}"
             return out(hit.sig.status, label, hit.sig.id)
