@@ -125,8 +125,8 @@ def generic_rows() -> tuple[Signature, ...]:
     for fam in cfg.get("family", []):
         words = "|".join(f"(?:{w})" for w in fam.get("words", []))
         # the word: on the line, with no hedge before it (a tempered token: no char starts a hedge)
-        pattern = (r"(?im)^(?=[^\n]{0,2000}?(?-i:" + shapes + "))"
-                   + (r"(?=(?:(?!" + hedges + r")[^\n]){0,2000}?(?:" + words + "))" if words else "") + r"[^\n]{1,2000}")
+        pattern = (r"(?im)(?:^|(?<=\r))(?=[^\r\n]{0,2000}?(?-i:" + shapes + "))"
+                   + (r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:" + words + "))" if words else "") + r"[^\r\n]{1,2000}")
         try:
             re.compile(pattern.encode())
         except re.error as exc:
