@@ -19,7 +19,8 @@ Contract:
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets
   the failure's class with ``ready`` still true; weak signatures count only when the run ended
-  badly and nothing specific matched.
+  badly and nothing specific matched. The generic layer (``[generic]`` in sglang.toml: a failure
+  line's shape and a family's word) is weak rows like any other, made by :func:`.table.generic_rows`.
 * Evidence beats position: a log that ends without a verdict (cut short, still running, pasted in
   part) is classified by its strongest failure evidence; ``incomplete`` (with its last lines) when
   there is none: a log read on its own is never ``abandoned`` (that is a recorder that died). A
