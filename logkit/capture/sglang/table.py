@@ -121,11 +121,12 @@ def generic_rows() -> tuple[Signature, ...]:
         return ()
     shapes = "|".join(f"(?:{s})" for s in cfg["failure_lines"])
     hedges = "|".join(f"(?:{h})" for h in cfg.get("hedges", [])) or "(?!)"
+    benign = "".join(r"(?![^\r\n]{0,2000}?" + f"(?:{b}))" for b in cfg.get("benign", []))
     out = []
     for fam in cfg.get("family", []):
         words = "|".join(f"(?:{w})" for w in fam.get("words", []))
         # the word: on the line, with no hedge before it (a tempered token: no char starts a hedge)
-        pattern = (r"(?im)(?:^|(?<=\r))(?=[^\r\n]{0,2000}?(?-i:" + shapes + "))"
+        pattern = (r"(?im)(?:^|(?<=\r))" + benign + r"(?=[^\r\n]{0,2000}?(?-i:" + shapes + "))"
                    + (r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:" + words + "))" if words else "") + r"[^\r\n]{1,2000}")
         try:
             re.compile(pattern.encode())
