@@ -1516,3 +1516,98 @@ def test_a_raised_import_error_keeps_its_own_row_beside_the_dependency_row() -> 
     d = classify_text(TB + "ImportError: Please install bitsandbytes>=0.46.1 via `pip install bitsandbytes>=0.46.1` to use "
                       "bitsandbytes quantizer.\n")
     assert (d.status, d.signature) == ("import_error", "import-error-raised"), d.label
+
+
+# --- the generic layer (sglang.toml [generic]): failure evidence no specific row names -------------
+
+@pytest.fixture
+def generic_only(monkeypatch: pytest.MonkeyPatch):
+    """The classifier with every specific row disabled, as ``bench/bench_generic.py`` measures it."""
+    from logkit.capture.sglang import table
+
+    rows = tuple(s for s in table.load_signatures() if s.generic)
+    monkeypatch.setattr(table, "load_signatures", lambda: rows)
+    table.compiled.cache_clear()
+    table.extras.cache_clear()
+    yield
+    monkeypatch.undo()
+    table.compiled.cache_clear()
+    table.extras.cache_clear()
+
+
+GENERIC_TEXTS = [
+    # (text as a library or tool prints it, class, generic row)
+    ("ERROR 12-07 10:00:01 [engine.py:120] Engine start failed: could not allocate 2.00 GiB on device 0\n",
+     "oom", "generic-oom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n",
+     "oom", "generic-oom"),
+    ("mytool: error: invalid choice: 'fast' (choose from 'a', 'b')\n", "arg_error", "generic-arg-error"),
+    ("error: unexpected argument '--max-tokens' found\n\nUsage: launcher [OPTIONS]\n", "arg_error", "generic-arg-error"),
+    ("Error: No such option: --ep (Possible options: --help, --tp)\n", "arg_error", "generic-arg-error"),
+    ("Error: Shard 0 failed: timed out waiting for the shard to connect\n", "hang", "generic-hang"),
+    ("[rank0]:[E1207 10:00:00.000000000 ProcessGroupNCCL.cpp:600] [Rank 0] collective stuck for 600 seconds\n",
+     "hang", "generic-hang"),
+    ("[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with peer 1\n", "nccl", "generic-nccl"),
+    ("FATAL: this build has kernels for sm_80 sm_90 only, the device is sm_120\n", "arch_mismatch", "generic-arch"),
+    ("RuntimeError: Unsupported architecture for this attention kernel\n", "arch_mismatch", "generic-arch"),
+    ("2026-12-07 10:00:00 | ERROR | worker | worker 3 exited: signal 9, killed\n", "killed", "generic-killed"),
+    ("slurmstepd: error: *** JOB 42 ON node1 CANCELLED AT 2026-12-07T10:00:00 DUE TO TIME LIMIT ***\n",
+     "killed", "generic-killed"),
+    ("ImportError: cannot import name 'fused_op' from 'mylib'\n", "import_error", "generic-import"),
+    ("ModuleNotFoundError: No module named 'myext._C'\n", "missing_kernel", "generic-missing-kernel"),
+    ("FATAL: undefined symbol: _ZN3c104cuda9SetDeviceEi in libmyext.so\n", "missing_kernel", "generic-missing-kernel"),
+    ("[error] loss is nan at step 120, stopping\n", "nan", "generic-nan"),
+    ("RuntimeError: an illegal memory access was encountered\n", "illegal_memory", "generic-illegal-memory"),
+    ("error: command '/usr/bin/gcc' failed with exit code 1\n", "jit_error", "generic-jit"),
+    ("ptxas /tmp/k.ptx, line 9; error   : Feature '.bf16' requires .target sm_80 or higher\n", "jit_error", "generic-jit"),
+    ("Error: connection refused by the router at 10.0.0.1:9000\n", "other_crash", "generic-failure-line"),
+    ("worker 0 finished with exit code 3\n", "other_crash", "generic-failure-line"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), GENERIC_TEXTS)
+def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, text: str, status: str,
+                                                          signature: str) -> None:
+    d = classify_text(text)
+    if signature == "generic-failure-line":  # the bare failure line ties with the exception row: it labels
+        assert (d.status, d.label) == (status, text.splitlines()[0]), d.label
+    else:
+        assert (d.status, d.signature) == (status, signature), d.label
+    assert d.evidence and d.evidence[0].text.strip()
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # prose is not a failure line: a word inside a sentence is none of the shapes
+    ("I get an error when I start the server with --timeout 30 and it runs out of memory\n", "incomplete"),
+    ("When I run the command I get a vLLM Import Error\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [engine.py:10] Set timeout to 300 s; memory pool 12 GiB\n", "incomplete"),
+    ("WARNING 12-07 10:00:00 [sampler.py:69] For the best performance, please install FlashInfer.\n", "incomplete"),
+    ("  --log-level {debug,info,warning,error,critical}\n", "incomplete"),
+    ("worker 0 finished with exit code 0\nProcess exited with status 0\n", "incomplete"),
+    ("[2026-12-07 10:00:00 TP0] Load weight end. mem usage=15.0 GB, error_rate=0\n", "incomplete"),
+    # a hint is not the failure: the failure line stays other_crash
+    ("RuntimeError: Rank 0 scheduler died during start (exit code: -3). If exit code is -9 (SIGKILL), a common "
+     "cause is the OS OOM killer.\n", "other_crash"),
+    # a logger's file name is not a family word; CUDA's "invalid argument" is no command-line argument
+    ("ERROR 12-07 10:00:00 [memory_pool.py:10] request 7 failed\n", "other_crash"),
+    ("RuntimeError: CUDA error: invalid argument\n", "other_crash"),
+])
+def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
+    assert classify_text(text).status == status
+
+
+def test_a_failure_line_after_the_server_served_keeps_it_ready() -> None:
+    """The generic rows are weak: one request's error after the server served is no failed launch."""
+    serving = ('[2026-01-01 00:00:02 TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.01, '
+               'cuda graph: True, gen throughput (token/s): 99.0, #queue-req: 0\n')
+    d = classify_text(serving + "ERROR 12-07 10:00:00 [serving.py:1] request 7: timed out after 30 s\n")
+    assert (d.status, d.ready) == ("ready", True)
+
+
+def test_a_specific_row_outranks_the_generic_layer_and_the_bare_failure_line_is_the_label() -> None:
+    d = classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+                      "capacity of 79.19 GiB of which 2.00 MiB is free.\n")
+    assert (d.status, d.signature) == ("oom", "torch-cuda-oom")
+    d = classify_text("2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000\n")
+    assert (d.status, d.signature) == ("other_crash", "generic-failure-line")
+    assert d.label == "2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000"

@@ -19,7 +19,8 @@ Contract:
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets
   the failure's class with ``ready`` still true; weak signatures count only when the run ended
-  badly and nothing specific matched.
+  badly and nothing specific matched. The generic layer (``[generic]`` in sglang.toml: a failure
+  line's shape and a family's word) is weak rows like any other, made by :func:`.table.generic_rows`.
 * Evidence beats position: a log that ends without a verdict (cut short, still running, pasted in
   part) is classified by its strongest failure evidence; ``incomplete`` (with its last lines) when
   there is none: a log read on its own is never ``abandoned`` (that is a recorder that died). A
@@ -364,6 +365,11 @@ class Classifier:
         pick = (with_msg or found or [None])[0]
         return pick[:200] if pick else None
 
+    def failure_line(self) -> str | None:
+        """The first line the generic layer took as a failure line (its row labelled ``{line}``)."""
+        lines = [h for hs in self.hits.values() for h in hs[:1] if h.sig.label == "{line}"]
+        return min(lines, key=lambda h: h.line).text.strip()[:200] if lines else None
+
     def decide(
         self,
         *,
@@ -408,8 +414,10 @@ class Classifier:
 
         if hit is not None:
             label = hit.sig.label
+            if "{line}" in label:  # the generic layer's rows: the failure line is the label
+                label = label.replace("{line}", hit.text.strip()[:200])
             if hit.sig.status == "other_crash" and hit.sig.weak:
-                label = self.exception_line() or label
+                label = self.exception_line() or self.failure_line() or label
             elif hit.why:
                 label = f"{label}: {hit.why}"
             return out(hit.sig.status, label, hit.sig.id)

@@ -40,6 +40,9 @@ class Signature:
     detector: str | None = None
     #: Literals of which every match contains at least one: a chunk with none skips the regex.
     needles: tuple[str, ...] = ()
+    #: a row of the generic layer: a shape any program prints (an exception line, a kill), not one
+    #: library's message; ``bench/bench_generic.py`` measures the classifier with these rows alone
+    generic: bool = False
 
 
 def _scoped(pattern: str) -> str:
@@ -103,8 +106,41 @@ def load_signatures() -> tuple[Signature, ...]:
                 source_file=row["source_file"],
                 detector=row.get("detector"),
                 needles=tuple(needles),
+                generic=bool(row.get("generic", False)),
             )
         )
+    return tuple(out) + generic_rows()
+
+
+def generic_rows() -> tuple[Signature, ...]:
+    """The generic layer (``[generic]`` in :file:`logkit/data/sglang.toml`) as weak rows: each family
+    takes a *failure line* (one of ``failure_lines``' shapes, case-sensitive) that holds one of its
+    words (case-insensitive), the whole line matched; a family without words takes any failure line."""
+    cfg = data("sglang.toml").get("generic")
+    if not cfg:
+        return ()
+    shapes = "|".join(f"(?:{s})" for s in cfg["failure_lines"])
+    hedges = "|".join(f"(?:{h})" for h in cfg.get("hedges", [])) or "(?!)"
+    benign = "".join(r"(?![^\r\n]{0,2000}?" + f"(?:{b}))" for b in cfg.get("benign", []))
+    out = []
+    for fam in cfg.get("family", []):
+        words = "|".join(f"(?:{w})" for w in fam.get("words", []))
+        # the word: on the line, with no hedge before it (a tempered token: no char starts a hedge)
+        pattern = (r"(?im)(?:^|(?<=\r))" + benign + r"(?=[^\r\n]{0,2000}?(?-i:" + shapes + "))"
+                   + (r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:" + words + "))" if words else "") + r"[^\r\n]{1,2000}")
+        try:
+            re.compile(pattern.encode())
+        except re.error as exc:
+            raise BadInput(f"logkit/data/sglang.toml: generic family {fam.get('id')}: bad pattern: {exc}",
+                           fix="fix the failure_lines or the family's words") from exc
+        if fam.get("class") not in statuses.names():
+            raise BadInput(f"logkit/data/sglang.toml: generic family {fam.get('id')}: class {fam.get('class')!r} is not "
+                           "an outcome status", fix=f"use one of {', '.join(statuses.names())}")
+        out.append(Signature(id=fam["id"], status=fam["class"], label=fam["label"], pattern=pattern,
+                             priority=int(fam.get("priority", cfg["priority"])), weak=True,
+                             source="a failure line's shape and a word of its family",
+                             source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
+                             generic=True))
     return tuple(out)
 
 
