@@ -148,7 +148,7 @@ def generic_rows() -> tuple[Signature, ...]:
             out.append(Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
                                  pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:"
                                           + own + r"))[^\r\n]{1,2000}"),
-                                 priority=int(fam.get("priority", cfg["priority"])), weak=True,
+                                 priority=int(fam.get("line_priority", cfg["line_priority"])), weak=True,
                                  source="a line of its family's own evidence shapes",
                                  source_file="logkit/data/sglang.toml [generic]", needles=tuple(fam["line_needles"]),
                                  generic=True))
