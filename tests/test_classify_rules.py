@@ -1600,6 +1600,13 @@ GENERIC_TEXTS = [
     ("../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [107,0,0] "
      "Assertion `srcIndex < srcSelectDimSize` failed.\n", "illegal_memory", "generic-illegal-memory-line"),
     ("Capture cuda graph failed with CUDA_ERROR_ILLEGAL_ADDRESS at layer 3\n", "illegal_memory", "generic-illegal-memory-line"),
+    ("mpirun noticed that process rank 1 with PID 42 on node n1 exited on signal 9 (Killed).\n", "killed",
+     "generic-killed-line"),
+    ("Exception: Server process exited with code -9. Check server logs for errors.\n", "killed", "generic-killed"),
+    ("tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: unhandled system error\n",
+     "nccl", "generic-nccl"),
+    ("DeepEP dispatch NVL receiver timeout, channel: 0, RDMA: 0, nvl: 7\n", "hang", "generic-hang-line"),
+    ("[11:41:59.064379] Loss is nan, stopping training\n", "nan", "generic-nan-line"),
 ]
 
 
@@ -1643,6 +1650,9 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("[TP1] Setup Custom allreduce failed with CUDART error: peer access is not supported between these two devices. "
      "To silence this warning, specify --disable-custom-all-reduce explicitly.\n", "incomplete"),
     ("HTTP 200 {\"error\": null, \"result\": \"ok\"}\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [comm.py:1] receiver timeout set to 30 s; collective timeout: 600\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [proc.py:1] worker exited on signal 15 (SIGTERM) as asked\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [train.py:1] loss is 2.31, grad norm is 0.9\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
