@@ -1607,6 +1607,14 @@ GENERIC_TEXTS = [
      "nccl", "generic-nccl"),
     ("DeepEP dispatch NVL receiver timeout, channel: 0, RDMA: 0, nvl: 7\n", "hang", "generic-hang-line"),
     ("[11:41:59.064379] Loss is nan, stopping training\n", "nan", "generic-nan-line"),
+    ("WARNING 06-13 11:42:20 _custom_ops.py:11] Failed to import from vllm._C with ImportError('/x/vllm/_C.abi3.so: "
+     "undefined symbol: _ZN5torch7LibraryC1E')\n", "missing_kernel", "generic-missing-kernel-line"),
+    ("`trtllm-serve` with max_batch_size=2: an illegal memory access was encountered [in moe router]\n",
+     "illegal_memory", "generic-illegal-memory-line"),
+    ("E0305 20:23:38.890000 755 site-packages/torch/_inductor/runtime/triton_heuristics.py:533] Triton compilation "
+     "failed: triton_poi_fused_0\n", "jit_error", "generic-jit"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536\n",
+     "jit_error", "generic-jit"),
 ]
 
 
@@ -1653,6 +1661,10 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("INFO 12-07 10:00:00 [comm.py:1] receiver timeout set to 30 s; collective timeout: 600\n", "incomplete"),
     ("INFO 12-07 10:00:00 [proc.py:1] worker exited on signal 15 (SIGTERM) as asked\n", "incomplete"),
     ("INFO 12-07 10:00:00 [train.py:1] loss is 2.31, grad norm is 0.9\n", "incomplete"),
+    # bitsandbytes prints a bare "lib.so: undefined symbol" and runs on; glog's I/W levels; a module path
+    ("/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n", "incomplete"),
+    ("W0305 20:23:38.890000 755 site-packages/torch/_inductor/utils.py:533] Triton compilation is slow\n", "incomplete"),
+    ("INFO loading plugin my_pkg.errors.Handler: registered\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
