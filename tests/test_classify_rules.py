@@ -1615,6 +1615,7 @@ GENERIC_TEXTS = [
      "failed: triton_poi_fused_0\n", "jit_error", "generic-jit"),
     ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536\n",
      "jit_error", "generic-jit"),
+    ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)\n", "oom", "generic-oom"),
 ]
 
 
