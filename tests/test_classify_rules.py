@@ -1562,6 +1562,60 @@ GENERIC_TEXTS = [
     ("ptxas /tmp/k.ptx, line 9; error   : Feature '.bf16' requires .target sm_80 or higher\n", "jit_error", "generic-jit"),
     ("Error: connection refused by the router at 10.0.0.1:9000\n", "other_crash", "generic-failure-line"),
     ("worker 0 finished with exit code 3\n", "other_crash", "generic-failure-line"),
+    # more failure-line shapes: glog after a rank prefix, MPI's upper-case exit report, a GPU runtime's
+    # error code, a JSON error object, onnxruntime's severity
+    ("[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 1] Heartbeat monitor timed out! Process will be terminated.\n",
+     "hang", "generic-hang"),
+    ("=   EXIT CODE: 9\n", "killed", "generic-killed"),
+    ("CUDA error 2 at /src/ggml/ggml-cuda.cu:7196: out of memory\n", "oom", "generic-oom"),
+    ("[torch_memory_saver.cpp] CUresult error: 2 (out of memory) file=csrc/utils.h line=187\n", "oom", "generic-oom"),
+    ('{"error":{"message":"CUDA out of memory. Tried to allocate 20.00 MiB.","code":500}}\n', "oom", "generic-oom"),
+    ("2023-03-07 19:26:21.706 [E:onnxruntime:, sequential_executor.cc:494 ExecuteKernel] Failed to allocate memory "
+     "for requested buffer of size 4096\n", "oom", "generic-oom"),
+    # a family's own lines: evidence on any line, failure-shaped or not
+    ("{'loss': 0.2096, 'grad_norm': nan, 'learning_rate': 0.00026, 'epoch': 5.38}\n", "nan", "generic-nan-line"),
+    ("10/30 22:19:57 - mmengine - INFO - Epoch(train) [1][240/735]  lr: 1.98e-04  loss: 2.5128  grad_norm: nan\n",
+     "nan", "generic-nan-line"),
+    ("2020-10-01 10:25:50 | WARNING | root | NaN or Inf found in input tensor.\n", "nan", "generic-nan-line"),
+    ("[2025-12-03 15:29:24 TP0] Detected errors during sampling! NaN in the logits.\n", "nan", "generic-nan-line"),
+    ("tensor([nan, nan, nan, nan, nan, nan], device='cuda:0', dtype=torch.float16)\n", "nan", "generic-nan-line"),
+    ("INFO 01-20 03:02:37 [shm_broadcast.py:501] No available shared memory broadcast block found in 60 seconds. "
+     "This typically happens when some processes are hanging.\n", "hang", "generic-hang-line"),
+    ("[2025-10-29 11:25:58 TP3] Watchdog timeout (self.watchdog_timeout=300)\n", "hang", "generic-hang-line"),
+    ("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000)\n",
+     "hang", "generic-hang-line"),
+    ("[Sun Mar 24 23:54:53 2024] Out of memory: Killed process 6154 (python) total-vm:18109076kB, anon-rss:14095848kB\n",
+     "killed", "generic-killed-line"),
+    ("[597411.196310] python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE), order=0, oom_score_adj=0\n",
+     "killed", "generic-killed-line"),
+    ("systemd[1]: user.slice: A process of this unit has been killed by the OOM killer.\n", "killed", "generic-killed-line"),
+    ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n",
+     "arch_mismatch", "generic-arch-line"),
+    ("ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15',)\")\n",
+     "arch_mismatch", "generic-arch-line"),
+    ("usage: api_server.py [-h] [--host HOST] [--port PORT]\n", "arg_error", "generic-arg-error-line"),
+    ("tritonserver: unrecognized option '--t_exit_on_error=True'\nUsage: tritonserver [options]\n", "arg_error",
+     "generic-arg-error-line"),
+    ("the option '--model_path' is required but missing\n", "arg_error", "generic-arg-error-line"),
+    ("../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [107,0,0] "
+     "Assertion `srcIndex < srcSelectDimSize` failed.\n", "illegal_memory", "generic-illegal-memory-line"),
+    ("Capture cuda graph failed with CUDA_ERROR_ILLEGAL_ADDRESS at layer 3\n", "illegal_memory", "generic-illegal-memory-line"),
+    ("mpirun noticed that process rank 1 with PID 42 on node n1 exited on signal 9 (Killed).\n", "killed",
+     "generic-killed-line"),
+    ("Exception: Server process exited with code -9. Check server logs for errors.\n", "killed", "generic-killed"),
+    ("tensorflow.python.framework.errors_impl.UnknownError:  ncclCommInitRank failed: unhandled system error\n",
+     "nccl", "generic-nccl"),
+    ("DeepEP dispatch NVL receiver timeout, channel: 0, RDMA: 0, nvl: 7\n", "hang", "generic-hang-line"),
+    ("[11:41:59.064379] Loss is nan, stopping training\n", "nan", "generic-nan-line"),
+    ("WARNING 06-13 11:42:20 _custom_ops.py:11] Failed to import from vllm._C with ImportError('/x/vllm/_C.abi3.so: "
+     "undefined symbol: _ZN5torch7LibraryC1E')\n", "missing_kernel", "generic-missing-kernel-line"),
+    ("`trtllm-serve` with max_batch_size=2: an illegal memory access was encountered [in moe router]\n",
+     "illegal_memory", "generic-illegal-memory-line"),
+    ("E0305 20:23:38.890000 755 site-packages/torch/_inductor/runtime/triton_heuristics.py:533] Triton compilation "
+     "failed: triton_poi_fused_0\n", "jit_error", "generic-jit"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536\n",
+     "jit_error", "generic-jit"),
+    ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)\n", "oom", "generic-oom"),
 ]
 
 
@@ -1591,6 +1645,27 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     # a logger's file name is not a family word; CUDA's "invalid argument" is no command-line argument
     ("ERROR 12-07 10:00:00 [memory_pool.py:10] request 7 failed\n", "other_crash"),
     ("RuntimeError: CUDA error: invalid argument\n", "other_crash"),
+    # the own lines' near texts: a finite metric, a NaN counter, a setting, a config print, a fallback,
+    # a help line, a warning calling itself one
+    ("{'loss': 0.2096, 'grad_norm': 1.25, 'learning_rate': 0.00026, 'epoch': 5.38}\n", "incomplete"),
+    ("iteration 5426 | grad norm: 0.93 | number of nan iterations:   0 | loss: 2.31\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] NaN checks enabled for the logits\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [engine.py:1] watchdog timeout set to 300 s\n", "incomplete"),
+    ("server_args=ServerArgs(watchdog_timeout=300, dist_timeout=None)\n", "incomplete"),
+    ("INFO: no progress bar (stdout is not a tty)\n", "incomplete"),
+    ("[597411.196429] oom_score_adj=0 for pid 42\n", "incomplete"),
+    ("The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n", "incomplete"),
+    ("Run with --help for usage: server.py --model-path PATH\n", "incomplete"),
+    ("[TP1] Setup Custom allreduce failed with CUDART error: peer access is not supported between these two devices. "
+     "To silence this warning, specify --disable-custom-all-reduce explicitly.\n", "incomplete"),
+    ("HTTP 200 {\"error\": null, \"result\": \"ok\"}\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [comm.py:1] receiver timeout set to 30 s; collective timeout: 600\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [proc.py:1] worker exited on signal 15 (SIGTERM) as asked\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [train.py:1] loss is 2.31, grad norm is 0.9\n", "incomplete"),
+    # bitsandbytes prints a bare "lib.so: undefined symbol" and runs on; glog's I/W levels; a module path
+    ("/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n", "incomplete"),
+    ("W0305 20:23:38.890000 755 site-packages/torch/_inductor/utils.py:533] Triton compilation is slow\n", "incomplete"),
+    ("INFO loading plugin my_pkg.errors.Handler: registered\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status

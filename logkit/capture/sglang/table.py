@@ -115,7 +115,9 @@ def load_signatures() -> tuple[Signature, ...]:
 def generic_rows() -> tuple[Signature, ...]:
     """The generic layer (``[generic]`` in :file:`logkit/data/sglang.toml`) as weak rows: each family
     takes a *failure line* (one of ``failure_lines``' shapes, case-sensitive) that holds one of its
-    words (case-insensitive), the whole line matched; a family without words takes any failure line."""
+    words (case-insensitive), the whole line matched; a family without words takes any failure line.
+    A family's ``lines`` are its own evidence on any line, failure-shaped or not (``line_needles``: the
+    prefilter words one of which such a line holds), a second row ``<id>-line``."""
     cfg = data("sglang.toml").get("generic")
     if not cfg:
         return ()
@@ -141,6 +143,15 @@ def generic_rows() -> tuple[Signature, ...]:
                              source="a failure line's shape and a word of its family",
                              source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
                              generic=True))
+        if fam.get("lines"):  # its own evidence, on any line (a metric `loss: nan`, a stall notice)
+            own = "|".join(f"(?:{w})" for w in fam["lines"])
+            out.append(Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
+                                 pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:"
+                                          + own + r"))[^\r\n]{1,2000}"),
+                                 priority=int(fam.get("line_priority", cfg["line_priority"])), weak=True,
+                                 source="a line of its family's own evidence shapes",
+                                 source_file="logkit/data/sglang.toml [generic]", needles=tuple(fam["line_needles"]),
+                                 generic=True))
     return tuple(out)
 
 
