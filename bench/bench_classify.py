@@ -66,6 +66,8 @@ PARTS = [
     ("holdout14", "fourteenth hold-out, serving engines only (blind: labelled and committed before any run, no row "
                   "written from it)", True),
     ("holdout15", "fifteenth hold-out (blind: labelled and committed before any run, no row written from it)", True),
+    ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
+              "sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
