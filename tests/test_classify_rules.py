@@ -1008,6 +1008,48 @@ def test_a_benchmark_that_generated_nothing_or_garbage_is_not_ready() -> None:
     assert classify_text("========== Prompt 0 ==========\n" + "!" * 40 + "\n").status == "garbage"
 
 
+@pytest.mark.parametrize("text", [
+    # Triton Inference Server's endpoints start once its model repository loaded (src/main.cc, grpc_server.cc,
+    # http_server.cc)
+    "I0304 23:44:28.443120 1 grpc_server.cc:102] Ready for RPC 'ServerReady', 0\n",
+    "I1115 13:49:37.267016 120 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001\n",
+    "I1115 13:49:37.267416 120 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000\n",
+    # TGI's /generate_stream answering: the first token's event (router/src/server.rs, StreamResponse)
+    'data: {"index":1,"token":{"id":89554,"text":" Deep","logprob":-0.97,"special":false},"generated_text":null}\n',
+])
+def test_other_servers_serving_lines_show_a_ready_server(text: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.ready) == ("ready", True), d
+
+
+@pytest.mark.parametrize("text", [
+    # not serving: Triton's model table (a model READY, another may be UNAVAILABLE and the server exits),
+    # an HTTP client's stream of another shape, Triton refusing to start
+    "| tensorrt_llm     | 1       | READY  |\n",
+    'data: {"id":"cmpl-1","object":"text_completion","index":1}\n',
+    "I1115 13:49:37.267016 120 server.cc:307] Waiting for in-flight requests to complete.\n",
+])
+def test_near_serving_lines_of_other_servers_are_not_ready(text: str) -> None:
+    assert classify_text(text).status == "incomplete"
+
+
+def test_hccls_notify_wait_timeout_is_a_hang() -> None:
+    """CANN's HCCL error EI0002 (a collective's peer never sent its notify): the NPU's collective timeout."""
+    for text in (
+        "EI0002: [PID: 42] 2025-03-26-12:00:00.000.000 The wait execution of the Notify register times out. Reason: "
+        "The Notify register has not received the Notify record from remote rank: [4].\n",
+        "        Possible Cause: 1. An exception occurs during the execution on some NPUs in the cluster. As a result, "
+        "collective communication operation failed.2. The execution speed on some NPU in the cluster is too slow to "
+        "complete a communication operation within the timeout interval. (default 1800s, You can set the interval by "
+        "using HCCL_EXEC_TIMEOUT.)3. The number of training samples of each NPU is inconsistent.\n",
+    ):
+        d = classify_text(text)
+        assert (d.status, d.signature) == ("hang", "hccl-notify-wait-timeout"), d
+    # the variable set, or named in a how-to: no timeout happened
+    assert classify_text("export HCCL_EXEC_TIMEOUT=3600\n").status == "incomplete"
+    assert classify_text("Set HCCL_EXEC_TIMEOUT to a larger value for long prefill runs.\n").status == "incomplete"
+
+
 def test_a_stalled_vllm_engine_is_not_serving_evidence() -> None:
     """vLLM's stats line with requests running and neither throughput moving in the interval
     (v1/metrics/loggers.py LoggingStatLogger.log) is a stalled engine; the idle form (Running: 0)
@@ -1616,6 +1658,26 @@ GENERIC_TEXTS = [
     ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware limit: 65536\n",
      "jit_error", "generic-jit"),
     ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)\n", "oom", "generic-oom"),
+    # dev21: gloo's transport timeout, CANN's HCCL task timeout, a report of NaN values, Triton's backend
+    # loader refusing an extension, the linker refusing a build's object or library
+    ("[rank3]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+     "1800000ms for recv operation to complete\n", "hang", "generic-hang"),
+    ("(RayWorkerWrapper pid=7) still waiting: Timed out waiting 600000ms\n", "hang", "generic-hang-line"),
+    ("EI9999: 2024-10-21-10:42:00.204.495  The error from device(chipId:2, dieId:0), serial number is 9, hccl fftsplus "
+     "task timeout occurred during task execution, stream_id:5, sq_id:5, task_id:38827, stuck notify num:1\n",
+     "hang", "generic-hang-line"),
+    ("the logprob of most prompts is nan after step 40\n", "nan", "generic-nan-line"),
+    ("output_fp16.json are all nan values, output_fp32.json is fine\n", "nan", "generic-nan-line"),
+    ("the rollout's log_prob turned out to be NaN for some samples\n", "nan", "generic-nan-line"),
+    ("训练到第3000步时loss为nan\n", "nan", "generic-nan-line"),
+    ("E1115 13:49:37 model_lifecycle.cc:620] failed to load 'tensorrt_llm': unable to load shared library: "
+     "/opt/tritonserver/backends/tensorrtllm/libtriton_tensorrtllm.so: undefined symbol: _ZNK12tensorrt_llm7runtime\n",
+     "missing_kernel", "generic-missing-kernel-line"),
+    ("`I1115 model loading: version 2 is at UNAVAILABLE state: Not found: unable to load shared library: "
+     "/x/libtriton_python.so: undefined symbol: _ZN3c10\n", "missing_kernel", "generic-missing-kernel-line"),
+    ("  /usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/csrc/adam/fused_adam_frontend.o: No such file or directory\n",
+     "jit_error", "generic-jit-line"),
+    ("/usr/bin/ld: cannot find -lcuda\n", "jit_error", "generic-jit-line"),
 ]
 
 
@@ -1666,6 +1728,16 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n", "incomplete"),
     ("W0305 20:23:38.890000 755 site-packages/torch/_inductor/utils.py:533] Triton compilation is slow\n", "incomplete"),
     ("INFO loading plugin my_pkg.errors.Handler: registered\n", "incomplete"),
+    # dev21's lines' near texts: a timeout setting, a CANN setting, a NaN check or guard, a lookup of a
+    # shared library that succeeded, a linker searching its paths
+    ("INFO 12-07 10:00:00 [gloo.py:1] gloo: timed out waiting is disabled; timeout 1800000 ms\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [env.py:1] HCCL_EXEC_TIMEOUT=1836, task timeout 30min\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] checking whether the logits are nan-free: they are finite\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] the output is not nan; returns nan=False\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [check.py:1] if the loss is nan, the step is skipped\n", "incomplete"),
+    ("I1115 13:49:37 shared_library.cc:112] OpenLibraryHandle: /opt/tritonserver/backends/python/libtriton_python.so\n",
+     "incomplete"),
+    ("attempt to open /usr/lib/libcuda.so succeeded; ld: searching for -lcuda in /usr/lib\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
