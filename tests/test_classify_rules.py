@@ -867,6 +867,12 @@ def test_sglang_custom_allreduce_fallback_warning_is_not_nccl() -> None:
     "[Response(text='" + "जब हमने हृदय की आंखों से ही दिल होंठ बनाया\\n" * 7 + "')]",
     # DeepSeek's special tokens (full-width bars, U+2581 word marks)
     "<｜begin▁of▁sentence｜>" * 12,
+    # a special token looping with a repr's literal \n between (vLLM's 'Generated text: ...' print)
+    "Prompt: 'hi', Generated text: 'Hello.<|im_end|>\\n" + "<|im_start|>\\n" * 10 + "'",
+    # a short sentence holding a number, looping inside a printed reply with literal \n escapes
+    'Output [Text 0 Beam 0]: "' + "\\n7 day old weather report\\n" * 9 + '"',
+    # every word emitted twice (a stream's pieces doubled)
+    "  I'm checking checking how how the the request request handles handles JSON JSON parsing parsing today",
 ])
 def test_looping_sentences_and_special_tokens_are_garbage(line: str) -> None:
     d = classify_text(f"[bench] request 3\n{line}\n")
@@ -876,6 +882,18 @@ def test_looping_sentences_and_special_tokens_are_garbage(line: str) -> None:
 def test_a_sentence_said_a_few_times_is_not_a_loop() -> None:
     line = "Note: restart the server. " * 3 + "Then run the benchmark again and compare the figures with the baseline."
     assert degenerate_line(line) is None
+
+
+@pytest.mark.parametrize("line", [
+    # a word doubled by mistake, a table repeating one value, a few doubled words in a long sentence, a
+    # special token said a few times with escapes between
+    "I think that that the server is is fine, but the the benchmark shows a regression after the update here",
+    "| GPU | N/A N/A | N/A N/A | Default Default | N/A N/A | 0 0 | Off Off |",
+    "Prompt: 'hi', Generated text: 'Hello.<|im_end|>\\n<|im_start|>\\n<|im_start|>\\nuser'",
+    "--model-path /models/llama-2-7b --tokenizer-path /models/llama-2-7b --served-model-name llama2 llama2",
+])
+def test_doubled_words_and_escapes_near_garbage_are_not(line: str) -> None:
+    assert degenerate_line(line) is None, line
 
 
 def test_vllm_custom_ops_import_warning_alone_is_not_a_missing_kernel() -> None:

@@ -136,7 +136,8 @@ def _special_run(g: dict[str, Any]) -> str:
     """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``)
     repeated back to back (``tok``: the token); non-ASCII characters as alternatives, so it reads as bytes too."""
     bar, mark = "(?:\\||\uff5c)?", "\u2581"
-    return r"(?P<tok><%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>)(?:\s*(?P=tok)){%d}" % (
+    # between them blanks, or a repr's / JSON string's literal escapes ('<|im_start|>\\n<|im_start|>\\n')
+    return r"(?P<tok><%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>)(?:(?:\s|\\[nrt])*(?P=tok)){%d}" % (
         bar, mark, bar, g["special_token_repeats"] - 1)
 
 
@@ -168,6 +169,9 @@ def _salad(text: str) -> str | None:
     m = special.search(text)
     if m:
         return f"special token repeated ({m.group('tok')!r})"
+    doubled = _stutter(text)
+    if doubled:
+        return doubled
     if not text.isascii():
         if len(mojibake.findall(text)) >= g["mojibake_pairs"]:
             return "mojibake (UTF-8 text read as Latin-1)"
@@ -201,6 +205,29 @@ def _salad(text: str) -> str | None:
     mixed = g["salad_capitalized_share"] * len(words) <= capitalized <= (1 - g["salad_capitalized_share"]) * len(words)
     if mixed and used <= g["salad_function_share"] * len(words):
         return f"word salad ({len(words)} words, {used} function words)"
+    return None
+
+
+def _stutter(text: str) -> str | None:
+    """Each word written twice ("parsing parsing and and environment environment"): a stream whose
+    every piece was emitted twice. Pairs of one word back to back, of several words, making up much
+    of the line (prose doubles a word by mistake once; a table repeats one value)."""
+    g = _cfg()
+    tokens = [t for t in (t.strip("'\"`,;.:!?()[]{}*|\u2502") for t in text.split()) if t]
+    words = sum(1 for t in tokens if any(c.isalpha() for c in t))
+    if words < 2 * g["stutter_pairs"]:
+        return None
+    i = pairs = 0
+    seen: set[str] = set()
+    while i + 1 < len(tokens):
+        if tokens[i] == tokens[i + 1] and any(c.isalpha() for c in tokens[i]):
+            pairs += 1
+            seen.add(tokens[i].lower())
+            i += 2
+        else:
+            i += 1
+    if pairs >= g["stutter_pairs"] and len(seen) >= g["stutter_words"] and 2 * pairs >= g["stutter_share"] * words:
+        return f"words doubled ({pairs} pairs back to back, e.g. {sorted(seen)[0]!r})"
     return None
 
 
@@ -270,7 +297,8 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     # words in a row (a loop's candidate): hyphenated and quoted words, words of other writing systems
     # (the bytes of UTF-8 sequences are letters) and a reply's literal \n escapes inside a JSON string
     # or a repr (a backslash is a letter: "you?\nI" is two words) count
-    words = rb"(?:[A-Za-z\\\x80-\xff][A-Za-z'\\\x80-\xff-]{0,19}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
+    # (digits inside a word too: a loop's word may hold a number, "clothes\\n\\n10 year old ...")
+    words = rb"(?:[A-Za-z\\\x80-\xff][A-Za-z0-9'\\\x80-\xff-]{0,19}[ ,.;!?]{1,3}){%d,}" % g["line_loop_min_repeats"]
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
     pattern = b"|".join([*singles, long_run, words, fffd, wide, _special_run(g).encode()])
