@@ -111,6 +111,23 @@ def test_uvicorn_running_is_not_readiness() -> None:
     assert not classify_text(head).ready
 
 
+def test_uvicorn_startup_is_readiness_only_outside_sglang() -> None:
+    """Another server (vLLM, LMDeploy) builds its engine before uvicorn starts: its startup done is
+    ready; SGLang warms up after uvicorn starts, so a log with an SGLang line (today's or 0.1's
+    ``[gpu_id=N]`` model runner) is not."""
+    uvicorn = ("INFO:     Started server process [1]\nINFO:     Waiting for application startup.\n"
+               "INFO:     Application startup complete.\n"
+               "INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C to quit)\n")
+    d = classify_text("2026-01-01 00:00:00,000 - lmdeploy - INFO - builder.py:1 - engine built\n" + uvicorn)
+    assert (d.status, d.ready, d.ready_line) == ("ready", True, 4)
+    for sglang in ("[2026-01-01 00:00:00 TP0] Load weight end. type=Qwen2ForCausalLM, avail mem=15.61 GB\n",
+                   "[gpu_id=0] max_total_num_tokens=328021, max_prefill_tokens=16384, context_len=32768\n"):
+        d = classify_text(sglang + uvicorn)
+        assert (d.status, d.ready) == ("incomplete", False), sglang
+    # uvicorn's lines quoted inside prose or another logger's message are not its own
+    assert classify_text("the log ends at INFO:     Application startup complete. and nothing after\n").status == "incomplete"
+
+
 def test_healthy_log_words_are_not_failures() -> None:
     line = "[2025-01-01 00:00:00] Ignore import error when loading sglang.srt.models.mllama4: No module named 'x'\n"
     assert classify_text(line).status == "incomplete"

@@ -51,7 +51,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE, CleanShapes
-from .table import Signature, compiled, data, extras, load_signatures, server_regexes
+from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
@@ -166,6 +166,10 @@ class Classifier:
     #: the first line that shows the server serving (a batch scheduled, a request answered 200)
     serving_line: int | None = None
     serving_text: str | None = None
+    #: the first line of an ASGI server's start-up finished (``startup_patterns``): readiness only when
+    #: the log shows no SGLang server line (SGLang warms up after uvicorn starts)
+    startup_line: int | None = None
+    startup_text: str | None = None
     #: the first line only an SGLang server prints (``server_patterns``, the ready line): the
     #: output is an SGLang launch's, whatever command printed it
     server_line: int | None = None
@@ -196,6 +200,12 @@ class Classifier:
             if m:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
+        if self.startup_line is None:
+            startup = startup_regex()
+            m = startup.search(chunk) if startup is not None else None
+            if m:
+                self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
+                self.startup_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line)
         # The gated rows and the garbage scan read only the lines whose shape is not known clean
@@ -327,7 +337,12 @@ class Classifier:
 
     @property
     def ready(self) -> bool:
-        return self.ready_line is not None or self.serving_line is not None
+        return self.ready_line is not None or self.serving_line is not None or self._started
+
+    @property
+    def _started(self) -> bool:
+        """Another server's start-up finished (uvicorn's lifespan) and no SGLang server line in the log."""
+        return self.startup_line is not None and self.server_line is None
 
     def best(self, *, include_weak: bool) -> _Hit | None:
         """The deciding hit: highest priority, then earliest line."""
@@ -406,6 +421,8 @@ class Classifier:
         evidence = self.evidence(first=hit)
         mark_line = self.ready_line if self.ready_line is not None else self.serving_line
         mark_text = self.ready_text if self.ready_line is not None else self.serving_text
+        if mark_line is None and self._started:
+            mark_line, mark_text = self.startup_line, self.startup_text
         if mark_line is not None and not any(e.line == mark_line for e in evidence):
             evidence = sorted([*evidence, *_lines([(mark_line, mark_text or "")])], key=lambda e: e.line)
 

@@ -184,6 +184,14 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
 
 
 @lru_cache(maxsize=1)
+def startup_regex() -> re.Pattern[bytes] | None:
+    """The regex of a server's start-up finished (``startup_patterns``): readiness for a launch that is
+    not SGLang's (outcomes.Classifier.ready); None when absent."""
+    pats = [p.encode() for p in data("sglang.toml").get("startup_patterns", [])]
+    return re.compile(b"|".join(b"(?:%s)" % p for p in pats), re.M) if pats else None
+
+
+@lru_cache(maxsize=1)
 def extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
     pats = [p.encode() for p in data("sglang.toml").get("serving_patterns", [])]
