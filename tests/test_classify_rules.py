@@ -1696,6 +1696,11 @@ GENERIC_TEXTS = [
     ("  /usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/csrc/adam/fused_adam_frontend.o: No such file or directory\n",
      "jit_error", "generic-jit-line"),
     ("/usr/bin/ld: cannot find -lcuda\n", "jit_error", "generic-jit-line"),
+    # a stall as a user or a wrapper reports it, and a watchdog's timeout named as an error
+    ("After about two million requests the server hangs and never answers again.\n", "hang", "generic-hang-line"),
+    ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-line"),
+    ("Both TP ranks are stuck inside cuGraphLaunch\n", "hang", "generic-hang-line"),
+    ("I deploy the model with TP=4 and encounter a Watchdog timeout error\n", "hang", "generic-hang-line"),
 ]
 
 
@@ -1756,6 +1761,12 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("I1115 13:49:37 shared_library.cc:112] OpenLibraryHandle: /opt/tritonserver/backends/python/libtriton_python.so\n",
      "incomplete"),
     ("attempt to open /usr/lib/libcuda.so succeeded; ld: searching for -lcuda in /usr/lib\n", "incomplete"),
+    # a stall denied, hedged or only feared; a word holding the letters
+    ("With the fix the server no longer hangs after two million requests.\n", "incomplete"),
+    ("The launch does not get stuck at prefill any more; it never hangs.\n", "incomplete"),
+    ("If the process hangs, set --watchdog-timeout to a larger value.\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [i18n.py:1] loaded locales: Hungarian, Swedish\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [engine.py:1] watchdog timeout errors are counted per rank\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
