@@ -1696,6 +1696,8 @@ GENERIC_TEXTS = [
     ("  /usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/csrc/adam/fused_adam_frontend.o: No such file or directory\n",
      "jit_error", "generic-jit-line"),
     ("/usr/bin/ld: cannot find -lcuda\n", "jit_error", "generic-jit-line"),
+    ("On a standalone install `import sgl_kernel` fails with `undefined symbol: _ZN3c1013MessageLoggerC1E`.\n",
+     "missing_kernel", "generic-missing-kernel-line"),
     # a stall as a user or a wrapper reports it, and a watchdog's timeout named as an error
     ("After about two million requests the server hangs and never answers again.\n", "hang", "generic-hang-line"),
     ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-line"),
@@ -1761,6 +1763,9 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("I1115 13:49:37 shared_library.cc:112] OpenLibraryHandle: /opt/tritonserver/backends/python/libtriton_python.so\n",
      "incomplete"),
     ("attempt to open /usr/lib/libcuda.so succeeded; ld: searching for -lcuda in /usr/lib\n", "incomplete"),
+    # a loader's text in a hint, or without the symbol it misses
+    ("If the import fails with undefined symbol: _ZN3c10, reinstall torch first.\n", "incomplete"),
+    ("import sgl_kernel fails with a timeout; the undefined symbol list is empty\n", "incomplete"),
     # a stall denied, hedged or only feared; a word holding the letters
     ("With the fix the server no longer hangs after two million requests.\n", "incomplete"),
     ("The launch does not get stuck at prefill any more; it never hangs.\n", "incomplete"),
