@@ -1033,7 +1033,8 @@ def test_a_benchmark_that_generated_nothing_or_garbage_is_not_ready() -> None:
     "I1115 13:49:37.267016 120 grpc_server.cc:2451] Started GRPCInferenceService at 0.0.0.0:8001\n",
     "I1115 13:49:37.267416 120 http_server.cc:3558] Started HTTPService at 0.0.0.0:8000\n",
     # TGI's /generate_stream answering: the first token's event (router/src/server.rs, StreamResponse)
-    'data: {"index":1,"token":{"id":89554,"text":" Deep","logprob":-0.97,"special":false},"generated_text":null}\n',
+    'data: {"index":1,"token":{"id":89554,"text":" Deep","logprob":-0.97,"special":false},"generated_text":null}\n',    # llama.cpp's server after its model loaded (tools/server/server.cpp)
+    "main: server is listening on http://127.0.0.1:8080 - starting the main loop\n",
 ])
 def test_other_servers_serving_lines_show_a_ready_server(text: str) -> None:
     d = classify_text(text)
@@ -1045,7 +1046,8 @@ def test_other_servers_serving_lines_show_a_ready_server(text: str) -> None:
     # an HTTP client's stream of another shape, Triton refusing to start
     "| tensorrt_llm     | 1       | READY  |\n",
     'data: {"id":"cmpl-1","object":"text_completion","index":1}\n',
-    "I1115 13:49:37.267016 120 server.cc:307] Waiting for in-flight requests to complete.\n",
+    "I1115 13:49:37.267016 120 server.cc:307] Waiting for in-flight requests to complete.\n",    # llama.cpp's server still loading
+    "srv    load_model: loading model '/models/qwen2.5-7b-q4_k_m.gguf'\n",
 ])
 def test_near_serving_lines_of_other_servers_are_not_ready(text: str) -> None:
     assert classify_text(text).status == "incomplete"
@@ -1688,6 +1690,8 @@ GENERIC_TEXTS = [
     ("output_fp16.json are all nan values, output_fp32.json is fine\n", "nan", "generic-nan-line"),
     ("the rollout's log_prob turned out to be NaN for some samples\n", "nan", "generic-nan-line"),
     ("训练到第3000步时loss为nan\n", "nan", "generic-nan-line"),
+    ("When I fine-tune it as a video generator there is always NaN loss, and training stops\n", "nan", "generic-nan-line"),
+    ("[OGA 0.11.2] NaN logits at the 3rd decode step with the NPU provider\n", "nan", "generic-nan-line"),
     ("E1115 13:49:37 model_lifecycle.cc:620] failed to load 'tensorrt_llm': unable to load shared library: "
      "/opt/tritonserver/backends/tensorrtllm/libtriton_tensorrtllm.so: undefined symbol: _ZNK12tensorrt_llm7runtime\n",
      "missing_kernel", "generic-missing-kernel-line"),
@@ -1760,6 +1764,8 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("INFO 12-07 10:00:00 [sampler.py:1] checking whether the logits are nan-free: they are finite\n", "incomplete"),
     ("INFO 12-07 10:00:00 [sampler.py:1] the output is not nan; returns nan=False\n", "incomplete"),
     ("INFO 12-07 10:00:00 [check.py:1] if the loss is nan, the step is skipped\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [stats.py:1] nan loss: 0, nan logits: 0 in the last 100 steps\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] nan_logits=skip (NaN logits checks on)\n", "incomplete"),
     ("I1115 13:49:37 shared_library.cc:112] OpenLibraryHandle: /opt/tritonserver/backends/python/libtriton_python.so\n",
      "incomplete"),
     ("attempt to open /usr/lib/libcuda.so succeeded; ld: searching for -lcuda in /usr/lib\n", "incomplete"),
