@@ -1700,6 +1700,7 @@ GENERIC_TEXTS = [
     ("  /usr/bin/ld: cannot find build/temp.linux-x86_64-3.10/csrc/adam/fused_adam_frontend.o: No such file or directory\n",
      "jit_error", "generic-jit-line"),
     ("/usr/bin/ld: cannot find -lcuda\n", "jit_error", "generic-jit-line"),
+    ("when i run python train.py there is a problem:ninja：build stopped：subcommand failed.\n", "jit_error", "generic-jit-line"),
     ("On a standalone install `import sgl_kernel` fails with `undefined symbol: _ZN3c1013MessageLoggerC1E`.\n",
      "missing_kernel", "generic-missing-kernel-line"),
     # a stall as a user or a wrapper reports it, and a watchdog's timeout named as an error
@@ -1772,6 +1773,7 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     # a loader's text in a hint, or without the symbol it misses
     ("If the import fails with undefined symbol: _ZN3c10, reinstall torch first.\n", "incomplete"),
     ("import sgl_kernel fails with a timeout; the undefined symbol list is empty\n", "incomplete"),
+    ("ninja: no work to do.\nbuild stopped by the user: interrupted\n", "incomplete"),
     # a stall denied, hedged or only feared; a word holding the letters
     ("With the fix the server no longer hangs after two million requests.\n", "incomplete"),
     ("The launch does not get stuck at prefill any more; it never hangs.\n", "incomplete"),
