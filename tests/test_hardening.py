@@ -250,8 +250,11 @@ def test_the_sweep_log_goes_through_the_redactor(tmp_path: Path) -> None:
 
 def test_ctrl_c_is_a_line_not_a_traceback(sessions: Path) -> None:
     scenarios.new_session(sessions)
+    # SIGINT as a terminal sends it: a suite started in the background by a script (no job control)
+    # inherits SIGINT ignored, and so would `why`, which then reads on to the end of its input
     proc = subprocess.Popen([*scenarios.LOGKIT, "why"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=scenarios.env_for(sessions))
+                            stderr=subprocess.PIPE, text=True, env=scenarios.env_for(sessions),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.5)  # reading the pasted error from stdin
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
