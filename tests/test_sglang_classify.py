@@ -124,6 +124,8 @@ def test_uvicorn_startup_is_readiness_only_outside_sglang() -> None:
                    "[gpu_id=0] max_total_num_tokens=328021, max_prefill_tokens=16384, context_len=32768\n"):
         d = classify_text(sglang + uvicorn)
         assert (d.status, d.ready) == ("incomplete", False), sglang
+    # vLLM's API server prefixes uvicorn's lines with its process
+    assert classify_text("(APIServer pid=1) INFO:     Application startup complete.\n").status == "ready"
     # uvicorn's lines quoted inside prose or another logger's message are not its own
     assert classify_text("the log ends at INFO:     Application startup complete. and nothing after\n").status == "incomplete"
 

@@ -200,9 +200,9 @@ class Classifier:
             if m:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
-        if self.startup_line is None:
-            startup = startup_regex()
-            m = startup.search(chunk) if startup is not None else None
+        startup = startup_regex() if self.startup_line is None else None
+        if startup is not None and (not startup[1] or any(n in chunk for n in startup[1])):
+            m = startup[0].search(chunk)
             if m:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.startup_text = _line_at(chunk, m.start())

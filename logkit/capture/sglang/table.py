@@ -184,11 +184,13 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
 
 
 @lru_cache(maxsize=1)
-def startup_regex() -> re.Pattern[bytes] | None:
-    """The regex of a server's start-up finished (``startup_patterns``): readiness for a launch that is
-    not SGLang's (outcomes.Classifier.ready); None when absent."""
-    pats = [p.encode() for p in data("sglang.toml").get("startup_patterns", [])]
-    return re.compile(b"|".join(b"(?:%s)" % p for p in pats), re.M) if pats else None
+def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """The regex of a server's start-up finished (``startup_patterns``: readiness for a launch that is
+    not SGLang's, outcomes.Classifier.ready) and its needles; None when absent."""
+    cfg = data("sglang.toml")
+    pats = [p.encode() for p in cfg.get("startup_patterns", [])]
+    needles = tuple(n.encode() for n in cfg.get("startup_needles", []))
+    return (re.compile(b"|".join(b"(?:%s)" % p for p in pats), re.M), needles) if pats else None
 
 
 @lru_cache(maxsize=1)
