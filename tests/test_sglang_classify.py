@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import copy
 import itertools
 import tomllib
 from pathlib import Path
@@ -169,9 +170,12 @@ def test_each_rows_needles_are_required_by_its_regex_on_the_corpus() -> None:
 
     logs = [(p, p.read_bytes()) for p in sorted(LOGS.rglob("*.log"))]
     checked = set()
-    for regex, sig, needles, reach, _group in compiled()[0]:
+    from logkit.capture.sglang.prefilter import reach as reach_of
+
+    for regex, sig, needles, by_lines, _group in compiled()[0]:
         if needles is None:
             continue
+        reach = reach_of(regex) if by_lines else None
         for p, blob in logs:
             shaped: list[bytes] = []
             starts: list[int] = []
@@ -205,12 +209,25 @@ def _seen(c: Any) -> tuple[Any, ...]:
     return (c.status, c.label, c.signature, [(e.line, e.text) for e in c.evidence], c.ready, c.ready_line)
 
 
-def _stream(raw: bytes, warm: bytes, size: int) -> Any:
-    """``warm`` (healthy lines, their shapes learned) then ``raw``, fed in line-aligned pieces of ~size."""
+def _warmed(warm: bytes, size: int) -> tuple[Classifier, int, int]:
+    """A classifier fed the pieces :func:`_stream` cuts from ``warm`` whatever follows it (each ends
+    at a line end inside ``warm``), and where the stream goes on: (classifier, next line, next byte)."""
     clf = Classifier()
-    data = warm + raw
     line = 1
     at = 0
+    while at + size < len(warm) and (end := warm.find(b"\n", at + size)) >= 0:
+        clf.feed(warm[at:end + 1], line)
+        line += warm.count(b"\n", at, end + 1)
+        at = end + 1
+    return clf, line, at
+
+
+def _stream(raw: bytes, warm: bytes, size: int, warmed: tuple[Classifier, int, int] | None = None) -> Any:
+    """``warm`` (healthy lines, their shapes learned) then ``raw``, fed in line-aligned pieces of ~size;
+    ``warmed`` (:func:`_warmed` of the same ``warm`` and ``size``) skips feeding the pieces every log shares:
+    the classifier goes on from a copy of its state after them, as if it had been fed them."""
+    clf, line, at = (Classifier(), 1, 0) if warmed is None else (copy.deepcopy(warmed[0]), *warmed[1:])
+    data = warm + raw
     while at < len(data):
         cut = data.find(b"\n", min(at + size, len(data)))
         cut = len(data) if cut < 0 else cut + 1
@@ -220,20 +237,31 @@ def _stream(raw: bytes, warm: bytes, size: int) -> Any:
     return clf.decide(finished=False)
 
 
-@pytest.mark.slow  # every corpus log twice (14 s): CI runs it, the fast lane does not
+@pytest.mark.slow  # every corpus log four times (~15 s): CI runs it, the fast lane does not
 def test_skipping_known_clean_line_shapes_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The prefilter (``Classifier._lines_to_read``: each row reads only the lines whose shape holds
     one of its needles) is a speed-up only: every corpus log, read whole and streamed after healthy
     lines in small pieces, gets the very same answer, evidence and line numbers as a scan of every
-    line by every row."""
-    warm = b"".join(ln for p in _every_corpus_log() for ln in p.read_bytes().splitlines(keepends=True)
+    line by every row. (The healthy lines' pieces, the same before every log, are fed once per mode.)"""
+    logs = {p: p.read_bytes() for p in _every_corpus_log()}
+    warm = b"".join(ln for raw in logs.values() for ln in raw.splitlines(keepends=True)
                     if b"Decode batch" in ln or b"Prefill batch" in ln or b"INFO:" in ln) * 5
     assert warm.count(b"\n") > 100
-    fast = {p.name: (_seen(classify_file(p)), _seen(_stream(p.read_bytes(), warm, 2048))) for p in _every_corpus_log()}
+    warmed = _warmed(warm, 2048)
+    assert warmed[2] > len(warm) - 4096  # all but the last pieces are shared
+    fast = {p.name: (_seen(classify_file(p)), _seen(_stream(raw, warm, 2048, warmed))) for p, raw in logs.items()}
     monkeypatch.setattr(Classifier, "_lines_to_read", _full_scan)
-    slow = {p.name: (_seen(classify_file(p)), _seen(_stream(p.read_bytes(), warm, 2048))) for p in _every_corpus_log()}
+    warmed = _warmed(warm, 2048)
+    slow = {p.name: (_seen(classify_file(p)), _seen(_stream(raw, warm, 2048, warmed))) for p, raw in logs.items()}
     assert len(fast) >= 330
     assert [n for n in fast if fast[n] != slow[n]] == []
+
+
+def test_a_stream_from_a_warmed_copy_is_the_stream_fed_whole() -> None:
+    """:func:`_stream` from a copy of the warmed state answers as feeding every piece does."""
+    raw = (LOGS / "warmup-sglang-16855.log").read_bytes()
+    warm = b"[2026-12-06 10:00:00 TP0] Decode batch, #running-req: 1, #token: 99, token usage: 0.01\n" * 300
+    assert _seen(_stream(raw, warm, 2048, _warmed(warm, 2048))) == _seen(_stream(raw, warm, 2048))
 
 
 @pytest.mark.parametrize(("healthy", "bad", "status"), [
@@ -256,7 +284,7 @@ def _read(clf: Classifier, chunk: bytes, first_line: int) -> set[tuple[int, int,
 
     norm = chunk.translate(SHAPE)
     reading = clf._lines_to_read(chunk, norm, norm.split(b"\n"), first_line)
-    return {r for *_row, reach, group in compiled()[0] if reach is not None for r in reading.runs(group, reach)}
+    return {r for regex, _sig, _needles, by_lines, group in compiled()[0] if by_lines for r in reading.runs(group, regex)}
 
 
 def test_a_needle_with_a_digit_is_read_whatever_shape_was_learned() -> None:

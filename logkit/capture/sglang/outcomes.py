@@ -48,7 +48,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import LineKinds, Reading
+from .prefilter import OWN_LINES, LineKinds, Reading
 from .table import Signature, compiled, data, extras, load_signatures, server_regexes
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
@@ -103,10 +103,17 @@ class Classification:
 
 
 def _line_kinds() -> LineKinds:
-    """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs."""
-    _rows, _ready, needles = compiled()
+    """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs.
+    The ready line and the server's args line are needles too (of no row): a chunk whose lines are
+    all known clean holds neither, and is not searched for them."""
+    _rows, ready, needles, _whole = compiled()
     _serving, row, scanner = extras()
-    return LineKinds(needles, None if row is None or scanner is None else scanner.candidates)
+    owners = dict(needles)
+    for literal in (ready, server_regexes()[2]):
+        if literal:
+            shape = literal.translate(SHAPE)
+            owners[shape] = (*owners.get(shape, ()), OWN_LINES)
+    return LineKinds(owners, None if row is None or scanner is None else scanner.candidates)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -158,9 +165,16 @@ class Classifier:
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
-        sigs, ready, _needles = compiled()
+        sigs, ready, _needles, whole = compiled()
         serving, garbage_row, scanner = extras()
-        if self.ready_line is None:
+        norm = chunk.translate(SHAPE)
+        shapes = norm.split(b"\n")
+        # Each row reads the lines whose shape holds one of its needles (a row without needles, or
+        # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
+        # whose lines are all known clean holds no needle: not the ready line, nor the server's args.
+        reading = self._lines_to_read(chunk, norm, shapes, first_line)
+        quiet = reading is not None and reading.clean
+        if self.ready_line is None and not quiet:
             at = chunk.find(ready)
             if at >= 0:
                 self.ready_line = first_line + chunk.count(b"\n", 0, at)
@@ -171,18 +185,13 @@ class Classifier:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
-            self._server_lines(chunk, first_line)
-        norm = chunk.translate(SHAPE)
-        shapes = norm.split(b"\n")
-        # Each row reads the lines whose shape holds one of its needles (a row without needles, or
-        # every row when ``plan`` is None, reads the whole chunk); rows run in file order.
-        reading = self._lines_to_read(chunk, norm, shapes, first_line)
-        for regex, sig, needles, reach, group in sigs:
+            self._server_lines(chunk, first_line, quiet)
+        for regex, sig, needles, by_lines, group in whole if quiet else sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            if reading is not None and reach is not None:
-                for lo, hi, first in reading.runs(group, reach):
+            if reading is not None and by_lines:
+                for lo, hi, first in reading.runs(group, regex):
                     if self._find(regex, sig, chunk, first, lo, hi):
                         break
                 continue
@@ -225,13 +234,15 @@ class Classifier:
             memory = self._kinds = _line_kinds()
         return memory.read(chunk, norm, shapes, first_line)
 
-    def _server_lines(self, chunk: bytes, first_line: int) -> None:
+    def _server_lines(self, chunk: bytes, first_line: int, quiet: bool) -> None:
+        """The server's first own line and its args line; ``quiet``: the chunk holds no args line
+        when that line starts with a literal (a needle of :func:`_line_kinds`)."""
         server, args, args_literal = server_regexes()
         if self.server_line is None:
             m = server.search(chunk)
             if m:
                 self.server_line = first_line + chunk.count(b"\n", 0, m.start())
-        if self.server_args is None and args_literal in chunk:
+        if self.server_args is None and (not args_literal or not quiet and args_literal in chunk):
             m = args.search(chunk)
             if m:
                 self.server_args = _line_at(chunk, m.start(), 1 << 16)

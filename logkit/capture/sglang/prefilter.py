@@ -28,19 +28,25 @@ import bisect
 import itertools
 import re
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "Reading", "digit_runs", "literal_prefix", "needle_groups", "reach"]
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups", "reach"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
+#: The group of the needles that are no row's (the ready line, the server's args line: see
+#: :func:`.outcomes._line_kinds`).
+OWN_LINES = -1
 #: At most this many kinds of line not known clean are looked for one by one in a chunk (a C
 #: search each); more and the chunk's lines are walked once.
 MAX_SEARCHED = 32
 
+_ALL_BYTES = bytes(range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
+_SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
 _LONG_NUMBER = re.compile(rb"000000+")
 
 #: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
@@ -51,16 +57,16 @@ Run = tuple[int, int, int]
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only in the
-    numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw bytes joined,
-    one regex search, each hit mapped back to its number."""
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), which a shape hides, looked
+    for only in the numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw
+    bytes joined, searched for the nine runs (a C search each), each hit then mapped back to its number."""
     if b"000000" not in norm:
         return []
     spans = [m.span() for m in _LONG_NUMBER.finditer(norm)]
     joined = b" ".join([chunk[a:b] for a, b in spans])
-    found = [m.start() for m in _SAME_DIGITS.finditer(joined)]
-    if not found:
+    if not any(run in joined for run in _SAME_DIGIT_RUNS):
         return []
+    found = [m.start() for m in _SAME_DIGITS.finditer(joined)]
     starts = list(itertools.accumulate((b - a + 1 for a, b in spans), initial=0))
     return [spans[i][0] + at - starts[i] for at in found for i in [bisect.bisect_right(starts, at) - 1]]
 
@@ -81,7 +87,10 @@ class LineKinds:
         joined = b"\n".join(new)
         starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
         groups: dict[int, set[int]] = {}
-        for needle, owners in self.needles.items():
+        absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
+        for needle, owners in self.needles.items():     # megabyte of one byte repeated costs no search)
+            if absent and not absent.isdisjoint(needle):
+                continue
             at = joined.find(needle)
             while at >= 0:
                 i = bisect.bisect_right(starts, at) - 1
@@ -107,8 +116,8 @@ class LineKinds:
         clean = self.clean
         all_clean = clean.issuperset(shapes)
         digits = digit_runs(chunk, norm)
-        if all_clean and not digits:
-            return NOTHING
+        if all_clean:
+            return NOTHING if not digits else Reading(len(chunk), shapes, first_line, {}, _numbers(norm, digits), clean=True)
         kinds = self.kinds
         distinct = set(shapes).difference(clean)
         kind_of = {shape: kinds[shape] for shape in distinct if shape in kinds}
@@ -136,20 +145,28 @@ class LineKinds:
                 prev = at
                 by_shape.setdefault(shape, []).append(line)
         garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] for i in lines}
-        line = prev = 0
-        for start in sorted({norm.rfind(b"\n", 0, at) + 1 for at in digits}):
-            line += norm.count(b"\n", prev, start)
-            prev = start
-            garbage.add(line)
         return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
-                       sorted(garbage))
+                       sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
+
+
+def _numbers(norm: bytes, offsets: list[int]) -> list[int]:
+    """The numbers (from 0) of the lines holding ``offsets`` of ``norm``, in order, each once."""
+    out = []
+    line = prev = 0
+    for start in sorted({norm.rfind(b"\n", 0, at) + 1 for at in offsets}):
+        line += norm.count(b"\n", prev, start)
+        prev = start
+        out.append(line)
+    return out
 
 
 class Reading:
     """The lines of one chunk that each group of rows and the garbage scan read, as runs of lines."""
 
     def __init__(self, size: int, shapes: list[bytes], first_line: int,
-                 lines: dict[bytes, tuple[tuple[int, ...], list[int]]], garbage: list[int]) -> None:
+                 lines: dict[bytes, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
+        #: every line of the chunk is known clean (it holds no needle; the garbage scan may still read some)
+        self.clean = clean
         self.size = size
         self.shapes = shapes
         self.first_line = first_line
@@ -163,14 +180,16 @@ class Reading:
         self._runs: dict[tuple[int, int], list[Run]] = {}
         self._starts: list[int] | None = None
 
-    def runs(self, group: int, context: int = 0) -> list[Run]:
-        """The runs a group of rows reads: its lines, each with ``context`` lines either side."""
+    def runs(self, group: int, regex: re.Pattern[bytes]) -> list[Run]:
+        """The runs a group of rows reads with ``regex``: its lines, each with the lines either side
+        the regex may reach (:func:`reach`)."""
+        kinds = self.groups.get(group)
+        if not kinds:
+            return []
+        context = reach(regex)
         got = self._runs.get((group, context))
         if got is None:
-            kinds = self.groups.get(group)
-            if not kinds:
-                got = []
-            elif len(kinds) == 1:
+            if len(kinds) == 1:
                 got = self._spans(self.lines[kinds[0]][1], context)
             else:
                 got = self._spans(sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds)), context)
@@ -200,7 +219,7 @@ class Reading:
 
 
 #: The reading of a chunk whose lines are all known clean.
-NOTHING = Reading(0, [], 1, {}, [])
+NOTHING = Reading(0, [], 1, {}, [], clean=True)
 
 
 try:  # the parser `re` itself uses (CPython 3.11+); without it every row counts as spanning lines
@@ -210,6 +229,7 @@ except ImportError:  # pragma: no cover
     _c = _p = None  # type: ignore[assignment]
 
 
+@lru_cache(maxsize=None)
 def reach(regex: re.Pattern[bytes]) -> int:
     """0 when every match of ``regex`` lies on one line and it tests for neither end of the text,
     else :data:`CONTEXT` (the lines a row reads either side of a line holding one of its needles)."""

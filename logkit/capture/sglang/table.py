@@ -156,16 +156,17 @@ def generic_rows() -> tuple[Signature, ...]:
     return tuple(out)
 
 
-#: A compiled row: its regex, its signature, its needles as shapes (None: no needles), the lines
-#: around a needle's line it reads (:func:`.prefilter.reach`; None: it reads every line), and its
-#: group (:func:`.prefilter.needle_groups`).
-_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", "int | None", int]
+#: A compiled row: its regex, its signature, its needles as shapes (None: no needles), whether it
+#: reads only the lines holding a needle (:mod:`.prefilter`; else every line), and its group of rows
+#: (:func:`.prefilter.needle_groups`).
+_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, int]
 
 
 @lru_cache(maxsize=1)
-def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]]]:
-    """The rows (:data:`_Row`), the ready line, and each needle's shape -> the groups of rows that list it."""
-    from .prefilter import needle_groups, reach
+def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], tuple[_Row, ...]]:
+    """The rows (:data:`_Row`), the ready line, each needle's shape -> the groups of rows that list
+    it, and the rows that read every line."""
+    from .prefilter import needle_groups
 
     cfg = data("sglang.toml")
     rows = []
@@ -175,9 +176,10 @@ def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]]]:
         regex = re.compile(s.pattern.encode())
         needles = tuple(n.encode().translate(SHAPE) for n in s.needles) or None
         by_lines = needles is not None and not any(b"\n" in n for n in needles)
-        rows.append((regex, s, needles, reach(regex) if by_lines else None))
-    groups, owners = needle_groups([r[2] if r[3] is not None else () for r in rows])
-    return tuple((*r, g) for r, g in zip(rows, groups)), cfg["ready_pattern"].encode(), owners
+        rows.append((regex, s, needles, by_lines))
+    groups, owners = needle_groups([r[2] if r[3] else () for r in rows])
+    out = tuple((*r, g) for r, g in zip(rows, groups))
+    return out, cfg["ready_pattern"].encode(), owners, tuple(r for r in out if not r[3])
 
 
 @lru_cache(maxsize=1)
