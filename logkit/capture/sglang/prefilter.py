@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -47,7 +48,6 @@ _ALL_BYTES = bytes(range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
-_LONG_NUMBER = re.compile(rb"000000+")
 
 #: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
 #: needles its shape holds, whether it holds a garbage candidate run.
@@ -57,18 +57,21 @@ Run = tuple[int, int, int]
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), which a shape hides, looked
-    for only in the numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw
-    bytes joined, searched for the nine runs (a C search each), each hit then mapped back to its number."""
-    if b"000000" not in norm:
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), which a shape hides. Such a
+    run lies in a number of six digits or more, so in one of the 11-byte windows of ``chunk`` that
+    start at each ``000000`` of its shapes ``norm`` (found by one split, all in C): the windows,
+    joined, are searched for the nine runs (a C search each), then by the regex where one is."""
+    parts = norm.split(b"000000")
+    if len(parts) == 1:
         return []
-    spans = [m.span() for m in _LONG_NUMBER.finditer(norm)]
-    joined = b" ".join([chunk[a:b] for a, b in spans])
+    at = list(map(operator.add, itertools.accumulate(map(len, parts[:-1])), range(0, 6 * len(parts), 6)))
+    windows = list(map(chunk.__getitem__, map(slice, at, map(operator.add, at, itertools.repeat(11)))))
+    joined = b" ".join(windows)
     if not any(run in joined for run in _SAME_DIGIT_RUNS):
         return []
-    found = [m.start() for m in _SAME_DIGITS.finditer(joined)]
-    starts = list(itertools.accumulate((b - a + 1 for a, b in spans), initial=0))
-    return [spans[i][0] + at - starts[i] for at in found for i in [bisect.bisect_right(starts, at) - 1]]
+    starts = list(itertools.accumulate((len(w) + 1 for w in windows), initial=0))
+    return [at[i] + pos - starts[i] for pos in (m.start() for m in _SAME_DIGITS.finditer(joined))
+            for i in [bisect.bisect_right(starts, pos) - 1]]
 
 
 class LineKinds:
@@ -125,10 +128,9 @@ class LineKinds:
         if new:  # learnt before the memory may be cleared to make room
             kind_of.update(self.learn(new))
         by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
-        if len(kind_of) > MAX_SEARCHED:
-            for i, shape in enumerate(shapes):
-                if shape in kind_of:
-                    by_shape.setdefault(shape, []).append(i)
+        if len(kind_of) > MAX_SEARCHED:  # the lines not clean picked out in C, then grouped
+            for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
+                by_shape.setdefault(shapes[i], []).append(i)
         elif kind_of:
             wrapped = b"\n" + norm + b"\n"
             hits = []
