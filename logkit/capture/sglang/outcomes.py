@@ -113,7 +113,7 @@ def _line_kinds() -> LineKinds:
         if literal:
             shape = literal.translate(SHAPE)
             owners[shape] = (*owners.get(shape, ()), OWN_LINES)
-    return LineKinds(owners, None if row is None or scanner is None else scanner.candidates)
+    return LineKinds(owners, None if row is None or scanner is None else scanner.first)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:

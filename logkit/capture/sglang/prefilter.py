@@ -78,7 +78,9 @@ class LineKinds:
     """A classifier's memory of line shapes: the clean ones (no row's needle, no candidate run), and
     what each other one needs (:data:`Kind`)."""
 
-    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes], Iterable[int]] | None) -> None:
+    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None) -> None:
+        """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
+        ``pos`` (-1: none; a run never spans a line break)."""
         #: each needle's shape -> the groups of rows that list it
         self.needles = needles
         self.marks = marks
@@ -99,7 +101,12 @@ class LineKinds:
                 i = bisect.bisect_right(starts, at) - 1
                 groups.setdefault(i, set()).update(owners)
                 at = joined.find(needle, at + 1)
-        marked = set() if self.marks is None else {bisect.bisect_right(starts, at) - 1 for at in self.marks(joined)}
+        marked = set()
+        at = -1 if self.marks is None else self.marks(joined, 0)
+        while at >= 0:  # one search per shape that holds a run (a megabyte of one byte is one hit)
+            i = bisect.bisect_right(starts, at) - 1
+            marked.add(i)
+            at = self.marks(joined, starts[i + 1])
         if len(self.clean) + len(self.kinds) + len(new) > MAX_SHAPES:
             self.clean.clear()
             self.kinds.clear()
