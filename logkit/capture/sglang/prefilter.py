@@ -4,13 +4,16 @@ Contract:
 
 * A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit made
   ``0``) holds, shaped the same way, every literal the line holds. A row's ``needles``
-  (signatures.toml: literals of which every match contains one) are looked for in the shapes: a
-  row reads only the lines whose shape holds one of its needles. The garbage scan reads only the
+  (signatures.toml: literals of which every match contains one, compared as shapes, so a needle
+  may name a shape: ``e0000 00:00:00.``) are looked for in the shapes: a row reads only the lines
+  whose shape holds one of its needles. The ready line's and the server's args line's literals are
+  needles of no row (:data:`OWN_LINES`): a chunk of known-clean lines holds neither. The garbage scan reads only the
   lines whose shape holds one of its candidate runs (a run stays a run under the mapping) and those
   holding a run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
 * What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
   holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
-  ``find`` loop per needle and one candidate scan over them joined). A chunk whose shapes are all
+  ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search
+  per shape that holds one, over them joined). A chunk whose shapes are all
   known clean costs a translate, a split and a set lookup per line, in C; any other chunk, one
   look-up per line not known clean. At most :data:`~logkit.capture.shapes.MAX_SHAPES` shapes of at
   most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is read every time.
