@@ -1,8 +1,9 @@
 """Line shapes: the "nothing to see on these lines" test of the classifier and the redactor.
 
-Both scan every chunk of a command's output for literal needles (the classifier's prefilter words,
-the redactor's triggers and learned secrets), one ``bytes.__contains__`` pass per needle: dozens of
-passes per chunk, although a healthy log repeats a few hundred kinds of line. A line's *shape* is
+Both look in every chunk of a command's output for literal needles (the classifier's rows' needles,
+:mod:`logkit.capture.sglang.prefilter`, which keeps its own memory of what each shape needs; the
+redactor's triggers and learned secrets, :class:`CleanShapes`), one pass per needle without them:
+dozens of passes per chunk, although a healthy log repeats a few hundred kinds of line. A line's *shape* is
 the line with ASCII letters lowercased and each digit made ``0`` (one ``bytes.translate``). A needle
 in a line is, shaped the same way, in that line's shape; so a shape that holds no shaped needle
 belongs only to lines that hold no needle (whatever their case or digits), and a chunk whose lines'

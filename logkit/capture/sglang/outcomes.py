@@ -6,14 +6,13 @@ Contract:
   pattern, class, label, priority, weak) and the ready line in :file:`logkit/data/sglang.toml`,
   loaded and compiled by :mod:`.table`. This module only applies the table.
 * :class:`Classifier` is fed chunks of complete lines as bytes (the recorder's hot path): each
-  signature is a compiled regex scanned with ``finditer`` over the whole chunk (one alternation of
-  all rows measured 7x slower: it defeats the regex engine's literal-prefix search), and lines are
-  counted with ``bytes.count``; nothing loops per line in Python. A row's ``needles`` (literals
-  of which every match contains one, checked on the corpus by ``tests/test_sglang_classify.py``)
-  let a chunk holding none of them skip the regex at ``bytes.__contains__`` speed. Rows whose
-  needles all hold a prefilter word, and the garbage scan, read only the lines whose *shape* is
-  not known clean (:meth:`Classifier._unknown_lines`): a healthy log's lines repeat a few hundred
-  shapes, so its chunks cost a translate, a split and set lookups (>= 200 MiB/s,
+  signature is a compiled regex run with ``finditer`` (one alternation of all rows measured 7x
+  slower: it defeats the regex engine's literal-prefix search). A row's ``needles`` (literals of
+  which every match contains one, checked on the corpus by ``tests/test_sglang_classify.py``) say
+  which lines it reads: :mod:`.prefilter` finds, once per kind of line (its *shape*, lowercased
+  with digits made 0), the rows whose needles it holds, so a row reads only its own lines, in
+  place, and a line that no row can match costs a set lookup in C. A healthy log repeats a few
+  hundred shapes: its chunks cost a translate, a split and set lookups (>= 200 MiB/s,
   ``bench/bench_classify.py``); a test replays the corpus with and without the skip.
 * :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
@@ -35,9 +34,7 @@ Contract:
 
 from __future__ import annotations
 
-import bisect
 import io
-import itertools
 import os
 import re
 import stat
@@ -50,7 +47,8 @@ from ... import statuses
 from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
-from ..shapes import SHAPE, CleanShapes
+from ..shapes import SHAPE
+from .prefilter import OWN_LINES, LineKinds, Reading
 from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
@@ -87,6 +85,8 @@ MAX_PER_SIGNATURE = 5
 MAX_LINE_CHARS = 2000
 #: Lines an ``incomplete`` verdict shows: the last ones the log has.
 TAIL_LINES = 3
+#: The end of a chunk read for its last lines (all of it when they are longer).
+TAIL_BYTES = 1 << 16
 
 
 @dataclass
@@ -102,37 +102,18 @@ class Classification:
     ready_text: str | None = None
 
 
-#: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
-_SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
-_LONG_NUMBER = re.compile(rb"000000+")
-#: More runs of unknown lines than this in a chunk and the chunk is read whole (each run costs every
-#: row's needle test; a few whole-chunk passes cost less).
-MAX_RUNS = 256
-#: At most this many kinds of unknown line are looked for one by one in a chunk; more and its lines
-#: are walked once instead (the runs are made the same way).
-MAX_SEARCHED = 32
-
-
-def _digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), looked for only in the
-    numbers of six digits or more (the ``000000`` of its shapes ``norm``): their raw bytes joined,
-    one regex search, each hit mapped back to its number."""
-    if b"000000" not in norm:
-        return []
-    spans = [m.span() for m in _LONG_NUMBER.finditer(norm)]
-    joined = b" ".join([chunk[a:b] for a, b in spans])
-    found = [m.start() for m in _SAME_DIGITS.finditer(joined)]
-    if not found:
-        return []
-    starts = list(itertools.accumulate((b - a + 1 for a, b in spans), initial=0))
-    return [spans[i][0] + at - starts[i] for at in found for i in [bisect.bisect_right(starts, at) - 1]]
-
-
-def _clean_shapes() -> CleanShapes:
-    """A classifier's memory of clean line shapes: no prefilter word, no garbage candidate run."""
-    _rows, _ready, words = compiled()
+def _line_kinds() -> LineKinds:
+    """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs.
+    The ready line and the server's args line are needles too (of no row): a chunk whose lines are
+    all known clean holds neither, and is not searched for them."""
+    _rows, ready, needles, _whole = compiled()
     _serving, row, scanner = extras()
-    return CleanShapes(words, None if row is None or scanner is None else scanner.candidates)
+    owners = dict(needles)
+    for literal in (ready, server_regexes()[2]):
+        if literal:
+            shape = literal.translate(SHAPE)
+            owners[shape] = (*owners.get(shape, ()), OWN_LINES)
+    return LineKinds(owners, None if row is None or scanner is None else scanner.first)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -178,8 +159,8 @@ class Classifier:
     lines: int = 0
     #: the last lines seen (number, text): what an ``incomplete`` log shows last
     tail: list[tuple[int, str]] = field(default_factory=list)
-    #: line shapes known clean (:meth:`_unknown_lines`)
-    _shapes: CleanShapes | None = field(default=None, repr=False, compare=False)  # made at the first chunk
+    #: what each line shape needs (:meth:`_lines_to_read`)
+    _kinds: LineKinds | None = field(default=None, repr=False, compare=False)  # made at the first chunk
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -188,13 +169,20 @@ class Classifier:
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
-        sigs, ready, _gate_words = compiled()
+        sigs, ready, _needles, whole = compiled()
         serving, garbage_row, scanner = extras()
-        if self.ready_line is None:
-            m = ready.search(chunk)
-            if m:
-                self.ready_line = first_line + chunk.count(b"\n", 0, m.start())
-                self.ready_text = _line_at(chunk, m.start())
+        norm = chunk.translate(SHAPE)
+        shapes = norm.split(b"\n")
+        # Each row reads the lines whose shape holds one of its needles (a row without needles, or
+        # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
+        # whose lines are all known clean holds no needle: not the ready line, nor the server's args.
+        reading = self._lines_to_read(chunk, norm, shapes, first_line)
+        quiet = reading is not None and reading.clean
+        if self.ready_line is None and not quiet:
+            at = chunk.find(ready)
+            if at >= 0:
+                self.ready_line = first_line + chunk.count(b"\n", 0, at)
+                self.ready_text = _line_at(chunk, at)
         if self.serving_line is None and serving is not None:
             m = serving.search(chunk)
             if m:
@@ -207,120 +195,64 @@ class Classifier:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.startup_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
-            self._server_lines(chunk, first_line)
-        # The gated rows and the garbage scan read only the lines whose shape is not known clean
-        # (see :meth:`_unknown_lines`); the other rows read the whole chunk. Rows run in file order.
-        whole = [[chunk, first_line, None]]
-        unknown, garbage_too, hint = self._unknown_lines(chunk, first_line)
-        parts: list[list[Any]] = [[c, n, None] for c, n in unknown]
-        for regex, sig, needles, nocase, gated, shaped in sigs:
+            self._server_lines(chunk, first_line, quiet)
+        for regex, sig, needles, by_lines, group in whole if quiet else sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
-            if gated and (not parts or hint is not None and shaped is not None and not any(n in hint for n in shaped)):
-                continue  # none of its needles in the kinds of line read (``hint``: their shapes, joined)
-            for target in parts if gated else whole:
-                part, first, lowered = target
-                if needles is not None:
-                    if nocase and lowered is None:
-                        lowered = target[2] = part.lower()
-                    if not any(n in (lowered if nocase else part) for n in needles):
-                        continue
-                if self._find(regex, sig, part, first):
-                    break
-        if scanner is not None and garbage_row is not None and garbage_too:
-            for part, first, _low in parts:
+            if reading is not None and by_lines:
+                for lo, hi, first in reading.runs(group, regex):
+                    if self._find(regex, sig, chunk, first, lo, hi):
+                        break
+                continue
+            if needles is not None and not any(n in norm for n in needles):
+                continue
+            self._find(regex, sig, chunk, first_line, 0, len(chunk))
+        if scanner is not None and garbage_row is not None:
+            parts = [(0, len(chunk), first_line)] if reading is None else reading.garbage_runs()
+            for lo, hi, first in parts:
                 if len(self.hits.get(garbage_row.id, ())) >= MAX_PER_SIGNATURE:
                     break
+                part = chunk[lo:hi]
                 for offset, text, why in scanner.scan(part):
                     line = first + part.count(b"\n", 0, offset)
                     full = self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS])
                     self.hits[garbage_row.id][-1].why = why
                     if full:
                         break
-        self.lines = max(self.lines, first_line - 1 + chunk.count(b"\n") + (0 if chunk.endswith(b"\n") or not chunk else 1))
+        self.lines = max(self.lines, first_line - 2 + len(shapes) + (0 if chunk.endswith(b"\n") or not chunk else 1))
         self._keep_tail(chunk)
 
-    def _find(self, regex: re.Pattern[bytes], sig: Signature, part: bytes, first: int) -> bool:
-        """Add ``regex``'s matches in ``part`` (line ``first`` on); True once the row is full."""
-        pos = 0
+    def _find(self, regex: re.Pattern[bytes], sig: Signature, chunk: bytes, first: int, lo: int, hi: int) -> bool:
+        """Add ``regex``'s matches in ``chunk[lo:hi]`` (searched in place; line ``first`` at ``lo``);
+        True once the row is full."""
+        pos = lo
         line = first
-        for m in regex.finditer(part):
-            line += part.count(b"\n", pos, m.start())
+        for m in regex.finditer(chunk, lo, hi):
+            line += chunk.count(b"\n", pos, m.start())
             pos = m.start()
-            if self._add(sig, line, _line_at(part, m.start())):
+            if self._add(sig, line, _line_at(chunk, m.start())):
                 return True
         return False
 
-    def _unknown_lines(self, chunk: bytes, first_line: int) -> tuple[list[tuple[bytes, int]], bool, bytes | None]:
-        """The runs of ``chunk``'s lines (each with one line of context either side) whose *shape*
-        is not known clean, as ``(bytes, first line number)``; the whole chunk when most are. And
-        whether the garbage scan must read them: not when each is only a line known to hold a
-        prefilter word and no garbage candidate. And, when they are runs, the shapes of their
-        unknown kinds of line joined (a row whose needles, as shapes, are in none skips them: the
-        context lines are clean, they hold none).
-
-        A line's shape (:mod:`logkit.capture.shapes`) is clean when it holds no prefilter word and
-        no candidate run of the garbage scanner: both only grow under the shape's mapping (a run
-        stays a run, a word a word), except a run of one repeated digit, which ``0`` (a
-        never-unit) hides: those are looked for in the raw bytes under each ``000000`` of the
-        shapes. So a line whose shape is clean can match no gated row and hold no garbage.
-        """
-        memory = self._shapes
+    def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading | None:
+        """The lines of ``chunk`` each row and the garbage scan read (:mod:`.prefilter`); ``norm`` is
+        the chunk's shape, ``shapes`` its lines'. None: every row and the scan read every line (what
+        a test compares the skip with)."""
+        memory = self._kinds
         if memory is None:
-            memory = self._shapes = _clean_shapes()
-        norm = chunk.translate(SHAPE)
-        shapes = norm.split(b"\n")
-        digits = _digit_runs(chunk, norm)
-        if (memory.all_clean(shapes) or memory.learn(shapes)) and not digits:
-            return [], False, None
-        # Where the lines not known clean start: a few kinds of line are each found whole in the
-        # shapes (a C search per kind: a healthy chunk with a few odd lines); many, by one walk
-        unknown = set(shapes).difference(memory.known)
-        garbage_too = bool(digits) or not all(s in memory.unclean and s not in memory.marked for s in unknown)
-        starts: set[int] = {norm.rfind(b"\n", 0, at) + 1 for at in digits}
-        if len(unknown) > MAX_SEARCHED:
-            at = 0
-            for shape in shapes:
-                if shape in unknown:
-                    starts.add(at)
-                at += len(shape) + 1
-        else:
-            wrapped = b"\n" + norm + b"\n"
-            for shape in unknown:
-                needle = b"\n" + shape + b"\n"
-                at = wrapped.find(needle)
-                while at >= 0 and 2 * len(starts) <= len(shapes):
-                    starts.add(at)  # the line's start in norm (wrapped has one byte more in front)
-                    at = wrapped.find(needle, at + 1)
-        if not starts:
-            return [], False, None
-        if 2 * len(starts) > len(shapes):
-            return [(chunk, first_line)], True, None  # mostly unknown lines: one pass per row is cheaper
-        runs: list[list[int]] = []  # [start byte, end byte, first line number], one line of context each side
-        line, prev = first_line, 0
-        for start in sorted(starts):
-            line += norm.count(b"\n", prev, start)
-            prev = start
-            lo = norm.rfind(b"\n", 0, start - 1) + 1 if start else 0
-            end = norm.find(b"\n", start)
-            end = len(norm) if end < 0 else norm.find(b"\n", end + 1)
-            hi = len(norm) if end < 0 else end + 1
-            if runs and lo <= runs[-1][1]:
-                runs[-1][1] = max(runs[-1][1], hi)
-            else:
-                runs.append([lo, hi, line - (1 if start else 0)])
-        if len(runs) > MAX_RUNS:
-            return [(chunk, first_line)], True, None  # scattered (a failure-dense log): one pass per row is cheaper
-        return [(chunk[lo:hi], first) for lo, hi, first in runs], garbage_too, b"\n".join(unknown)
+            memory = self._kinds = _line_kinds()
+        return memory.read(chunk, norm, shapes, first_line)
 
-    def _server_lines(self, chunk: bytes, first_line: int) -> None:
-        server, args = server_regexes()
+    def _server_lines(self, chunk: bytes, first_line: int, quiet: bool) -> None:
+        """The server's first own line and its args line; ``quiet``: the chunk holds no args line
+        when that line starts with a literal (a needle of :func:`_line_kinds`)."""
+        server, args, args_literal = server_regexes()
         if self.server_line is None:
             m = server.search(chunk)
             if m:
                 self.server_line = first_line + chunk.count(b"\n", 0, m.start())
-        if self.server_args is None:
+        if self.server_args is None and (not args_literal or not quiet and args_literal in chunk):
             m = args.search(chunk)
             if m:
                 self.server_args = _line_at(chunk, m.start(), 1 << 16)
@@ -328,7 +260,10 @@ class Classifier:
     def _keep_tail(self, chunk: bytes) -> None:
         """The last few non-empty lines (rsplit from the end: nothing scans the whole chunk)."""
         end = self.lines
-        parts = chunk.rstrip(b"\r\n").rsplit(b"\n", TAIL_LINES)[-TAIL_LINES:]
+        text = chunk[-TAIL_BYTES:].rstrip(b"\r\n")  # the tail alone, when it holds the last lines whole
+        if len(chunk) > TAIL_BYTES and text.count(b"\n") < TAIL_LINES:
+            text = chunk.rstrip(b"\r\n")
+        parts = text.rsplit(b"\n", TAIL_LINES)[-TAIL_LINES:]
         lines = [(end - len(parts) + 1 + i, p.decode("utf-8", "replace").rstrip("\r")[:MAX_LINE_CHARS])
                  for i, p in enumerate(parts)]
         kept = [t for t in lines if t[1].strip()]

@@ -20,7 +20,6 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -285,8 +284,8 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
 
 
 @lru_cache(maxsize=1)
-def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
-    """Offsets of candidate runs in a chunk: one ``re`` scan."""
+def _gate() -> re.Pattern[bytes]:
+    """The regex of candidate runs in a chunk: one ``re`` scan."""
     g = _cfg()
     never = set(g["never_units"])
     # one character (not a separator) repeated: one back-reference, not an alternation of ~60 literals
@@ -302,8 +301,7 @@ def _gate() -> Callable[[bytes], Iterator[tuple[int, int]]]:
     fffd = rb"(?:\xef\xbf\xbd[^\n]{0,40}){%d}" % g["line_replacement_chars"]
     wide = rb"[\x80-\xff]{%d,}" % (3 * g["repeat_char_run"])  # a run of non-ASCII characters (CJK)
     pattern = b"|".join([*singles, long_run, words, fffd, wide, _special_run(g).encode()])
-    regex = re.compile(pattern)
-    return lambda chunk: (m.span() for m in regex.finditer(chunk))
+    return re.compile(pattern)
 
 
 class GarbageScanner:
@@ -311,13 +309,18 @@ class GarbageScanner:
 
     def candidates(self, data: bytes) -> list[int]:
         """Offsets of the candidate runs in ``data`` (none spans a line break)."""
-        return [a for a, _b in _gate()(data)]
+        return [m.start() for m in _gate().finditer(data)]
+
+    def first(self, data: bytes, pos: int = 0) -> int:
+        """The offset of the first candidate run in ``data`` at or after ``pos``, or -1."""
+        m = _gate().search(data, pos)
+        return -1 if m is None else m.start()
 
     def scan(self, chunk: bytes) -> list[tuple[int, str, str]]:
         """``(offset of the line, line text, reason)`` for each degenerate line in ``chunk``."""
         spans: dict[int, list[int]] = {}
         ends: dict[int, int] = {}
-        for a, b in _gate()(chunk):
+        for a, b in (m.span() for m in _gate().finditer(chunk)):
             start = chunk.rfind(b"\n", 0, a) + 1
             if start not in spans:
                 end = chunk.find(b"\n", a)

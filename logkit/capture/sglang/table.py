@@ -1,7 +1,7 @@
 """The classifier's knowledge, loaded and compiled once: the signature table
 (:file:`logkit/data/signatures.toml`, validated row by row: a bad row names its id and the fix) and
 what :file:`logkit/data/sglang.toml` says about SGLang's own lines (the ready line, the server's
-lines, the serving evidence, the prefilter words). :mod:`.outcomes` applies it.
+lines, the serving evidence). :mod:`.outcomes` applies it, :mod:`.prefilter` says which lines each row reads.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ class Signature:
     source: str = ""
     source_file: str = ""
     detector: str | None = None
-    #: Literals of which every match contains at least one: a chunk with none skips the regex.
+    #: Literals of which every match contains at least one, compared as line shapes (case ignored,
+    #: any digit for a digit): the row reads only the lines holding one.
     needles: tuple[str, ...] = ()
     #: a row of the generic layer: a shape any program prints (an exception line, a kill), not one
     #: library's message; ``bench/bench_generic.py`` measures the classifier with these rows alone
@@ -155,32 +156,42 @@ def generic_rows() -> tuple[Signature, ...]:
     return tuple(out)
 
 
-_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, bool, "tuple[bytes, ...] | None"]
+#: A compiled row: its regex, its signature, its needles as shapes (None: no needles), whether it
+#: reads only the lines holding a needle (:mod:`.prefilter`; else every line), and its group of rows
+#: (:func:`.prefilter.needle_groups`).
+_Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, int]
 
 
 @lru_cache(maxsize=1)
-def compiled() -> tuple[tuple[_Row, ...], re.Pattern[bytes], tuple[bytes, ...]]:
-    """Rows (regex, signature, needles, nocase, behind the gate, needles as shapes), the ready regex, the gate's words."""
+def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], tuple[_Row, ...]]:
+    """The rows (:data:`_Row`), the ready line, each needle's shape -> the groups of rows that list
+    it, and the rows that read every line."""
+    from .prefilter import needle_groups
+
     cfg = data("sglang.toml")
-    gate = tuple(w.encode() for w in cfg.get("prefilter_words", []))
     rows = []
     for s in load_signatures():
         if s.detector is not None:
             continue
         regex = re.compile(s.pattern.encode())
-        nocase = bool(regex.flags & re.IGNORECASE) or "(?i" in s.pattern
-        needles = tuple(n.encode().lower() if nocase else n.encode() for n in s.needles) or None
-        gated = bool(gate) and needles is not None and all(any(g in n.lower() for g in gate) for n in needles)
-        rows.append((regex, s, needles, nocase, gated, None if needles is None else tuple(n.translate(SHAPE) for n in needles)))
-    return tuple(rows), re.compile(re.escape(cfg["ready_pattern"].encode())), gate
+        needles = tuple(n.encode().translate(SHAPE) for n in s.needles) or None
+        by_lines = needles is not None and not any(b"\n" in n for n in needles)
+        rows.append((regex, s, needles, by_lines))
+    groups, owners = needle_groups([r[2] if r[3] else () for r in rows])
+    out = tuple((*r, g) for r, g in zip(rows, groups))
+    return out, cfg["ready_pattern"].encode(), owners, tuple(r for r in out if not r[3])
 
 
 @lru_cache(maxsize=1)
-def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
-    """The regexes of an SGLang server's own lines (``server_patterns``, the ready line) and of its ``server_args``."""
+def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes]:
+    """The regexes of an SGLang server's own lines (``server_patterns``, the ready line) and of its
+    ``server_args``, and the literal that regex starts with (a chunk without it needs no search)."""
+    from .prefilter import literal_prefix
+
     cfg = data("sglang.toml")
     pats = [p.encode() for p in cfg.get("server_patterns", [])] + [re.escape(cfg["ready_pattern"].encode())]
-    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), re.compile(cfg["server_args_pattern"].encode())
+    args = re.compile(cfg["server_args_pattern"].encode())
+    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), args, literal_prefix(args)
 
 
 @lru_cache(maxsize=1)

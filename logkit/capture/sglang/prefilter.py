@@ -1,0 +1,332 @@
+"""Which lines of a chunk each signature row and the garbage scan read: the classifier's prefilter.
+
+Contract:
+
+* A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit made
+  ``0``) holds, shaped the same way, every literal the line holds. A row's ``needles``
+  (signatures.toml: literals of which every match contains one, compared as shapes, so a needle
+  may name a shape: ``e0000 00:00:00.``) are looked for in the shapes: a row reads only the lines
+  whose shape holds one of its needles. The ready line's and the server's args line's literals are
+  needles of no row (:data:`OWN_LINES`): a chunk of known-clean lines holds neither. The garbage scan reads only the
+  lines whose shape holds one of its candidate runs (a run stays a run under the mapping) and those
+  holding a run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
+* What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
+  holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
+  ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search
+  per shape that holds one, over them joined). A chunk whose shapes are all
+  known clean costs a translate, a split and a set lookup per line, in C; any other chunk, one
+  look-up per line not known clean. At most :data:`~logkit.capture.shapes.MAX_SHAPES` shapes of at
+  most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is read every time.
+* A row whose regex can match no line break and tests for no end of the text (:func:`reach` is 0,
+  read from the parsed regex) reads exactly its lines, searched in place (``finditer(chunk, lo,
+  hi)``: its lookbehinds see the chunk): the matches a scan of the whole chunk finds, since each
+  holds a needle and lies on one line. A row that can match across lines reads :data:`CONTEXT`
+  lines either side of each of its lines; a row without needles (or with one holding a line
+  break) reads the whole chunk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import operator
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES
+
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups", "reach"]
+
+#: Lines read either side of a needle's line by a row whose matches can span lines.
+CONTEXT = 2
+#: The group of the needles that are no row's (the ready line, the server's args line: see
+#: :func:`.outcomes._line_kinds`).
+OWN_LINES = -1
+#: At most this many kinds of line not known clean are looked for one by one in a chunk (a C
+#: search each); more and the chunk's lines are walked once.
+MAX_SEARCHED = 32
+
+_ALL_BYTES = bytes(range(256))
+#: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
+_SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
+_SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
+
+#: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
+#: needles its shape holds, whether it holds a garbage candidate run.
+Kind = tuple[tuple[int, ...], bool]
+#: A run of lines to read: (its first byte, its end byte, its first line's number).
+Run = tuple[int, int, int]
+
+
+def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), which a shape hides. Such a
+    run lies in a number of six digits or more, so in one of the 11-byte windows of ``chunk`` that
+    start at each ``000000`` of its shapes ``norm`` (found by one split, all in C): the windows,
+    joined, are searched for the nine runs (a C search each), then by the regex where one is."""
+    parts = norm.split(b"000000")
+    if len(parts) == 1:
+        return []
+    at = list(map(operator.add, itertools.accumulate(map(len, parts[:-1])), range(0, 6 * len(parts), 6)))
+    windows = list(map(chunk.__getitem__, map(slice, at, map(operator.add, at, itertools.repeat(11)))))
+    joined = b" ".join(windows)
+    if not any(run in joined for run in _SAME_DIGIT_RUNS):
+        return []
+    starts = list(itertools.accumulate((len(w) + 1 for w in windows), initial=0))
+    return [at[i] + pos - starts[i] for pos in (m.start() for m in _SAME_DIGITS.finditer(joined))
+            for i in [bisect.bisect_right(starts, pos) - 1]]
+
+
+class LineKinds:
+    """A classifier's memory of line shapes: the clean ones (no row's needle, no candidate run), and
+    what each other one needs (:data:`Kind`)."""
+
+    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None) -> None:
+        """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
+        ``pos`` (-1: none; a run never spans a line break)."""
+        #: each needle's shape -> the groups of rows that list it
+        self.needles = needles
+        self.marks = marks
+        self.clean: set[bytes] = set()
+        self.kinds: dict[bytes, Kind] = {}
+
+    def learn(self, new: list[bytes]) -> dict[bytes, Kind]:
+        """What each of the ``new`` shapes needs (the clean ones left out), remembered while there is room."""
+        joined = b"\n".join(new)
+        starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
+        groups: dict[int, set[int]] = {}
+        absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
+        for needle, owners in self.needles.items():     # megabyte of one byte repeated costs no search)
+            if absent and not absent.isdisjoint(needle):
+                continue
+            at = joined.find(needle)
+            while at >= 0:
+                i = bisect.bisect_right(starts, at) - 1
+                groups.setdefault(i, set()).update(owners)
+                at = joined.find(needle, at + 1)
+        marked = set()
+        at = -1 if self.marks is None else self.marks(joined, 0)
+        while at >= 0:  # one search per shape that holds a run (a megabyte of one byte is one hit)
+            i = bisect.bisect_right(starts, at) - 1
+            marked.add(i)
+            at = self.marks(joined, starts[i + 1])
+        if len(self.clean) + len(self.kinds) + len(new) > MAX_SHAPES:
+            self.clean.clear()
+            self.kinds.clear()
+        out: dict[bytes, Kind] = {}
+        for i, shape in enumerate(new):
+            if i in groups or i in marked:
+                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), i in marked)
+                if len(shape) <= MAX_SHAPE_BYTES:
+                    self.kinds[shape] = kind
+            elif len(shape) <= MAX_SHAPE_BYTES:
+                self.clean.add(shape)
+        return out
+
+    def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading:
+        """The lines of ``chunk`` (its first line numbered ``first_line``) that each group of rows and
+        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'."""
+        clean = self.clean
+        all_clean = clean.issuperset(shapes)
+        digits = digit_runs(chunk, norm)
+        if all_clean:
+            return NOTHING if not digits else Reading(len(chunk), shapes, first_line, {}, _numbers(norm, digits), clean=True)
+        kinds = self.kinds
+        distinct = set(shapes).difference(clean)
+        kind_of = {shape: kinds[shape] for shape in distinct if shape in kinds}
+        new = [shape for shape in distinct if shape not in kinds]
+        if new:  # learnt before the memory may be cleared to make room
+            kind_of.update(self.learn(new))
+        by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
+        if len(kind_of) > MAX_SEARCHED:  # the lines not clean picked out in C, then grouped
+            for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
+                by_shape.setdefault(shapes[i], []).append(i)
+        elif kind_of:
+            wrapped = b"\n" + norm + b"\n"
+            hits = []
+            for shape in kind_of:
+                needle = b"\n" + shape + b"\n"
+                at = wrapped.find(needle)
+                while at >= 0:
+                    hits.append((at, shape))  # the line's start in norm (wrapped has one byte more in front)
+                    at = wrapped.find(needle, at + 1)
+            hits.sort()
+            line = prev = 0
+            for at, shape in hits:
+                line += norm.count(b"\n", prev, at)
+                prev = at
+                by_shape.setdefault(shape, []).append(line)
+        garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] for i in lines}
+        return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
+                       sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
+
+
+def _numbers(norm: bytes, offsets: list[int]) -> list[int]:
+    """The numbers (from 0) of the lines holding ``offsets`` of ``norm``, in order, each once."""
+    out = []
+    line = prev = 0
+    for start in sorted({norm.rfind(b"\n", 0, at) + 1 for at in offsets}):
+        line += norm.count(b"\n", prev, start)
+        prev = start
+        out.append(line)
+    return out
+
+
+class Reading:
+    """The lines of one chunk that each group of rows and the garbage scan read, as runs of lines."""
+
+    def __init__(self, size: int, shapes: list[bytes], first_line: int,
+                 lines: dict[bytes, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
+        #: every line of the chunk is known clean (it holds no needle; the garbage scan may still read some)
+        self.clean = clean
+        self.size = size
+        self.shapes = shapes
+        self.first_line = first_line
+        #: each kind of line's groups and lines (numbers from 0)
+        self.lines = lines
+        self.groups: dict[int, list[bytes]] = {}
+        for shape, (groups, _lines) in lines.items():
+            for g in groups:
+                self.groups.setdefault(g, []).append(shape)
+        self.garbage = garbage
+        self._runs: dict[tuple[int, int], list[Run]] = {}
+        self._starts: list[int] | None = None
+
+    def runs(self, group: int, regex: re.Pattern[bytes]) -> list[Run]:
+        """The runs a group of rows reads with ``regex``: its lines, each with the lines either side
+        the regex may reach (:func:`reach`)."""
+        kinds = self.groups.get(group)
+        if not kinds:
+            return []
+        context = reach(regex)
+        got = self._runs.get((group, context))
+        if got is None:
+            if len(kinds) == 1:
+                got = self._spans(self.lines[kinds[0]][1], context)
+            else:
+                got = self._spans(sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds)), context)
+            self._runs[(group, context)] = got
+        return got
+
+    def garbage_runs(self) -> list[Run]:
+        """The runs the garbage scan reads."""
+        return self._spans(self.garbage, 0) if self.garbage else []
+
+    def _spans(self, lines: list[int], context: int) -> list[Run]:
+        merged: list[list[int]] = []
+        for i in lines:
+            if merged and i - context <= merged[-1][1] + 1:
+                merged[-1][1] = i + context
+            else:
+                merged.append([i - context, i + context])
+        starts = self._starts
+        if starts is None:  # each line's length summed: line k starts at starts[k] + k
+            starts = self._starts = list(itertools.accumulate(map(len, self.shapes), initial=0))
+        last = len(self.shapes) - 1
+        out = []
+        for a, b in merged:
+            a, b = max(a, 0), min(b, last)
+            out.append((starts[a] + a, min(self.size, starts[b + 1] + b + 1), self.first_line + a))
+        return out
+
+
+#: The reading of a chunk whose lines are all known clean.
+NOTHING = Reading(0, [], 1, {}, [], clean=True)
+
+
+try:  # the parser `re` itself uses (CPython 3.11+); without it every row counts as spanning lines
+    from re import _constants as _c
+    from re import _parser as _p
+except ImportError:  # pragma: no cover
+    _c = _p = None  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=None)
+def reach(regex: re.Pattern[bytes]) -> int:
+    """0 when every match of ``regex`` lies on one line and it tests for neither end of the text,
+    else :data:`CONTEXT` (the lines a row reads either side of a line holding one of its needles)."""
+    if _p is None:
+        return CONTEXT
+    try:
+        parsed = _p.parse(regex.pattern, regex.flags)
+        return 0 if parsed.getwidth()[0] > 0 and _one_line(parsed, parsed.state.flags) else CONTEXT
+    except (ValueError, TypeError, AttributeError):  # an op this check does not know: the safe answer
+        return CONTEXT
+
+
+def literal_prefix(regex: re.Pattern[bytes]) -> bytes:
+    """The literal every match of ``regex`` starts with (case-sensitive; empty when none): a text
+    without it needs no search."""
+    if _p is None or regex.flags & re.IGNORECASE:
+        return b""
+    out = bytearray()
+    for op, av in _p.parse(regex.pattern, regex.flags):
+        if op is not _c.LITERAL:
+            break
+        out.append(av)  # type: ignore[arg-type]
+    return bytes(out)
+
+
+def _class_holds_newline(items: list[tuple[object, object]]) -> bool:
+    negate = hit = False
+    for op, av in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            hit |= av == 10
+        elif op is _c.RANGE:
+            hit |= av[0] <= 10 <= av[1]  # type: ignore[index]
+        elif op is _c.CATEGORY:
+            hit |= av in (_c.CATEGORY_SPACE, _c.CATEGORY_NOT_DIGIT, _c.CATEGORY_NOT_WORD, _c.CATEGORY_LINEBREAK)
+        else:
+            raise ValueError(op)
+    return hit != negate
+
+
+def _one_line(seq: Iterable[tuple[object, object]], flags: int) -> bool:
+    """Whether no item of the parsed ``seq`` can match a line break or test an end of the text
+    (``$`` without MULTILINE: before a last newline; ``\\Z``): ``^`` and ``\\A`` see the real start
+    even when a search starts later."""
+    for op, av in seq:
+        if op is _c.LITERAL:
+            ok = av != 10
+        elif op is _c.NOT_LITERAL:
+            ok = av == 10
+        elif op is _c.ANY:
+            ok = not flags & _c.SRE_FLAG_DOTALL
+        elif op is _c.IN:
+            ok = not _class_holds_newline(av)  # type: ignore[arg-type]
+        elif op is _c.AT:
+            ok = av not in (_c.AT_END_STRING,) and (av is not _c.AT_END or bool(flags & _c.SRE_FLAG_MULTILINE))
+        elif op is _c.SUBPATTERN:
+            _group, add, remove, sub = av  # type: ignore[misc]
+            ok = _one_line(sub, (flags | add) & ~remove)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+            ok = _one_line(av[2], flags)  # type: ignore[index]
+        elif op is _c.BRANCH:
+            ok = all(_one_line(b, flags) for b in av[1])  # type: ignore[index]
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            ok = _one_line(av[1], flags)  # type: ignore[index]
+        elif op is _c.ATOMIC_GROUP:
+            ok = _one_line(av, flags)  # type: ignore[arg-type]
+        elif op is _c.GROUPREF:
+            ok = True  # the text of a group, which holds no line break
+        elif op is _c.GROUPREF_EXISTS:
+            ok = all(_one_line(b, flags) for b in av[1:] if b is not None)  # type: ignore[index]
+        else:
+            raise ValueError(op)
+        if not ok:
+            return False
+    return True
+
+
+def needle_groups(rows: list[tuple[bytes, ...]]) -> tuple[list[int], dict[bytes, tuple[int, ...]]]:
+    """Each row's group (rows with the same needles read the same lines) and each needle -> the
+    groups listing it, from each row's needles (as shapes)."""
+    groups: dict[frozenset[bytes], int] = {}
+    of_row = [groups.setdefault(frozenset(needles), len(groups)) for needles in rows]
+    owners: dict[bytes, set[int]] = {}
+    for shapes, g in groups.items():
+        for n in shapes:
+            owners.setdefault(n, set()).add(g)
+    return of_row, {n: tuple(sorted(gs)) for n, gs in owners.items()}
