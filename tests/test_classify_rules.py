@@ -1708,6 +1708,9 @@ GENERIC_TEXTS = [
     ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-line"),
     ("Both TP ranks are stuck inside cuGraphLaunch\n", "hang", "generic-hang-line"),
     ("I deploy the model with TP=4 and encounter a Watchdog timeout error\n", "hang", "generic-hang-line"),
+    # dev22: a stall reported with how long it lasts; an ImportError quoted without its symbol
+    ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-line"),
+    ("# LLAMA checkpoint ImportError: undefined symbol\n", "missing_kernel", "generic-missing-kernel"),
 ]
 
 
@@ -1780,6 +1783,13 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("If the process hangs, set --watchdog-timeout to a larger value.\n", "incomplete"),
     ("INFO 12-07 10:00:00 [i18n.py:1] loaded locales: Hungarian, Swedish\n", "incomplete"),
     ("INFO 12-07 10:00:00 [engine.py:1] watchdog timeout errors are counted per rank\n", "incomplete"),
+    # dev22's lines' near texts: a stall denied or hedged, a loader's text that names no missing symbol
+    ("With the fix the client does not hang indefinitely any more.\n", "incomplete"),
+    ("If a rank could hang forever, set --dist-timeout.\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [loader.py:1] undefined symbol check passed for 12 libraries\n", "incomplete"),
+    # torch's hint after every CUDA error names no assertion: the failure line stays other_crash
+    ("(Worker_TP1 pid=7) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Compile with `TORCH_USE_CUDA_DSA` to "
+     "enable device-side assertions.\n", "other_crash"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -1800,3 +1810,35 @@ def test_a_specific_row_outranks_the_generic_layer_and_the_bare_failure_line_is_
     d = classify_text("2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000\n")
     assert (d.status, d.signature) == ("other_crash", "generic-failure-line")
     assert d.label == "2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000"
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # dev22: Ctrl-C ends a run as interrupted, not crashed; a stall before it still explains the run
+    ("[rank0]: KeyboardInterrupt\nERROR 08-17 23:28:45 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 12 "
+     "died, exit code: -15\n", "interrupted"),
+    ("INFO 12-09 11:25:53 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds. "
+     "This typically happens when some processes are hanging or doing some time-consuming work.\n"
+     "^CTraceback (most recent call last):\nKeyboardInterrupt\n", "hang"),
+    # NCCL's error as CJK-locale reports quote it, with the full-width colon
+    ("# [Bug]: about NCCL error：unhandled system error\n", "nccl"),
+    # one of torch's own symbols missing, quoted without its library: an extension built against another torch
+    ("# undefined symbol: _ZN3c1021throwNullDataPtrErrorEv\n", "missing_kernel"),
+    # an ImportError naming an undefined symbol is the loader's, not a dependency check; a dependency check stays
+    ("Traceback (most recent call last):\nImportError: undefined symbol\n", "missing_kernel"),
+    ("Traceback (most recent call last):\nImportError: Please install bitsandbytes>=0.42.0\n", "import_error"),
+])
+def test_dev22_rows(text: str, status: str) -> None:
+    assert classify_text(text).status == status, classify_text(text).label
+
+
+@pytest.mark.parametrize("text", [
+    # near texts of dev22's rows: Ctrl-C named in a hint or a handler, an NCCL setting with a full-width colon,
+    # a bare undefined symbol that is not one of torch's (bitsandbytes prints it and runs on)
+    "INFO 12-07 10:00:00 [server.py:1] press Ctrl-C to stop (KeyboardInterrupt is handled)\n",
+    "    except KeyboardInterrupt:\n        pass\n",
+    "INFO NCCL error checks：enabled\n",
+    "/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n",
+    "INFO 12-07 10:00:00 [loader.py:1] resolved symbol _ZN3c1021throwNullDataPtrErrorEv, no undefined symbol: ok\n",
+])
+def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
+    assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel"), classify_text(text).label
