@@ -1826,6 +1826,8 @@ def test_a_specific_row_outranks_the_generic_layer_and_the_bare_failure_line_is_
     # an ImportError naming an undefined symbol is the loader's, not a dependency check; a dependency check stays
     ("Traceback (most recent call last):\nImportError: undefined symbol\n", "missing_kernel"),
     ("Traceback (most recent call last):\nImportError: Please install bitsandbytes>=0.42.0\n", "import_error"),
+    # a notebook's traceback whose header was folded away ('8 frames'): IPython's arrow on a frame's line
+    ("8 frames\n   1160 \n-> 1161             return fn(*args, **kwargs)\n   1162 \n", "other_crash"),
 ])
 def test_dev22_rows(text: str, status: str) -> None:
     assert classify_text(text).status == status, classify_text(text).label
@@ -1839,6 +1841,9 @@ def test_dev22_rows(text: str, status: str) -> None:
     "INFO NCCL error checks：enabled\n",
     "/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n",
     "INFO 12-07 10:00:00 [loader.py:1] resolved symbol _ZN3c1021throwNullDataPtrErrorEv, no undefined symbol: ok\n",
+    # an arrow that is no IPython frame: an HTML comment's end, an arrow before a word
+    "<!-- Describe the bug -->\n--> see the logs below\n",
 ])
 def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
-    assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel"), classify_text(text).label
+    assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel", "other_crash"), \
+        classify_text(text).label
