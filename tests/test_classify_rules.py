@@ -1847,3 +1847,15 @@ def test_dev22_rows(text: str, status: str) -> None:
 def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
     assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel", "other_crash"), \
         classify_text(text).label
+
+
+def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:
+    """dev22: vLLM's SpecDecoding metrics line (vllm/v1/spec_decode/metrics.py) with tokens accepted is a busy,
+    serving engine; an interval with none accepted is not evidence of serving."""
+    line = ("(APIServer pid=4) INFO 07-15 10:56:39 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+            "3.33, Accepted throughput: 7.70 tokens/s, Drafted throughput: 9.90 tokens/s, Accepted: {n} tokens, "
+            "Drafted: 99 tokens, Per-position acceptance rate: 0.9, 0.8\n")
+    assert classify_text(line.format(n=77)).status == "ready"
+    assert classify_text(line.format(n=0)).status == "incomplete"
+    assert classify_text("# SpecDecoding metrics: Mean acceptance length is not logged, Accepted: tokens\n").status \
+        == "incomplete"
