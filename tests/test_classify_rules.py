@@ -1711,6 +1711,11 @@ GENERIC_TEXTS = [
     # dev22: a stall reported with how long it lasts; an ImportError quoted without its symbol
     ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-line"),
     ("# LLAMA checkpoint ImportError: undefined symbol\n", "missing_kernel", "generic-missing-kernel"),
+    # dev22 batch 4: a kernel's unlabelled architecture check; vLLM's statistics with requests running and nothing done
+    ("Request failed during generation: Server error: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got "
+     "false.\n", "arch_mismatch", "generic-arch-line"),
+    ("DEBUG 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n", "hang", "generic-hang-line"),
 ]
 
 
@@ -1786,6 +1791,10 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     # dev22's lines' near texts: a stall denied or hedged, a loader's text that names no missing symbol
     ("With the fix the client does not hang indefinitely any more.\n", "incomplete"),
     ("If a rank could hang forever, set --dist-timeout.\n", "incomplete"),
+    # an architecture check that passed; an idle engine's statistics (served, ready: the serving pattern)
+    ("DEBUG check: expected is_sm90 to be true, and it is\n", "incomplete"),
+    ("INFO 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n", "ready"),
     ("INFO 12-07 10:00:00 [loader.py:1] undefined symbol check passed for 12 libraries\n", "incomplete"),
     # torch's hint after every CUDA error names no assertion: the failure line stays other_crash
     ("(Worker_TP1 pid=7) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Compile with `TORCH_USE_CUDA_DSA` to "
