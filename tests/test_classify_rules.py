@@ -1715,7 +1715,7 @@ GENERIC_TEXTS = [
     ("Request failed during generation: Server error: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got "
      "false.\n", "arch_mismatch", "generic-arch-line"),
     ("DEBUG 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
-     "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n", "hang", "generic-hang-line"),
+     "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n" * 2, "hang", "generic-hang-line"),
 ]
 
 
