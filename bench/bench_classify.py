@@ -69,6 +69,8 @@ PARTS = [
     ("holdout16", "sixteenth hold-out (blind: labelled and committed before any run, no row written from it)", True),
     ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
               "sources: never blind)", False),
+    ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "
+              "read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

@@ -1708,6 +1708,14 @@ GENERIC_TEXTS = [
     ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-line"),
     ("Both TP ranks are stuck inside cuGraphLaunch\n", "hang", "generic-hang-line"),
     ("I deploy the model with TP=4 and encounter a Watchdog timeout error\n", "hang", "generic-hang-line"),
+    # dev22: a stall reported with how long it lasts; an ImportError quoted without its symbol
+    ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-line"),
+    ("# LLAMA checkpoint ImportError: undefined symbol\n", "missing_kernel", "generic-missing-kernel"),
+    # dev22 batch 4: a kernel's unlabelled architecture check; vLLM's statistics with requests running and nothing done
+    ("Request failed during generation: Server error: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got "
+     "false.\n", "arch_mismatch", "generic-arch-line"),
+    ("DEBUG 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n" * 2, "hang", "generic-hang-line"),
 ]
 
 
@@ -1780,6 +1788,17 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("If the process hangs, set --watchdog-timeout to a larger value.\n", "incomplete"),
     ("INFO 12-07 10:00:00 [i18n.py:1] loaded locales: Hungarian, Swedish\n", "incomplete"),
     ("INFO 12-07 10:00:00 [engine.py:1] watchdog timeout errors are counted per rank\n", "incomplete"),
+    # dev22's lines' near texts: a stall denied or hedged, a loader's text that names no missing symbol
+    ("With the fix the client does not hang indefinitely any more.\n", "incomplete"),
+    ("If a rank could hang forever, set --dist-timeout.\n", "incomplete"),
+    # an architecture check that passed; an idle engine's statistics (served, ready: the serving pattern)
+    ("DEBUG check: expected is_sm90 to be true, and it is\n", "incomplete"),
+    ("INFO 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n", "ready"),
+    ("INFO 12-07 10:00:00 [loader.py:1] undefined symbol check passed for 12 libraries\n", "incomplete"),
+    # torch's hint after every CUDA error names no assertion: the failure line stays other_crash
+    ("(Worker_TP1 pid=7) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Compile with `TORCH_USE_CUDA_DSA` to "
+     "enable device-side assertions.\n", "other_crash"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -1800,3 +1819,52 @@ def test_a_specific_row_outranks_the_generic_layer_and_the_bare_failure_line_is_
     d = classify_text("2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000\n")
     assert (d.status, d.signature) == ("other_crash", "generic-failure-line")
     assert d.label == "2026-12-07 10:00:00 | ERROR | router | connection refused by 10.0.0.1:9000"
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # dev22: Ctrl-C ends a run as interrupted, not crashed; a stall before it still explains the run
+    ("[rank0]: KeyboardInterrupt\nERROR 08-17 23:28:45 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 12 "
+     "died, exit code: -15\n", "interrupted"),
+    ("INFO 12-09 11:25:53 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 seconds. "
+     "This typically happens when some processes are hanging or doing some time-consuming work.\n"
+     "^CTraceback (most recent call last):\nKeyboardInterrupt\n", "hang"),
+    # NCCL's error as CJK-locale reports quote it, with the full-width colon
+    ("# [Bug]: about NCCL error：unhandled system error\n", "nccl"),
+    # one of torch's own symbols missing, quoted without its library: an extension built against another torch
+    ("# undefined symbol: _ZN3c1021throwNullDataPtrErrorEv\n", "missing_kernel"),
+    # an ImportError naming an undefined symbol is the loader's, not a dependency check; a dependency check stays
+    ("Traceback (most recent call last):\nImportError: undefined symbol\n", "missing_kernel"),
+    ("Traceback (most recent call last):\nImportError: Please install bitsandbytes>=0.42.0\n", "import_error"),
+    # a notebook's traceback whose header was folded away ('8 frames'): IPython's arrow on a frame's line
+    ("8 frames\n   1160 \n-> 1161             return fn(*args, **kwargs)\n   1162 \n", "other_crash"),
+])
+def test_dev22_rows(text: str, status: str) -> None:
+    assert classify_text(text).status == status, classify_text(text).label
+
+
+@pytest.mark.parametrize("text", [
+    # near texts of dev22's rows: Ctrl-C named in a hint or a handler, an NCCL setting with a full-width colon,
+    # a bare undefined symbol that is not one of torch's (bitsandbytes prints it and runs on)
+    "INFO 12-07 10:00:00 [server.py:1] press Ctrl-C to stop (KeyboardInterrupt is handled)\n",
+    "    except KeyboardInterrupt:\n        pass\n",
+    "INFO NCCL error checks：enabled\n",
+    "/env/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32\n",
+    "INFO 12-07 10:00:00 [loader.py:1] resolved symbol _ZN3c1021throwNullDataPtrErrorEv, no undefined symbol: ok\n",
+    # an arrow that is no IPython frame: an HTML comment's end, an arrow before a word
+    "<!-- Describe the bug -->\n--> see the logs below\n",
+])
+def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
+    assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel", "other_crash"), \
+        classify_text(text).label
+
+
+def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:
+    """dev22: vLLM's SpecDecoding metrics line (vllm/v1/spec_decode/metrics.py) with tokens accepted is a busy,
+    serving engine; an interval with none accepted is not evidence of serving."""
+    line = ("(APIServer pid=4) INFO 07-15 10:56:39 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+            "3.33, Accepted throughput: 7.70 tokens/s, Drafted throughput: 9.90 tokens/s, Accepted: {n} tokens, "
+            "Drafted: 99 tokens, Per-position acceptance rate: 0.9, 0.8\n")
+    assert classify_text(line.format(n=77)).status == "ready"
+    assert classify_text(line.format(n=0)).status == "incomplete"
+    assert classify_text("# SpecDecoding metrics: Mean acceptance length is not logged, Accepted: tokens\n").status \
+        == "incomplete"

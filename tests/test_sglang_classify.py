@@ -23,7 +23,7 @@ HELD = tomllib.loads((HOLDOUT / "manifest.toml").read_text())["log"]
 #: first measure (bench/bench_classify.py keeps that figure); none gets an accuracy floor here
 LATER = [(LOGS / f"holdout{n}", tomllib.loads((LOGS / f"holdout{n}" / "manifest.toml").read_text())["log"])
          for n in sorted(int(p.name[7:]) for p in LOGS.glob("holdout[0-9]*") if (p / "manifest.toml").is_file())]
-#: development parts (dev21, ...): labelled before any run, then developed on; checked like the later parts
+#: development parts (dev21, dev22, ...): labelled before any run, then developed on; checked like the later parts
 LATER += [(p, tomllib.loads((p / "manifest.toml").read_text())["log"])
           for p in sorted(LOGS.glob("dev[0-9]*")) if (p / "manifest.toml").is_file()]
 
