@@ -104,12 +104,13 @@ class Classification:
 
 def _line_kinds() -> LineKinds:
     """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs.
-    The ready line and the server's args line are needles too (of no row): a chunk whose lines are
-    all known clean holds neither, and is not searched for them."""
+    The ready line, the server's args line and the start-up lines' needles are needles too (of no
+    row): a chunk whose lines are all known clean holds none, and is not searched for them."""
     _rows, ready, needles, _whole = compiled()
     _serving, row, scanner = extras()
     owners = dict(needles)
-    for literal in (ready, server_regexes()[2]):
+    startup = startup_regex()
+    for literal in (ready, server_regexes()[2], *(startup[1] if startup else ())):
         if literal:
             shape = literal.translate(SHAPE)
             owners[shape] = (*owners.get(shape, ()), OWN_LINES)
@@ -189,7 +190,7 @@ class Classifier:
                 self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(chunk, m.start())
         startup = startup_regex() if self.startup_line is None else None
-        if startup is not None and (not startup[1] or any(n in chunk for n in startup[1])):
+        if startup is not None and (not startup[1] or not quiet and any(n in chunk for n in startup[1])):
             m = startup[0].search(chunk)
             if m:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
