@@ -17,6 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 # sets its own value (0: every log) and checks the default without this one.
 os.environ.setdefault("LOGKIT_COMPRESS_LOGS_OVER", str(1 << 40))
 
+# The suite starts a few thousand Python processes (logkit, stand-ins): where the environment sets
+# PYTHONDONTWRITEBYTECODE, each would compile logkit from source again, and pytest would rewrite every
+# test module again on every run. Bytecode goes to the git-ignored __pycache__ folders.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 
 @pytest.fixture
 def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
