@@ -1729,6 +1729,18 @@ GENERIC_TEXTS = [
      "generic-crash-report-line"),
     ("Works but randomly crashes during inference with error\n", "other_crash", "generic-crash-report-line"),
     ("rocBLAS error: Could not initialize Tensile host: No devices found\n", "other_crash", "generic-failure-line"),
+    # dev23 batch 2: the shell's report of a fatal signal; degenerate replies and a stall as a report says them;
+    # Ollama's scheduler refusing a model for memory
+    ("./serve.sh: line 3: 12345 Segmentation fault      python -m vllm.entrypoints.openai.api_server\n",
+     "other_crash", "shell-fatal-signal"),
+    ("Bus error (core dumped)\n", "other_crash", "shell-fatal-signal"),
+    ("Illegal instruction (core dumped)\n", "other_crash", "shell-sigill"),
+    ("The service runs normally at first, but after a while the model starts returning garbled / nonsensical text\n",
+     "garbage", "generic-garbage-report-line"),
+    ("vllm producing gibberish with stabilityai/StableBeluga-7B\n", "garbage", "generic-garbage-report-line"),
+    ("the replies are all exclamation marks after the upgrade\n", "garbage", "generic-garbage-report-line"),
+    ("seems to load fine but I get no response from ollama. GPU is at 100% usage\n", "hang", "generic-hang-report-line"),
+    ("Error: model requires more system memory (5.5 GiB) than is available (3.2 GiB)\n", "oom", "generic-oom"),
 ]
 
 
@@ -1824,6 +1836,15 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("If llama-server crashes during warmup, lower --ctx-size.\n", "incomplete"),
     ("INFO 12-07 10:00:00 [crash_handler.py:1] crash reports go to /var/crash\n", "incomplete"),
     ("rocBLAS warning: no tuned kernel for this size; using a generic one\n", "incomplete"),
+    # dev23 batch 2's near texts: a signal named in prose or a handler, CUDA's illegal instruction (a kernel fault),
+    # degenerate output denied, hedged or only a setting, a reply that came, a memory requirement met
+    ("INFO 12-07 10:00:00 [faulthandler.py:1] a Segmentation fault handler is installed\n", "incomplete"),
+    ("RuntimeError: CUDA error: an illegal instruction was encountered\n", "illegal_memory"),
+    ("With the fix the model no longer produces gibberish.\n", "incomplete"),
+    ("If the output is garbled, check the chat template.\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] garbage collection freed 12 MiB\n", "incomplete"),
+    ("I got no response time figures from the benchmark, only throughput\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sched.go:1] model requires 5.5 GiB; 20.0 GiB available\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -1904,6 +1925,14 @@ def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
      "go-runtime-crash"),
     # LMDeploy's compiled TurboMind extension missing
     ("ModuleNotFoundError: No module named '_turbomind'\n", "missing_kernel", "kernel-extension-missing"),
+    # llama.cpp's loader giving up, with no reason a row or family reads
+    ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' has wrong shape\n"
+     "llama_model_load_from_file_impl: failed to load model\nmain: exiting due to model loading error\n",
+     "other_crash", "llama-model-load-failed"),
+    # ... and with one: the reason wins
+    ("llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'qwen35'\n"
+     "llama_model_load_from_file_impl: failed to load model\nggml_cuda_init: CUDA error: no kernel image is available "
+     "for execution on the device\n", "arch_mismatch", "cuda-no-kernel-image"),
     # TGI's router losing its shard is the consequence: the shard's allocator failure before it is the cause
     ("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::1073741824 (1024)MB\n"
      "2024-08-30T02:09:47.968553Z ERROR batch{batch_size=16}:decode:clear_cache{batch_id=Some(72)}: text_generation_"
@@ -1928,6 +1957,7 @@ def test_dev23_rows(text: str, status: str, signature: str) -> None:
     "omega:53277:53277 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such "
     "file or directory No plugin found (libnccl-net.so), using internal implementation\n",
     "INFO lmdeploy: _turbomind loaded from /opt/lmdeploy/lib/_turbomind.so\n",
+    "llama_model_load: loaded meta data; no error loading model\n",
 ])
 def test_texts_near_dev23_rows_are_not_their_classes(text: str) -> None:
     d = classify_text(text)
