@@ -1741,6 +1741,13 @@ GENERIC_TEXTS = [
     ("the replies are all exclamation marks after the upgrade\n", "garbage", "generic-garbage-report-line"),
     ("seems to load fine but I get no response from ollama. GPU is at 100% usage\n", "hang", "generic-hang-report-line"),
     ("Error: model requires more system memory (5.5 GiB) than is available (3.2 GiB)\n", "oom", "generic-oom"),
+    # dev23 batch 3: a container OOM-killed, systemd's and Ray's kill reports; a missing header, a compiler's diagnostic
+    ("vllm-0   0/1   OOMKilled   3 (2m ago)   15m\n", "killed", "generic-killed-line"),
+    ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=killed, status=9/KILL\n", "killed",
+     "generic-killed-line"),
+    ("Task was killed due to the node running low on memory.\n", "killed", "generic-killed-line"),
+    ("csrc/ops.cu:3:10: fatal error: cuda_runtime.h: No such file or directory\n", "jit_error", "generic-jit"),
+    ("/tmp/x/kernel.cu(42): error: identifier \"__hmul2\" is undefined\n", "jit_error", "generic-jit"),
 ]
 
 
@@ -1845,6 +1852,11 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("INFO 12-07 10:00:00 [sampler.py:1] garbage collection freed 12 MiB\n", "incomplete"),
     ("I got no response time figures from the benchmark, only throughput\n", "incomplete"),
     ("INFO 12-07 10:00:00 [sched.go:1] model requires 5.5 GiB; 20.0 GiB available\n", "incomplete"),
+    # dev23 batch 3's near texts: a pod's healthy status, a service stopped on purpose, a header found, a warning
+    ("vllm-0   1/1   Running   0   15m   (last restart reason: Completed)\n", "incomplete"),
+    ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=exited, status=0/SUCCESS\n", "incomplete"),
+    ("-- Found CUDA: /usr/local/cuda (found version 12.4); cuda_runtime.h found\n", "incomplete"),
+    ("/tmp/x/kernel.cu(42): warning #177-D: variable \"x\" was declared but never referenced\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -1925,6 +1937,10 @@ def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
      "go-runtime-crash"),
     # LMDeploy's compiled TurboMind extension missing
     ("ModuleNotFoundError: No module named '_turbomind'\n", "missing_kernel", "kernel-extension-missing"),
+    # any compiled CUDA extension by its module's name; HIP's invalid device function (a kernel not built for the gfx)
+    ("ModuleNotFoundError: No module named 'flash_attn_2_cuda'\n", "missing_kernel", "kernel-extension-missing"),
+    ("ImportError: No module named 'selective_scan_cuda'\n", "missing_kernel", "kernel-extension-missing"),
+    ("RuntimeError: HIP error: invalid device function\n", "arch_mismatch", "cuda-invalid-kernel-image"),
     # llama.cpp's loader giving up, with no reason a row or family reads
     ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' has wrong shape\n"
      "llama_model_load_from_file_impl: failed to load model\nmain: exiting due to model loading error\n",
@@ -1964,6 +1980,19 @@ def test_texts_near_dev23_rows_are_not_their_classes(text: str) -> None:
     assert d.status == "incomplete", d.label
 
 
+def test_another_hip_error_is_no_architecture_refusal() -> None:
+    assert classify_text("RuntimeError: HIP error: invalid device ordinal\n").status == "other_crash"
+
+
+@pytest.mark.parametrize("text", [
+    "ModuleNotFoundError: No module named 'slora._kernels'\n",
+    "ModuleNotFoundError: No module named 'transformers'\n",
+    "ModuleNotFoundError: No module named 'cuda_python_helpers'\n",
+])
+def test_a_module_that_is_no_compiled_kernel_stays_import_error(text: str) -> None:
+    assert classify_text(text).status == "import_error"
+
+
 def test_dev23_serving_lines_and_a_stall_after_them() -> None:
     """dev23: vLLM's request logger and Gin's 200 for a generation route (Ollama) show a serving server; a report
     that the run stalled outlasts them (fatal), a failure line after them does not."""
@@ -1980,6 +2009,13 @@ def test_dev23_serving_lines_and_a_stall_after_them() -> None:
     assert classify_text('[GIN] 2025/01/19 - 17:47:08 | 500 |  5.257673085s |      172.22.0.3 | POST     "/api/chat"\n'
                          ).status == "incomplete"
     assert classify_text("INFO 12-01 16:04:14 logger.py:37] Received request logging is disabled\n").status == "incomplete"
+    # LMDeploy's api_server hint and llama.cpp's request log (today's and 2024's JSON) are serving; a 404 is not
+    for line in ("HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!\n",
+                 "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+                 '{"level":"INFO","function":"log_server_request","remote_port":58738,"status":200,"method":"POST",'
+                 '"path":"/completion","params":{}}\n'):
+        assert classify_text(line).status == "ready", line
+    assert classify_text("srv  log_server_r: request: GET /favicon.ico 127.0.0.1 404\n").status == "incomplete"
 
 
 def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:
