@@ -1857,6 +1857,9 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=exited, status=0/SUCCESS\n", "incomplete"),
     ("-- Found CUDA: /usr/local/cuda (found version 12.4); cuda_runtime.h found\n", "incomplete"),
     ("/tmp/x/kernel.cu(42): warning #177-D: variable \"x\" was declared but never referenced\n", "incomplete"),
+    # an SM number in parentheses after a GPU's name describes the hardware: the crash stays a crash
+    ("Two Tesla T4 (SM75) with TurboMind: it hits Segmentation fault(core dumped) after a few seconds\n", "other_crash"),
+    ("RuntimeError: FlashMLA requires SM90 (Hopper); this GPU is sm_80\n", "arch_mismatch"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
