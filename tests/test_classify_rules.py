@@ -1746,6 +1746,9 @@ GENERIC_TEXTS = [
     ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=killed, status=9/KILL\n", "killed",
      "generic-killed-line"),
     ("Task was killed due to the node running low on memory.\n", "killed", "generic-killed-line"),
+    ("[  123.456789] Out of memory: Kill process 1234 (python) score 900 or sacrifice child\n", "killed",
+     "generic-killed-line"),
+    ("Your session crashed after using all available RAM.\n", "killed", "generic-killed-line"),
     ("csrc/ops.cu:3:10: fatal error: cuda_runtime.h: No such file or directory\n", "jit_error", "generic-jit"),
     ("/tmp/x/kernel.cu(42): error: identifier \"__hmul2\" is undefined\n", "jit_error", "generic-jit"),
 ]
@@ -1854,6 +1857,7 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("INFO 12-07 10:00:00 [sched.go:1] model requires 5.5 GiB; 20.0 GiB available\n", "incomplete"),
     # dev23 batch 3's near texts: a pod's healthy status, a service stopped on purpose, a header found, a warning
     ("vllm-0   1/1   Running   0   15m   (last restart reason: Completed)\n", "incomplete"),
+    ("The session did not crash; 40% of the available RAM is used\n", "incomplete"),
     ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=exited, status=0/SUCCESS\n", "incomplete"),
     ("-- Found CUDA: /usr/local/cuda (found version 12.4); cuda_runtime.h found\n", "incomplete"),
     ("/tmp/x/kernel.cu(42): warning #177-D: variable \"x\" was declared but never referenced\n", "incomplete"),
@@ -2015,6 +2019,8 @@ def test_dev23_serving_lines_and_a_stall_after_them() -> None:
     # LMDeploy's api_server hint and llama.cpp's request log (today's and 2024's JSON) are serving; a 404 is not
     for line in ("HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!\n",
                  "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+                 'INFO generate{parameters=GenerateParameters { best_of: None } total_time="357ms"}: '
+                 "text_generation_router::server: router/src/server.rs:309: Success\n",
                  '{"level":"INFO","function":"log_server_request","remote_port":58738,"status":200,"method":"POST",'
                  '"path":"/completion","params":{}}\n'):
         assert classify_text(line).status == "ready", line
