@@ -73,6 +73,8 @@ PARTS = [
               "sources: never blind)", False),
     ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "
               "read while rules are written from sources: never blind)", False),
+    ("dev23", "dev23 development set, llama.cpp/Ollama/LMDeploy and failures told in prose (labelled before any "
+              "run; its misses are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

@@ -1704,18 +1704,53 @@ GENERIC_TEXTS = [
     ("On a standalone install `import sgl_kernel` fails with `undefined symbol: _ZN3c1013MessageLoggerC1E`.\n",
      "missing_kernel", "generic-missing-kernel-line"),
     # a stall as a user or a wrapper reports it, and a watchdog's timeout named as an error
-    ("After about two million requests the server hangs and never answers again.\n", "hang", "generic-hang-line"),
-    ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-line"),
-    ("Both TP ranks are stuck inside cuGraphLaunch\n", "hang", "generic-hang-line"),
+    ("After about two million requests the server hangs and never answers again.\n", "hang", "generic-hang-report-line"),
+    ("When I import tensorrt_llm it got stuck at MpiComm.local_init()\n", "hang", "generic-hang-report-line"),
+    ("Both TP ranks are stuck inside cuGraphLaunch\n", "hang", "generic-hang-report-line"),
     ("I deploy the model with TP=4 and encounter a Watchdog timeout error\n", "hang", "generic-hang-line"),
     # dev22: a stall reported with how long it lasts; an ImportError quoted without its symbol
-    ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-line"),
+    ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-report-line"),
     ("# LLAMA checkpoint ImportError: undefined symbol\n", "missing_kernel", "generic-missing-kernel"),
     # dev22 batch 4: a kernel's unlabelled architecture check; vLLM's statistics with requests running and nothing done
     ("Request failed during generation: Server error: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got "
      "false.\n", "arch_mismatch", "generic-arch-line"),
     ("DEBUG 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
      "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n" * 2, "hang", "generic-hang-line"),
+    # dev23: a stall reported with where or how long it lasts, or how it looks from outside; a kill and a crash
+    # reported in prose; ROCm's libraries' error lines are failure lines
+    ("Here is the log, it seems that `vllm serve` stuck without raising any error information\n", "hang",
+     "generic-hang-report-line"),
+    ("Waiting forever to load a 0.6B model in Ollama 0.12.7 on a Win11Pro laptop\n", "hang", "generic-hang-report-line"),
+    ("But then, randomly, llama.cpp stops generating. The model is still loaded in the ram and vram\n", "hang",
+     "generic-hang-report-line"),
+    ("Generate.py fails on `Loading checkpoint shards: 52%` with message `killed`.\n", "killed", "generic-killed-line"),
+    ("After a few minutes the process gets killed without any message\n", "killed", "generic-killed-line"),
+    ("the server then aborts with an internal assertion failure before becoming healthy.\n", "other_crash",
+     "generic-crash-report-line"),
+    ("Works but randomly crashes during inference with error\n", "other_crash", "generic-crash-report-line"),
+    ("rocBLAS error: Could not initialize Tensile host: No devices found\n", "other_crash", "generic-failure-line"),
+    # dev23 batch 2: the shell's report of a fatal signal; degenerate replies and a stall as a report says them;
+    # Ollama's scheduler refusing a model for memory
+    ("./serve.sh: line 3: 12345 Segmentation fault      python -m vllm.entrypoints.openai.api_server\n",
+     "other_crash", "shell-fatal-signal"),
+    ("Bus error (core dumped)\n", "other_crash", "shell-fatal-signal"),
+    ("Illegal instruction (core dumped)\n", "other_crash", "shell-sigill"),
+    ("The service runs normally at first, but after a while the model starts returning garbled / nonsensical text\n",
+     "garbage", "generic-garbage-report-line"),
+    ("vllm producing gibberish with stabilityai/StableBeluga-7B\n", "garbage", "generic-garbage-report-line"),
+    ("the replies are all exclamation marks after the upgrade\n", "garbage", "generic-garbage-report-line"),
+    ("seems to load fine but I get no response from ollama. GPU is at 100% usage\n", "hang", "generic-hang-report-line"),
+    ("Error: model requires more system memory (5.5 GiB) than is available (3.2 GiB)\n", "oom", "generic-oom"),
+    # dev23 batch 3: a container OOM-killed, systemd's and Ray's kill reports; a missing header, a compiler's diagnostic
+    ("vllm-0   0/1   OOMKilled   3 (2m ago)   15m\n", "killed", "generic-killed-line"),
+    ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=killed, status=9/KILL\n", "killed",
+     "generic-killed-line"),
+    ("Task was killed due to the node running low on memory.\n", "killed", "generic-killed-line"),
+    ("[  123.456789] Out of memory: Kill process 1234 (python) score 900 or sacrifice child\n", "killed",
+     "generic-killed-line"),
+    ("Your session crashed after using all available RAM.\n", "killed", "generic-killed-line"),
+    ("csrc/ops.cu:3:10: fatal error: cuda_runtime.h: No such file or directory\n", "jit_error", "generic-jit"),
+    ("/tmp/x/kernel.cu(42): error: identifier \"__hmul2\" is undefined\n", "jit_error", "generic-jit"),
 ]
 
 
@@ -1799,6 +1834,36 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     # torch's hint after every CUDA error names no assertion: the failure line stays other_crash
     ("(Worker_TP1 pid=7) ERROR 05-08 19:06:38 [multiproc_executor.py:962] Compile with `TORCH_USE_CUDA_DSA` to "
      "enable device-side assertions.\n", "other_crash"),
+    # dev23's lines' near texts: a stall, a kill and a crash denied, hedged or past; where a stopped process was;
+    # a rocBLAS line that is no error
+    ("After stopping the process it seems that it stuck on a subprocess in process-2\n", "incomplete"),
+    ("With 0.5.1 the server no longer gets stuck at prefill, and it is not stuck in a loop.\n", "incomplete"),
+    ("If the model is waiting forever, check OLLAMA_DEBUG=1.\n", "incomplete"),
+    ("The server never stops responding now; it did not stop generating either.\n", "incomplete"),
+    ("the worker was not killed; if it gets killed, raise the memory limit\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [proc.py:1] killed: 0 workers, kill_timeout=30\n", "incomplete"),
+    ("It no longer crashes with 0.6.2, and it never segfaulted before either.\n", "incomplete"),
+    ("If llama-server crashes during warmup, lower --ctx-size.\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [crash_handler.py:1] crash reports go to /var/crash\n", "incomplete"),
+    ("rocBLAS warning: no tuned kernel for this size; using a generic one\n", "incomplete"),
+    # dev23 batch 2's near texts: a signal named in prose or a handler, CUDA's illegal instruction (a kernel fault),
+    # degenerate output denied, hedged or only a setting, a reply that came, a memory requirement met
+    ("INFO 12-07 10:00:00 [faulthandler.py:1] a Segmentation fault handler is installed\n", "incomplete"),
+    ("RuntimeError: CUDA error: an illegal instruction was encountered\n", "illegal_memory"),
+    ("With the fix the model no longer produces gibberish.\n", "incomplete"),
+    ("If the output is garbled, check the chat template.\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sampler.py:1] garbage collection freed 12 MiB\n", "incomplete"),
+    ("I got no response time figures from the benchmark, only throughput\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [sched.go:1] model requires 5.5 GiB; 20.0 GiB available\n", "incomplete"),
+    # dev23 batch 3's near texts: a pod's healthy status, a service stopped on purpose, a header found, a warning
+    ("vllm-0   1/1   Running   0   15m   (last restart reason: Completed)\n", "incomplete"),
+    ("The session did not crash; 40% of the available RAM is used\n", "incomplete"),
+    ("Dec 21 11:09:13 host systemd[1]: ollama.service: Main process exited, code=exited, status=0/SUCCESS\n", "incomplete"),
+    ("-- Found CUDA: /usr/local/cuda (found version 12.4); cuda_runtime.h found\n", "incomplete"),
+    ("/tmp/x/kernel.cu(42): warning #177-D: variable \"x\" was declared but never referenced\n", "incomplete"),
+    # an SM number in parentheses after a GPU's name describes the hardware: the crash stays a crash
+    ("Two Tesla T4 (SM75) with TurboMind: it hits Segmentation fault(core dumped) after a few seconds\n", "other_crash"),
+    ("RuntimeError: FlashMLA requires SM90 (Hopper); this GPU is sm_80\n", "arch_mismatch"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -1856,6 +1921,110 @@ def test_dev22_rows(text: str, status: str) -> None:
 def test_texts_near_dev22_rows_are_not_their_classes(text: str) -> None:
     assert classify_text(text).status not in ("interrupted", "nccl", "missing_kernel", "other_crash"), \
         classify_text(text).label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev23: ggml's allocator and llama.cpp's loader out of device memory (llama.cpp, Ollama's runner)
+    ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: cudaMalloc failed: out of memory\n"
+     "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n", "oom", "ggml-alloc-oom"),
+    ("# llama_model_load: error loading model: unable to allocate backend buffer\n", "oom", "ggml-alloc-oom"),
+    ("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 292926534144\n", "oom", "ggml-alloc-oom"),
+    # ggml's assertion, both spellings
+    ("D:\\a\\llama-cpp-python\\vendor\\llama.cpp\\ggml\\src\\ggml.c:6399: GGML_ASSERT(c->ne[0] >= n_dims / 2) failed\n",
+     "other_crash", "ggml-assert"),
+    ("GGML_ASSERT: /__w/WasmEdge/plugins/wasi_nn/thirdparty/ggml/llama.cpp:621: data\nAborted (core dumped)\n",
+     "other_crash", "ggml-assert"),
+    # rocBLAS without kernels for the GPU's gfx target
+    ("rocBLAS error: Cannot read /usr/local/lib/ollama/rocm/rocblas/library/TensileLibrary.dat: Illegal seek for GPU "
+     "arch : gfx1103\n List of available TensileLibrary Files : \n", "arch_mismatch", "rocblas-no-kernels-for-arch"),
+    # a Go program's crash report (Ollama's runner)
+    ("Feb 26 10:05:54 host ollama[1499630]: created by runtime.gcBgMarkStartWorkers in goroutine 1\n", "other_crash",
+     "go-runtime-crash"),
+    ("panic: unable to load model: /root/.ollama/models/blobs/sha256-89\n\ngoroutine 24 [running]:\n", "other_crash",
+     "go-runtime-crash"),
+    # LMDeploy's compiled TurboMind extension missing
+    ("ModuleNotFoundError: No module named '_turbomind'\n", "missing_kernel", "kernel-extension-missing"),
+    # any compiled CUDA extension by its module's name; HIP's invalid device function (a kernel not built for the gfx)
+    ("ModuleNotFoundError: No module named 'flash_attn_2_cuda'\n", "missing_kernel", "kernel-extension-missing"),
+    ("ImportError: No module named 'selective_scan_cuda'\n", "missing_kernel", "kernel-extension-missing"),
+    ("RuntimeError: HIP error: invalid device function\n", "arch_mismatch", "cuda-invalid-kernel-image"),
+    # llama.cpp's loader giving up, with no reason a row or family reads
+    ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' has wrong shape\n"
+     "llama_model_load_from_file_impl: failed to load model\nmain: exiting due to model loading error\n",
+     "other_crash", "llama-model-load-failed"),
+    # ... and with one: the reason wins
+    ("llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'qwen35'\n"
+     "llama_model_load_from_file_impl: failed to load model\nggml_cuda_init: CUDA error: no kernel image is available "
+     "for execution on the device\n", "arch_mismatch", "cuda-no-kernel-image"),
+    # TGI's router losing its shard is the consequence: the shard's allocator failure before it is the cause
+    ("RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::1073741824 (1024)MB\n"
+     "2024-08-30T02:09:47.968553Z ERROR batch{batch_size=16}:decode:clear_cache{batch_id=Some(72)}: text_generation_"
+     "client: router/client/src/lib.rs:33: Server error: error trying to connect: Connection refused (os error 111)\n",
+     "oom", "generic-oom"),
+    ("2024-08-30T02:09:47.968553Z ERROR batch{batch_size=16}:decode: text_generation_client: router/client/src/lib.rs:33:"
+     " Server error: error trying to connect: Connection refused (os error 111)\n", "other_crash", "tgi-shard-unreachable"),
+])
+def test_dev23_rows(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize("text", [
+    # near texts of dev23's rows: ggml allocating fine, pinned memory it falls back from, a GGML_ASSERT in source or
+    # prose, rocBLAS reading its library, a Go function named panic, NCCL's INFO line for its optional net plugin
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3257.82 MiB on device 0: ok\n",
+    "ggml_cuda_host_malloc: failed to allocate 512.00 MiB of pinned memory: out of memory\n",
+    "#define GGML_ASSERT(x) if (!(x)) GGML_ABORT(\"GGML_ASSERT(%s) failed\", #x)\n",
+    "rocBLAS info: reading /opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1100.dat for GPU arch : gfx1100\n",
+    "INFO 12-07 10:00:00 [safety.py:1] no panic: everything is fine\n",
+    "omega:53277:53277 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such "
+    "file or directory No plugin found (libnccl-net.so), using internal implementation\n",
+    "INFO lmdeploy: _turbomind loaded from /opt/lmdeploy/lib/_turbomind.so\n",
+    "llama_model_load: loaded meta data; no error loading model\n",
+])
+def test_texts_near_dev23_rows_are_not_their_classes(text: str) -> None:
+    d = classify_text(text)
+    assert d.status == "incomplete", d.label
+
+
+def test_another_hip_error_is_no_architecture_refusal() -> None:
+    assert classify_text("RuntimeError: HIP error: invalid device ordinal\n").status == "other_crash"
+
+
+@pytest.mark.parametrize("text", [
+    "ModuleNotFoundError: No module named 'slora._kernels'\n",
+    "ModuleNotFoundError: No module named 'transformers'\n",
+    "ModuleNotFoundError: No module named 'cuda_python_helpers'\n",
+])
+def test_a_module_that_is_no_compiled_kernel_stays_import_error(text: str) -> None:
+    assert classify_text(text).status == "import_error"
+
+
+def test_dev23_serving_lines_and_a_stall_after_them() -> None:
+    """dev23: vLLM's request logger and Gin's 200 for a generation route (Ollama) show a serving server; a report
+    that the run stalled outlasts them (fatal), a failure line after them does not."""
+    vllm = ("INFO 12-01 16:04:14 logger.py:37] Received request chatcmpl-64bca667923f4: prompt: '<|im_start|>system', "
+            "params: SamplingParams(n=1)\n")
+    gin = '[GIN] 2024/10/08 - 20:16:00 | 200 |  704.668383ms |      172.21.0.1 | POST     "/api/embed"\n'
+    for line in (vllm, gin):
+        assert classify_text(line).status == "ready"
+        assert classify_text(line + "ERROR 12-07 10:00:00 [serving.py:1] request 7 failed\n").status == "ready"
+        assert classify_text("# the server hangs after 10 minutes\n" + line).status == "hang"
+    # Gin's 200 for a route that is no generation, a 500 for one, a request logger's line with no request
+    assert classify_text('[GIN] 2025/04/01 - 08:18:11 | 200 |     296.336µs |       127.0.0.1 | GET      "/api/tags"\n'
+                         ).status == "incomplete"
+    assert classify_text('[GIN] 2025/01/19 - 17:47:08 | 500 |  5.257673085s |      172.22.0.3 | POST     "/api/chat"\n'
+                         ).status == "incomplete"
+    assert classify_text("INFO 12-01 16:04:14 logger.py:37] Received request logging is disabled\n").status == "incomplete"
+    # LMDeploy's api_server hint and llama.cpp's request log (today's and 2024's JSON) are serving; a 404 is not
+    for line in ("HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!\n",
+                 "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200\n",
+                 'INFO generate{parameters=GenerateParameters { best_of: None } total_time="357ms"}: '
+                 "text_generation_router::server: router/src/server.rs:309: Success\n",
+                 '{"level":"INFO","function":"log_server_request","remote_port":58738,"status":200,"method":"POST",'
+                 '"path":"/completion","params":{}}\n'):
+        assert classify_text(line).status == "ready", line
+    assert classify_text("srv  log_server_r: request: GET /favicon.ico 127.0.0.1 404\n").status == "incomplete"
 
 
 def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:

@@ -116,7 +116,8 @@ def load_signatures() -> tuple[Signature, ...]:
 def generic_rows() -> tuple[Signature, ...]:
     """The generic layer (``[generic]`` in :file:`logkit/data/sglang.toml`) as weak rows: each family
     takes a *failure line* (one of ``failure_lines``' shapes, case-sensitive) that holds one of its
-    words (case-insensitive), the whole line matched; a family without words takes any failure line.
+    words (case-insensitive), the whole line matched; a family with ``words = []`` takes any failure line,
+    one with no ``words`` at all has only its own lines.
     A family's ``lines`` are its own evidence on any line, failure-shaped or not (``line_needles``: the
     prefilter words one of which such a line holds), a second row ``<id>-line``."""
     cfg = data("sglang.toml").get("generic")
@@ -128,6 +129,9 @@ def generic_rows() -> tuple[Signature, ...]:
     out = []
     for fam in cfg.get("family", []):
         words = "|".join(f"(?:{w})" for w in fam.get("words", []))
+        if "words" not in fam and fam.get("lines"):  # a family of own lines only: no failure-line row
+            out.extend(_own_lines_row(fam, cfg, benign, hedges))
+            continue
         # the word: on the line, with no hedge before it (a tempered token: no char starts a hedge)
         pattern = (r"(?im)(?:^|(?<=\r))" + benign + r"(?=[^\r\n]{0,2000}?(?-i:" + shapes + "))"
                    + (r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:" + words + "))" if words else "") + r"[^\r\n]{1,2000}")
@@ -145,15 +149,22 @@ def generic_rows() -> tuple[Signature, ...]:
                              source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
                              generic=True))
         if fam.get("lines"):  # its own evidence, on any line (a metric `loss: nan`, a stall notice)
-            own = "|".join(f"(?:{w})" for w in fam["lines"])
-            out.append(Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
-                                 pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:"
-                                          + own + r"))[^\r\n]{1,2000}"),
-                                 priority=int(fam.get("line_priority", cfg["line_priority"])), weak=True,
-                                 source="a line of its family's own evidence shapes",
-                                 source_file="logkit/data/sglang.toml [generic]", needles=tuple(fam["line_needles"]),
-                                 generic=True))
+            out.extend(_own_lines_row(fam, cfg, benign, hedges))
     return tuple(out)
+
+
+def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Signature, ...]:
+    """A family's own lines (``lines``) as one weak row ``<id>-line``: evidence on any line, failure-shaped
+    or not; ``line_fatal`` makes it read even after the server served (a report that the run stalled)."""
+    own = "|".join(f"(?:{w})" for w in fam["lines"])
+    return (Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
+                      pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:"
+                               + own + r"))[^\r\n]{1,2000}"),
+                      priority=int(fam.get("line_priority", cfg["line_priority"])), weak=True,
+                      fatal=bool(fam.get("line_fatal", False)),
+                      source="a line of its family's own evidence shapes",
+                      source_file="logkit/data/sglang.toml [generic]", needles=tuple(fam["line_needles"]),
+                      generic=True),)
 
 
 #: A compiled row: its regex, its signature, its needles as shapes (None: no needles), whether it
