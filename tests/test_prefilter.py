@@ -48,3 +48,97 @@ def test_digit_runs_are_the_lines_with_one_digit_six_times() -> None:
         got = digit_runs(text, text.translate(SHAPE))
         assert {text.rfind(b"\n", 0, at) for at in got} == {text.rfind(b"\n", 0, m.start()) for m in same.finditer(text)}
         assert all(same.match(text, at) for at in got)
+
+
+# --- the garbage scan's kinds of line: judged once, on the shape ----------------------------------
+
+#: Triton's gRPC start-up lines (tests/fixtures/logs/dev21): a 20-letter run, a garbage candidate
+_TRITON = "I0304 23:44:{s:02d}.{us:06d} 1 grpc_server.cc:102] Ready for RPC 'CudaSharedMemoryRegister', 0\n"
+
+
+def _healthy(n: int) -> bytes:
+    return "".join(_TRITON.format(s=i % 60, us=(i * 7919) % 1000000) for i in range(n)).encode()
+
+
+def test_a_healthy_line_with_a_candidate_run_is_judged_once() -> None:
+    """The kind of a line holding a candidate run but no garbage (whatever its digits and case) is
+    judged once, then known clean: a chunk of such lines is read by nothing."""
+    from logkit.capture.sglang import outcomes
+    from logkit.capture.sglang.smoke import GarbageScanner
+
+    kinds = outcomes._line_kinds()
+    judged: list[bytes] = []
+    judge = kinds.judge
+    kinds.judge = lambda shape: judged.append(shape) or judge(shape)  # type: ignore[assignment, misc, func-returns-value]
+    chunk = _healthy(300)
+    assert GarbageScanner().candidates(chunk)  # each line holds a candidate run
+    for first in (1, 301, 601):
+        norm = chunk.translate(SHAPE)
+        reading = kinds.read(chunk, norm, norm.split(b"\n"), first)
+        assert reading.garbage == []
+    assert len(judged) == 1
+    assert kinds.clean.issuperset(chunk.translate(SHAPE).split(b"\n"))
+    clf = outcomes.Classifier()
+    for first in range(1, 3000, 300):
+        clf.feed(chunk, first)
+    assert clf.decide(finished=False).status == "ready"  # Triton serving gRPC, no garbage
+
+
+@pytest.mark.parametrize("bad", [
+    "Answer: TheTheTheTheTheTheTheThe",
+    "I0304 23:44:28.443219 1 grpc_server.cc:102] Ready for RPC 'SystemSharedMemoryRegister', '777777'",
+    "I0304 23:44:28.443219 1 grpc_server.cc:102] Ready for RPC 'ToToToToToToToToToToToToToTo', 0",
+    "reply: the the the the the the the the the the the the",
+    "reply: parsing parsing and and environment environment variables variables now now here here",
+    "Assistant: ... embarked Sol existed trainer Tunisia replacing Wash Bac knowing franchise Premier "
+    "sun lacked Tight circulating survived polishing policy redund Blocks visibly gorgeous freeway",
+])
+def test_garbage_among_repeated_healthy_lines_is_still_caught(bad: str) -> None:
+    """Garbage after the healthy kinds were judged clean (a line of a clean kind's shape, or of another)."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    clf = Classifier()
+    chunk = _healthy(300)
+    for first in range(1, 3000, 300):
+        clf.feed(chunk, first)
+    assert clf.decide(finished=False).status == "ready"
+    clf.feed(_healthy(10) + bad.encode() + b"\n" + _healthy(10), 3001)
+    got = clf.decide(finished=False)
+    assert got.status == "garbage" and 3011 in [e.line for e in got.evidence]
+
+
+def _variants(rng: random.Random, shape: str) -> list[str]:
+    """Lines of the shape ``shape``: each letter in either case, each ``0`` any digit (some alike)."""
+    out = []
+    for _ in range(6):
+        digits = rng.choice(["0123456789", "1", "7", "12"])
+        out.append("".join(rng.choice(digits) if c == "0" else c.upper() if c.isalpha() and rng.random() < 0.5 else c
+                           for c in shape))
+    return out
+
+
+_PIECES = [
+    "I0304", "23:44:28.443219", "1", "grpc_server.cc:102]", "Ready", "for", "RPC", "'SystemSharedMemoryStatus',", "0",
+    "abab" * 4, "ToTo" * 4, "xyz" * 7, "'" + "0" * 7 + "'", "0" * 7, "#token:", "000000,", "id=000000", "a0" * 6,
+    "0-" * 7, "the", "the the the the the the", "word word", "and and", "nan,", "<|im_end|>", "<unk>", "----------",
+    "==========", "!!!!!!", "0x00000000", "Sol", "Tunisia", "embarked", "franchise", "visibly", "policy", "the,",
+    "ThisIsAVeryLongIdentifierName", "INFO", "Decode", "batch,", "#running-req:", "000,", "tokens/s",
+]
+
+
+def test_property_a_shape_judged_clean_holds_no_garbage() -> None:
+    """``may_degenerate`` is False only for shapes no line of which is degenerate: lines made of
+    pieces, each in several cases and with any digits, against :func:`degenerate_line` on each."""
+    from logkit.capture.sglang.smoke import degenerate_line, may_degenerate
+
+    rng = random.Random(23)
+    garbage = judged_clean = 0
+    for _ in range(3000):
+        line = " ".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 14)))
+        shape = line.encode().translate(SHAPE).decode()
+        bad = [v for v in [line, *_variants(rng, shape)] if degenerate_line(v) is not None]
+        garbage += bool(bad)
+        if not may_degenerate(shape):
+            judged_clean += 1
+            assert bad == [], (shape, bad)
+    assert judged_clean > 300 and garbage > 1000

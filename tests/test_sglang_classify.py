@@ -223,7 +223,7 @@ def _every_corpus_log() -> list[Path]:
     return [p for part in (LOGS, HOLDOUT, *[f for f, _e in LATER[:3]]) for p in sorted(part.glob("*.log"))]
 
 
-def _full_scan(self: Classifier, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> None:
+def _full_scan(self: Classifier, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *, scan: bool = True) -> None:
     return None  # every row and the garbage scan over every line: no line skipped
 
 

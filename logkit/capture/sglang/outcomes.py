@@ -114,7 +114,9 @@ def _line_kinds() -> LineKinds:
         if literal:
             shape = literal.translate(SHAPE)
             owners[shape] = (*owners.get(shape, ()), OWN_LINES)
-    return LineKinds(owners, None if row is None or scanner is None else scanner.first)
+    if row is None or scanner is None:
+        return LineKinds(owners, None)
+    return LineKinds(owners, scanner.first, scanner.may_hold)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -177,7 +179,8 @@ class Classifier:
         # Each row reads the lines whose shape holds one of its needles (a row without needles, or
         # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
         # whose lines are all known clean holds no needle: not the ready line, nor the server's args.
-        reading = self._lines_to_read(chunk, norm, shapes, first_line)
+        scan = scanner is not None and garbage_row is not None and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE
+        reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
         quiet = reading is not None and reading.clean
         if self.ready_line is None and not quiet:
             at = chunk.find(ready)
@@ -236,14 +239,15 @@ class Classifier:
                 return True
         return False
 
-    def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading | None:
+    def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *,
+                       scan: bool = True) -> Reading | None:
         """The lines of ``chunk`` each row and the garbage scan read (:mod:`.prefilter`); ``norm`` is
-        the chunk's shape, ``shapes`` its lines'. None: every row and the scan read every line (what
-        a test compares the skip with)."""
+        the chunk's shape, ``shapes`` its lines'; ``scan``: the garbage scan reads this chunk. None:
+        every row and the scan read every line (what a test compares the skip with)."""
         memory = self._kinds
         if memory is None:
             memory = self._kinds = _line_kinds()
-        return memory.read(chunk, norm, shapes, first_line)
+        return memory.read(chunk, norm, shapes, first_line, scan=scan)
 
     def _server_lines(self, chunk: bytes, first_line: int, quiet: bool) -> None:
         """The server's first own line and its args line; ``quiet``: the chunk holds no args line

@@ -53,8 +53,9 @@ _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
 
 #: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
-#: needles its shape holds, whether it holds a garbage candidate run.
-Kind = tuple[tuple[int, ...], bool]
+#: needles its shape holds, whether the garbage scan reads it (it holds a candidate run and may be
+#: garbage; None: it holds one, not judged yet).
+Kind = tuple[tuple[int, ...], "bool | None"]
 #: A run of lines to read: (its first byte, its end byte, its first line's number).
 Run = tuple[int, int, int]
 
@@ -81,12 +82,15 @@ class LineKinds:
     """A classifier's memory of line shapes: the clean ones (no row's needle, no candidate run), and
     what each other one needs (:data:`Kind`)."""
 
-    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None) -> None:
+    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None,
+                 judge: Callable[[bytes], bool] | None = None) -> None:
         """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
-        ``pos`` (-1: none; a run never spans a line break)."""
+        ``pos`` (-1: none; a run never spans a line break); ``judge(shape)``: whether a line of that
+        shape holding a candidate may be garbage (False: none is, whatever its case and digits)."""
         #: each needle's shape -> the groups of rows that list it
         self.needles = needles
         self.marks = marks
+        self.judge = judge
         self.clean: set[bytes] = set()
         self.kinds: dict[bytes, Kind] = {}
 
@@ -116,16 +120,17 @@ class LineKinds:
         out: dict[bytes, Kind] = {}
         for i, shape in enumerate(new):
             if i in groups or i in marked:
-                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), i in marked)
+                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), None if i in marked and self.judge else i in marked)
                 if len(shape) <= MAX_SHAPE_BYTES:
                     self.kinds[shape] = kind
             elif len(shape) <= MAX_SHAPE_BYTES:
                 self.clean.add(shape)
         return out
 
-    def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading:
+    def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *, scan: bool = True) -> Reading:
         """The lines of ``chunk`` (its first line numbered ``first_line``) that each group of rows and
-        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'."""
+        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'. ``scan``: the
+        garbage scan reads this chunk (else its kinds are not judged: every candidate line is given)."""
         clean = self.clean
         all_clean = clean.issuperset(shapes)
         digits = digit_runs(chunk, norm)
@@ -137,6 +142,8 @@ class LineKinds:
         new = [shape for shape in distinct if shape not in kinds]
         if new:  # learnt before the memory may be cleared to make room
             kind_of.update(self.learn(new))
+        if scan and self.judge is not None:
+            self._judge(kind_of)
         by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
         if len(kind_of) > MAX_SEARCHED:  # the lines not clean picked out in C, then grouped
             for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
@@ -156,9 +163,29 @@ class LineKinds:
                 line += norm.count(b"\n", prev, at)
                 prev = at
                 by_shape.setdefault(shape, []).append(line)
-        garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] for i in lines}
+        garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
         return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
                        sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
+
+
+    def _judge(self, kind_of: dict[bytes, Kind]) -> None:
+        """Judge once each kind of ``kind_of`` that holds a candidate run not judged yet (``judge``, on
+        the shape: whatever a line of it holds in case and digits), remembered: a kind that is no
+        row's and cannot be garbage is clean from now on, and leaves ``kind_of``."""
+        for shape, (groups, garbage) in list(kind_of.items()):
+            if garbage is not None:
+                continue
+            kind = (groups, self.judge(shape))  # type: ignore[misc]
+            remembered = shape in self.kinds
+            if kind == ((), False):
+                del kind_of[shape]
+                if remembered:
+                    del self.kinds[shape]
+                    self.clean.add(shape)
+            else:
+                kind_of[shape] = kind
+                if remembered:
+                    self.kinds[shape] = kind
 
 
 def _numbers(norm: bytes, offsets: list[int]) -> list[int]:
