@@ -13,10 +13,12 @@ Contract:
 * What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
   holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
   ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search
-  per shape that holds one, over them joined). A chunk whose shapes are all
-  known clean costs a translate, a split and a set lookup per line, in C; any other chunk, one
-  look-up per line not known clean. At most :data:`~logkit.capture.shapes.MAX_SHAPES` shapes of at
-  most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is read every time.
+  per shape that holds one, over them joined). A chunk whose shapes are all known clean costs a
+  translate, a split and a set lookup per line, in C; any other chunk, one more walk of its lines'
+  shapes picking out the kinds not known clean (a look-up each, driven in C: a search per kind
+  would read the whole chunk once per kind). At most :data:`~logkit.capture.shapes.MAX_SHAPES`
+  shapes of at most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is
+  read every time.
 * A row whose regex can match no line break and tests for no end of the text (:func:`reach` is 0,
   read from the parsed regex) reads exactly its lines, searched in place (``finditer(chunk, lo,
   hi)``: its lookbehinds see the chunk): the matches a scan of the whole chunk finds, since each
@@ -43,9 +45,6 @@ CONTEXT = 2
 #: The group of the needles that are no row's (the ready line, the server's args line: see
 #: :func:`.outcomes._line_kinds`).
 OWN_LINES = -1
-#: At most this many kinds of line not known clean are looked for one by one in a chunk (a C
-#: search each); more and the chunk's lines are walked once.
-MAX_SEARCHED = 32
 
 _ALL_BYTES = bytes(range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
@@ -145,24 +144,9 @@ class LineKinds:
         if scan and self.judge is not None:
             self._judge(kind_of)
         by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
-        if len(kind_of) > MAX_SEARCHED:  # the lines not clean picked out in C, then grouped
+        if kind_of:  # the lines not clean picked out in C (one walk: a search per kind reads the chunk once each)
             for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
                 by_shape.setdefault(shapes[i], []).append(i)
-        elif kind_of:
-            wrapped = b"\n" + norm + b"\n"
-            hits = []
-            for shape in kind_of:
-                needle = b"\n" + shape + b"\n"
-                at = wrapped.find(needle)
-                while at >= 0:
-                    hits.append((at, shape))  # the line's start in norm (wrapped has one byte more in front)
-                    at = wrapped.find(needle, at + 1)
-            hits.sort()
-            line = prev = 0
-            for at, shape in hits:
-                line += norm.count(b"\n", prev, at)
-                prev = at
-                by_shape.setdefault(shape, []).append(line)
         garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
         return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
                        sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
