@@ -142,3 +142,41 @@ def test_property_a_shape_judged_clean_holds_no_garbage() -> None:
             judged_clean += 1
             assert bad == [], (shape, bad)
     assert judged_clean > 300 and garbage > 1000
+
+
+# --- needles that name their digits -----------------------------------------------------------------
+
+
+def test_a_needle_naming_a_digit_is_read_only_where_the_line_holds_that_digit() -> None:
+    """A needle whose digits are all 0 takes any digit (a shape); one holding another digit names its
+    digits: the lines of a shape holding it are each looked at, case ignored."""
+    from logkit.capture.sglang.prefilter import LineKinds, needle_key
+
+    kinds = LineKinds({needle_key(b"Running: 1"): (0,), needle_key(b"e0000 00:00"): (1,)}, None)
+    lines = [b"INFO Running: 0 reqs", b"INFO running: 1 reqs", b"INFO RUNNING: 7 reqs", b"E0303 11:40 x", b"INFO Running: 1 reqs"]
+    chunk = b"\n".join(lines * 50) + b"\n"
+    norm = chunk.translate(SHAPE)
+    for first in (1, 252):  # learnt, then remembered
+        reading = kinds.read(chunk, norm, norm.split(b"\n"), first)
+        got = {g: sorted(i for key in keys for i in reading.lines[key][1]) for g, keys in reading.groups.items()}
+        assert got == {0: sorted(k * 5 + j for k in range(50) for j in (1, 4)), 1: [k * 5 + 3 for k in range(50)]}
+    assert kinds.read(b"INFO Running: 0 reqs\n" * 9, b"info running: 0 reqs\n" * 9, [b"info running: 0 reqs"] * 9 + [b""], 1).clean
+
+
+def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
+    """vLLM's idle statistics (Running: 0) are read by no row; two stalled intervals after hundreds of
+    them are still the hang row's evidence."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    line = ("INFO 08-21 14:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 0.0 tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n")
+    idle = "".join(line.format(m=i // 60 % 60, s=i % 60, r=0) for i in range(600)).encode()
+    clf = Classifier()
+    clf.feed(idle, 1)
+    assert clf._kinds is not None and not clf._lines_to_read(idle, idle.translate(SHAPE), idle.translate(SHAPE).split(b"\n"), 1).lines
+    clf.feed(idle[:2000], 601)
+    stalled = (line.format(m=1, s=1, r=3) + line.format(m=1, s=11, r=3)).encode()
+    first = 601 + idle[:2000].count(b"\n")
+    clf.feed(stalled, first)
+    assert [h.line for h in clf.hits.get("generic-hang-line", [])] == [first]
+    assert clf.decide(exit_code=1).status == "hang"  # weak evidence: it counts once the run ended badly

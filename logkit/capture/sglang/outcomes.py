@@ -48,7 +48,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import OWN_LINES, LineKinds, Reading
+from .prefilter import OWN_LINES, LineKinds, Reading, needle_key
 from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
@@ -112,8 +112,8 @@ def _line_kinds() -> LineKinds:
     startup = startup_regex()
     for literal in (ready, server_regexes()[2], *(startup[1] if startup else ())):
         if literal:
-            shape = literal.translate(SHAPE)
-            owners[shape] = (*owners.get(shape, ()), OWN_LINES)
+            key = needle_key(literal)
+            owners[key] = (*owners.get(key, ()), OWN_LINES)
     if row is None or scanner is None:
         return LineKinds(owners, None)
     return LineKinds(owners, scanner.first, scanner.may_hold)

@@ -36,9 +36,10 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES
+from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups", "reach"]
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups",
+           "needle_key", "reach"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
@@ -51,12 +52,24 @@ _ALL_BYTES = bytes(range(256))
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
 
-#: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
-#: needles its shape holds, whether the garbage scan reads it (it holds a candidate run and may be
-#: garbage; None: it holds one, not judged yet).
-Kind = tuple[tuple[int, ...], "bool | None"]
+#: Where a kind of line holds the shape of needles that name their digits (:func:`needle_key`): the
+#: offset in the line, the needles' length, each needle -> its groups. A line of that kind holds one
+#: when its bytes there, lowercased, are that needle.
+Check = tuple[int, int, dict[bytes, tuple[int, ...]]]
+#: What a kind of line needs: the groups of rows (rows listing the same needles) whose needles its
+#: shape holds, whether the garbage scan reads it (it holds a candidate run and may be garbage; None:
+#: it holds one, not judged yet), and the needles naming digits that each of its lines may hold.
+Kind = tuple[tuple[int, ...], "bool | None", tuple[Check, ...]]
 #: A run of lines to read: (its first byte, its end byte, its first line's number).
 Run = tuple[int, int, int]
+
+
+def needle_key(literal: bytes) -> bytes:
+    """A needle as the prefilter compares it: lowercased. One whose digits are all ``0`` is its own
+    shape (each ``0`` any digit: ``e0000 00:00:00.`` names glog's E line); one holding another digit
+    names its digits: a line holds it where its shape holds the needle's and its bytes there, lowercased,
+    are the needle (``running: 1``: one request or more, not ``running: 0``)."""
+    return literal.lower()
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -86,7 +99,7 @@ class LineKinds:
         """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
         ``pos`` (-1: none; a run never spans a line break); ``judge(shape)``: whether a line of that
         shape holding a candidate may be garbage (False: none is, whatever its case and digits)."""
-        #: each needle's shape -> the groups of rows that list it
+        #: each needle (:func:`needle_key`) -> the groups of rows that list it
         self.needles = needles
         self.marks = marks
         self.judge = judge
@@ -98,15 +111,20 @@ class LineKinds:
         joined = b"\n".join(new)
         starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
         groups: dict[int, set[int]] = {}
+        checks: dict[int, dict[tuple[int, int], dict[bytes, tuple[int, ...]]]] = {}
         absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
         for needle, owners in self.needles.items():     # megabyte of one byte repeated costs no search)
-            if absent and not absent.isdisjoint(needle):
+            shape = needle.translate(SHAPE)
+            if absent and not absent.isdisjoint(shape):
                 continue
-            at = joined.find(needle)
+            at = joined.find(shape)
             while at >= 0:
                 i = bisect.bisect_right(starts, at) - 1
-                groups.setdefault(i, set()).update(owners)
-                at = joined.find(needle, at + 1)
+                if shape == needle:
+                    groups.setdefault(i, set()).update(owners)
+                else:  # it names digits: each line of this shape is looked at there
+                    checks.setdefault(i, {}).setdefault((at - starts[i], len(needle)), {})[needle] = owners
+                at = joined.find(shape, at + 1)
         marked = set()
         at = -1 if self.marks is None else self.marks(joined, 0)
         while at >= 0:  # one search per shape that holds a run (a megabyte of one byte is one hit)
@@ -118,8 +136,9 @@ class LineKinds:
             self.kinds.clear()
         out: dict[bytes, Kind] = {}
         for i, shape in enumerate(new):
-            if i in groups or i in marked:
-                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), None if i in marked and self.judge else i in marked)
+            if i in groups or i in marked or i in checks:
+                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), None if i in marked and self.judge else i in marked,
+                                     tuple((at, n, by) for (at, n), by in checks.get(i, {}).items()))
                 if len(shape) <= MAX_SHAPE_BYTES:
                     self.kinds[shape] = kind
             elif len(shape) <= MAX_SHAPE_BYTES:
@@ -148,20 +167,36 @@ class LineKinds:
             for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
                 by_shape.setdefault(shapes[i], []).append(i)
         garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
-        return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
-                       sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
+        read: dict[object, tuple[tuple[int, ...], list[int]]] = {}  # each kind (and needles found) -> groups, lines
+        starts: list[int] | None = None
+        for shape, lines in by_shape.items():
+            groups, _garbage, checks = kind_of[shape]
+            if not checks:
+                if groups:
+                    read[shape] = (groups, lines)
+                continue
+            if starts is None:  # each line's start in the chunk
+                starts = list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count()))
+            for i in lines:
+                at = starts[i]
+                found = {g for off, n, by in checks for key in [chunk[at + off:at + off + n].lower()] if key in by
+                         for g in by[key]}
+                got = tuple(sorted(found.union(groups))) if found else groups
+                if got:
+                    read.setdefault((shape, got), (got, []))[1].append(i)
+        return Reading(len(chunk), shapes, first_line, read, sorted(garbage.union(_numbers(norm, digits))), clean=not read)
 
 
     def _judge(self, kind_of: dict[bytes, Kind]) -> None:
         """Judge once each kind of ``kind_of`` that holds a candidate run not judged yet (``judge``, on
         the shape: whatever a line of it holds in case and digits), remembered: a kind that is no
         row's and cannot be garbage is clean from now on, and leaves ``kind_of``."""
-        for shape, (groups, garbage) in list(kind_of.items()):
+        for shape, (groups, garbage, checks) in list(kind_of.items()):
             if garbage is not None:
                 continue
-            kind = (groups, self.judge(shape))  # type: ignore[misc]
+            kind = (groups, self.judge(shape), checks)  # type: ignore[misc]
             remembered = shape in self.kinds
-            if kind == ((), False):
+            if kind == ((), False, ()):
                 del kind_of[shape]
                 if remembered:
                     del self.kinds[shape]
@@ -187,7 +222,7 @@ class Reading:
     """The lines of one chunk that each group of rows and the garbage scan read, as runs of lines."""
 
     def __init__(self, size: int, shapes: list[bytes], first_line: int,
-                 lines: dict[bytes, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
+                 lines: dict[object, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
         #: every line of the chunk is known clean (it holds no needle; the garbage scan may still read some)
         self.clean = clean
         self.size = size
@@ -195,7 +230,7 @@ class Reading:
         self.first_line = first_line
         #: each kind of line's groups and lines (numbers from 0)
         self.lines = lines
-        self.groups: dict[int, list[bytes]] = {}
+        self.groups: dict[int, list[object]] = {}
         for shape, (groups, _lines) in lines.items():
             for g in groups:
                 self.groups.setdefault(g, []).append(shape)
@@ -333,7 +368,7 @@ def _one_line(seq: Iterable[tuple[object, object]], flags: int) -> bool:
 
 def needle_groups(rows: list[tuple[bytes, ...]]) -> tuple[list[int], dict[bytes, tuple[int, ...]]]:
     """Each row's group (rows with the same needles read the same lines) and each needle -> the
-    groups listing it, from each row's needles (as shapes)."""
+    groups listing it, from each row's needles (:func:`needle_key`)."""
     groups: dict[frozenset[bytes], int] = {}
     of_row = [groups.setdefault(frozenset(needles), len(groups)) for needles in rows]
     owners: dict[bytes, set[int]] = {}
