@@ -19,9 +19,13 @@ from logkit.capture.sglang.prefilter import CONTEXT, digit_runs, reach
     (rb"a.b", 0),  # `.` stops at a line break
     (rb"(?<![\w.])x\b", 0),
     (rb"foo\s+bar", CONTEXT),  # \s holds a line break
-    (rb"foo[^x]bar", CONTEXT),
-    (rb"(?s)a.b", CONTEXT),
-    (rb"line \d+\r?\n +raise", CONTEXT),
+    (rb"foo[^x]bar", 1),  # one character that may be a line break: the next line at most
+    (rb"(?s)a.b", 1),
+    (rb"line \d+\r?\n +raise", 1),
+    (rb"(?m)^a[^\n]*(?=\n[^\n]*b)", 1),  # a lookahead reads the next line
+    (rb"a\nb\nc", 2),
+    (rb"a\nb\nc\nd", CONTEXT),  # more than CONTEXT
+    (rb"(a\n?)x\1", CONTEXT),  # a group's text again: what it holds is not counted
     (rb"done$", CONTEXT),  # `$` without MULTILINE: also before a last line break
     (rb"done\Z", CONTEXT),
     (rb"x*", CONTEXT),  # can match nothing

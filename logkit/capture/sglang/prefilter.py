@@ -101,6 +101,8 @@ class LineKinds:
         shape holding a candidate may be garbage (False: none is, whatever its case and digits)."""
         #: each needle (:func:`needle_key`) -> the groups of rows that list it
         self.needles = needles
+        #: each needle with its shape (what is looked for in the shapes) and its groups
+        self._looked_for = [(needle, needle.translate(SHAPE), owners) for needle, owners in needles.items()]
         self.marks = marks
         self.judge = judge
         self.clean: set[bytes] = set()
@@ -113,8 +115,7 @@ class LineKinds:
         groups: dict[int, set[int]] = {}
         checks: dict[int, dict[tuple[int, int], dict[bytes, tuple[int, ...]]]] = {}
         absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
-        for needle, owners in self.needles.items():     # megabyte of one byte repeated costs no search)
-            shape = needle.translate(SHAPE)
+        for needle, shape, owners in self._looked_for:  # megabyte of one byte repeated costs no search)
             if absent and not absent.isdisjoint(shape):
                 continue
             at = joined.find(shape)
@@ -289,15 +290,21 @@ except ImportError:  # pragma: no cover
 
 @lru_cache(maxsize=None)
 def reach(regex: re.Pattern[bytes]) -> int:
-    """0 when every match of ``regex`` lies on one line and it tests for neither end of the text,
-    else :data:`CONTEXT` (the lines a row reads either side of a line holding one of its needles)."""
+    """The lines a row reads either side of a line holding one of its needles: the most line breaks a
+    match of ``regex`` (its lookarounds included) can cross, 0 when every match lies on one line;
+    :data:`CONTEXT` when that is more, unbounded or unknown, or when it tests the end of the text or
+    can match nothing."""
     if _p is None:
         return CONTEXT
     try:
         parsed = _p.parse(regex.pattern, regex.flags)
-        return 0 if parsed.getwidth()[0] > 0 and _one_line(parsed, parsed.state.flags) else CONTEXT
+        refs: list[bool] = []
+        breaks = _breaks(parsed, parsed.state.flags, refs)
     except (ValueError, TypeError, AttributeError):  # an op this check does not know: the safe answer
         return CONTEXT
+    if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs:  # a group's text may hold breaks
+        return CONTEXT
+    return breaks
 
 
 def literal_prefix(regex: re.Pattern[bytes]) -> bytes:
@@ -329,41 +336,49 @@ def _class_holds_newline(items: list[tuple[object, object]]) -> bool:
     return hit != negate
 
 
-def _one_line(seq: Iterable[tuple[object, object]], flags: int) -> bool:
-    """Whether no item of the parsed ``seq`` can match a line break or test an end of the text
-    (``$`` without MULTILINE: before a last newline; ``\\Z``): ``^`` and ``\\A`` see the real start
-    even when a search starts later."""
+#: More line breaks than any count: a repeat of what may be one, an end of the text tested.
+_UNBOUNDED = 1 << 30
+
+
+def _breaks(seq: Iterable[tuple[object, object]], flags: int, refs: list[bool]) -> int:
+    """The most line breaks the parsed ``seq`` can match or look at (:data:`_UNBOUNDED`: no bound, or
+    it tests an end of the text: ``$`` without MULTILINE is also before a last newline, ``\\Z``); ``^``
+    and ``\\A`` see the real start even when a search starts later. A back-reference is noted in
+    ``refs`` (the group's text may hold breaks)."""
+    total = 0
     for op, av in seq:
         if op is _c.LITERAL:
-            ok = av != 10
+            n = int(av == 10)
         elif op is _c.NOT_LITERAL:
-            ok = av == 10
+            n = int(av != 10)
         elif op is _c.ANY:
-            ok = not flags & _c.SRE_FLAG_DOTALL
+            n = int(bool(flags & _c.SRE_FLAG_DOTALL))
         elif op is _c.IN:
-            ok = not _class_holds_newline(av)  # type: ignore[arg-type]
+            n = int(_class_holds_newline(av))  # type: ignore[arg-type]
         elif op is _c.AT:
-            ok = av not in (_c.AT_END_STRING,) and (av is not _c.AT_END or bool(flags & _c.SRE_FLAG_MULTILINE))
+            n = _UNBOUNDED if av is _c.AT_END_STRING or (av is _c.AT_END and not flags & _c.SRE_FLAG_MULTILINE) else 0
         elif op is _c.SUBPATTERN:
             _group, add, remove, sub = av  # type: ignore[misc]
-            ok = _one_line(sub, (flags | add) & ~remove)
+            n = _breaks(sub, (flags | add) & ~remove, refs)
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
-            ok = _one_line(av[2], flags)  # type: ignore[index]
+            _lo, hi, sub = av  # type: ignore[misc]
+            n = _breaks(sub, flags, refs)
+            n = 0 if n == 0 else _UNBOUNDED if hi == _c.MAXREPEAT else n * hi
         elif op is _c.BRANCH:
-            ok = all(_one_line(b, flags) for b in av[1])  # type: ignore[index]
+            n = max(_breaks(b, flags, refs) for b in av[1])  # type: ignore[index]
         elif op in (_c.ASSERT, _c.ASSERT_NOT):
-            ok = _one_line(av[1], flags)  # type: ignore[index]
+            n = _breaks(av[1], flags, refs)  # type: ignore[index]
         elif op is _c.ATOMIC_GROUP:
-            ok = _one_line(av, flags)  # type: ignore[arg-type]
+            n = _breaks(av, flags, refs)  # type: ignore[arg-type]
         elif op is _c.GROUPREF:
-            ok = True  # the text of a group, which holds no line break
+            refs.append(True)
+            n = 0
         elif op is _c.GROUPREF_EXISTS:
-            ok = all(_one_line(b, flags) for b in av[1:] if b is not None)  # type: ignore[index]
+            n = max(_breaks(b, flags, refs) for b in av[1:] if b is not None)  # type: ignore[index]
         else:
             raise ValueError(op)
-        if not ok:
-            return False
-    return True
+        total = min(_UNBOUNDED, total + n)
+    return total
 
 
 def needle_groups(rows: list[tuple[bytes, ...]]) -> tuple[list[int], dict[bytes, tuple[int, ...]]]:
