@@ -178,10 +178,11 @@ class Classifier:
         shapes = norm.split(b"\n")
         # Each row reads the lines whose shape holds one of its needles (a row without needles, or
         # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
-        # whose lines are all known clean holds no needle: not the ready line, nor the server's args.
+        # none of whose lines holds an own line's needle (OWN_LINES) holds neither the ready line, nor the
+        # server's args, nor a start-up line's needle.
         scan = scanner is not None and garbage_row is not None and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE
         reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
-        quiet = reading is not None and reading.clean
+        quiet = reading is not None and OWN_LINES not in reading.groups
         if self.ready_line is None and not quiet:
             at = chunk.find(ready)
             if at >= 0:
@@ -200,7 +201,7 @@ class Classifier:
                 self.startup_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line, quiet)
-        for regex, sig, needles, by_lines, group in whole if quiet else sigs:
+        for regex, sig, needles, by_lines, group in whole if reading is not None and reading.clean else sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
