@@ -66,7 +66,8 @@ def _healthy(n: int) -> bytes:
 
 def test_a_healthy_line_with_a_candidate_run_is_judged_once() -> None:
     """The kind of a line holding a candidate run but no garbage (whatever its digits and case) is
-    judged once, then known clean: a chunk of such lines is read by nothing."""
+    scanned when first seen, judged once when it comes back, then known clean: a chunk of such lines
+    is read by nothing."""
     from logkit.capture.sglang import outcomes
     from logkit.capture.sglang.smoke import GarbageScanner
 
@@ -76,10 +77,10 @@ def test_a_healthy_line_with_a_candidate_run_is_judged_once() -> None:
     kinds.judge = lambda shape: judged.append(shape) or judge(shape)  # type: ignore[assignment, misc, func-returns-value]
     chunk = _healthy(300)
     assert GarbageScanner().candidates(chunk)  # each line holds a candidate run
-    for first in (1, 301, 601):
-        norm = chunk.translate(SHAPE)
-        reading = kinds.read(chunk, norm, norm.split(b"\n"), first)
-        assert reading.garbage == []
+    norm = chunk.translate(SHAPE)
+    assert kinds.read(chunk, norm, norm.split(b"\n"), 1).garbage == list(range(300))  # first sight: scanned
+    for first in (301, 601):  # back: judged once, then clean
+        assert kinds.read(chunk, norm, norm.split(b"\n"), first).garbage == []
     assert len(judged) == 1
     assert kinds.clean.issuperset(chunk.translate(SHAPE).split(b"\n"))
     clf = outcomes.Classifier()

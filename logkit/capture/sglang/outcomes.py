@@ -12,8 +12,9 @@ Contract:
   which lines it reads: :mod:`.prefilter` finds, once per kind of line (its *shape*, lowercased
   with digits made 0), the rows whose needles it holds, so a row reads only its own lines, in
   place, and a line that no row can match costs a set lookup in C. A healthy log repeats a few
-  hundred shapes: its chunks cost a translate, a split and set lookups (>= 200 MiB/s,
-  ``bench/bench_classify.py``); a test replays the corpus with and without the skip.
+  hundred shapes: its chunks cost a translate, a split and set lookups (the goal: >= 200 MiB/s,
+  ``bench/bench_classify.py``; figures in ``bench/RESULTS.md``); a test replays the corpus with and
+  without the skip.
 * :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets

@@ -139,7 +139,7 @@ class LineKinds:
         for i, shape in enumerate(new):
             if i in groups or i in marked or i in checks:
                 out[shape] = kind = (tuple(sorted(groups.get(i, ()))), None if i in marked and self.judge else i in marked,
-                                     tuple((at, n, by) for (at, n), by in checks.get(i, {}).items()))
+                                     tuple((at, n, by) for (at, n), by in checks[i].items()) if i in checks else ())
                 if len(shape) <= MAX_SHAPE_BYTES:
                     self.kinds[shape] = kind
             elif len(shape) <= MAX_SHAPE_BYTES:
@@ -149,7 +149,9 @@ class LineKinds:
     def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *, scan: bool = True) -> Reading:
         """The lines of ``chunk`` (its first line numbered ``first_line``) that each group of rows and
         the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'. ``scan``: the
-        garbage scan reads this chunk (else its kinds are not judged: every candidate line is given)."""
+        garbage scan reads this chunk (else no kind is judged: every candidate line is given). A kind
+        holding a candidate run is judged when it comes back in a later chunk: a line printed once
+        costs one scan, not a judgement too."""
         clean = self.clean
         all_clean = clean.issuperset(shapes)
         digits = digit_runs(chunk, norm)
@@ -159,26 +161,24 @@ class LineKinds:
         distinct = set(shapes).difference(clean)
         kind_of = {shape: kinds[shape] for shape in distinct if shape in kinds}
         new = [shape for shape in distinct if shape not in kinds]
+        if scan and self.judge is not None:  # a kind seen again (a line printed once is only scanned)
+            self._judge(kind_of)
         if new:  # learnt before the memory may be cleared to make room
             kind_of.update(self.learn(new))
-        if scan and self.judge is not None:
-            self._judge(kind_of)
         by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
         if kind_of:  # the lines not clean picked out in C (one walk: a search per kind reads the chunk once each)
             for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
                 by_shape.setdefault(shapes[i], []).append(i)
         garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
-        read: dict[object, tuple[tuple[int, ...], list[int]]] = {}  # each kind (and needles found) -> groups, lines
-        starts: list[int] | None = None
-        for shape, lines in by_shape.items():
+        # each kind (and the needles naming digits found on its lines) -> its groups, lines
+        read: dict[object, tuple[tuple[int, ...], list[int]]] = {
+            shape: (kind[0], lines) for shape, lines in by_shape.items() for kind in [kind_of[shape]] if kind[0] and not kind[2]}
+        checked = [shape for shape in by_shape if kind_of[shape][2]]
+        # each line's start in the chunk
+        starts = list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count())) if checked else []
+        for shape in checked:
             groups, _garbage, checks = kind_of[shape]
-            if not checks:
-                if groups:
-                    read[shape] = (groups, lines)
-                continue
-            if starts is None:  # each line's start in the chunk
-                starts = list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count()))
-            for i in lines:
+            for i in by_shape[shape]:
                 at = starts[i]
                 found = {g for off, n, by in checks for key in [chunk[at + off:at + off + n].lower()] if key in by
                          for g in by[key]}
