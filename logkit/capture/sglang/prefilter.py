@@ -5,11 +5,14 @@ Contract:
 * A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit made
   ``0``) holds, shaped the same way, every literal the line holds. A row's ``needles``
   (signatures.toml: literals of which every match contains one, compared as shapes, so a needle
-  may name a shape: ``e0000 00:00:00.``) are looked for in the shapes: a row reads only the lines
-  whose shape holds one of its needles. The ready line's and the server's args line's literals are
-  needles of no row (:data:`OWN_LINES`): a chunk of known-clean lines holds neither. The garbage scan reads only the
-  lines whose shape holds one of its candidate runs (a run stays a run under the mapping) and those
-  holding a run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
+  may name a shape: ``e0000 00:00:00.``; one holding a digit other than 0 names its digits,
+  :func:`needle_key`) are looked for in the shapes: a row reads only the lines whose shape holds
+  one of its needles (and, for a needle naming digits, whose bytes there are that needle). The
+  ready line's, the server's args line's and the start-up lines' literals are needles of no row
+  (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. The garbage scan
+  reads only the lines whose shape holds one of its candidate runs (a run stays a run under the
+  mapping) and may be garbage (``judge``: once per kind, when it comes back), and those holding a
+  run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
 * What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
   holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
   ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search

@@ -7,7 +7,8 @@ one printed line, with absolute thresholds and what is never output excluded (ru
 bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
 prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
 candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
-one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
+one scan; :func:`may_degenerate` judges a line *shape* once (False: no line of it, in any case and
+with any digits, is degenerate), so the classifier's prefilter stops scanning a healthy kind of line. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
 prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
 only, and returns reply, latency, logprobs and error.
 """
