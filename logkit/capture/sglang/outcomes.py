@@ -181,7 +181,8 @@ class Classifier:
         # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
         # none of whose lines holds an own line's needle (OWN_LINES) holds neither the ready line, nor the
         # server's args, nor a start-up line's needle.
-        scan = scanner is not None and garbage_row is not None and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE
+        scan = (scanner is not None and garbage_row is not None
+                and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE)
         reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
         quiet = reading is not None and OWN_LINES not in reading.groups
         if self.ready_line is None and not quiet:

@@ -141,7 +141,8 @@ class LineKinds:
         out: dict[bytes, Kind] = {}
         for i, shape in enumerate(new):
             if i in groups or i in marked or i in checks:
-                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), None if i in marked and self.judge else i in marked,
+                scanned = None if i in marked and self.judge else i in marked
+                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), scanned,
                                      tuple((at, n, by) for (at, n), by in checks[i].items()) if i in checks else ())
                 if len(shape) <= MAX_SHAPE_BYTES:
                     self.kinds[shape] = kind
@@ -175,10 +176,12 @@ class LineKinds:
         garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
         # each kind (and the needles naming digits found on its lines) -> its groups, lines
         read: dict[object, tuple[tuple[int, ...], list[int]]] = {
-            shape: (kind[0], lines) for shape, lines in by_shape.items() for kind in [kind_of[shape]] if kind[0] and not kind[2]}
+            shape: (kind[0], lines) for shape, lines in by_shape.items()
+            for kind in [kind_of[shape]] if kind[0] and not kind[2]}
         checked = [shape for shape in by_shape if kind_of[shape][2]]
         # each line's start in the chunk
-        starts = list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count())) if checked else []
+        starts = (list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count()))
+                  if checked else [])
         for shape in checked:
             groups, _garbage, checks = kind_of[shape]
             for i in by_shape[shape]:
