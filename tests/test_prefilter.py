@@ -19,9 +19,13 @@ from logkit.capture.sglang.prefilter import CONTEXT, digit_runs, reach
     (rb"a.b", 0),  # `.` stops at a line break
     (rb"(?<![\w.])x\b", 0),
     (rb"foo\s+bar", CONTEXT),  # \s holds a line break
-    (rb"foo[^x]bar", CONTEXT),
-    (rb"(?s)a.b", CONTEXT),
-    (rb"line \d+\r?\n +raise", CONTEXT),
+    (rb"foo[^x]bar", 1),  # one character that may be a line break: the next line at most
+    (rb"(?s)a.b", 1),
+    (rb"line \d+\r?\n +raise", 1),
+    (rb"(?m)^a[^\n]*(?=\n[^\n]*b)", 1),  # a lookahead reads the next line
+    (rb"a\nb\nc", 2),
+    (rb"a\nb\nc\nd", CONTEXT),  # more than CONTEXT
+    (rb"(a\n?)x\1", CONTEXT),  # a group's text again: what it holds is not counted
     (rb"done$", CONTEXT),  # `$` without MULTILINE: also before a last line break
     (rb"done\Z", CONTEXT),
     (rb"x*", CONTEXT),  # can match nothing
@@ -48,3 +52,136 @@ def test_digit_runs_are_the_lines_with_one_digit_six_times() -> None:
         got = digit_runs(text, text.translate(SHAPE))
         assert {text.rfind(b"\n", 0, at) for at in got} == {text.rfind(b"\n", 0, m.start()) for m in same.finditer(text)}
         assert all(same.match(text, at) for at in got)
+
+
+# --- the garbage scan's kinds of line: judged once, on the shape ----------------------------------
+
+#: Triton's gRPC start-up lines (tests/fixtures/logs/dev21): a 20-letter run, a garbage candidate
+_TRITON = "I0304 23:44:{s:02d}.{us:06d} 1 grpc_server.cc:102] Ready for RPC 'CudaSharedMemoryRegister', 0\n"
+
+
+def _healthy(n: int) -> bytes:
+    return "".join(_TRITON.format(s=i % 60, us=(i * 7919) % 1000000) for i in range(n)).encode()
+
+
+def test_a_healthy_line_with_a_candidate_run_is_judged_once() -> None:
+    """The kind of a line holding a candidate run but no garbage (whatever its digits and case) is
+    scanned when first seen, judged once when it comes back, then known clean: a chunk of such lines
+    is read by nothing."""
+    from logkit.capture.sglang import outcomes
+    from logkit.capture.sglang.smoke import GarbageScanner
+
+    kinds = outcomes._line_kinds()
+    judged: list[bytes] = []
+    judge = kinds.judge
+    kinds.judge = lambda shape: judged.append(shape) or judge(shape)  # type: ignore[assignment, misc, func-returns-value]
+    chunk = _healthy(300)
+    assert GarbageScanner().candidates(chunk)  # each line holds a candidate run
+    norm = chunk.translate(SHAPE)
+    assert kinds.read(chunk, norm, norm.split(b"\n"), 1).garbage == list(range(300))  # first sight: scanned
+    for first in (301, 601):  # back: judged once, then clean
+        assert kinds.read(chunk, norm, norm.split(b"\n"), first).garbage == []
+    assert len(judged) == 1
+    assert kinds.clean.issuperset(chunk.translate(SHAPE).split(b"\n"))
+    clf = outcomes.Classifier()
+    for first in range(1, 3000, 300):
+        clf.feed(chunk, first)
+    assert clf.decide(finished=False).status == "ready"  # Triton serving gRPC, no garbage
+
+
+@pytest.mark.parametrize("bad", [
+    "Answer: TheTheTheTheTheTheTheThe",
+    "I0304 23:44:28.443219 1 grpc_server.cc:102] Ready for RPC 'SystemSharedMemoryRegister', '777777'",
+    "I0304 23:44:28.443219 1 grpc_server.cc:102] Ready for RPC 'ToToToToToToToToToToToToToTo', 0",
+    "reply: the the the the the the the the the the the the",
+    "reply: parsing parsing and and environment environment variables variables now now here here",
+    "Assistant: ... embarked Sol existed trainer Tunisia replacing Wash Bac knowing franchise Premier "
+    "sun lacked Tight circulating survived polishing policy redund Blocks visibly gorgeous freeway",
+])
+def test_garbage_among_repeated_healthy_lines_is_still_caught(bad: str) -> None:
+    """Garbage after the healthy kinds were judged clean (a line of a clean kind's shape, or of another)."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    clf = Classifier()
+    chunk = _healthy(300)
+    for first in range(1, 3000, 300):
+        clf.feed(chunk, first)
+    assert clf.decide(finished=False).status == "ready"
+    clf.feed(_healthy(10) + bad.encode() + b"\n" + _healthy(10), 3001)
+    got = clf.decide(finished=False)
+    assert got.status == "garbage" and 3011 in [e.line for e in got.evidence]
+
+
+def _variants(rng: random.Random, shape: str) -> list[str]:
+    """Lines of the shape ``shape``: each letter in either case, each ``0`` any digit (some alike)."""
+    out = []
+    for _ in range(6):
+        digits = rng.choice(["0123456789", "1", "7", "12"])
+        out.append("".join(rng.choice(digits) if c == "0" else c.upper() if c.isalpha() and rng.random() < 0.5 else c
+                           for c in shape))
+    return out
+
+
+_PIECES = [
+    "I0304", "23:44:28.443219", "1", "grpc_server.cc:102]", "Ready", "for", "RPC", "'SystemSharedMemoryStatus',", "0",
+    "abab" * 4, "ToTo" * 4, "xyz" * 7, "'" + "0" * 7 + "'", "0" * 7, "#token:", "000000,", "id=000000", "a0" * 6,
+    "0-" * 7, "the", "the the the the the the", "word word", "and and", "nan,", "<|im_end|>", "<unk>", "----------",
+    "==========", "!!!!!!", "0x00000000", "Sol", "Tunisia", "embarked", "franchise", "visibly", "policy", "the,",
+    "ThisIsAVeryLongIdentifierName", "INFO", "Decode", "batch,", "#running-req:", "000,", "tokens/s",
+]
+
+
+def test_property_a_shape_judged_clean_holds_no_garbage() -> None:
+    """``may_degenerate`` is False only for shapes no line of which is degenerate: lines made of
+    pieces, each in several cases and with any digits, against :func:`degenerate_line` on each."""
+    from logkit.capture.sglang.smoke import degenerate_line, may_degenerate
+
+    rng = random.Random(23)
+    garbage = judged_clean = 0
+    for _ in range(3000):
+        line = " ".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 14)))
+        shape = line.encode().translate(SHAPE).decode()
+        bad = [v for v in [line, *_variants(rng, shape)] if degenerate_line(v) is not None]
+        garbage += bool(bad)
+        if not may_degenerate(shape):
+            judged_clean += 1
+            assert bad == [], (shape, bad)
+    assert judged_clean > 300 and garbage > 1000
+
+
+# --- needles that name their digits -----------------------------------------------------------------
+
+
+def test_a_needle_naming_a_digit_is_read_only_where_the_line_holds_that_digit() -> None:
+    """A needle whose digits are all 0 takes any digit (a shape); one holding another digit names its
+    digits: the lines of a shape holding it are each looked at, case ignored."""
+    from logkit.capture.sglang.prefilter import LineKinds, needle_key
+
+    kinds = LineKinds({needle_key(b"Running: 1"): (0,), needle_key(b"e0000 00:00"): (1,)}, None)
+    lines = [b"INFO Running: 0 reqs", b"INFO running: 1 reqs", b"INFO RUNNING: 7 reqs", b"E0303 11:40 x", b"INFO Running: 1 reqs"]
+    chunk = b"\n".join(lines * 50) + b"\n"
+    norm = chunk.translate(SHAPE)
+    for first in (1, 252):  # learnt, then remembered
+        reading = kinds.read(chunk, norm, norm.split(b"\n"), first)
+        got = {g: sorted(i for key in keys for i in reading.lines[key][1]) for g, keys in reading.groups.items()}
+        assert got == {0: sorted(k * 5 + j for k in range(50) for j in (1, 4)), 1: [k * 5 + 3 for k in range(50)]}
+    assert kinds.read(b"INFO Running: 0 reqs\n" * 9, b"info running: 0 reqs\n" * 9, [b"info running: 0 reqs"] * 9 + [b""], 1).clean
+
+
+def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
+    """vLLM's idle statistics (Running: 0) are read by no row; two stalled intervals after hundreds of
+    them are still the hang row's evidence."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    line = ("INFO 08-21 14:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+            "Avg generation throughput: 0.0 tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n")
+    idle = "".join(line.format(m=i // 60 % 60, s=i % 60, r=0) for i in range(600)).encode()
+    clf = Classifier()
+    clf.feed(idle, 1)
+    assert clf._kinds is not None and not clf._lines_to_read(idle, idle.translate(SHAPE), idle.translate(SHAPE).split(b"\n"), 1).lines
+    clf.feed(idle[:2000], 601)
+    stalled = (line.format(m=1, s=1, r=3) + line.format(m=1, s=11, r=3)).encode()
+    first = 601 + idle[:2000].count(b"\n")
+    clf.feed(stalled, first)
+    assert [h.line for h in clf.hits.get("generic-hang-line", [])] == [first]
+    assert clf.decide(exit_code=1).status == "hang"  # weak evidence: it counts once the run ended badly

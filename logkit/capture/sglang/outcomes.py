@@ -12,8 +12,9 @@ Contract:
   which lines it reads: :mod:`.prefilter` finds, once per kind of line (its *shape*, lowercased
   with digits made 0), the rows whose needles it holds, so a row reads only its own lines, in
   place, and a line that no row can match costs a set lookup in C. A healthy log repeats a few
-  hundred shapes: its chunks cost a translate, a split and set lookups (>= 200 MiB/s,
-  ``bench/bench_classify.py``); a test replays the corpus with and without the skip.
+  hundred shapes: its chunks cost a translate, a split and set lookups (the goal: >= 200 MiB/s,
+  ``bench/bench_classify.py``; figures in ``bench/RESULTS.md``); a test replays the corpus with and
+  without the skip.
 * :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
   :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
   among equals), so the cause beats the last line; a server that was ready and then failed gets
@@ -48,7 +49,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import OWN_LINES, LineKinds, Reading
+from .prefilter import OWN_LINES, LineKinds, Reading, needle_key
 from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
@@ -112,9 +113,11 @@ def _line_kinds() -> LineKinds:
     startup = startup_regex()
     for literal in (ready, server_regexes()[2], *(startup[1] if startup else ())):
         if literal:
-            shape = literal.translate(SHAPE)
-            owners[shape] = (*owners.get(shape, ()), OWN_LINES)
-    return LineKinds(owners, None if row is None or scanner is None else scanner.first)
+            key = needle_key(literal)
+            owners[key] = (*owners.get(key, ()), OWN_LINES)
+    if row is None or scanner is None:
+        return LineKinds(owners, None)
+    return LineKinds(owners, scanner.first, scanner.may_hold)
 
 
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
@@ -176,9 +179,12 @@ class Classifier:
         shapes = norm.split(b"\n")
         # Each row reads the lines whose shape holds one of its needles (a row without needles, or
         # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
-        # whose lines are all known clean holds no needle: not the ready line, nor the server's args.
-        reading = self._lines_to_read(chunk, norm, shapes, first_line)
-        quiet = reading is not None and reading.clean
+        # none of whose lines holds an own line's needle (OWN_LINES) holds neither the ready line, nor the
+        # server's args, nor a start-up line's needle.
+        scan = (scanner is not None and garbage_row is not None
+                and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE)
+        reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
+        quiet = reading is not None and OWN_LINES not in reading.groups
         if self.ready_line is None and not quiet:
             at = chunk.find(ready)
             if at >= 0:
@@ -197,7 +203,7 @@ class Classifier:
                 self.startup_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line, quiet)
-        for regex, sig, needles, by_lines, group in whole if quiet else sigs:
+        for regex, sig, needles, by_lines, group in whole if reading is not None and reading.clean else sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
@@ -236,14 +242,15 @@ class Classifier:
                 return True
         return False
 
-    def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading | None:
+    def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *,
+                       scan: bool = True) -> Reading | None:
         """The lines of ``chunk`` each row and the garbage scan read (:mod:`.prefilter`); ``norm`` is
-        the chunk's shape, ``shapes`` its lines'. None: every row and the scan read every line (what
-        a test compares the skip with)."""
+        the chunk's shape, ``shapes`` its lines'; ``scan``: the garbage scan reads this chunk. None:
+        every row and the scan read every line (what a test compares the skip with)."""
         memory = self._kinds
         if memory is None:
             memory = self._kinds = _line_kinds()
-        return memory.read(chunk, norm, shapes, first_line)
+        return memory.read(chunk, norm, shapes, first_line, scan=scan)
 
     def _server_lines(self, chunk: bytes, first_line: int, quiet: bool) -> None:
         """The server's first own line and its args line; ``quiet``: the chunk holds no args line

@@ -5,18 +5,23 @@ Contract:
 * A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit made
   ``0``) holds, shaped the same way, every literal the line holds. A row's ``needles``
   (signatures.toml: literals of which every match contains one, compared as shapes, so a needle
-  may name a shape: ``e0000 00:00:00.``) are looked for in the shapes: a row reads only the lines
-  whose shape holds one of its needles. The ready line's and the server's args line's literals are
-  needles of no row (:data:`OWN_LINES`): a chunk of known-clean lines holds neither. The garbage scan reads only the
-  lines whose shape holds one of its candidate runs (a run stays a run under the mapping) and those
-  holding a run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
+  may name a shape: ``e0000 00:00:00.``; one holding a digit other than 0 names its digits,
+  :func:`needle_key`) are looked for in the shapes: a row reads only the lines whose shape holds
+  one of its needles (and, for a needle naming digits, whose bytes there are that needle). The
+  ready line's, the server's args line's and the start-up lines' literals are needles of no row
+  (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. The garbage scan
+  reads only the lines whose shape holds one of its candidate runs (a run stays a run under the
+  mapping) and may be garbage (``judge``: once per kind, when it comes back), and those holding a
+  run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
 * What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
   holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
   ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search
-  per shape that holds one, over them joined). A chunk whose shapes are all
-  known clean costs a translate, a split and a set lookup per line, in C; any other chunk, one
-  look-up per line not known clean. At most :data:`~logkit.capture.shapes.MAX_SHAPES` shapes of at
-  most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is read every time.
+  per shape that holds one, over them joined). A chunk whose shapes are all known clean costs a
+  translate, a split and a set lookup per line, in C; any other chunk, one more walk of its lines'
+  shapes picking out the kinds not known clean (a look-up each, driven in C: a search per kind
+  would read the whole chunk once per kind). At most :data:`~logkit.capture.shapes.MAX_SHAPES`
+  shapes of at most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is
+  read every time.
 * A row whose regex can match no line break and tests for no end of the text (:func:`reach` is 0,
   read from the parsed regex) reads exactly its lines, searched in place (``finditer(chunk, lo,
   hi)``: its lookbehinds see the chunk): the matches a scan of the whole chunk finds, since each
@@ -34,29 +39,40 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES
+from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups", "reach"]
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups",
+           "needle_key", "reach"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
 #: The group of the needles that are no row's (the ready line, the server's args line: see
 #: :func:`.outcomes._line_kinds`).
 OWN_LINES = -1
-#: At most this many kinds of line not known clean are looked for one by one in a chunk (a C
-#: search each); more and the chunk's lines are walked once.
-MAX_SEARCHED = 32
 
 _ALL_BYTES = bytes(range(256))
 #: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
 _SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
 _SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
 
-#: What a kind of line needs: the groups of rows (rows listing the same needles, as shapes) whose
-#: needles its shape holds, whether it holds a garbage candidate run.
-Kind = tuple[tuple[int, ...], bool]
+#: Where a kind of line holds the shape of needles that name their digits (:func:`needle_key`): the
+#: offset in the line, the needles' length, each needle -> its groups. A line of that kind holds one
+#: when its bytes there, lowercased, are that needle.
+Check = tuple[int, int, dict[bytes, tuple[int, ...]]]
+#: What a kind of line needs: the groups of rows (rows listing the same needles) whose needles its
+#: shape holds, whether the garbage scan reads it (it holds a candidate run and may be garbage; None:
+#: it holds one, not judged yet), and the needles naming digits that each of its lines may hold.
+Kind = tuple[tuple[int, ...], "bool | None", tuple[Check, ...]]
 #: A run of lines to read: (its first byte, its end byte, its first line's number).
 Run = tuple[int, int, int]
+
+
+def needle_key(literal: bytes) -> bytes:
+    """A needle as the prefilter compares it: lowercased. One whose digits are all ``0`` is its own
+    shape (each ``0`` any digit: ``e0000 00:00:00.`` names glog's E line); one holding another digit
+    names its digits: a line holds it where its shape holds the needle's and its bytes there, lowercased,
+    are the needle (``running: 1``: one request or more, not ``running: 0``)."""
+    return literal.lower()
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
@@ -81,12 +97,17 @@ class LineKinds:
     """A classifier's memory of line shapes: the clean ones (no row's needle, no candidate run), and
     what each other one needs (:data:`Kind`)."""
 
-    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None) -> None:
+    def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None,
+                 judge: Callable[[bytes], bool] | None = None) -> None:
         """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
-        ``pos`` (-1: none; a run never spans a line break)."""
-        #: each needle's shape -> the groups of rows that list it
+        ``pos`` (-1: none; a run never spans a line break); ``judge(shape)``: whether a line of that
+        shape holding a candidate may be garbage (False: none is, whatever its case and digits)."""
+        #: each needle (:func:`needle_key`) -> the groups of rows that list it
         self.needles = needles
+        #: each needle with its shape (what is looked for in the shapes) and its groups
+        self._looked_for = [(needle, needle.translate(SHAPE), owners) for needle, owners in needles.items()]
         self.marks = marks
+        self.judge = judge
         self.clean: set[bytes] = set()
         self.kinds: dict[bytes, Kind] = {}
 
@@ -95,15 +116,19 @@ class LineKinds:
         joined = b"\n".join(new)
         starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
         groups: dict[int, set[int]] = {}
+        checks: dict[int, dict[tuple[int, int], dict[bytes, tuple[int, ...]]]] = {}
         absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
-        for needle, owners in self.needles.items():     # megabyte of one byte repeated costs no search)
-            if absent and not absent.isdisjoint(needle):
+        for needle, shape, owners in self._looked_for:  # megabyte of one byte repeated costs no search)
+            if absent and not absent.isdisjoint(shape):
                 continue
-            at = joined.find(needle)
+            at = joined.find(shape)
             while at >= 0:
                 i = bisect.bisect_right(starts, at) - 1
-                groups.setdefault(i, set()).update(owners)
-                at = joined.find(needle, at + 1)
+                if shape == needle:
+                    groups.setdefault(i, set()).update(owners)
+                else:  # it names digits: each line of this shape is looked at there
+                    checks.setdefault(i, {}).setdefault((at - starts[i], len(needle)), {})[needle] = owners
+                at = joined.find(shape, at + 1)
         marked = set()
         at = -1 if self.marks is None else self.marks(joined, 0)
         while at >= 0:  # one search per shape that holds a run (a megabyte of one byte is one hit)
@@ -115,17 +140,22 @@ class LineKinds:
             self.kinds.clear()
         out: dict[bytes, Kind] = {}
         for i, shape in enumerate(new):
-            if i in groups or i in marked:
-                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), i in marked)
+            if i in groups or i in marked or i in checks:
+                scanned = None if i in marked and self.judge else i in marked
+                out[shape] = kind = (tuple(sorted(groups.get(i, ()))), scanned,
+                                     tuple((at, n, by) for (at, n), by in checks[i].items()) if i in checks else ())
                 if len(shape) <= MAX_SHAPE_BYTES:
                     self.kinds[shape] = kind
             elif len(shape) <= MAX_SHAPE_BYTES:
                 self.clean.add(shape)
         return out
 
-    def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int) -> Reading:
+    def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *, scan: bool = True) -> Reading:
         """The lines of ``chunk`` (its first line numbered ``first_line``) that each group of rows and
-        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'."""
+        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'. ``scan``: the
+        garbage scan reads this chunk (else no kind is judged: every candidate line is given). A kind
+        holding a candidate run is judged when it comes back in a later chunk: a line printed once
+        costs one scan, not a judgement too."""
         clean = self.clean
         all_clean = clean.issuperset(shapes)
         digits = digit_runs(chunk, norm)
@@ -135,30 +165,53 @@ class LineKinds:
         distinct = set(shapes).difference(clean)
         kind_of = {shape: kinds[shape] for shape in distinct if shape in kinds}
         new = [shape for shape in distinct if shape not in kinds]
+        if scan and self.judge is not None:  # a kind seen again (a line printed once is only scanned)
+            self._judge(kind_of)
         if new:  # learnt before the memory may be cleared to make room
             kind_of.update(self.learn(new))
         by_shape: dict[bytes, list[int]] = {}  # each kind of line not clean -> its lines' numbers from 0
-        if len(kind_of) > MAX_SEARCHED:  # the lines not clean picked out in C, then grouped
+        if kind_of:  # the lines not clean picked out in C (one walk: a search per kind reads the chunk once each)
             for i in itertools.compress(range(len(shapes)), map(kind_of.__contains__, shapes)):
                 by_shape.setdefault(shapes[i], []).append(i)
-        elif kind_of:
-            wrapped = b"\n" + norm + b"\n"
-            hits = []
-            for shape in kind_of:
-                needle = b"\n" + shape + b"\n"
-                at = wrapped.find(needle)
-                while at >= 0:
-                    hits.append((at, shape))  # the line's start in norm (wrapped has one byte more in front)
-                    at = wrapped.find(needle, at + 1)
-            hits.sort()
-            line = prev = 0
-            for at, shape in hits:
-                line += norm.count(b"\n", prev, at)
-                prev = at
-                by_shape.setdefault(shape, []).append(line)
-        garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] for i in lines}
-        return Reading(len(chunk), shapes, first_line, {s: (kind_of[s][0], lines) for s, lines in by_shape.items()},
-                       sorted(garbage.union(_numbers(norm, digits))), clean=not any(kind_of[s][0] for s in by_shape))
+        garbage = {i for shape, lines in by_shape.items() if kind_of[shape][1] is not False for i in lines}
+        # each kind (and the needles naming digits found on its lines) -> its groups, lines
+        read: dict[object, tuple[tuple[int, ...], list[int]]] = {
+            shape: (kind[0], lines) for shape, lines in by_shape.items()
+            for kind in [kind_of[shape]] if kind[0] and not kind[2]}
+        checked = [shape for shape in by_shape if kind_of[shape][2]]
+        # each line's start in the chunk
+        starts = (list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count()))
+                  if checked else [])
+        for shape in checked:
+            groups, _garbage, checks = kind_of[shape]
+            for i in by_shape[shape]:
+                at = starts[i]
+                found = {g for off, n, by in checks for key in [chunk[at + off:at + off + n].lower()] if key in by
+                         for g in by[key]}
+                got = tuple(sorted(found.union(groups))) if found else groups
+                if got:
+                    read.setdefault((shape, got), (got, []))[1].append(i)
+        return Reading(len(chunk), shapes, first_line, read, sorted(garbage.union(_numbers(norm, digits))), clean=not read)
+
+
+    def _judge(self, kind_of: dict[bytes, Kind]) -> None:
+        """Judge once each kind of ``kind_of`` that holds a candidate run not judged yet (``judge``, on
+        the shape: whatever a line of it holds in case and digits), remembered: a kind that is no
+        row's and cannot be garbage is clean from now on, and leaves ``kind_of``."""
+        for shape, (groups, garbage, checks) in list(kind_of.items()):
+            if garbage is not None:
+                continue
+            kind = (groups, self.judge(shape), checks)  # type: ignore[misc]
+            remembered = shape in self.kinds
+            if kind == ((), False, ()):
+                del kind_of[shape]
+                if remembered:
+                    del self.kinds[shape]
+                    self.clean.add(shape)
+            else:
+                kind_of[shape] = kind
+                if remembered:
+                    self.kinds[shape] = kind
 
 
 def _numbers(norm: bytes, offsets: list[int]) -> list[int]:
@@ -176,7 +229,7 @@ class Reading:
     """The lines of one chunk that each group of rows and the garbage scan read, as runs of lines."""
 
     def __init__(self, size: int, shapes: list[bytes], first_line: int,
-                 lines: dict[bytes, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
+                 lines: dict[object, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
         #: every line of the chunk is known clean (it holds no needle; the garbage scan may still read some)
         self.clean = clean
         self.size = size
@@ -184,7 +237,7 @@ class Reading:
         self.first_line = first_line
         #: each kind of line's groups and lines (numbers from 0)
         self.lines = lines
-        self.groups: dict[int, list[bytes]] = {}
+        self.groups: dict[int, list[object]] = {}
         for shape, (groups, _lines) in lines.items():
             for g in groups:
                 self.groups.setdefault(g, []).append(shape)
@@ -243,15 +296,21 @@ except ImportError:  # pragma: no cover
 
 @lru_cache(maxsize=None)
 def reach(regex: re.Pattern[bytes]) -> int:
-    """0 when every match of ``regex`` lies on one line and it tests for neither end of the text,
-    else :data:`CONTEXT` (the lines a row reads either side of a line holding one of its needles)."""
+    """The lines a row reads either side of a line holding one of its needles: the most line breaks a
+    match of ``regex`` (its lookarounds included) can cross, 0 when every match lies on one line;
+    :data:`CONTEXT` when that is more, unbounded or unknown, or when it tests the end of the text or
+    can match nothing."""
     if _p is None:
         return CONTEXT
     try:
         parsed = _p.parse(regex.pattern, regex.flags)
-        return 0 if parsed.getwidth()[0] > 0 and _one_line(parsed, parsed.state.flags) else CONTEXT
+        refs: list[bool] = []
+        breaks = _breaks(parsed, parsed.state.flags, refs)
     except (ValueError, TypeError, AttributeError):  # an op this check does not know: the safe answer
         return CONTEXT
+    if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs:  # a group's text may hold breaks
+        return CONTEXT
+    return breaks
 
 
 def literal_prefix(regex: re.Pattern[bytes]) -> bytes:
@@ -283,46 +342,54 @@ def _class_holds_newline(items: list[tuple[object, object]]) -> bool:
     return hit != negate
 
 
-def _one_line(seq: Iterable[tuple[object, object]], flags: int) -> bool:
-    """Whether no item of the parsed ``seq`` can match a line break or test an end of the text
-    (``$`` without MULTILINE: before a last newline; ``\\Z``): ``^`` and ``\\A`` see the real start
-    even when a search starts later."""
+#: More line breaks than any count: a repeat of what may be one, an end of the text tested.
+_UNBOUNDED = 1 << 30
+
+
+def _breaks(seq: Iterable[tuple[object, object]], flags: int, refs: list[bool]) -> int:
+    """The most line breaks the parsed ``seq`` can match or look at (:data:`_UNBOUNDED`: no bound, or
+    it tests an end of the text: ``$`` without MULTILINE is also before a last newline, ``\\Z``); ``^``
+    and ``\\A`` see the real start even when a search starts later. A back-reference is noted in
+    ``refs`` (the group's text may hold breaks)."""
+    total = 0
     for op, av in seq:
         if op is _c.LITERAL:
-            ok = av != 10
+            n = int(av == 10)
         elif op is _c.NOT_LITERAL:
-            ok = av == 10
+            n = int(av != 10)
         elif op is _c.ANY:
-            ok = not flags & _c.SRE_FLAG_DOTALL
+            n = int(bool(flags & _c.SRE_FLAG_DOTALL))
         elif op is _c.IN:
-            ok = not _class_holds_newline(av)  # type: ignore[arg-type]
+            n = int(_class_holds_newline(av))  # type: ignore[arg-type]
         elif op is _c.AT:
-            ok = av not in (_c.AT_END_STRING,) and (av is not _c.AT_END or bool(flags & _c.SRE_FLAG_MULTILINE))
+            n = _UNBOUNDED if av is _c.AT_END_STRING or (av is _c.AT_END and not flags & _c.SRE_FLAG_MULTILINE) else 0
         elif op is _c.SUBPATTERN:
             _group, add, remove, sub = av  # type: ignore[misc]
-            ok = _one_line(sub, (flags | add) & ~remove)
+            n = _breaks(sub, (flags | add) & ~remove, refs)
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
-            ok = _one_line(av[2], flags)  # type: ignore[index]
+            _lo, hi, sub = av  # type: ignore[misc]
+            n = _breaks(sub, flags, refs)
+            n = 0 if n == 0 else _UNBOUNDED if hi == _c.MAXREPEAT else n * hi
         elif op is _c.BRANCH:
-            ok = all(_one_line(b, flags) for b in av[1])  # type: ignore[index]
+            n = max(_breaks(b, flags, refs) for b in av[1])  # type: ignore[index]
         elif op in (_c.ASSERT, _c.ASSERT_NOT):
-            ok = _one_line(av[1], flags)  # type: ignore[index]
+            n = _breaks(av[1], flags, refs)  # type: ignore[index]
         elif op is _c.ATOMIC_GROUP:
-            ok = _one_line(av, flags)  # type: ignore[arg-type]
+            n = _breaks(av, flags, refs)  # type: ignore[arg-type]
         elif op is _c.GROUPREF:
-            ok = True  # the text of a group, which holds no line break
+            refs.append(True)
+            n = 0
         elif op is _c.GROUPREF_EXISTS:
-            ok = all(_one_line(b, flags) for b in av[1:] if b is not None)  # type: ignore[index]
+            n = max(_breaks(b, flags, refs) for b in av[1:] if b is not None)  # type: ignore[index]
         else:
             raise ValueError(op)
-        if not ok:
-            return False
-    return True
+        total = min(_UNBOUNDED, total + n)
+    return total
 
 
 def needle_groups(rows: list[tuple[bytes, ...]]) -> tuple[list[int], dict[bytes, tuple[int, ...]]]:
     """Each row's group (rows with the same needles read the same lines) and each needle -> the
-    groups listing it, from each row's needles (as shapes)."""
+    groups listing it, from each row's needles (:func:`needle_key`)."""
     groups: dict[frozenset[bytes], int] = {}
     of_row = [groups.setdefault(frozenset(needles), len(groups)) for needles in rows]
     owners: dict[bytes, set[int]] = {}

@@ -7,7 +7,8 @@ one printed line, with absolute thresholds and what is never output excluded (ru
 bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
 prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
 candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
-one scan. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
+one scan; :func:`may_degenerate` judges a line *shape* once (False: no line of it, in any case and
+with any digits, is degenerate), so the classifier's prefilter stops scanning a healthy kind of line. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
 prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
 only, and returns reply, latency, logprobs and error.
 """
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["GarbageScanner", "SmokeReply", "degenerate", "degenerate_line", "post_json", "send"]
+from ..shapes import MAX_SHAPE_BYTES
+
+__all__ = ["GarbageScanner", "SmokeReply", "degenerate", "degenerate_line", "may_degenerate", "post_json", "send"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -131,13 +134,17 @@ def _why_run(unit: str, reps: int) -> str:
     return f"a unit repeated ({unit!r} x{reps})"
 
 
-def _special_run(g: dict[str, Any]) -> str:
-    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``)
-    repeated back to back (``tok``: the token); non-ASCII characters as alternatives, so it reads as bytes too."""
+def _special_token() -> str:
+    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``);
+    non-ASCII characters as alternatives, so it reads as bytes too."""
     bar, mark = "(?:\\||\uff5c)?", "\u2581"
+    return r"<%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>" % (bar, mark, bar)
+
+
+def _special_run(g: dict[str, Any]) -> str:
+    """One special token repeated back to back (``tok``: the token)."""
     # between them blanks, or a repr's / JSON string's literal escapes ('<|im_start|>\\n<|im_start|>\\n')
-    return r"(?P<tok><%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>)(?:(?:\s|\\[nrt])*(?P=tok)){%d}" % (
-        bar, mark, bar, g["special_token_repeats"] - 1)
+    return r"(?P<tok>%s)(?:(?:\s|\\[nrt])*(?P=tok)){%d}" % (_special_token(), g["special_token_repeats"] - 1)
 
 
 @lru_cache(maxsize=1)
@@ -304,8 +311,82 @@ def _gate() -> re.Pattern[bytes]:
     return re.compile(pattern)
 
 
+@lru_cache(maxsize=1)
+def _shape_runs() -> re.Pattern[str]:
+    """In a shape: a unit of up to ``line_unit_max`` characters repeated (each length tried at each
+    start), neither all ``0`` (digits, read apart) nor all characters never output (``never_units``,
+    blanks; ``0`` excepted: in a shape it may stand for any digit); or a run of digits after a quote."""
+    g = _cfg()
+    reps = min(g["repeat_char_run"], g["line_unit_repeats"])
+    never = re.escape("".join(sorted(set(g["never_units"]) - {"0"})))
+    units = [r"(?![\s%s]{%d})(?!0{%d})(.{%d})\%d{%d}" % (never, n, n, n, n, reps - 1)
+             for n in range(1, int(g["line_unit_max"]) + 1)]
+    return re.compile("|".join([*units, r"['\"`]0{%d}" % reps]), re.S)
+
+
+@lru_cache(maxsize=1)
+def _shape_runs_near() -> re.Pattern[str]:
+    """What :func:`_shape_runs` needs, found faster: such a run, from its unit's first character that
+    is not ``0`` on, repeats one time less (a unit all ``0`` never starts one)."""
+    g = _cfg()
+    reps = min(g["repeat_char_run"], g["line_unit_repeats"])
+    return re.compile(r"([^0].{0,%d}?)\1{%d}|['\"`]0{%d}" % (int(g["line_unit_max"]) - 1, reps - 2, reps), re.S)
+
+
+_SHAPE_SPECIAL = re.compile(_special_token())
+_SHAPE_TOKEN_EDGES = "'\"`,;()[]{}"
+
+
+def may_degenerate(shape: str) -> bool:
+    """Whether some printed line whose shape (:data:`logkit.capture.shapes.SHAPE`, decoded) is
+    ``shape`` may be degenerate (:func:`degenerate_line`, with any span): False only where every
+    test of that function finds nothing in every line of that shape. A shape lowercases ASCII letters
+    and makes each digit ``0``, changing no other character, so whatever repeats in a line repeats
+    in its shape and each test is read there loosened: a non-ASCII line (replacement characters,
+    mojibake, writing systems) is always judged per line; a unit repeated back to back counts unless
+    it is all characters never output (``0`` excepted: any digit) or all ``0``, and then (a run of
+    digits) only when its token is all digits or it follows a quote; a word loop counts with any
+    word; words doubled count their pairs only; word salad its words of letters only; a special
+    token anywhere counts (its run may reach the next lines). Read on a line of at most
+    :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` (its loop window is the whole line)."""
+    g = _cfg()
+    text = _ANSI.sub("", shape).rsplit("\r", 1)[-1]
+    if not text.isascii() or _SHAPE_SPECIAL.search(text):
+        return True
+    if _shape_runs_near().search(text) and _shape_runs().search(text):
+        return True
+    tokens = text.split()
+    reps = min(g["repeat_char_run"], g["line_unit_repeats"])
+    if any(len(s) >= reps and s.count("0") == len(s) for s in (t.strip(_SHAPE_TOKEN_EDGES) for t in tokens)):
+        return True
+    if _word_loop(tokens, g["line_loop_min_repeats"], frozenset()) is not None:
+        return True
+    # words doubled: a shape's pairs are at least the line's (equal words stay equal)
+    kept = [t for t in (t.strip("'\"`,;.:!?()[]{}*|\u2502") for t in tokens) if t]
+    words = sum(1 for t in kept if any(c.isalpha() for c in t))
+    if words >= 2 * g["stutter_pairs"]:
+        i = pairs = 0
+        while i + 1 < len(kept):
+            if kept[i] == kept[i + 1] and any(c.isalpha() for c in kept[i]):
+                pairs += 1
+                i += 2
+            else:
+                i += 1
+        if pairs >= g["stutter_pairs"] and 2 * pairs >= g["stutter_share"] * words:
+            return True
+    # word salad: enough words of letters, not a list
+    if len(tokens) < g["salad_min_words"] or sum(1 for t in tokens if t.endswith(",")) >= g["salad_list_share"] * len(tokens):
+        return False
+    return sum(1 for t in tokens if t.strip("'\"`,;.:!?()[]{}*").isalpha()) >= g["salad_min_words"]
+
+
 class GarbageScanner:
     """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
+
+    def may_hold(self, shape: bytes) -> bool:
+        """Whether a line of this shape may be degenerate (:func:`may_degenerate`); a line longer
+        than :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` always may."""
+        return len(shape) > MAX_SHAPE_BYTES or may_degenerate(shape.decode("utf-8", "replace"))
 
     def candidates(self, data: bytes) -> list[int]:
         """Offsets of the candidate runs in ``data`` (none spans a line break)."""

@@ -175,12 +175,13 @@ _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, int
 
 @lru_cache(maxsize=1)
 def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], tuple[_Row, ...]]:
-    """The rows (:data:`_Row`), the ready line, each needle's shape -> the groups of rows that list
-    it, and the rows that read every line."""
-    from .prefilter import needle_groups
+    """The rows (:data:`_Row`), the ready line, each needle (:func:`.prefilter.needle_key`) -> the
+    groups of rows that list it, and the rows that read every line."""
+    from .prefilter import needle_groups, needle_key
 
     cfg = data("sglang.toml")
     rows = []
+    keys = []
     for s in load_signatures():
         if s.detector is not None:
             continue
@@ -188,7 +189,8 @@ def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], t
         needles = tuple(n.encode().translate(SHAPE) for n in s.needles) or None
         by_lines = needles is not None and not any(b"\n" in n for n in needles)
         rows.append((regex, s, needles, by_lines))
-    groups, owners = needle_groups([r[2] if r[3] else () for r in rows])
+        keys.append(tuple(needle_key(n.encode()) for n in s.needles) if by_lines else ())
+    groups, owners = needle_groups(keys)
     out = tuple((*r, g) for r, g in zip(rows, groups))
     return out, cfg["ready_pattern"].encode(), owners, tuple(r for r in out if not r[3])
 
