@@ -185,3 +185,55 @@ def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
     clf.feed(stalled, first)
     assert [h.line for h in clf.hits.get("generic-hang-line", [])] == [first]
     assert clf.decide(exit_code=1).status == "hang"  # weak evidence: it counts once the run ended badly
+
+
+# --- the generic layer's failure-line gate --------------------------------------------------------------
+
+
+def test_the_generic_families_share_one_failure_line_gate_that_every_match_passes() -> None:
+    """Each failure-line family of the generic layer carries the layer's failure-line shapes as its gate,
+    and on every corpus log each line a family matches is a line the gate matches (so reading only
+    those lines loses no match)."""
+    from pathlib import Path
+
+    from logkit.capture.sglang.table import generic_rows
+
+    families = [s for s in generic_rows() if not s.id.endswith("-line")]
+    assert len(families) >= 10 and len({s.gate for s in families}) == 1 and families[0].gate
+    gate = re.compile(families[0].gate.encode())
+    logs = sorted((Path(__file__).parent / "fixtures" / "logs").rglob("*.log"))
+    matched = 0
+    for sig in families:
+        regex = re.compile(sig.pattern.encode())
+        for path in logs:
+            blob = path.read_bytes()
+            for m in regex.finditer(blob):
+                start = blob.rfind(b"\n", 0, m.start()) + 1
+                end = blob.find(b"\n", m.start())
+                assert gate.search(blob, start, len(blob) if end < 0 else end), (sig.id, path.name)
+                matched += 1
+    assert matched > 500  # the corpus shows the families at work
+
+
+def test_a_line_holding_a_needle_but_no_failure_shape_is_read_by_no_family() -> None:
+    """A healthy line that holds the layer's needles ("default", "errors=0") but no failure line's shape
+    is tried by the gate once, by no family; a failure line among them is still every family's."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    healthy = ("2026-12-07T10:00:{s:02d}Z INFO generate{{parameters=GenerateParameters {{ default_return_full_text: "
+               "true, errors_seen: 0 }}}}: Success\n")
+    chunk = "".join(healthy.format(s=i % 60) for i in range(400)).encode()
+    clf = Classifier()
+    norm = chunk.translate(SHAPE)
+    reading = clf._lines_to_read(chunk, norm, norm.split(b"\n"), 1)
+    assert reading.lines  # the needles are there: the generic group reads these lines without its gate
+    from logkit.capture.sglang.table import compiled
+
+    family = next(r for r in compiled()[0] if r[1].id == "generic-arch")
+    assert reading.runs(family[4], family[0]) and not reading.runs(family[4], family[0], family[1].gate, chunk)
+    clf.feed(chunk, 1)
+    assert not [k for k in clf.hits if k.startswith("generic-")]
+    bad = b"RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    clf.feed(chunk[:2000] + bad, 401)
+    line = 401 + chunk[:2000].count(b"\n")
+    assert [h.line for h in clf.hits.get("generic-arch", [])] == [line]

@@ -208,7 +208,7 @@ class Classifier:
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
                 continue
             if reading is not None and by_lines:
-                for lo, hi, first in reading.runs(group, regex):
+                for lo, hi, first in reading.runs(group, regex, sig.gate, chunk):
                     if self._find(regex, sig, chunk, first, lo, hi):
                         break
                 continue

@@ -242,28 +242,39 @@ class Reading:
             for g in groups:
                 self.groups.setdefault(g, []).append(shape)
         self.garbage = garbage
-        self._runs: dict[tuple[int, int], list[Run]] = {}
+        self._runs: dict[tuple[int, int, str | None], list[Run]] = {}
         self._starts: list[int] | None = None
 
-    def runs(self, group: int, regex: re.Pattern[bytes]) -> list[Run]:
+    def runs(self, group: int, regex: re.Pattern[bytes], gate: str | None = None, chunk: bytes = b"") -> list[Run]:
         """The runs a group of rows reads with ``regex``: its lines, each with the lines either side
-        the regex may reach (:func:`reach`)."""
+        the regex may reach (:func:`reach`); with a ``gate`` (a row's :attr:`~.table.Signature.gate`),
+        only the lines of ``chunk`` some part of which it matches, tried once for every row sharing it."""
         kinds = self.groups.get(group)
         if not kinds:
             return []
         context = reach(regex)
-        got = self._runs.get((group, context))
+        got = self._runs.get((group, context, gate))
         if got is None:
             if len(kinds) == 1:
-                got = self._spans(self.lines[kinds[0]][1], context)
+                lines = self.lines[kinds[0]][1]
             else:
-                got = self._spans(sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds)), context)
-            self._runs[(group, context)] = got
+                lines = sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds))
+            if gate is not None:
+                search = _gate(gate).search
+                starts = self._line_starts()  # line k spans [starts[k] + k, starts[k + 1] + k)
+                lines = [i for i in lines if search(chunk, starts[i] + i, starts[i + 1] + i)]
+            got = self._runs[(group, context, gate)] = self._spans(lines, context) if lines else []
         return got
 
     def garbage_runs(self) -> list[Run]:
         """The runs the garbage scan reads."""
         return self._spans(self.garbage, 0) if self.garbage else []
+
+    def _line_starts(self) -> list[int]:
+        """Each line's length summed: line k starts at byte ``starts[k] + k`` of the chunk."""
+        if self._starts is None:
+            self._starts = list(itertools.accumulate(map(len, self.shapes), initial=0))
+        return self._starts
 
     def _spans(self, lines: list[int], context: int) -> list[Run]:
         merged: list[list[int]] = []
@@ -272,9 +283,7 @@ class Reading:
                 merged[-1][1] = i + context
             else:
                 merged.append([i - context, i + context])
-        starts = self._starts
-        if starts is None:  # each line's length summed: line k starts at starts[k] + k
-            starts = self._starts = list(itertools.accumulate(map(len, self.shapes), initial=0))
+        starts = self._line_starts()
         last = len(self.shapes) - 1
         out = []
         for a, b in merged:
@@ -292,6 +301,11 @@ try:  # the parser `re` itself uses (CPython 3.11+); without it every row counts
     from re import _parser as _p
 except ImportError:  # pragma: no cover
     _c = _p = None  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=None)
+def _gate(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode())
 
 
 @lru_cache(maxsize=None)

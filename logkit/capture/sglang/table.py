@@ -44,6 +44,10 @@ class Signature:
     #: a row of the generic layer: a shape any program prints (an exception line, a kill), not one
     #: library's message; ``bench/bench_generic.py`` measures the classifier with these rows alone
     generic: bool = False
+    #: a regex some part of each line the row matches matches (the generic layer's failure-line shapes,
+    #: shared by its families): of the lines the prefilter gives the row, it reads only those, and the
+    #: rows sharing a gate try it once a line (:meth:`.prefilter.Reading.runs`)
+    gate: str | None = None
 
 
 def _scoped(pattern: str) -> str:
@@ -147,7 +151,7 @@ def generic_rows() -> tuple[Signature, ...]:
                              priority=int(fam.get("priority", cfg["priority"])), weak=True,
                              source="a failure line's shape and a word of its family",
                              source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
-                             generic=True))
+                             generic=True, gate=f"(?m){shapes}"))
         if fam.get("lines"):  # its own evidence, on any line (a metric `loss: nan`, a stall notice)
             out.extend(_own_lines_row(fam, cfg, benign, hedges))
     return tuple(out)
