@@ -190,6 +190,7 @@ def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
 # --- the generic layer's failure-line gate --------------------------------------------------------------
 
 
+@pytest.mark.slow  # every family over every corpus log: CI's full run
 def test_the_generic_families_share_one_failure_line_gate_that_every_match_passes() -> None:
     """Each failure-line family of the generic layer carries the layer's failure-line shapes as its gate,
     and on every corpus log each line a family matches is a line the gate matches (so reading only
