@@ -1768,6 +1768,8 @@ GENERIC_TEXTS = [
     ("I see a hang during NCCL initialization on 16 nodes\n", "hang", "generic-hang-report-line"),
     ("Encountered a deadlock while running the training script on one host\n", "hang", "generic-hang-report-line"),
     ("then throws a torch.cuda.OutOfMemoryError after loading the weights\n", "oom", "generic-oom-line"),
+    ("# vLLM freezes on OOM\nWhen the model crashes due to OOM, it no longer accepts new requests\n", "oom",
+     "generic-oom-line"),
     ("# Segmentation fault when using the dev container\n", "other_crash", "generic-crash-report-line"),
     ("E0120 08:28:09.425599 2049 model_lifecycle.cc:654] \"failed to load 'tensorrt_llm' version 1: Invalid argument: "
      "unable to find backend library for backend 'tensorrtllm', try specifying runtime on the model configuration.\"\n",
@@ -1902,6 +1904,8 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("The hang is fixed in 0.8.1\n", "incomplete"),
     ("The trainer catches torch.cuda.OutOfMemoryError and retries with a smaller batch\n", "incomplete"),
     ("With the fix it no longer throws a torch.cuda.OutOfMemoryError on load\n", "incomplete"),
+    ("The server no longer crashes due to OOM since 0.6\n", "incomplete"),
+    ("The worker was killed due to OOM by the kernel, not by Ray\n", "killed"),
     ("It no longer hits a segmentation fault with 0.6\n", "incomplete"),
     ("I0120 08:28:09.425338 2049 backend_model.cc:303] \"loading backend library for backend 'python' from "
      "/opt/tritonserver/backends/python/libtriton_python.so\"\n", "incomplete"),
