@@ -1765,6 +1765,9 @@ GENERIC_TEXTS = [
      "generic-killed-line"),
     ("# GetTimeoutError when calling ray.get on the rollout workers\n", "hang", "generic-hang-line"),
     ("The job always hang before the first step\n", "hang", "generic-hang-report-line"),
+    # a hedge tempers its own sentence only
+    ("If I request JSON, only a few tokens come before the request hangs. Subsequent requests then all hang too\n",
+     "hang", "generic-hang-report-line"),
     ("I see a hang during NCCL initialization on 16 nodes\n", "hang", "generic-hang-report-line"),
     ("Encountered a deadlock while running the training script on one host\n", "hang", "generic-hang-report-line"),
     ("then throws a torch.cuda.OutOfMemoryError after loading the weights\n", "oom", "generic-oom-line"),
@@ -1902,6 +1905,8 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("We no longer see a hang after the upgrade\n", "incomplete"),
     ("If you hit a deadlock, set NCCL_DEBUG=INFO\n", "incomplete"),
     ("The hang is fixed in 0.8.1\n", "incomplete"),
+    ("If it is stuck at prefill, lower --chunked-prefill-size. It is not stuck otherwise.\n", "incomplete"),
+    ("If the server hangs, e.g. under load. See the FAQ.\n", "incomplete"),
     ("The trainer catches torch.cuda.OutOfMemoryError and retries with a smaller batch\n", "incomplete"),
     ("With the fix it no longer throws a torch.cuda.OutOfMemoryError on load\n", "incomplete"),
     ("The server no longer crashes due to OOM since 0.6\n", "incomplete"),
