@@ -1758,6 +1758,12 @@ GENERIC_TEXTS = [
     ("[AITER] /tmp/aiter/jit/build/blob/kernel.cpp:141 fail to call hipModuleLaunchKernel(kernel_func, 1, 1) ---> "
      "[HIP error](invalid resource handle)\n", "other_crash", "generic-failure-line"),
     ("[AITER] kernel.cpp:88 fail to call hipMalloc(&ptr, n) ---> [HIP error](out of memory)\n", "oom", "generic-oom"),
+    # glog's CHECK failure without its prefix (its message read by the families), absl's failure signal handler
+    ("Check failed: error == cudaSuccess (2 vs. 0)  out of memory\n", "oom", "generic-oom"),
+    ("Check failed: status.ok() Failed to load the plugin\n", "other_crash", "generic-failure-line"),
+    ("*** SIGSEGV received at time=1700000000 on cpu 3 ***\n", "other_crash", "generic-failure-line"),
+    ("*** SIGABRT (@0x2b) received by PID 11743 (TID 12350) on cpu 17; stack trace: ***\n", "other_crash",
+     "generic-failure-line"),
     # dev24: Ray's memory monitor's kills, Ray's get() timing out, a stall and memory running out as reports say them,
     # a segmentation fault in a title, Triton without a backend's library
     ("(raylet) [2024-08-25 19:21:02,241 E 1 1] (raylet) node_manager.cc:3064: 3 Workers (tasks / actors) killed due "
@@ -1898,6 +1904,8 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("2023-04-17 19:35:38.550666: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not "
      "find TensorRT\n", "incomplete"),
     ("[aiter] import [module_fmha_v3_fwd] under /home/aiter/aiter/jit/module_fmha_v3_fwd.so\n", "incomplete"),
+    ("*** SIGTERM received at time=1700000000 on cpu 3 ***\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [check.py:1] health check failed: 0 of 12; all checks passed\n", "incomplete"),
     ("Ray kills workers due to memory pressure when usage exceeds the threshold\n", "incomplete"),
     ("except ray.exceptions.GetTimeoutError:\n", "incomplete"),
     ("we import GetTimeoutError to retry the ray.get calls\n", "incomplete"),
