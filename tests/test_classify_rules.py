@@ -1780,6 +1780,7 @@ GENERIC_TEXTS = [
     ("# vLLM freezes on OOM\nWhen the model crashes due to OOM, it no longer accepts new requests\n", "oom",
      "generic-oom-line"),
     ("# Segmentation fault when using the dev container\n", "other_crash", "generic-crash-report-line"),
+    ("Child process was terminated by signal 11 (Segmentation fault)\n", "other_crash", "generic-crash-report-line"),
     ("E0120 08:28:09.425599 2049 model_lifecycle.cc:654] \"failed to load 'tensorrt_llm' version 1: Invalid argument: "
      "unable to find backend library for backend 'tensorrtllm', try specifying runtime on the model configuration.\"\n",
      "missing_kernel", "generic-missing-kernel"),
@@ -1905,6 +1906,8 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
      "find TensorRT\n", "incomplete"),
     ("[aiter] import [module_fmha_v3_fwd] under /home/aiter/aiter/jit/module_fmha_v3_fwd.so\n", "incomplete"),
     ("*** SIGTERM received at time=1700000000 on cpu 3 ***\n", "incomplete"),
+    ("The worker was not terminated by signal 11; it exited with code 0\n", "incomplete"),
+    ("zsh: abort-on-error is set in .zshrc\n", "incomplete"),
     ("INFO 12-07 10:00:00 [check.py:1] health check failed: 0 of 12; all checks passed\n", "incomplete"),
     ("Ray kills workers due to memory pressure when usage exceeds the threshold\n", "incomplete"),
     ("except ray.exceptions.GetTimeoutError:\n", "incomplete"),
@@ -2106,6 +2109,9 @@ def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:
     # UCX's error handler reporting a fatal signal
     ("[c608-061:2760180:0:2760180] Caught signal 11 (Segmentation fault: address not mapped to object at address "
      "0x400581d86000)\n==== backtrace (tid:2760180) ====\n", "other_crash", "ucx-caught-fatal-signal"),
+    # zsh's report of a fatal signal, outside and inside job control
+    ("zsh: segmentation fault  python train.py\n", "other_crash", "shell-fatal-signal"),
+    ("[1]    14875 bus error  python main.py\n", "other_crash", "shell-fatal-signal"),
 ])
 def test_dev24_rows(text: str, status: str, signature: str) -> None:
     d = classify_text(text)
@@ -2116,6 +2122,7 @@ def test_dev24_rows(text: str, status: str, signature: str) -> None:
     # near texts of dev24's rows: a worker killed by SIGKILL, a signal UCX caught that is no fault
     ("RuntimeError: DataLoader worker (pid 50440) is killed by signal: Killed.\n", "killed"),
     ("[host:1:0:1] Caught signal 15 (Terminated)\n", "incomplete"),
+    ("zsh: killed     python train.py\n", "killed"),
     ("INFO: UCX installs a handler that prints 'Caught signal' with a backtrace\n", "incomplete"),
 ])
 def test_texts_near_dev24_rows_are_not_their_classes(text: str, status: str) -> None:
