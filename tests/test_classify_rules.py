@@ -1782,6 +1782,7 @@ GENERIC_TEXTS = [
     ("# Segmentation fault when using the dev container\n", "other_crash", "generic-crash-report-line"),
     ("Child process was terminated by signal 11 (Segmentation fault)\n", "other_crash", "generic-crash-report-line"),
     ("vllm-0   0/1   CrashLoopBackOff   6 (2m ago)   15m\n", "other_crash", "generic-crash-report-line"),
+    ("the container exits with code 1 right after loading the weights\n", "other_crash", "generic-failure-line"),
     ("  Warning  BackOff  2m (x50 over 12m)  kubelet  Back-off restarting failed container vllm in pod vllm-0_default\n",
      "other_crash", "generic-crash-report-line"),
     ("E0120 08:28:09.425599 2049 model_lifecycle.cc:654] \"failed to load 'tensorrt_llm' version 1: Invalid argument: "
@@ -1912,6 +1913,7 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     ("The worker was not terminated by signal 11; it exited with code 0\n", "incomplete"),
     ("zsh: abort-on-error is set in .zshrc\n", "incomplete"),
     ("vllm-0   1/1   Running   0   15m   (no CrashLoopBackOff since the fix)\n", "incomplete"),
+    ("the benchmark exits with code 0 after 1000 requests\n", "incomplete"),
     ("INFO 12-07 10:00:00 [check.py:1] health check failed: 0 of 12; all checks passed\n", "incomplete"),
     ("Ray kills workers due to memory pressure when usage exceeds the threshold\n", "incomplete"),
     ("except ray.exceptions.GetTimeoutError:\n", "incomplete"),
