@@ -77,6 +77,9 @@ PARTS = [
               "read while rules are written from sources: never blind)", False),
     ("dev23", "dev23 development set, llama.cpp/Ollama/LMDeploy and failures told in prose (labelled before any "
               "run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev24", "dev24 development set, training frameworks, torch/Ray/JAX/Kubernetes and Triton's backends, failures "
+              "told in prose (labelled before any run; its misses are read while rules are written from sources: never "
+              "blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

@@ -1751,6 +1751,43 @@ GENERIC_TEXTS = [
     ("Your session crashed after using all available RAM.\n", "killed", "generic-killed-line"),
     ("csrc/ops.cu:3:10: fatal error: cuda_runtime.h: No such file or directory\n", "jit_error", "generic-jit"),
     ("/tmp/x/kernel.cu(42): error: identifier \"__hmul2\" is undefined\n", "jit_error", "generic-jit"),
+    # dev24: TensorFlow's/XLA's FATAL line and TF_CHECK_OK's message, AITER's HIP_CALL (a HIP error names its class)
+    ("2023-04-17 19:35:38.550666: F    5184 tensorflow/compiler/xla/xla_client/xrt_computation_client.cc:1362] "
+     "Non-OK-status: session.Run() status: UNIMPLEMENTED: method \"RunStep\" not implemented\n", "other_crash",
+     "generic-failure-line"),
+    ("[AITER] /tmp/aiter/jit/build/blob/kernel.cpp:141 fail to call hipModuleLaunchKernel(kernel_func, 1, 1) ---> "
+     "[HIP error](invalid resource handle)\n", "other_crash", "generic-failure-line"),
+    ("[AITER] kernel.cpp:88 fail to call hipMalloc(&ptr, n) ---> [HIP error](out of memory)\n", "oom", "generic-oom"),
+    # glog's CHECK failure without its prefix (its message read by the families), absl's failure signal handler
+    ("Check failed: error == cudaSuccess (2 vs. 0)  out of memory\n", "oom", "generic-oom"),
+    ("Check failed: status.ok() Failed to load the plugin\n", "other_crash", "generic-failure-line"),
+    ("*** SIGSEGV received at time=1700000000 on cpu 3 ***\n", "other_crash", "generic-failure-line"),
+    ("*** SIGABRT (@0x2b) received by PID 11743 (TID 12350) on cpu 17; stack trace: ***\n", "other_crash",
+     "generic-failure-line"),
+    # dev24: Ray's memory monitor's kills, Ray's get() timing out, a stall and memory running out as reports say them,
+    # a segmentation fault in a title, Triton without a backend's library
+    ("(raylet) [2024-08-25 19:21:02,241 E 1 1] (raylet) node_manager.cc:3064: 3 Workers (tasks / actors) killed due "
+     "to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: ab, IP: 10.0.0.1)\n", "killed",
+     "generic-killed-line"),
+    ("# GetTimeoutError when calling ray.get on the rollout workers\n", "hang", "generic-hang-line"),
+    ("The job always hang before the first step\n", "hang", "generic-hang-report-line"),
+    # a hedge tempers its own sentence only
+    ("If I request JSON, only a few tokens come before the request hangs. Subsequent requests then all hang too\n",
+     "hang", "generic-hang-report-line"),
+    ("I see a hang during NCCL initialization on 16 nodes\n", "hang", "generic-hang-report-line"),
+    ("Encountered a deadlock while running the training script on one host\n", "hang", "generic-hang-report-line"),
+    ("then throws a torch.cuda.OutOfMemoryError after loading the weights\n", "oom", "generic-oom-line"),
+    ("# vLLM freezes on OOM\nWhen the model crashes due to OOM, it no longer accepts new requests\n", "oom",
+     "generic-oom-line"),
+    ("# Segmentation fault when using the dev container\n", "other_crash", "generic-crash-report-line"),
+    ("Child process was terminated by signal 11 (Segmentation fault)\n", "other_crash", "generic-crash-report-line"),
+    ("vllm-0   0/1   CrashLoopBackOff   6 (2m ago)   15m\n", "other_crash", "generic-crash-report-line"),
+    ("the container exits with code 1 right after loading the weights\n", "other_crash", "generic-failure-line"),
+    ("  Warning  BackOff  2m (x50 over 12m)  kubelet  Back-off restarting failed container vllm in pod vllm-0_default\n",
+     "other_crash", "generic-crash-report-line"),
+    ("E0120 08:28:09.425599 2049 model_lifecycle.cc:654] \"failed to load 'tensorrt_llm' version 1: Invalid argument: "
+     "unable to find backend library for backend 'tensorrtllm', try specifying runtime on the model configuration.\"\n",
+     "missing_kernel", "generic-missing-kernel"),
 ]
 
 
@@ -1864,6 +1901,36 @@ def test_generic_layer_classes_failure_lines_no_row_names(generic_only: None, te
     # an SM number in parentheses after a GPU's name describes the hardware: the crash stays a crash
     ("Two Tesla T4 (SM75) with TurboMind: it hits Segmentation fault(core dumped) after a few seconds\n", "other_crash"),
     ("RuntimeError: FlashMLA requires SM90 (Hopper); this GPU is sm_80\n", "arch_mismatch"),
+    # dev24's near texts: TensorFlow's lines below FATAL, AITER loading a module, Ray's memory monitor described,
+    # GetTimeoutError caught or imported, a stall or a deadlock denied, hedged or fixed, an OOM exception caught,
+    # one not raised any more, a segmentation fault no longer hit, Triton loading a backend library
+    ("2023-04-17 19:35:38.550666: I tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow binary is "
+     "optimized to use available CPU instructions\n", "incomplete"),
+    ("2023-04-17 19:35:38.550666: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: Could not "
+     "find TensorRT\n", "incomplete"),
+    ("[aiter] import [module_fmha_v3_fwd] under /home/aiter/aiter/jit/module_fmha_v3_fwd.so\n", "incomplete"),
+    ("*** SIGTERM received at time=1700000000 on cpu 3 ***\n", "incomplete"),
+    ("The worker was not terminated by signal 11; it exited with code 0\n", "incomplete"),
+    ("zsh: abort-on-error is set in .zshrc\n", "incomplete"),
+    ("vllm-0   1/1   Running   0   15m   (no CrashLoopBackOff since the fix)\n", "incomplete"),
+    ("the benchmark exits with code 0 after 1000 requests\n", "incomplete"),
+    ("INFO 12-07 10:00:00 [check.py:1] health check failed: 0 of 12; all checks passed\n", "incomplete"),
+    ("Ray kills workers due to memory pressure when usage exceeds the threshold\n", "incomplete"),
+    ("except ray.exceptions.GetTimeoutError:\n", "incomplete"),
+    ("we import GetTimeoutError to retry the ray.get calls\n", "incomplete"),
+    ("With NCCL_P2P_DISABLE=1 it does not hang anymore and all ranks finish\n", "incomplete"),
+    ("We no longer see a hang after the upgrade\n", "incomplete"),
+    ("If you hit a deadlock, set NCCL_DEBUG=INFO\n", "incomplete"),
+    ("The hang is fixed in 0.8.1\n", "incomplete"),
+    ("If it is stuck at prefill, lower --chunked-prefill-size. It is not stuck otherwise.\n", "incomplete"),
+    ("If the server hangs, e.g. under load. See the FAQ.\n", "incomplete"),
+    ("The trainer catches torch.cuda.OutOfMemoryError and retries with a smaller batch\n", "incomplete"),
+    ("With the fix it no longer throws a torch.cuda.OutOfMemoryError on load\n", "incomplete"),
+    ("The server no longer crashes due to OOM since 0.6\n", "incomplete"),
+    ("The worker was killed due to OOM by the kernel, not by Ray\n", "killed"),
+    ("It no longer hits a segmentation fault with 0.6\n", "incomplete"),
+    ("I0120 08:28:09.425338 2049 backend_model.cc:303] \"loading backend library for backend 'python' from "
+     "/opt/tritonserver/backends/python/libtriton_python.so\"\n", "incomplete"),
 ])
 def test_texts_near_the_generic_layer_are_not_its_classes(generic_only: None, text: str, status: str) -> None:
     assert classify_text(text).status == status
@@ -2037,3 +2104,48 @@ def test_vllm_spec_decoding_metrics_with_accepted_tokens_are_serving() -> None:
     assert classify_text(line.format(n=0)).status == "incomplete"
     assert classify_text("# SpecDecoding metrics: Mean acceptance length is not logged, Accepted: tokens\n").status \
         == "incomplete"
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev24: PyTorch's DataLoader worker dead of a fatal signal is a crash; of SIGKILL, a kill
+    ("RuntimeError: DataLoader worker (pid 25902) is killed by signal: Segmentation fault\n", "other_crash",
+     "torch-dataloader-worker-fatal-signal"),
+    ("RuntimeError: DataLoader worker (pid(s) 6303) is killed by signal: Aborted. \n", "other_crash",
+     "torch-dataloader-worker-fatal-signal"),
+    # UCX's error handler reporting a fatal signal
+    ("[c608-061:2760180:0:2760180] Caught signal 11 (Segmentation fault: address not mapped to object at address "
+     "0x400581d86000)\n==== backtrace (tid:2760180) ====\n", "other_crash", "ucx-caught-fatal-signal"),
+    # zsh's report of a fatal signal, outside and inside job control
+    ("zsh: segmentation fault  python train.py\n", "other_crash", "shell-fatal-signal"),
+    ("[1]    14875 bus error  python main.py\n", "other_crash", "shell-fatal-signal"),
+])
+def test_dev24_rows(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev24's rows: a worker killed by SIGKILL, a signal UCX caught that is no fault
+    ("RuntimeError: DataLoader worker (pid 50440) is killed by signal: Killed.\n", "killed"),
+    ("[host:1:0:1] Caught signal 15 (Terminated)\n", "incomplete"),
+    ("zsh: killed     python train.py\n", "killed"),
+    ("INFO: UCX installs a handler that prints 'Caught signal' with a backtrace\n", "incomplete"),
+])
+def test_texts_near_dev24_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
+
+
+def test_dev24_comfyui_serving_lines() -> None:
+    """ComfyUI's prompt worker ('Prompt executed in N seconds') serves; its site listening ('To see the GUI go to:
+    http://...') is a start-up finished; its own 'got prompt' or 'Starting server' lines are neither."""
+    for line in ("2026-05-17T20:12:07.516476 - Prompt executed in 58.46 seconds\n",
+                 "To see the GUI go to: http://127.0.0.1:8188\n",
+                 "2026-05-17T20:10:00.000000 - To see the GUI go to: http://0.0.0.0:8188\n"):
+        assert classify_text(line).status == "ready", line
+    for line in ("got prompt\n", "Starting server\n", "# To see the GUI, open the address it prints\n"):
+        assert classify_text(line).status == "incomplete", line
+    # a failure after ComfyUI served a prompt does not undo the launch's readiness; a stall report does
+    served = "Prompt executed in 1.20 seconds\n"
+    assert classify_text(served + "ERROR 12-07 10:00:00 [x.py:1] request 7 failed\n").status == "ready"
+    assert classify_text("# ComfyUI hangs after the second prompt\n" + served).status == "hang"

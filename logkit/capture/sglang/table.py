@@ -161,9 +161,12 @@ def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Sign
     """A family's own lines (``lines``) as one weak row ``<id>-line``: evidence on any line, failure-shaped
     or not; ``line_fatal`` makes it read even after the server served (a report that the run stalled)."""
     own = "|".join(f"(?:{w})" for w in fam["lines"])
+    # a hedge tempers its own sentence only: the evidence may follow the end of a sentence that held one ("if I
+    # send X, the request hangs. Subsequent requests then all hang")
+    sentence = r"(?:[^\r\n]{0,2000}?[.!?][ \t]+(?=(?-i:[A-Z])))?"
     return (Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
-                      pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=(?:(?!" + hedges + r")[^\r\n]){0,2000}?(?:"
-                               + own + r"))[^\r\n]{1,2000}"),
+                      pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=" + sentence + r"(?:(?!" + hedges
+                               + r")[^\r\n]){0,2000}?(?:" + own + r"))[^\r\n]{1,2000}"),
                       priority=int(fam.get("line_priority", cfg["line_priority"])), weak=True,
                       fatal=bool(fam.get("line_fatal", False)),
                       source="a line of its family's own evidence shapes",
