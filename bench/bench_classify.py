@@ -80,6 +80,9 @@ PARTS = [
     ("dev24", "dev24 development set, training frameworks, torch/Ray/JAX/Kubernetes and Triton's backends, failures "
               "told in prose (labelled before any run; its misses are read while rules are written from sources: never "
               "blind)", False),
+    ("dev25", "dev25 development set, training frameworks, bitsandbytes/xFormers, JAX, Ray, ComfyUI and the other "
+              "serving engines, failures told in prose (labelled before any run; its misses are read while rules are "
+              "written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
