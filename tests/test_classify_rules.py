@@ -2149,3 +2149,49 @@ def test_dev24_comfyui_serving_lines() -> None:
     served = "Prompt executed in 1.20 seconds\n"
     assert classify_text(served + "ERROR 12-07 10:00:00 [x.py:1] request 7 failed\n").status == "ready"
     assert classify_text("# ComfyUI hangs after the second prompt\n" + served).status == "hang"
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev25: bitsandbytes' loader without its compiled library (cextension.py), above the dlopen text it quotes
+    ("Could not load bitsandbytes native library: /opt/bnb/libbitsandbytes_cpu.so: cannot open shared object file: "
+     "No such file or directory\n", "missing_kernel", "bitsandbytes-native-library-missing"),
+    ("RuntimeError: CUDA Setup failed despite GPU being available. Please run the following command to get more "
+     "information:\n", "missing_kernel", "bitsandbytes-native-library-missing"),
+    ("CUDA Setup failed despite CUDA being available. Please run the following command\n", "missing_kernel",
+     "bitsandbytes-native-library-missing"),
+    # its older CUDA set-up (cuda_setup/main.py): weak, when nothing else explains a run that did not end well
+    ("CUDA SETUP: Required library version not found: libbitsandbytes_cuda118.so. Maybe you need to compile it from "
+     "source?\nCUDA SETUP: Defaulting to libbitsandbytes_cpu.so...\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-failed"),
+    ("CUDA SETUP: CUDA detection failed! Possible reasons:\n1. CUDA driver not installed\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-failed"),
+    # CUDA's message for a GPU with no kernel image, capitalised as a title or a sentence starts it
+    ("# No kernel image is available for execution on the device\n", "arch_mismatch", "cuda-no-kernel-image"),
+    # a report that the out-of-memory error was met
+    ("However, I encountered an \"out of memory\" error when I set the memory fraction higher\n", "oom",
+     "generic-oom-line"),
+    ("We keep running into a GPU out of memory error during the second epoch\n", "oom", "generic-oom-line"),
+])
+def test_dev25_rows(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev25's rows: bitsandbytes' warning that it falls back and runs on; a CUDA binary found
+    ("Could not find the bitsandbytes CUDA binary at PosixPath('/opt/bnb/libbitsandbytes_cuda121.so')\n",
+     "incomplete"),
+    ("CUDA SETUP: Loading binary /opt/bnb/libbitsandbytes_cuda118.so...\n", "incomplete"),
+    # a serving run's readiness outweighs the weak set-up notice
+    ("CUDA SETUP: Required library version not found: libbitsandbytes_cuda118.so.\n"
+     "INFO:     Application startup complete.\n", "ready"),
+    # an out-of-memory error not met: negated, hedged, asked about
+    ("I never encountered an out of memory error with this model\n", "incomplete"),
+    ("If you encounter an out of memory error, lower the batch size\n", "incomplete"),
+    ("How much memory avoids an out of memory error here?\n", "incomplete"),
+    # "kernel image" without CUDA's sentence
+    ("# No kernel image support for sm_120 yet? (question)\n", "incomplete"),
+])
+def test_texts_near_dev25_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
