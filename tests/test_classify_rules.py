@@ -2171,6 +2171,12 @@ def test_dev24_comfyui_serving_lines() -> None:
     ("However, I encountered an \"out of memory\" error when I set the memory fraction higher\n", "oom",
      "generic-oom-line"),
     ("We keep running into a GPU out of memory error during the second epoch\n", "oom", "generic-oom-line"),
+    # TensorFlow's/XLA's status for a failed allocation, also where a paste wrapped the line after its first word
+    ("2019-06-13 01:17:08.886805: E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc:672] "
+     "Execution of replica 0 failed: Resource exhausted: Out \nof memory while trying to allocate 5520758552 bytes.\n",
+     "oom", "tf-xla-resource-exhausted-oom"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 64 bytes.\n",
+     "oom", "tf-xla-resource-exhausted-oom"),
 ])
 def test_dev25_rows(text: str, status: str, signature: str) -> None:
     d = classify_text(text)
@@ -2189,6 +2195,12 @@ def test_dev25_rows(text: str, status: str, signature: str) -> None:
     ("I never encountered an out of memory error with this model\n", "incomplete"),
     ("If you encounter an out of memory error, lower the batch size\n", "incomplete"),
     ("How much memory avoids an out of memory error here?\n", "incomplete"),
+    # gRPC's RESOURCE_EXHAUSTED for a message size is a crash, not memory; TensorFlow's benign E line at import
+    ("grpc._channel._InactiveRpcError: status = StatusCode.RESOURCE_EXHAUSTED details = \"Received message larger "
+     "than max (5000 vs. 4194304)\"\n", "other_crash"),
+    ("2024-01-01 10:00:00.123456: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] Unable to register "
+     "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered\n",
+     "incomplete"),
     # "kernel image" without CUDA's sentence
     ("# No kernel image support for sm_120 yet? (question)\n", "incomplete"),
 ])
