@@ -2177,6 +2177,10 @@ def test_dev24_comfyui_serving_lines() -> None:
      "oom", "tf-xla-resource-exhausted-oom"),
     ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 64 bytes.\n",
      "oom", "tf-xla-resource-exhausted-oom"),
+    # rich's boxed traceback frames, the panel's title lost
+    ("│ /app/modules/txt2img.py:66 in txt2img                                          │\n"
+     "│ > 66 │   │   processed = processing.process_images(p)                        │\n", "other_crash",
+     "rich-traceback-frame"),
 ])
 def test_dev25_rows(text: str, status: str, signature: str) -> None:
     d = classify_text(text)
@@ -2201,6 +2205,11 @@ def test_dev25_rows(text: str, status: str, signature: str) -> None:
     ("2024-01-01 10:00:00.123456: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] Unable to register "
      "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered\n",
      "incomplete"),
+    # a rich table's cells (no 'file:line in function' header), a frame header outside a panel
+    ("│ model      │ llama-3 in fp16     │\n", "incomplete"),
+    ("modules/txt2img.py:66 in txt2img\n", "incomplete"),
+    # a served launch's later boxed traceback is weak: readiness stands
+    ("INFO:     Application startup complete.\n│ /app/api.py:12 in handler              │\n", "ready"),
     # "kernel image" without CUDA's sentence
     ("# No kernel image support for sm_120 yet? (question)\n", "incomplete"),
 ])
