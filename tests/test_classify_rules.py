@@ -2181,6 +2181,11 @@ def test_dev24_comfyui_serving_lines() -> None:
     ("│ /app/modules/txt2img.py:66 in txt2img                                          │\n"
      "│ > 66 │   │   processed = processing.process_images(p)                        │\n", "other_crash",
      "rich-traceback-frame"),
+    # TensorRT-LLM's engine build without an engine (build.py's assert, builder.py's error), and a report of it
+    ("AssertionError: Failed to build engine for rank 0\n", "other_crash", "trtllm-engine-build-failed"),
+    ("[TRT-LLM] [E] Engine building failed, please check the error log.\n", "other_crash",
+     "trtllm-engine-build-failed"),
+    ("convert model successfully\n\nfailed to build engines\n", "other_crash", "trtllm-engine-build-failed"),
 ])
 def test_dev25_rows(text: str, status: str, signature: str) -> None:
     d = classify_text(text)
@@ -2210,6 +2215,10 @@ def test_dev25_rows(text: str, status: str, signature: str) -> None:
     ("modules/txt2img.py:66 in txt2img\n", "incomplete"),
     # a served launch's later boxed traceback is weak: readiness stands
     ("INFO:     Application startup complete.\n│ /app/api.py:12 in handler              │\n", "ready"),
+    # an engine build that failed but whose own error is shown keeps that error's class; a served launch stands
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\nAssertionError: Failed to build "
+     "engine for rank 0\n", "oom"),
+    ("failed to build engines on the first try\nINFO:     Application startup complete.\n", "ready"),
     # "kernel image" without CUDA's sentence
     ("# No kernel image support for sm_120 yet? (question)\n", "incomplete"),
 ])
