@@ -8,7 +8,8 @@ bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pai
 prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
 candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
 one scan; :func:`may_degenerate` judges a line *shape* once (False: no line of it, in any case and
-with any digits, is degenerate), so the classifier's prefilter stops scanning a healthy kind of line. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
+with any digits, is degenerate), so the classifier's prefilter stops scanning a healthy kind of
+line. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
 prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
 only, and returns reply, latency, logprobs and error.
 """
@@ -214,15 +215,11 @@ def _salad(text: str) -> str | None:
     return None
 
 
-def _stutter(text: str) -> str | None:
-    """Each word written twice ("parsing parsing and and environment environment"): a stream whose
-    every piece was emitted twice. Pairs of one word back to back, of several words, making up much
-    of the line (prose doubles a word by mistake once; a table repeats one value)."""
-    g = _cfg()
+def _doubled(text: str) -> tuple[int, int, set[str]]:
+    """Words written twice back to back: (the words of letters, the pairs, the doubled words lowercased);
+    read by :func:`_stutter` on a line and by :func:`may_degenerate` on a shape."""
     tokens = [t for t in (t.strip("'\"`,;.:!?()[]{}*|\u2502") for t in text.split()) if t]
     words = sum(1 for t in tokens if any(c.isalpha() for c in t))
-    if words < 2 * g["stutter_pairs"]:
-        return None
     i = pairs = 0
     seen: set[str] = set()
     while i + 1 < len(tokens):
@@ -232,6 +229,15 @@ def _stutter(text: str) -> str | None:
             i += 2
         else:
             i += 1
+    return words, pairs, seen
+
+
+def _stutter(text: str) -> str | None:
+    """Each word written twice ("parsing parsing and and environment environment"): a stream whose
+    every piece was emitted twice. Pairs of one word back to back, of several words, making up much
+    of the line (prose doubles a word by mistake once; a table repeats one value)."""
+    g = _cfg()
+    words, pairs, seen = _doubled(text)
     if pairs >= g["stutter_pairs"] and len(seen) >= g["stutter_words"] and 2 * pairs >= g["stutter_share"] * words:
         return f"words doubled ({pairs} pairs back to back, e.g. {sorted(seen)[0]!r})"
     return None
@@ -361,19 +367,11 @@ def may_degenerate(shape: str) -> bool:
         return True
     if _word_loop(tokens, g["line_loop_min_repeats"], frozenset()) is not None:
         return True
-    # words doubled: a shape's pairs are at least the line's (equal words stay equal)
-    kept = [t for t in (t.strip("'\"`,;.:!?()[]{}*|\u2502") for t in tokens) if t]
-    words = sum(1 for t in kept if any(c.isalpha() for c in t))
-    if words >= 2 * g["stutter_pairs"]:
-        i = pairs = 0
-        while i + 1 < len(kept):
-            if kept[i] == kept[i + 1] and any(c.isalpha() for c in kept[i]):
-                pairs += 1
-                i += 2
-            else:
-                i += 1
-        if pairs >= g["stutter_pairs"] and 2 * pairs >= g["stutter_share"] * words:
-            return True
+    # words doubled: a shape's pairs are at least the line's (equal words stay equal); its distinct
+    # words may be fewer (case folded), so their count is not asked
+    words, pairs, _seen = _doubled(text)
+    if pairs >= g["stutter_pairs"] and 2 * pairs >= g["stutter_share"] * words:
+        return True
     # word salad: enough words of letters, not a list
     if len(tokens) < g["salad_min_words"] or sum(1 for t in tokens if t.endswith(",")) >= g["salad_list_share"] * len(tokens):
         return False
