@@ -41,8 +41,8 @@ from functools import lru_cache
 
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "literal_prefix", "needle_groups",
-           "needle_key", "reach"]
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "line_starts", "literal_prefix",
+           "needle_groups", "needle_key", "reach"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
@@ -65,6 +65,12 @@ Check = tuple[int, int, dict[bytes, tuple[int, ...]]]
 Kind = tuple[tuple[int, ...], "bool | None", tuple[Check, ...]]
 #: A run of lines to read: (its first byte, its end byte, its first line's number).
 Run = tuple[int, int, int]
+
+
+def line_starts(lines: list[bytes]) -> list[int]:
+    """Where each of ``lines`` starts in them joined by ``\n``, and one past the last: line k spans
+    ``[starts[k], starts[k + 1] - 1)`` (its newline excluded)."""
+    return list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
 
 
 def needle_key(literal: bytes) -> bytes:
@@ -114,7 +120,7 @@ class LineKinds:
     def learn(self, new: list[bytes]) -> dict[bytes, Kind]:
         """What each of the ``new`` shapes needs (the clean ones left out), remembered while there is room."""
         joined = b"\n".join(new)
-        starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
+        starts = line_starts(new)
         groups: dict[int, set[int]] = {}
         checks: dict[int, dict[tuple[int, int], dict[bytes, tuple[int, ...]]]] = {}
         absent = set(_ALL_BYTES.translate(None, joined))  # a needle with one of these is in no line (a
@@ -179,9 +185,7 @@ class LineKinds:
             shape: (kind[0], lines) for shape, lines in by_shape.items()
             for kind in [kind_of[shape]] if kind[0] and not kind[2]}
         checked = [shape for shape in by_shape if kind_of[shape][2]]
-        # each line's start in the chunk
-        starts = (list(map(operator.add, itertools.accumulate(map(len, shapes), initial=0), itertools.count()))
-                  if checked else [])
+        starts = line_starts(shapes) if checked else []  # each line's start in the chunk
         for shape in checked:
             groups, _garbage, checks = kind_of[shape]
             for i in by_shape[shape]:
@@ -192,7 +196,6 @@ class LineKinds:
                 if got:
                     read.setdefault((shape, got), (got, []))[1].append(i)
         return Reading(len(chunk), shapes, first_line, read, sorted(garbage.union(_numbers(norm, digits))), clean=not read)
-
 
     def _judge(self, kind_of: dict[bytes, Kind]) -> None:
         """Judge once each kind of ``kind_of`` that holds a candidate run not judged yet (``judge``, on
@@ -261,8 +264,8 @@ class Reading:
                 lines = sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds))
             if gate is not None:
                 search = _gate(gate).search
-                starts = self._line_starts()  # line k spans [starts[k] + k, starts[k + 1] + k)
-                lines = [i for i in lines if search(chunk, starts[i] + i, starts[i + 1] + i)]
+                starts = self._line_starts()
+                lines = [i for i in lines if search(chunk, starts[i], starts[i + 1] - 1)]
             got = self._runs[(group, context, gate)] = self._spans(lines, context) if lines else []
         return got
 
@@ -271,9 +274,9 @@ class Reading:
         return self._spans(self.garbage, 0) if self.garbage else []
 
     def _line_starts(self) -> list[int]:
-        """Each line's length summed: line k starts at byte ``starts[k] + k`` of the chunk."""
+        """Each line's start in the chunk (:func:`line_starts`), made once."""
         if self._starts is None:
-            self._starts = list(itertools.accumulate(map(len, self.shapes), initial=0))
+            self._starts = line_starts(self.shapes)
         return self._starts
 
     def _spans(self, lines: list[int], context: int) -> list[Run]:
@@ -288,7 +291,7 @@ class Reading:
         out = []
         for a, b in merged:
             a, b = max(a, 0), min(b, last)
-            out.append((starts[a] + a, min(self.size, starts[b + 1] + b + 1), self.first_line + a))
+            out.append((starts[a], min(self.size, starts[b + 1]), self.first_line + a))
         return out
 
 
