@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import operator
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -51,9 +50,6 @@ CONTEXT = 2
 OWN_LINES = -1
 
 _ALL_BYTES = bytes(range(256))
-#: One digit (not ``0``, a never-unit) six times in a row: the garbage candidate a shape hides.
-_SAME_DIGITS = re.compile(rb"([1-9])\1{5}")
-_SAME_DIGIT_RUNS = tuple(bytes([d]) * 6 for d in b"123456789")
 
 #: Where a kind of line holds the shape of needles that name their digits (:func:`needle_key`): the
 #: offset in the line, the needles' length, each needle -> its groups. A line of that kind holds one
@@ -82,21 +78,19 @@ def needle_key(literal: bytes) -> bytes:
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``), which a shape hides. Such a
-    run lies in a number of six digits or more, so in one of the 11-byte windows of ``chunk`` that
-    start at each ``000000`` of its shapes ``norm`` (found by one split, all in C): the windows,
-    joined, are searched for the nine runs (a C search each), then by the regex where one is."""
-    parts = norm.split(b"000000")
-    if len(parts) == 1:
+    """Offsets in ``chunk`` of runs of one repeated digit (``111111``, each start of six), which a shape
+    hides. Such a run lies in a number of six digits or more, so a chunk whose shapes ``norm`` hold no
+    ``000000`` holds none (a C search); any other is compared with itself shifted by one byte, as an
+    array (numpy, imported then: every pass in C, none per number)."""
+    if b"000000" not in norm:
         return []
-    at = list(map(operator.add, itertools.accumulate(map(len, parts[:-1])), range(0, 6 * len(parts), 6)))
-    windows = list(map(chunk.__getitem__, map(slice, at, map(operator.add, at, itertools.repeat(11)))))
-    joined = b" ".join(windows)
-    if not any(run in joined for run in _SAME_DIGIT_RUNS):
-        return []
-    starts = list(itertools.accumulate((len(w) + 1 for w in windows), initial=0))
-    return [at[i] + pos - starts[i] for pos in (m.start() for m in _SAME_DIGITS.finditer(joined))
-            for i in [bisect.bisect_right(starts, pos) - 1]]
+    import numpy as np
+
+    a = np.frombuffer(chunk, np.uint8)
+    same = a[1:] == a[:-1]  # same[i]: byte i+1 repeats byte i
+    run = same[:-4] & same[1:-3] & same[2:-2] & same[3:-1] & same[4:]  # run[i]: bytes i..i+5 are one byte
+    run &= (a[:-5] >= 0x31) & (a[:-5] <= 0x39)  # ... and it is a digit 1-9
+    return np.flatnonzero(run).tolist()
 
 
 class LineKinds:
