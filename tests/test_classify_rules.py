@@ -1070,6 +1070,18 @@ def test_hccls_notify_wait_timeout_is_a_hang() -> None:
     assert classify_text("Set HCCL_EXEC_TIMEOUT to a larger value for long prefill runs.\n").status == "incomplete"
 
 
+def test_vllm_stalled_statistics() -> None:
+    """vLLM's statistics with requests running and nothing generated over two intervals are a stall, each
+    interval's line its evidence; one such interval alone is not (a request that arrived before the tick),
+    nor is a line hedged in prose; the row reads them as printed, in any case."""
+    line = ("DEBUG 05-11 18:07:{s:02d} [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            "throughput: 0.0 tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n")
+    d = classify_text(line.format(s=24, r=1) + line.format(s=34, r=12) + line.format(s=44, r=12))
+    assert (d.status, d.signature, [e.line for e in d.evidence]) == ("hang", "vllm-stalled-statistics", [1, 2])
+    assert classify_text(line.format(s=24, r=1)).status == "incomplete"
+    assert classify_text((line.format(s=24, r=3) + line.format(s=34, r=3)).upper()).status == "hang"
+
+
 def test_a_stalled_vllm_engine_is_not_serving_evidence() -> None:
     """vLLM's stats line with requests running and neither throughput moving in the interval
     (v1/metrics/loggers.py LoggingStatLogger.log) is a stalled engine; the idle form (Running: 0)
@@ -1711,11 +1723,10 @@ GENERIC_TEXTS = [
     # dev22: a stall reported with how long it lasts; an ImportError quoted without its symbol
     ("the decode worker seems to hang indefinitely on all requests.\n", "hang", "generic-hang-report-line"),
     ("# LLAMA checkpoint ImportError: undefined symbol\n", "missing_kernel", "generic-missing-kernel"),
-    # dev22 batch 4: a kernel's unlabelled architecture check; vLLM's statistics with requests running and nothing done
+    # dev22 batch 4: a kernel's unlabelled architecture check (vLLM's statistics with requests running and nothing
+    # done are a row of their own: test_vllm_stalled_statistics)
     ("Request failed during generation: Server error: Expected is_sm90 || is_sm8x || is_sm75 to be true, but got "
      "false.\n", "arch_mismatch", "generic-arch-line"),
-    ("DEBUG 05-11 18:07:24 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
-     "throughput: 0.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%\n" * 2, "hang", "generic-hang-line"),
     # dev23: a stall reported with where or how long it lasts, or how it looks from outside; a kill and a crash
     # reported in prose; ROCm's libraries' error lines are failure lines
     ("Here is the log, it seems that `vllm serve` stuck without raising any error information\n", "hang",
@@ -1723,6 +1734,9 @@ GENERIC_TEXTS = [
     ("Waiting forever to load a 0.6B model in Ollama 0.12.7 on a Win11Pro laptop\n", "hang", "generic-hang-report-line"),
     ("But then, randomly, llama.cpp stops generating. The model is still loaded in the ram and vram\n", "hang",
      "generic-hang-report-line"),
+    # the bare verb too ("stop(?:s|ped)?"): every form the row matches holds one of its needles
+    ("After an hour the server will stop responding.\n", "hang", "generic-hang-report-line"),
+    ("Then the workers stop generating tokens.\n", "hang", "generic-hang-report-line"),
     ("Generate.py fails on `Loading checkpoint shards: 52%` with message `killed`.\n", "killed", "generic-killed-line"),
     ("After a few minutes the process gets killed without any message\n", "killed", "generic-killed-line"),
     ("the server then aborts with an internal assertion failure before becoming healthy.\n", "other_crash",

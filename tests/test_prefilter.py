@@ -170,7 +170,7 @@ def test_a_needle_naming_a_digit_is_read_only_where_the_line_holds_that_digit() 
 
 def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
     """vLLM's idle statistics (Running: 0) are read by no row; two stalled intervals after hundreds of
-    them are still the hang row's evidence."""
+    them are still the stall row's evidence."""
     from logkit.capture.sglang.outcomes import Classifier
 
     line = ("INFO 08-21 14:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
@@ -183,7 +183,7 @@ def test_a_stalled_vllm_engine_after_idle_statistics_is_a_hang() -> None:
     stalled = (line.format(m=1, s=1, r=3) + line.format(m=1, s=11, r=3)).encode()
     first = 601 + idle[:2000].count(b"\n")
     clf.feed(stalled, first)
-    assert [h.line for h in clf.hits.get("generic-hang-line", [])] == [first]
+    assert [h.line for h in clf.hits.get("vllm-stalled-statistics", [])] == [first]
     assert clf.decide(exit_code=1).status == "hang"  # weak evidence: it counts once the run ended badly
 
 
