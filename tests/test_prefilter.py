@@ -238,3 +238,58 @@ def test_a_line_holding_a_needle_but_no_failure_shape_is_read_by_no_family() -> 
     clf.feed(chunk[:2000] + bad, 401)
     line = 401 + chunk[:2000].count(b"\n")
     assert [h.line for h in clf.hits.get("generic-arch", [])] == [line]
+
+
+# --- the needle contract, on texts made from each row's regex ---------------------------------------------
+
+
+def _needle_rows() -> list:
+    from logkit.capture.sglang.table import compiled
+
+    return [pytest.param(regex, sig, id=sig.id) for regex, sig, needles, _by_lines, _g in compiled()[0] if needles is not None]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("regex", "sig"), _needle_rows())
+def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[bytes], sig) -> None:
+    """The prefilter's contract (signatures.toml, sglang.toml's families): every match of a row's regex lies
+    on a line holding one of its needles, as the prefilter compares them (a shape; a needle naming a digit
+    other than 0 as written, case ignored), or within the lines it reads around them (:func:`reach`).
+    Checked on texts hypothesis makes from the regex itself, so a form the pattern takes that no needle
+    names ('stop responding' beside 'stops responding', 'out-of memory') fails here rather than on a log
+    nobody has yet. ASCII text for an ASCII pattern (the classifier's regexes are bytes: ``\\d`` and ``\\s``
+    are ASCII), the pattern's own bytes otherwise."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from logkit.capture.sglang.prefilter import needle_key
+
+    keys = [needle_key(n.encode()) for n in sig.needles]
+    around = reach(regex)
+    seen = []
+    if sig.pattern.isascii():
+        texts = st.from_regex(sig.pattern, fullmatch=False, alphabet=st.characters(codec="ascii")).map(str.encode)
+    else:
+        texts = st.from_regex(regex.pattern, fullmatch=False)
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(texts)
+    def check(data: bytes) -> None:
+        m = regex.search(data)
+        if m is None:  # a word boundary or lookaround hypothesis did not honour at the text's edge: on a line of its own
+            data = b"\n" + data + b"\n"
+            m = regex.search(data)
+        if m is None:
+            return
+        seen.append(1)
+        lo, hi = m.start(), m.end()
+        for _ in range(around + 1):  # the match's lines, and those the row reads around a needle's line
+            lo = data.rfind(b"\n", 0, max(0, lo - 1)) + 1 if lo else 0
+            end = data.find(b"\n", hi + (1 if _ else 0))
+            hi = len(data) if end < 0 else end
+        lines = data[lo:hi]
+        shape, lower = lines.translate(SHAPE), lines.lower()
+        assert any(key in (shape if key == key.translate(SHAPE) else lower) for key in keys), (sig.id, m.group(0)[:200])
+
+    check()
+    assert seen, f"{sig.id}: hypothesis made no text its regex matches"
