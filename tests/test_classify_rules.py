@@ -2239,3 +2239,121 @@ def test_dev25_rows(text: str, status: str, signature: str) -> None:
 def test_texts_near_dev25_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev27: Ray's memory monitor killing a worker (raylet node_manager.cc): the driver's OutOfMemoryError, the
+    # raylet's summary, the kill message's advice; above the generic out-of-memory report of a title
+    ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\nMemory on the node "
+     "(IP: 10.0.0.5, ID: 4f2a) where the task was running was 30.10GB / 31.50GB (0.955), which exceeds the memory "
+     "usage threshold of 0.95.\n", "killed", "ray-memory-monitor-kill"),
+    ("(raylet) node_manager.cc:3040: 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers "
+     "crashed due to other reasons at node (ID: 4f2a, IP: 10.0.0.5) over the last time period.\n", "killed",
+     "ray-memory-monitor-kill"),
+    ("(raylet) Refer to the documentation on how to address the out of memory issue: "
+     "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html. Consider provisioning more memory "
+     "on this node or reducing task parallelism by requesting more CPUs per task.\n", "killed",
+     "ray-memory-monitor-kill"),
+    ("# Nightly job failed with OutOfMemoryError\nray.exceptions.OutOfMemoryError: Task was killed due to the node "
+     "running low on memory.\n", "killed", "ray-memory-monitor-kill"),
+    # Docker's daemon refusing a GPU request (daemon/errors.go incompatibleDeviceRequest)
+    ('docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
+     "other_crash", "docker-gpu-driver-unavailable"),
+    ('Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]\n',
+     "other_crash", "docker-gpu-driver-unavailable"),
+    # Triton's loader refusing the kernel its compiler just produced (driver.c gpuAssert): a JIT failure
+    ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Triton Error [CUDA]: device "
+     "kernel image is invalid\n", "jit_error", "triton-jit-kernel-load-failed"),
+    ("RuntimeError: Triton Error [CUDA]: the provided PTX was compiled with an unsupported toolchain.\n", "jit_error",
+     "triton-jit-kernel-load-failed"),
+    # inductor's compile-failure report cut before its first line (triton_heuristics.py log.exception)
+    ("E0101 00:00:00.000000 1 torch/_inductor/runtime/triton_heuristics.py:533] [0/0] metadata: {'signature': "
+     "{'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32'}, 'device': 0}\n", "jit_error",
+     "inductor-triton-compile-failed-metadata"),
+    # transformers' HfArgumentParser refusing unknown arguments (hf_argparser.py)
+    ("ValueError: Some specified arguments are not used by the HfArgumentParser: ['--local_rank=1']\n", "arg_error",
+     "hf-argparser-unused-arguments"),
+    # xFormers without its compiled library (_cpp_lib.py): weak, when nothing else explains the run
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n    PyTorch 2.1.0+cu121 "
+     "with CUDA 1201 (you have 2.1.0+cpu)\n", "missing_kernel", "xformers-cpp-extensions-unavailable"),
+    ("WARNING[XFORMERS]: Need to compile C++ extensions to use all xFormers features.\n", "missing_kernel",
+     "xformers-cpp-extensions-unavailable"),
+    # XLA's and JAX's checks of the CUDA libraries found at run time (cuda_dnn.cc, jax_plugins/cuda)
+    ("E0101 00:00:00.000000 1 cuda_dnn.cc:535] Loaded runtime CuDNN library: 8.9.2 but source was compiled with: "
+     "8.9.4.  CuDNN library needs to have matching major version and equal or higher minor version.\n",
+     "import_error", "cudnn-runtime-older-than-build"),
+    ("CUDA backend failed to initialize: Found cuDNN version 8500, but JAX was built against version 8600, which is "
+     "newer.\n", "import_error", "cudnn-runtime-older-than-build"),
+    ("RuntimeError: Unable to use CUDA because of the following issues with CUDA components:\nOutdated cuDNN "
+     "installation found.\nVersion JAX was built against: 90300\n", "import_error", "cudnn-runtime-older-than-build"),
+    # NCCL's communicator aborted by the watchdog's collective timeout (ProcessGroupNCCL.cpp): the timeout is the cause
+    ("RuntimeError: NCCL communicator was aborted on rank 3.  Original reason for failure was: [Rank 3] Watchdog "
+     "caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for "
+     "1800512 milliseconds before timing out.\n", "hang", "nccl-abort-after-collective-timeout"),
+    # ComfyUI's node exception line (execution.py), read by the families
+    ("got prompt\n!!! Exception during processing !!! No module named 'sageattention'\n", "import_error",
+     "generic-import"),
+    ("!!! Exception during processing !!! Request timed out after 600 seconds\n", "hang", "generic-hang"),
+    # a process or container reported ending with status 137 (SIGKILL)
+    ("the container exit with code 137 even when it only runs a sleep\n", "killed", "generic-killed-line"),
+    ("The worker container exited with code 137 during the second epoch\n", "killed", "generic-killed"),
+    ("# Training task exit with status code 137\n", "killed", "generic-killed-line"),
+    # NaN reached or caused, told in prose or a title
+    ("the loss goes to NaN after 20k steps\n", "nan", "generic-nan-line"),
+    ("# FP16 causes NaN in the attention scores\n", "nan", "generic-nan-line"),
+    # degenerate replies met, or a title naming them
+    ("I keep getting gibberish output from the 4-bit model\n", "garbage", "generic-garbage-report-line"),
+    ("# Garbage output when offloading all layers\n", "garbage", "generic-garbage-report-line"),
+    # a compiled extension module not found, named without the exception's type
+    ("# No module named 'selective_scan_cuda'\n", "missing_kernel", "generic-missing-kernel-line"),
+    # TorchServe's inference endpoint bound, SD.Next's API answering: readiness
+    ("2024-01-01T00:00:00,000 [INFO ] main org.pytorch.serve.ModelServer - Inference API bind to: "
+     "http://127.0.0.1:8080\nModel server started.\n", "ready", None),
+    ("12:00:00-000000 INFO     API user=None code=200 http/1.1 POST /sdapi/v1/txt2img 127.0.0.1 3.1234\n", "ready",
+     None),
+])
+def test_dev27_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev27's rows: Ray's advice without its OOM-prevention page; a docker command alone
+    ("Refer to the documentation on how to address the out of memory issue in your own code.\n", "incomplete"),
+    ("docker run --rm --gpus all nvidia/cuda:12.4.0-base-ubuntu22.04 nvidia-smi\n", "incomplete"),
+    # Triton's other CUDA errors keep their class; the CUDA text without Triton stays an architecture refusal
+    ("RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered\n", "illegal_memory"),
+    ("RuntimeError: CUDA error: device kernel image is invalid\n", "arch_mismatch"),
+    # other metadata, other parser lines
+    ("INFO model metadata: {'name': 'llama', 'layers': 32}\n", "incomplete"),
+    ("HfArgumentParser parsed 12 arguments into 3 dataclasses\n", "incomplete"),
+    # xFormers loaded; its warning before a served start-up is no failure
+    ("xFormers 0.0.23\nmemory_efficient_attention.cutlassF:               available\n", "incomplete"),
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+     "INFO:     Application startup complete.\n", "ready"),
+    # a cuDNN version merely reported; XLA's benign factory line
+    ("I0101 00:00:00.000000 1 cuda_dnn.cc:529] Loaded cuDNN version 8906\n", "incomplete"),
+    # NCCL's abort for an NCCL error stays nccl
+    ("RuntimeError: NCCL communicator was aborted on rank 0.  Original reason for failure was: NCCL error: unhandled "
+     "system error, NCCL version 2.18.1\n", "nccl"),
+    # a status other than 137, a negated or hedged one
+    ("the export step ended with status code 1370 in the report\n", "incomplete"),
+    ("The container does not exit with code 137 anymore\n", "incomplete"),
+    ("If the pod ends with code 137, raise its memory limit\n", "incomplete"),
+    # NaN not reached: negated, set on purpose, hedged
+    ("With bf16 the loss does not go to nan anymore\n", "incomplete"),
+    ("We set the padding logits to nan on purpose\n", "incomplete"),
+    ("If fp16 causes NaN, switch to bf16\n", "incomplete"),
+    # no garbage: negated, the garbage collector
+    ("There is no garbage output when offloading all layers\n", "incomplete"),
+    ("I am getting garbage collection logs every second\n", "incomplete"),
+    # a plain package missing in a title is no compiled kernel
+    ("# No module named 'flash_attn'\n", "incomplete"),
+    # TorchServe stopping; SD.Next's API refusing a request
+    ("2024-01-01T00:00:00,000 [INFO ] main org.pytorch.serve.ModelServer - Torchserve stopped.\n", "incomplete"),
+    ("12:00:00-000000 INFO     API user=None code=500 http/1.1 POST /sdapi/v1/txt2img 127.0.0.1 3.1234\n",
+     "incomplete"),
+])
+def test_texts_near_dev27_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
