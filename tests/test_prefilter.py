@@ -9,7 +9,7 @@ import re
 import pytest
 
 from logkit.capture.shapes import SHAPE
-from logkit.capture.sglang.prefilter import CONTEXT, digit_runs, reach
+from logkit.capture.sglang.prefilter import CONTEXT, SERVER_LINES, digit_runs, reach
 
 
 @pytest.mark.parametrize(("pattern", "lines"), [
@@ -293,3 +293,50 @@ def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[byt
 
     check()
     assert seen, f"{sig.id}: hypothesis made no text its regex matches"
+
+
+def _server_patterns() -> list:
+    from logkit.capture.sglang.table import data
+
+    cfg = data("sglang.toml")
+    return [pytest.param(p, id=p[:40]) for p in [*cfg["server_patterns"], re.escape(cfg["ready_pattern"])]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", _server_patterns())
+def test_every_server_line_holds_one_of_the_server_needles(pattern: str) -> None:
+    """Only the lines holding one of ``server_needles`` (sglang.toml, as shapes) are searched for an SGLang
+    server's own lines: every text a server pattern matches holds one (texts made from the pattern)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from logkit.capture.sglang.prefilter import needle_key
+    from logkit.capture.sglang.table import server_regexes
+
+    keys = [needle_key(n).translate(SHAPE) for n in server_regexes()[3]]
+    regex = re.compile(pattern.encode())
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern, fullmatch=True, alphabet=st.characters(codec="ascii")).map(str.encode))
+    def check(data: bytes) -> None:
+        assert regex.fullmatch(data)
+        assert any(key in data.translate(SHAPE) for key in keys), data
+
+    check()
+
+
+def test_a_server_line_after_another_engines_chunks_is_found_where_it_is() -> None:
+    """A log of another engine's lines holds no server needle: no chunk of it is searched for a server
+    line, and the first SGLang line after megabytes of them is still found, at its line."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    other = b"".join(b'INFO:     10.0.0.%d:5%04d - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' % (i % 250, i)
+                     for i in range(20000))
+    clf = Classifier()
+    clf.feed(other, 1)
+    assert clf.server_line is None
+    reading = clf._lines_to_read(other, other.translate(SHAPE), other.translate(SHAPE).split(b"\n"), 1)
+    assert SERVER_LINES not in reading.groups  # nothing in it to search
+    late = other[:5000] + b"[2026-12-06 10:00:00 DP1 TP3] Decode batch. #running-req: 1, #token: 9\n"
+    clf.feed(late, 20001)
+    assert clf.server_line == 20001 + other[:5000].count(b"\n")

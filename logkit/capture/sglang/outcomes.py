@@ -49,7 +49,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import OWN_LINES, LineKinds, Reading, needle_key
+from .prefilter import OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key
 from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
@@ -115,6 +115,9 @@ def _line_kinds() -> LineKinds:
         if literal:
             key = needle_key(literal)
             owners[key] = (*owners.get(key, ()), OWN_LINES)
+    for literal in server_regexes()[3]:  # the server's own lines: searched where one of these is
+        key = needle_key(literal)
+        owners[key] = (*owners.get(key, ()), SERVER_LINES)
     if row is None or scanner is None:
         return LineKinds(owners, None)
     return LineKinds(owners, scanner.first, scanner.may_hold)
@@ -202,7 +205,7 @@ class Classifier:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.startup_text = _line_at(chunk, m.start())
         if self.server_line is None or self.server_args is None:
-            self._server_lines(chunk, first_line, quiet)
+            self._server_lines(chunk, first_line, quiet, reading)
         for regex, sig, needles, by_lines, group in whole if reading is not None and reading.clean else sigs:
             bucket = self.hits.get(sig.id)
             if bucket is not None and len(bucket) >= MAX_PER_SIGNATURE:
@@ -252,14 +255,21 @@ class Classifier:
             memory = self._kinds = _line_kinds()
         return memory.read(chunk, norm, shapes, first_line, scan=scan)
 
-    def _server_lines(self, chunk: bytes, first_line: int, quiet: bool) -> None:
+    def _server_lines(self, chunk: bytes, first_line: int, quiet: bool, reading: Reading | None) -> None:
         """The server's first own line and its args line; ``quiet``: the chunk holds no args line
-        when that line starts with a literal (a needle of :func:`_line_kinds`)."""
-        server, args, args_literal = server_regexes()
+        when that line starts with a literal (a needle of :func:`_line_kinds`); ``reading``: the lines
+        holding a server line's needle (``server_needles``) are the only ones searched for one."""
+        server, args, args_literal, needles = server_regexes()
         if self.server_line is None:
-            m = server.search(chunk)
-            if m:
-                self.server_line = first_line + chunk.count(b"\n", 0, m.start())
+            if reading is None or not needles:
+                runs = [(0, len(chunk), first_line)]
+            else:
+                runs = reading.runs(SERVER_LINES, server)
+            for lo, hi, first in runs:
+                m = server.search(chunk, lo, hi)
+                if m:
+                    self.server_line = first + chunk.count(b"\n", lo, m.start())
+                    break
         if self.server_args is None and (not args_literal or not quiet and args_literal in chunk):
             m = args.search(chunk)
             if m:

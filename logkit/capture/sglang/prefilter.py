@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "digit_runs", "line_starts", "literal_prefix",
+__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs", "line_starts", "literal_prefix",
            "needle_groups", "needle_key", "reach"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
@@ -49,6 +49,8 @@ CONTEXT = 2
 #: The group of the needles that are no row's (the ready line, the server's args line: see
 #: :func:`.outcomes._line_kinds`).
 OWN_LINES = -1
+#: The group of the needles of an SGLang server's own lines (``server_needles``): the lines searched for one.
+SERVER_LINES = -2
 
 _ALL_BYTES = bytes(range(256))
 

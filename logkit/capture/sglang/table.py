@@ -203,15 +203,19 @@ def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], t
 
 
 @lru_cache(maxsize=1)
-def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes]:
+def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple[bytes, ...]]:
     """The regexes of an SGLang server's own lines (``server_patterns``, the ready line) and of its
-    ``server_args``, and the literal that regex starts with (a chunk without it needs no search)."""
+    ``server_args``, the literal that regex starts with (a chunk without it needs no search), and the
+    literals one of which each server line holds (``server_needles`` and the ready line's; empty: not
+    known, every line is searched)."""
     from .prefilter import literal_prefix
 
     cfg = data("sglang.toml")
     pats = [p.encode() for p in cfg.get("server_patterns", [])] + [re.escape(cfg["ready_pattern"].encode())]
     args = re.compile(cfg["server_args_pattern"].encode())
-    return re.compile(b"|".join(b"(?:%s)" % p for p in pats)), args, literal_prefix(args)
+    needles = tuple(n.encode() for n in cfg.get("server_needles", []))
+    return (re.compile(b"|".join(b"(?:%s)" % p for p in pats)), args, literal_prefix(args),
+            needles + (cfg["ready_pattern"].encode(),) if needles else ())
 
 
 @lru_cache(maxsize=1)
