@@ -340,3 +340,40 @@ def test_a_server_line_after_another_engines_chunks_is_found_where_it_is() -> No
     late = other[:5000] + b"[2026-12-06 10:00:00 DP1 TP3] Decode batch. #running-req: 1, #token: 9\n"
     clf.feed(late, 20001)
     assert clf.server_line == 20001 + other[:5000].count(b"\n")
+
+
+# --- a request's input, echoed by a server's request log, is evidence of nothing --------------------------
+
+_SALAD = " ".join(["Xylo", "quarz", "Blen", "murk", "Tova", "snib", "Prek", "wunt"] * 4)  # word salad: garbage if output
+_VLLM_REQUEST = ("INFO 12-06 10:00:{s:02d} [logger.py:39] Received request chatcmpl-{i:032x}: prompt: '<|im_start|>user\\n{p}"
+                 "<|im_end|>\\n', params: SamplingParams(n=1, temperature=0.7), prompt_token_ids: None, lora_request: None.\n")
+
+
+def test_without_inputs_cuts_each_echoed_input_and_keeps_every_line() -> None:
+    from logkit.capture.sglang.prefilter import without_inputs
+    from logkit.capture.sglang.table import input_spans
+
+    text = (b"a\n" + _VLLM_REQUEST.format(s=1, i=7, p="CUDA out of memory").encode()
+            + b"[t] Finish: obj=GenerateReqInput(text='q'), out={'text': 'fine'}\n[t] Receive: obj=GenerateReqInput(text='x')\nz")
+    cut = without_inputs(text, input_spans())
+    assert cut.count(b"\n") == text.count(b"\n")
+    assert cut.splitlines() == [b"a", b"INFO 12-06 10:00:01 [logger.py:39] ", b"[t] , out={'text': 'fine'}", b"[t] ", b"z"]
+    assert without_inputs(b"no request here\n", input_spans()) == b"no request here\n"
+
+
+def test_a_prompt_quoting_an_error_or_reading_as_garbage_is_no_evidence() -> None:
+    """A healthy vLLM server logging its requests: a user's prompt that quotes an OOM, a benchmark's random
+    prompt, and SGLang's logged request input stay a served run; SGLang's logged reply is still read."""
+    from logkit.capture.sglang.outcomes import classify_text
+
+    served = 'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    quoting = _VLLM_REQUEST.format(s=1, i=1, p="Why do I get torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB?")
+    assert classify_text(quoting + served).status == "ready"
+    assert classify_text("".join(_VLLM_REQUEST.format(s=i, i=i, p=_SALAD) for i in range(20)) + served).status == "ready"
+    ready = "[2026-12-06 10:00:00] The server is fired up and ready to roll!\n"
+    assert classify_text(ready + f"[2026-12-06 10:00:01] Receive: obj=GenerateReqInput(text='{_SALAD}')\n").status == "ready"
+    reply = "[2026-12-06 10:00:01] Finish: obj=GenerateReqInput(text='hi'), out={'text': '" + "!" * 40 + "', 'meta_info': {}}\n"
+    assert classify_text(ready + reply).status == "garbage"
+    # the request line itself still shows the server serving; the same words outside a request's echo still count
+    assert classify_text(_VLLM_REQUEST.format(s=1, i=2, p="hi")).status == "ready"
+    assert classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n").status == "oom"

@@ -49,8 +49,8 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key
-from .table import Signature, compiled, data, extras, load_signatures, server_regexes, startup_regex
+from .prefilter import OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key, without_inputs
+from .table import Signature, compiled, data, extras, input_spans, load_signatures, server_regexes, startup_regex
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
@@ -175,7 +175,10 @@ class Classifier:
         return len(bucket) >= MAX_PER_SIGNATURE
 
     def feed(self, chunk: bytes, first_line: int) -> None:
-        """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line."""
+        """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line. A request's
+        input a server's request log echoes (``input_spans``) is cut out first: it is evidence of nothing
+        (the request line itself, read in ``raw``, still shows the server serving)."""
+        raw, chunk = chunk, without_inputs(chunk, input_spans())
         sigs, ready, _needles, whole = compiled()
         serving, garbage_row, scanner = extras()
         norm = chunk.translate(SHAPE)
@@ -194,10 +197,10 @@ class Classifier:
                 self.ready_line = first_line + chunk.count(b"\n", 0, at)
                 self.ready_text = _line_at(chunk, at)
         if self.serving_line is None and serving is not None:
-            m = serving.search(chunk)
+            m = serving.search(raw)
             if m:
-                self.serving_line = first_line + chunk.count(b"\n", 0, m.start())
-                self.serving_text = _line_at(chunk, m.start())
+                self.serving_line = first_line + raw.count(b"\n", 0, m.start())
+                self.serving_text = _line_at(raw, m.start())
         startup = startup_regex() if self.startup_line is None else None
         if startup is not None and (not startup[1] or not quiet and any(n in chunk for n in startup[1])):
             m = startup[0].search(chunk)

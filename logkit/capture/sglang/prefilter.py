@@ -42,7 +42,7 @@ from functools import lru_cache
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
 __all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs", "line_starts", "literal_prefix",
-           "needle_groups", "needle_key", "reach"]
+           "needle_groups", "needle_key", "reach", "without_inputs"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
@@ -71,6 +71,34 @@ def line_starts(lines: list[bytes]) -> list[int]:
     ``[starts[k], starts[k + 1] - 1)`` (its newline excluded)."""
     ends = itertools.accumulate(map(len, lines), initial=0)  # the lengths summed, then one newline a line: in C
     return list(map(operator.add, ends, itertools.count()))
+
+
+def without_inputs(chunk: bytes, spans: Iterable[tuple[bytes, re.Pattern[bytes]]]) -> bytes:
+    """``chunk`` with each span of ``spans`` (a literal it starts with, its regex: :func:`.table.input_spans`)
+    cut out; a span never holds a line break, so each line keeps its place. A span's literal is found by a
+    C search (one look at the regex per place it stands); a span without one is searched for."""
+    cuts: list[tuple[int, int]] = []
+    for literal, regex in spans:
+        if not literal:
+            cuts.extend(m.span() for m in regex.finditer(chunk) if m.end() > m.start())
+            continue
+        at = chunk.find(literal)
+        while at >= 0:
+            m = regex.match(chunk, at)
+            if m is not None and m.end() > at:
+                cuts.append((at, m.end()))
+                at = chunk.find(literal, m.end())
+            else:
+                at = chunk.find(literal, at + 1)
+    if not cuts:
+        return chunk
+    pieces, pos = [], 0
+    for a, b in sorted(cuts):
+        if b > pos:
+            pieces.append(chunk[pos:max(a, pos)])
+            pos = b
+    pieces.append(chunk[pos:])
+    return b"".join(pieces)
 
 
 def needle_key(literal: bytes) -> bytes:

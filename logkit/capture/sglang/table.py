@@ -219,6 +219,19 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple
 
 
 @lru_cache(maxsize=1)
+def input_spans() -> tuple[tuple[bytes, re.Pattern[bytes]], ...]:
+    """Each span of a line that echoes a request's input (``input_spans``), as the literal it starts with
+    (empty: none) and its regex."""
+    from .prefilter import literal_prefix
+
+    out = []
+    for p in data("sglang.toml").get("input_spans", []):
+        regex = re.compile(p.encode())
+        out.append((literal_prefix(regex), regex))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
 def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
     """The regex of a server's start-up finished (``startup_patterns``: readiness for a launch that is
     not SGLang's, outcomes.Classifier.ready) and its needles; None when absent."""
