@@ -85,6 +85,9 @@ PARTS = [
     ("dev25", "dev25 development set, training frameworks, bitsandbytes/xFormers, JAX, Ray, ComfyUI and the other "
               "serving engines, failures told in prose (labelled before any run; its misses are read while rules are "
               "written from sources: never blind)", False),
+    ("dev26", "dev26 development set, serving engines (SGLang, vLLM, TGI, TensorRT-LLM, LMDeploy, llama.cpp, Ollama) "
+              "and servers built on them, failures of every class (labelled before any run; its misses are read while "
+              "rules are written from sources: never blind)", False),
     ("dev27", "dev27 development set, other projects only (training frameworks, torch, diffusers UIs, JAX, Ray, "
               "bitsandbytes/flash-attention/xFormers, Triton/Apex builds, ONNX Runtime, llama.cpp, Docker/Kubernetes), "
               "failures told in tracebacks and in prose (labelled before any run; its misses are read while rules are "

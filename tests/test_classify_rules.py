@@ -2357,3 +2357,90 @@ def test_dev27_rows(text: str, status: str, signature: str | None) -> None:
 def test_texts_near_dev27_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev26: vLLM V0's worker loop (multiproc_worker_utils.py): fatal, so a server that came up and then printed it crashed
+    ("(VllmWorkerProcess pid=4121) ERROR 05-01 10:00:00 multiproc_worker_utils.py:240] Exception in worker "
+     "VllmWorkerProcess while processing method determine_num_available_blocks.\n", "other_crash",
+     "vllm-v0-worker-exception"),
+    ("INFO:     Application startup complete.\n(VllmWorkerProcess pid=77) ERROR 05-01 10:00:09 "
+     "[multiproc_worker_utils.py:238] Exception in worker VllmWorkerProcess while processing method "
+     "start_worker_execution_loop.\n", "other_crash", "vllm-v0-worker-exception"),
+    # the NVIDIA driver's Xid 8 (a channel's watchdog timeout, GPU stopped processing), in dmesg and as listed from it
+    ("[ 8812.004411] NVRM: Xid (PCI:0000:3b:00): 8, pid=4242, name=python3, Channel 00000010\n", "hang",
+     "nvrm-xid-8-channel-timeout"),
+    ("09:14:02  Xid 8  python3  channel 0x00000010\n", "hang", "nvrm-xid-8-channel-timeout"),
+    # TurboMind's and FasterTransformer's CUDA check on a failed allocation
+    ("RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/allocator.h:231 \n",
+     "oom", "turbomind-cuda-runtime-oom"),
+    ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  [FT][ERROR] CUDA runtime error: "
+     "out of memory /ft/src/fastertransformer/utils/allocator.h:181\n", "oom", "turbomind-cuda-runtime-oom"),
+    # a serving engine's compiled kernel module Windows cannot load
+    ("ImportError: DLL load failed while importing _turbomind: The specified module could not be found.\n",
+     "missing_kernel", "compiled-extension-dll-load-failed"),
+    ("ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.\n",
+     "missing_kernel", "compiled-extension-dll-load-failed"),
+    # c10's terminate handler (an uncaught C++ exception, then abort)
+    ("Unhandled exception caught in c10/util/AbortHandler.h\n00007FFE12AE1DE4 torch_python.dll!"
+     "THPGenerator_initDefaultGenerator [<unknown file> @ <unknown line number>]\n", "other_crash",
+     "c10-terminate-handler"),
+    # Ollama's runner exited: fatal, even after the server listened; the cause it quotes wins when a row reads it
+    ('time=2025-01-01T00:00:00.000Z level=ERROR source=sched.go:455 msg="error loading llama server" error="llama '
+     'runner process has terminated: exit status 2"\n', "other_crash", "ollama-runner-terminated"),
+    ('time=2025-01-01T00:00:00.000Z level=INFO source=routes.go:1200 msg="Listening on 127.0.0.1:11434 (version '
+     '0.5.7)"\nError: llama runner process no longer running: -1 \n', "other_crash", "ollama-runner-terminated"),
+    ("Error: llama runner process has terminated: CUDA error: out of memory\n", "oom", "torch-cuda-oom"),
+    # argparse's usage line for a subcommand's parser (prog of several words)
+    ("usage: mytool serve api [-h] [--port PORT] [--tp TP]\n                        model_path\n", "arg_error",
+     "generic-arg-error-line"),
+    # out-of-memory errors met, in the abbreviation and the plural; memory named as the cause
+    ("I'm getting random OOM errors when the batch grows past 64\n", "oom", "generic-oom-line"),
+    ("We keep hitting OOM errors on rank 3 after an hour\n", "oom", "generic-oom-line"),
+    ("The root cause is OOM in the prefill step.\n", "oom", "generic-oom-line"),
+    ("The crash was caused by out of memory on rank 3.\n", "oom", "generic-oom-line"),
+    # a run that stopped at a step and went no further
+    ('The server just stopped at "Capture cuda graph begin" without further progress.\n', "hang",
+     "generic-hang-report-line"),
+])
+def test_dev26_rows(text: str, status: str, signature: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev26's rows: vLLM's healthy worker line; another "Exception in worker" sentence
+    ("INFO 05-01 10:00:00 multiproc_worker_utils.py:138] Worker ready; awaiting tasks\n", "incomplete"),
+    ("Exception in worker thread pool shutdown was ignored\n", "incomplete"),
+    # other Xid numbers (8 only as a whole number)
+    ("Xid 13 and Xid 43 are application errors, Xid 79 is a bus fault\n", "incomplete"),
+    ("[ 8812.004411] NVRM: Xid (PCI:0000:3b:00): 80, pid=4242, name=python3\n", "incomplete"),
+    # TurboMind's check for another CUDA error is no OOM
+    ("RuntimeError: [TM][ERROR] CUDA runtime error: invalid argument /lmdeploy/src/turbomind/kernels/gemm.cu:88 \n",
+     "other_crash"),
+    # a DLL load failure of a module that is no engine kernel stays the import row's (torch's own _C included)
+    ("ImportError: DLL load failed while importing _ctypes: The specified module could not be found.\n",
+     "import_error"),
+    ("ImportError: DLL load failed while importing _C: The specified module could not be found.\n", "import_error"),
+    # the handler named in prose; Ollama's runner started
+    ("The terminate handler lives in c10/util/AbortHandler.h\n", "incomplete"),
+    ('time=2025-01-01T00:00:00.000Z level=INFO source=server.go:626 msg="llama runner started in 3.21 seconds"\n',
+     "incomplete"),
+    # no usage line without argparse's [-h]; a usage hint in prose
+    ("usage: lmdeploy serve api_server\n", "incomplete"),
+    ("# usage: run `lmdeploy serve api_server --help` to see the options\n", "incomplete"),
+    # OOM errors not met (negated, hedged), a cause asked about, the OOM killer
+    ("I never get OOM errors with the smaller batch\n", "incomplete"),
+    ("If you hit OOM errors, lower --mem-fraction-static\n", "incomplete"),
+    ("Maybe the root cause is OOM?\n", "incomplete"),
+    ("The pod restarted; the cause was OOM-killer on the node\n", "incomplete"),
+    # a progress bar missing, a stop denied
+    ("The download stopped at 50% and went on without any progress bar\n", "incomplete"),
+    ("It does not stop at the barrier without progress anymore\n", "incomplete"),
+    # a demangled signature's repeated parameter types are no token loop
+    ("#4  fused_kernel(float const*, int, int, long, long, long, long, long, long, unsigned int, float) from "
+     "libk.so\n", "incomplete"),
+])
+def test_texts_near_dev26_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
