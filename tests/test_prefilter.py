@@ -377,3 +377,20 @@ def test_a_prompt_quoting_an_error_or_reading_as_garbage_is_no_evidence() -> Non
     # the request line itself still shows the server serving; the same words outside a request's echo still count
     assert classify_text(_VLLM_REQUEST.format(s=1, i=2, p="hi")).status == "ready"
     assert classify_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n").status == "oom"
+
+
+def test_once_the_server_line_is_found_a_servers_batch_lines_are_read_by_nothing() -> None:
+    """The server needles (``Decode batch``, `` TP0``) make an SGLang server's batch lines worth a look only
+    until its first own line is found; then their kinds are clean and a chunk of them is read by no row."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    batch = b"".join(b"[2026-12-06 10:00:%02d TP%d] Decode batch. #running-req: %d, #token: %d, token usage: 0.%02d, "
+                     b"gen throughput (token/s): %d.00, #queue-req: 0\n" % (i % 60, i % 8, i % 90 + 1, i * 37, i % 100, i % 999)
+                     for i in range(3000))
+    clf = Classifier()
+    clf.feed(batch, 1)
+    assert clf.server_line == 1
+    shapes = batch.translate(SHAPE).split(b"\n")
+    reading = clf._lines_to_read(batch, batch.translate(SHAPE), shapes, 3001)
+    assert reading.clean and not reading.lines
+    assert all(SERVER_LINES not in owners for owners in clf._kinds.needles.values())  # type: ignore[union-attr]

@@ -272,6 +272,8 @@ class Classifier:
                 m = server.search(chunk, lo, hi)
                 if m:
                     self.server_line = first + chunk.count(b"\n", lo, m.start())
+                    if self._kinds is not None:  # found: a server's batch lines are no longer read for it
+                        self._kinds.forget(SERVER_LINES)
                     break
         if self.server_args is None and (not args_literal or not quiet and args_literal in chunk):
             m = args.search(chunk)
