@@ -73,23 +73,30 @@ def line_starts(lines: list[bytes]) -> list[int]:
     return list(map(operator.add, ends, itertools.count()))
 
 
-def without_inputs(chunk: bytes, spans: Iterable[tuple[bytes, re.Pattern[bytes]]]) -> bytes:
-    """``chunk`` with each span of ``spans`` (a literal it starts with, its regex: :func:`.table.input_spans`)
-    cut out; a span never holds a line break, so each line keeps its place. A span's literal is found by a
-    C search (one look at the regex per place it stands); a span without one is searched for."""
+def without_inputs(chunk: bytes, spans: Iterable[tuple[bytes, re.Pattern[bytes], bytes]]) -> bytes:
+    """``chunk`` with each span of ``spans`` (:func:`.table.input_spans`: the literal its start begins with,
+    the regex of its start, the literal it ends before) cut out, from its start to that literal on its line
+    or to the line's end: each line keeps its place. Every search is in C but the start's regex, tried only
+    where its literal stands (a start without one is searched for)."""
     cuts: list[tuple[int, int]] = []
-    for literal, regex in spans:
-        if not literal:
-            cuts.extend(m.span() for m in regex.finditer(chunk) if m.end() > m.start())
-            continue
-        at = chunk.find(literal)
-        while at >= 0:
-            m = regex.match(chunk, at)
-            if m is not None and m.end() > at:
-                cuts.append((at, m.end()))
-                at = chunk.find(literal, m.end())
-            else:
-                at = chunk.find(literal, at + 1)
+    for literal, start, until in spans:
+        if literal:
+            at = chunk.find(literal)
+            found = []
+            while at >= 0:
+                m = start.match(chunk, at)
+                if m is not None:
+                    found.append(m)
+                at = chunk.find(literal, at + 1 if m is None else max(m.end(), at + 1))
+        else:
+            found = list(start.finditer(chunk))
+        for m in found:
+            end = chunk.find(b"\n", m.end())
+            end = len(chunk) if end < 0 else end
+            if until:
+                stop = chunk.find(until, m.end(), end)
+                end = end if stop < 0 else stop
+            cuts.append((m.start(), end))
     if not cuts:
         return chunk
     pieces, pos = [], 0

@@ -219,15 +219,16 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple
 
 
 @lru_cache(maxsize=1)
-def input_spans() -> tuple[tuple[bytes, re.Pattern[bytes]], ...]:
-    """Each span of a line that echoes a request's input (``input_spans``), as the literal it starts with
-    (empty: none) and its regex."""
+def input_spans() -> tuple[tuple[bytes, re.Pattern[bytes], bytes], ...]:
+    """Each span of a line that echoes a request's input (``input_spans``): the literal its start begins
+    with (empty: none), the regex of its start, and the literal it ends before on its line (empty: the
+    line's end)."""
     from .prefilter import literal_prefix
 
     out = []
-    for p in data("sglang.toml").get("input_spans", []):
-        regex = re.compile(p.encode())
-        out.append((literal_prefix(regex), regex))
+    for span in data("sglang.toml").get("input_spans", []):
+        regex = re.compile(span["start"].encode())
+        out.append((literal_prefix(regex), regex, span.get("until", "").encode()))
     return tuple(out)
 
 
