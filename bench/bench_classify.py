@@ -11,7 +11,8 @@ exact-class accuracy (overall, and per engine group: SGLang, the other serving e
 and TensorRT-LLM, and other projects, from each entry's ``engine``), every miss, a confusion table (expected x got) and the number of failed
 launches classified `ready` (must be 0). Then the classification speed on the corpus
 (failure-dense) and on healthy serving lines, against a plain `bytes.count` scan of the same bytes
-(a baseline run in the same process), and on a generated serving log with random numbers. Exit
+(a baseline run in the same process), on a generated SGLang serving log with random numbers and on a generated
+vLLM serving log with request logging on (prompts echoed, a new request id a line). Exit
 status 1 when the blind parts together are under 95% or any failed launch is called ready.
 """
 
@@ -189,6 +190,35 @@ def generated_serving_log(lines: int) -> bytes:
     return b"".join(line(i) for i in range(lines))
 
 
+def generated_vllm_log(lines: int) -> bytes:
+    """A vLLM OpenAI server's healthy log with request logging on (the default before vLLM 0.10): its engine
+    statistics (v1/metrics/loggers.py), uvicorn's access lines and RequestLogger.log_inputs' line for each
+    request, the prompt echoed whole (entrypoints/logger.py), prompts of plain English sentences and
+    request ids of 32 random hex digits: nearly every line a new one."""
+    import random
+
+    rng = random.Random(21)
+    topics = ["the history of the river", "a poem about autumn", "how a transformer attends", "the city council budget",
+              "why the sky is blue", "a short story about a lighthouse keeper", "the rules of chess"]
+
+    def line(i: int) -> bytes:
+        ts = f"12-06 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        if i % 10 == 0:
+            return (f"INFO {ts} [loggers.py:123] Engine 000: Avg prompt throughput: {rng.uniform(1, 5000):.1f} tokens/s, "
+                    f"Avg generation throughput: {rng.uniform(1, 3000):.1f} tokens/s, Running: {rng.randint(1, 256)} reqs, "
+                    f"Waiting: {rng.randint(0, 50)} reqs, GPU KV cache usage: {rng.uniform(0, 100):.1f}%, Prefix cache hit "
+                    f"rate: {rng.uniform(0, 100):.1f}%\n").encode()
+        if i % 2:
+            return (f'INFO:     10.0.{rng.randint(0, 255)}.{rng.randint(0, 255)}:{rng.randint(1024, 65535)} - "POST '
+                    f'/v1/chat/completions HTTP/1.1" 200 OK\n').encode()
+        prompt = f"Please write {rng.randint(2, 9)} paragraphs about {rng.choice(topics)}, in a friendly tone."
+        return (f"INFO {ts} [logger.py:39] Received request chatcmpl-{rng.getrandbits(128):032x}: prompt: '<|im_start|>"
+                f"user\\n{prompt}<|im_end|>\\n<|im_start|>assistant\\n', params: SamplingParams(n=1, temperature=0.7, "
+                f"top_p=0.8, max_tokens={rng.randint(16, 4096)}), prompt_token_ids: None, lora_request: None.\n").encode()
+
+    return b"".join(line(i) for i in range(lines))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", default=str(ROOT / "tests/fixtures/logs"),
@@ -222,6 +252,8 @@ def main() -> int:
                        if serving.search(ln))
     speed("healthy serving lines (the corpus's)", (runtime * ((32 << 20) // max(1, len(runtime)) + 1))[: 32 << 20])
     got = speed("a generated serving log (random numbers)", generated_serving_log(250_000))
+    assert got.status == "ready", (got.status, got.label, got.evidence[:3])
+    got = speed("a generated vLLM serving log (request logging on)", generated_vllm_log(100_000))
     assert got.status == "ready", (got.status, got.label, got.evidence[:3])
     return 0 if b_n and b_right / b_n >= 0.95 and false_ready == 0 else 1
 
