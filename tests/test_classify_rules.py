@@ -2444,3 +2444,85 @@ def test_dev26_rows(text: str, status: str, signature: str) -> None:
 def test_texts_near_dev26_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev29: AutoGPTQ's compiled kernels not importable (qlinear_cuda.py logger.warning): weak, when nothing else explains
+    ("WARNING - CUDA extension not installed.\n", "missing_kernel", "autogptq-cuda-extension-not-installed"),
+    # AutoAWQ's fused modules asserting their kernels imported (awq/modules/fused/norm.py), and its import-time warning
+    ("AssertionError: AWQ kernels could not be loaded. Please install them from "
+     "https://github.com/casper-hansen/AutoAWQ_kernels\n", "missing_kernel", "autoawq-kernels-not-loaded"),
+    ("/env/lib/python3.10/site-packages/awq/modules/linear/gemm.py:14: UserWarning: AutoAWQ could not load GEMM kernels "
+     "extension. Details: No module named 'awq_ext'\n", "missing_kernel", "autoawq-kernels-extension-warning"),
+    # a quantization package's '<name>_ext' kernel module missing (exllamav2/ext.py), above the plain module-not-found
+    ("ModuleNotFoundError: No module named 'exllamav2_ext'\n", "missing_kernel", "quant-kernel-ext-module-missing"),
+    # llama.cpp's argument parser refusing an unknown flag (common/arg.cpp)
+    ("error: invalid argument: --flash-attn-type\n", "arg_error", "llama-cpp-invalid-argument"),
+    # Hydra's job report (hydra/core/utils.py): alone other_crash, under the exception that follows
+    ("Error executing job with overrides: ['trainer.n_gpus_per_node=8']\n", "other_crash", "hydra-job-error"),
+    ("Error executing job with overrides: ['trainer.n_gpus_per_node=8']\nTraceback (most recent call last):\n  File "
+     "\"main_ppo.py\", line 30, in main\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+     "oom", "torch-cuda-oom"),
+    # the body of Ray's memory-monitor kill message (node_manager.cc CreateOomKillMessageDetails)
+    ("Memory on the node (IP: 10.0.0.7, ID: 3fa2b1c4) where the task (task ID: ffff0001, name=train, pid=42, memory "
+     "used=120.5GB) was running was 250.1GB / 256.0GB (0.977), which exceeds the memory usage threshold of 0.95.\n",
+     "killed", "ray-memory-monitor-kill-details"),
+    # a title naming a crash as a noun
+    ("# Server crash when loading a second model\n", "other_crash", "generic-crash-report-line"),
+    # an extension's build reported failed; a '<name>_ext' kernel module named in a title
+    ("it fails to build the CUDA extension on Windows\n", "jit_error", "generic-jit-line"),
+    ("# No module named 'exllama_ext'\n", "missing_kernel", "generic-missing-kernel-line"),
+    # a value reported as NaN
+    ("the eval loss is reported as NaN after the first epoch\n", "nan", "generic-nan-line"),
+    # a wait that ended with nothing, steps that stopped advancing, logs that freeze
+    ("I waited for two hours with no output at all\n", "hang", "generic-hang-report-line"),
+    ("the number of steps no longer advances after epoch 2\n", "hang", "generic-hang-report-line"),
+    ("the logs freeze after epoch 3 and the GPU stays busy\n", "hang", "generic-hang-report-line"),
+    # the out-of-memory error given by the program
+    ("the 13B model gave out of memory error on load\n", "oom", "generic-oom-line"),
+    # FastChat's uvicorn lines relayed through its stderr logger at ERROR; Werkzeug's development server: readiness
+    ("2024-01-01 10:00:00 | ERROR | stderr | INFO:     Started server process [1]\n2024-01-01 10:00:00 | ERROR | "
+     "stderr | INFO:     Waiting for application startup.\n2024-01-01 10:00:00 | ERROR | stderr | INFO:     Application "
+     "startup complete.\n2024-01-01 10:00:00 | ERROR | stderr | INFO:     Uvicorn running on http://localhost:21002 "
+     "(Press CTRL+C to quit)\n", "ready", None),
+    (" * Serving Flask app 'app'\n * Debug mode: off\n * Running on http://127.0.0.1:5000\nPress CTRL+C to quit\n",
+     "ready", None),
+])
+def test_dev29_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev29's rows: a name spelled with a run of one letter is no degenerate output
+    ("Don't install the jllllll's exllama release, build it yourself\n", "incomplete"),
+    # the extensions built or loaded; CUDA's own 'invalid argument' is no refused flag
+    ("Building CUDA extension autogptq_cuda_64: installed\n", "incomplete"),
+    ("AWQ kernels loaded from awq_ext\n", "incomplete"),
+    ("AutoAWQ could not load the model from the hub\n", "incomplete"),
+    ("CUDA error: invalid argument\n", "other_crash"),
+    # Hydra launching jobs; a node's memory merely reported
+    ("[2024-01-01 10:00:00,000][HYDRA] Launching 2 jobs locally\n[2024-01-01 10:00:00,000][HYDRA] \t#0 : lr=0.1\n",
+     "incomplete"),
+    ("Memory on the node is fine: 20GB / 256GB used\n", "incomplete"),
+    # a fix's or a handler's title is no crash
+    ("# Fix crash when loading a second model\n", "incomplete"),
+    ("# Add a crash handler for the worker\n", "incomplete"),
+    # negated reports
+    ("The extension no longer fails to build the CUDA kernels\n", "incomplete"),
+    ("the loss is not reported as NaN anymore\n", "incomplete"),
+    ("it does not give out of memory error anymore\n", "incomplete"),
+    # a wait that ended well, layers frozen on purpose, a bar that no longer shows a value
+    ("I waited for an hour and it finished fine\n", "incomplete"),
+    ("Layers to freeze: 0-11\n", "incomplete"),
+    ("the progress bar no longer shows the loss\n", "incomplete"),
+    # FastChat's relayed start-up lines before uvicorn serves; its relayed exception keeps its class
+    ("2024-01-01 10:00:00 | ERROR | stderr | INFO:     Started server process [1]\n2024-01-01 10:00:00 | ERROR | "
+     "stderr | INFO:     Waiting for application startup.\n", "incomplete"),
+    ("2024-01-01 10:00:00 | ERROR | stderr | RuntimeError: CUDA error: out of memory\n", "oom"),
+    # Flask's app named before its server runs
+    (" * Serving Flask app 'app'\n * Debug mode: on\n", "incomplete"),
+])
+def test_texts_near_dev29_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label

@@ -93,6 +93,14 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
     token = _token_at(text, m.start(), m.end())
     if _B64_TOKEN.match(token.strip("'\"`,;()[]{}")) and len(m.group(0)) < 0.5 * len(token):
         return False
+    if len(unit) == 1 and unit.isalpha() and len(m.group(0)) < 2 * _cfg()["repeat_char_run"]:
+        a, b = m.start(), m.end()  # the word of letters the run is in
+        while a > 0 and text[a - 1].isalpha():
+            a -= 1
+        while b < len(text) and text[b].isalpha():
+            b += 1
+        if any(c.lower() != unit.lower() for c in text[a:b]):
+            return False  # dev29: a name spelled with a run of one letter ("jllllll's" wheels), not a letter looping
     if all(c in "0123456789abcdefABCDEF" for c in unit):
         if hexdump or token.lower().startswith("0x") or "0x" in token.lower():
             return False
