@@ -89,6 +89,10 @@ PARTS = [
               "bitsandbytes/flash-attention/xFormers, Triton/Apex builds, ONNX Runtime, llama.cpp, Docker/Kubernetes), "
               "failures told in tracebacks and in prose (labelled before any run; its misses are read while rules are "
               "written from sources: never blind)", False),
+    ("dev28", "dev28 development set, weighted to SGLang (its issues and PRs, and verl/slime/KTransformers/Mooncake/"
+              "AITER threads) and the other serving engines, cut scheduler tracebacks and failures told in prose "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)",
+     False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
