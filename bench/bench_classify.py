@@ -93,6 +93,10 @@ PARTS = [
               "bitsandbytes/flash-attention/xFormers, Triton/Apex builds, ONNX Runtime, llama.cpp, Docker/Kubernetes), "
               "failures told in tracebacks and in prose (labelled before any run; its misses are read while rules are "
               "written from sources: never blind)", False),
+    ("dev28", "dev28 development set, weighted to SGLang (its issues and PRs, and verl/slime/KTransformers/Mooncake/"
+              "AITER threads) and the other serving engines, cut scheduler tracebacks and failures told in prose "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)",
+     False),
     ("dev29", "dev29 development set, serving-adjacent projects only (Ollama/llama.cpp/LM Studio, text-generation-webui, "
               "exllamav2/AutoGPTQ/AutoAWQ, unsloth/axolotl/LLaMA-Factory/PEFT, FastChat, OpenRLHF/verl recipes, MLC-LLM, "
               "faster-whisper/CTranslate2, InvokeAI/kohya_ss), failures told in prose or half-pasted (labelled before any "

@@ -2526,3 +2526,96 @@ def test_dev29_rows(text: str, status: str, signature: str | None) -> None:
 def test_texts_near_dev29_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # dev28: the ROCm runtime's status strings for a queue killed by a memory violation (ROCR hsa.cpp, CLR rocdevice.cpp)
+    (":0:rocdevice.cpp            :2984: 2787 us: Callback: Queue 0x7f00 aborting with error : "
+     "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. "
+     "code: 0x29\n", "illegal_memory", "rocr-hsa-memory-violation"),
+    ("Device::callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT: Agent attempted to access an "
+     "inaccessible address. code: 0x2b\nAborted (core dumped)\n", "illegal_memory", "rocr-hsa-memory-violation"),
+    # AITER's JIT builder failing a module (aiter/jit/core.py), its arrows no degenerate reply
+    ("[aiter] start build [module_rmsnorm] under /opt/aiter/jit/build/module_rmsnorm\n"
+     "[aiter] failed build jit [module_rmsnorm]↓↓↓↓↓↓↓↓↓↓\n-->[History]: Traceback (most recent call last):\n",
+     "jit_error", "aiter-jit-build-failed"),
+    # SageAttention without its compiled kernel for the GPU (sageattention/core.py), over ComfyUI's prompt line
+    ("AssertionError: SM89 kernel is not available. Make sure you GPUs with compute capability 8.9.\n"
+     "Prompt executed in 3.20 seconds\n", "missing_kernel", "sageattention-kernel-not-available"),
+    # lm-evaluation-harness's table with no exact match under the lenient filter (lm_eval/utils.py make_table)
+    ("|Tasks|Version|     Filter     |n-shot|  Metric   |   |Value|   |Stderr|\n"
+     "|gsm8k|      3|flexible-extract|     5|exact_match|↑  |0.0000|±  |0.0000|\n", "garbage", "lm-eval-zero-exact-match"),
+    # SGLang's request log of a finished request (--log-requests): serving
+    ("[2026-01-01 00:00:00] Finish: obj=GenerateReqInput(rid='a1', text='Hi', sampling_params={}), "
+     "out={'meta_info': {'id': 'a1', 'finish_reason': {'type': 'length', 'length': 8}}}\n", "ready", None),
+    # generic layer: a timeout error met; a stall told in Chinese
+    ("Every few hours we hit a timeout error in the all-reduce and the job stops\n", "hang", "generic-hang-line"),
+    ("# 多机部署时推理服务卡住\n", "hang", "generic-hang-report-line"),
+    # no cubin for the GPU's SM; no compiled library for its SM
+    ("The wheel has no sm_75 cubin, so the first launch fails on a T4\n", "arch_mismatch", "generic-arch-line"),
+    ("pip installed fine but I cannot find the .so file for sm86 in the package\n", "missing_kernel",
+     "generic-missing-kernel-line"),
+    # an import reported failing
+    ("After upgrading, users cannot import the runtime package at all\n", "import_error", "generic-import-line"),
+    ("# The worker does not start due to a circular import\n", "import_error", "generic-import-line"),
+    # OOM met, OOM as a verb, OOM named as the cause
+    ("After about 2000 requests the server encounters an OOM and exits\n", "oom", "generic-oom-line"),
+    ("With a 32k context the decode node will OOM within minutes\n", "oom", "generic-oom-line"),
+    ("We traced it: the real cause is a host-side pinned OOM during weight loading\n", "oom", "generic-oom-line"),
+    # an illegal memory access named in a title
+    ("# [Bug] EAGLE draft extend illegal memory access with page size 64\n", "illegal_memory",
+     "generic-illegal-memory-line"),
+    # degenerate tokens produced; replies all wrong
+    ("With the int4 checkpoint the model emits corrupted tokens at every line break\n", "garbage",
+     "generic-garbage-report-line"),
+    ("It serves, but the answers are completely wrong for every prompt\n", "garbage", "generic-garbage-report-line"),
+    # a crash named in a title, foretold, an error caused, a failure at a stage
+    ("# Qwen3 MoE serving crash on H20\n", "other_crash", "generic-crash-report-line"),
+    ("Sending an empty prompt will crash the scheduler\n", "other_crash", "generic-crash-report-line"),
+    ("Passing --enable-foo together with --disable-bar will cause an error\n", "other_crash",
+     "generic-crash-report-line"),
+    ("The decode instance fails during warmup with a transfer error\n", "other_crash", "generic-crash-report-line"),
+])
+def test_dev28_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev28's rows: HSA's success, AITER's successful build, SageAttention's kernel found
+    ("HSA_STATUS_SUCCESS: The function has been executed successfully.\n", "incomplete"),
+    ("[aiter] finish build [module_rmsnorm], cost 12.5s\n", "incomplete"),
+    ("SageAttention: SM89 kernel available, using sageattn_qk_int8_pv_fp8_cuda\n", "incomplete"),
+    # lm_eval scores above zero, and a zero under the strict filter only (a format mismatch)
+    ("|gsm8k|      3|flexible-extract|     5|exact_match|↑  |0.7521|±  |0.0119|\n", "incomplete"),
+    ("|     |       |strict-match    |     5|exact_match|↑  |0.0000|±  |0.0000|\n", "incomplete"),
+    # SGLang's request received (not finished), another object's finish
+    ("[2026-01-01 00:00:00] Receive: obj=GenerateReqInput(rid='a1', text='Hi')\n", "incomplete"),
+    ("Finish: obj=TrainingJob(id=3)\n", "incomplete"),
+    # a timeout configured, a stall denied
+    ("We set a timeout error threshold of 30 s in the config\n", "incomplete"),
+    ("重启之后没有卡住了\n", "incomplete"),
+    # a GPU's SM named with its cubin present; a file found
+    ("The wheel ships the sm_90a cubin for H100\n", "incomplete"),
+    ("pip could find the .so file for sm90 in the package\n", "incomplete"),
+    # vLLM's warning about its compiled ops (it runs on without them) is no import report; an import that works
+    ("Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file')\n",
+     "incomplete"),
+    ("We can import the runtime package now that the path is fixed\n", "incomplete"),
+    # OOM denied, the OOM killer's, OOM not the cause
+    ("The server did not encounter an OOM this time\n", "incomplete"),
+    ("the worker got OOM-killed by the kernel\n", "incomplete"),
+    ("The cause is not an OOM but a bad NIC\n", "incomplete"),
+    # an illegal memory access ruled out
+    ("With the fix there is no illegal memory access anymore\n", "incomplete"),
+    # tokens without degeneracy; answers not wrong
+    ("The model generated 128 tokens in 0.8 s\n", "incomplete"),
+    ("The answers are not completely wrong, just verbose\n", "incomplete"),
+    # a crash denied or hedged; a heading without one; a warm-up that passed
+    ("Sending an empty prompt will not crash the scheduler anymore\n", "incomplete"),
+    ("## Reproduction\n", "incomplete"),
+    ("The decode instance passed warmup in 3 s\n", "incomplete"),
+])
+def test_texts_near_dev28_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
