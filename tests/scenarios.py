@@ -58,7 +58,12 @@ SEQ_CHILD = textwrap.dedent(
         if delay:
             time.sleep(delay)
     open(sys.argv[1] + ".done", "w").close()
-    time.sleep(0.5)
+    if len(sys.argv) > 6 and sys.argv[6] == "hold":  # exit only once told (the test holds the session lock by then)
+        end = time.time() + 30
+        while not os.path.exists(sys.argv[1] + ".go") and time.time() < end:
+            time.sleep(0.01)
+    else:
+        time.sleep(0.5)
     """
 )
 
@@ -159,7 +164,8 @@ def kill_run(sessions: Path, sid: str, point: str, *, rng: random.Random, work: 
     ignore = "0" if point == "before-attempt" else "1"
     n, delay, first = {"before-attempt": (-1, 0.01, 0.0), "after-attempt": (-1, 0.01, 1.0),
                        "stream": (-1, 0.002, 0.0), "outcome": (count, 0.0, 0.0)}[point]
-    child = [sys.executable, "-c", SEQ_CHILD, str(ref), str(n), str(delay), ignore, str(first)]
+    child = [sys.executable, "-c", SEQ_CHILD, str(ref), str(n), str(delay), ignore, str(first),
+             "hold" if point == "outcome" else "go"]
     lock = SessionLock(events_path(sessions, sid)) if point == "before-attempt" else None
     proc = subprocess.Popen([*LOGKIT, "run", "--label", label, "--grace", "1", "--", *child],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_for(sessions))
@@ -188,6 +194,7 @@ def kill_run(sessions: Path, sid: str, point: str, *, rng: random.Random, work: 
             expected = wait_for(lambda: (work / f"{label}.ref.done").exists() and ref.read_bytes(), 20, "the child")
             wait_for(lambda: log.exists() and log.stat().st_size == len(expected), 10, "the whole output in the log")
             lock = SessionLock(events_path(sessions, sid))
+            (work / f"{label}.ref.go").touch()  # the child exits now: logkit's outcome write waits on the lock held
             wait_for(lambda: not alive(attempt["pid"]), 5, "the child to exit")
             time.sleep(0.2)
         killed_at = time.time()
