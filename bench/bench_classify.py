@@ -103,6 +103,10 @@ PARTS = [
               "exllamav2/AutoGPTQ/AutoAWQ, unsloth/axolotl/LLaMA-Factory/PEFT, FastChat, OpenRLHF/verl recipes, MLC-LLM, "
               "faster-whisper/CTranslate2, InvokeAI/kohya_ss), failures told in prose or half-pasted (labelled before any "
               "run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev30", "dev30 development set, SGLang (its issues and PRs, and slime) with the other serving engines (vLLM, "
+              "TensorRT-LLM, LMDeploy, llama.cpp, Ollama) and other projects (LLaMA-Factory/TRL/DeepSpeed, Ray, Triton, "
+              "FlashInfer), failures of every class told in tracebacks and in prose (labelled before any run; its misses "
+              "are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

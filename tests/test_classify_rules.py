@@ -2619,3 +2619,62 @@ def test_dev28_rows(text: str, status: str, signature: str | None) -> None:
 def test_texts_near_dev28_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # PyTorch's CUDA error help naming a kernel fault (c10/cuda/CUDAMiscFunctions.cpp get_cuda_error_help), read when
+    # the message line above it is cut, and its ROCm form
+    ("torch.AcceleratorError: CUDA error: device-side assert tri\n"
+     "Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more "
+     "information.\n", "illegal_memory", "pytorch-cuda-error-help-kernel-fault"),
+    ("RuntimeError: CUDA error: misaligned addr\nSearch for `cudaErrorMisalignedAddress' in "
+     "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.\n",
+     "illegal_memory", "pytorch-cuda-error-help-kernel-fault"),
+    ("RuntimeError: HIP error: an illegal memory access was encountered\nSearch for `hipErrorIllegalAddress' in "
+     "https://rocm.docs.amd.com/projects/HIP/en/latest/index.html for more information.\n",
+     "illegal_memory", "cuda-illegal-memory"),
+    ("Search for `hipErrorIllegalInstruction' in https://rocm.docs.amd.com/projects/HIP/en/latest/index.html for more "
+     "information.\n", "illegal_memory", "pytorch-cuda-error-help-kernel-fault"),
+    # TensorRT's builder short of workspace for a plugin (pluginV2Builder.cpp::makeRunner), over the TRT-LLM logger row
+    ("[11/10/2023-21:47:10] [TRT] [E] 4: Internal error: plugin node LLaMAForCausalLM/layers/0/attention/"
+     "PLUGIN_V2_GPTAttention_0 requires 56405524864 bytes of scratch space, but only 47590277120 is available. Try "
+     "increasing the workspace size with IBuilderConfig::setMemoryPoolLimit().\n", "oom", "tensorrt-scratch-space-short"),
+    ("Internal error: plugin node (Unnamed Layer* 0) [PluginV2Ext]requires 20677888 bytes of scratch space, but only "
+     "20624360 is available. ...\n", "oom", "tensorrt-scratch-space-short"),
+    # generic layer: a hang named at a stage (a title, a report)
+    ("# [Bug]: Hang During CUDA Graph Capture on ROCM in 0.19\n", "hang", "generic-hang-report-line"),
+    ("With TP 8 we see a hang at startup on every second launch\n", "hang", "generic-hang-report-line"),
+    # no kernel image met; a build without the GPU's SM
+    ("On the 5090 it throws no kernel image runtime error at the first prompt\n", "arch_mismatch", "generic-arch-line"),
+    ("The current code does not compile kernels for sm_120, so Blackwell cards fail\n", "arch_mismatch",
+     "generic-arch-line"),
+    # a model repeating itself without end
+    ("# [Bug] glm-5 with sglang llm repeat and repeat\n", "garbage", "generic-garbage-report-line"),
+    ("After 200 tokens the model keeps repeating the same sentence\n", "garbage", "generic-garbage-report-line"),
+])
+def test_dev30_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev30's rows: PyTorch's help naming errors that are no kernel fault (their own rows read the
+    # message), TensorRT's scratch space that fits
+    ("Search for `cudaErrorInvalidValue' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
+     "for more information.\n", "incomplete"),
+    ("[TRT] [I] plugin node GPTAttention_0 requires 1048576 bytes of scratch space\n", "incomplete"),
+    # a hang fixed, denied or avoided at a stage; a verb that is no hang
+    ("## Fix hang during CUDA graph capture on ROCm\n", "incomplete"),
+    ("There is no hang during startup with the new image\n", "incomplete"),
+    ("The flag is there to avoid a hang at shutdown\n", "incomplete"),
+    ("Hang the config file on the wall during training\n", "incomplete"),
+    # a kernel image found; a build that includes the SM
+    ("The wheel ships the kernel image for sm_120 now\n", "incomplete"),
+    ("Version 2.1 does compile kernels for sm_120 and sm_100\n", "incomplete"),
+    # repetition denied; a repetition penalty
+    ("With the new template the model does not keep repeating itself\n", "incomplete"),
+    ("We set repetition_penalty=1.05 so the output repeats less\n", "incomplete"),
+])
+def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
