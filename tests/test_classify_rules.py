@@ -2678,3 +2678,59 @@ def test_dev30_rows(text: str, status: str, signature: str | None) -> None:
 def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # HIP's device-side assert (amd_device_functions.h __assert_fail), the ROCm spelling of CUDA's
+    ("/opt/pytorch/aten/src/ATen/native/hip/ScatterGatherKernel.hip:365: operator(): Device-side assertion "
+     "`idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"' failed.\n", "illegal_memory",
+     "hip-device-side-assertion"),
+    # ONNX Runtime's provider DLL failing to load on Windows (env.cc LoadDynamicLibrary through ProviderLibrary::Get)
+    ("onnxruntime.capi.onnxruntime_pybind11_state.Fail: [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error "
+     "126 \"\" when trying to load \"C:\\venv\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll\"\n",
+     "import_error", "onnxruntime-loadlibrary-failed"),
+    # arcface_torch's progress line with a NaN or infinite loss (utils_callbacks.py CallBackLogging)
+    ("Training: 2024-01-02 10:00:00,000-Speed 3100.12 samples/sec   Loss nan   LearningRate 0.100000   Epoch: 3   "
+     "Global Step: 9000   Fp16 Grad Scale: 0   Required: 30 hours\n", "nan", "arcface-torch-loss-nan"),
+    ("Speed 812 samples/sec   Loss inf   Epoch: 0   Global Step: 100   Required: 5 hours\n", "nan",
+     "arcface-torch-loss-nan"),
+    # CPython's import error retyped with typographic quotes
+    ("运行时报错：ModuleNotFoundError: No module named ‘flash_attn’\n", "import_error",
+     "module-not-found-typographic-quotes"),
+    ("I get No module named “torchvision.transforms.functional_tensor” when starting\n", "import_error",
+     "module-not-found-typographic-quotes"),
+    # old pip's failed setup.py subprocess (pip 10-18 call_subprocess), weak
+    ("Command \"/usr/bin/python3 -u -c \"import setuptools, tokenize;__file__='/tmp/pip-req-build-x1/setup.py'\" install "
+     "--record /tmp/pip-record-y2/install-record.txt\" failed with error code 1 in /tmp/pip-req-build-x1/\n", "jit_error",
+     "pip-legacy-setup-subprocess-failed"),
+    ("pip._internal.exceptions.InstallationError: Command \"/opt/conda/bin/python -u -c 'import setuptools, tok\n",
+     "jit_error", "pip-legacy-setup-subprocess-failed"),
+    # generic layer: getting stuck, stuck on a start-up stage; replies reported unreadable; a title naming a kill
+    ("Since the upgrade to 2.1 the job keeps getting stuck after the first epoch\n", "hang", "generic-hang-report-line"),
+    ("Training stuck on initializing distributed with 2 nodes\n", "hang", "generic-hang-report-line"),
+    ("After quantization the responses became completely incoherent\n", "garbage", "generic-garbage-report-line"),
+    ("The output of the fine-tuned model is almost unreadable\n", "garbage", "generic-garbage-report-line"),
+    ("# Training process killed\n", "killed", "generic-killed-line"),
+])
+def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev32's rows: a host assert, a DLL loaded, a finite loss, straight quotes (module-not-found reads
+    # them), pip's command that succeeded
+    ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "incomplete"),
+    ("LoadLibrary succeeded for onnxruntime_providers_cuda.dll\n", "incomplete"),
+    ("Speed 3100.12 samples/sec   Loss 12.4311   LearningRate 0.100000   Epoch: 3   Global Step: 9000\n", "incomplete"),
+    ("Command \"python setup.py egg_info\" had error code 1 in /tmp/pip-build/pkg/\n", "incomplete"),
+    # stuck denied or avoided; stuck on a frame someone looked at; readable replies; a kill in the body, not a title
+    ("With NCCL_P2P_DISABLE=1 it is not getting stuck anymore\n", "incomplete"),
+    ("The timeout is there to avoid getting stuck\n", "incomplete"),
+    ("py-spy shows the main thread stuck on futex_wait\n", "incomplete"),
+    ("The output is no longer unreadable after the fix\n", "incomplete"),
+    ("# Training process killed message in the docs is unclear\n", "incomplete"),
+])
+def test_texts_near_dev32_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
