@@ -2711,6 +2711,7 @@ def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> 
     ("After quantization the responses became completely incoherent\n", "garbage", "generic-garbage-report-line"),
     ("The output of the fine-tuned model is almost unreadable\n", "garbage", "generic-garbage-report-line"),
     ("# Training process killed\n", "killed", "generic-killed-line"),
+    ("I think your GPU is too old for the prebuilt wheels, build from source\n", "arch_mismatch", "generic-arch-line"),
 ])
 def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
     d = classify_text(text)
@@ -2730,6 +2731,7 @@ def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
     ("py-spy shows the main thread stuck on futex_wait\n", "incomplete"),
     ("The output is no longer unreadable after the fix\n", "incomplete"),
     ("# Training process killed message in the docs is unclear\n", "incomplete"),
+    ("The GPU is not too old, a T4 works with this wheel\n", "incomplete"),
 ])
 def test_texts_near_dev32_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
