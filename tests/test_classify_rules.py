@@ -2710,6 +2710,9 @@ def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> 
     # a title naming memory running out at a launch's stage
     ("# LLama 70B build engine OOM\n", "oom", "generic-oom-line"),
     ("# [Bug] model loading OOM on 2x A100\n", "oom", "generic-oom-line"),
+    # ggml's assertion abort named in a report without its expression, below the printed line's own row
+    ("# Bug: GGML_ASSERT failed at first prompt\n", "other_crash", "ggml-assert-reported"),
+    ("src/llama.cpp:3504: GGML_ASSERT(cell.has_seq_id(seq_id)) failed\n", "other_crash", "ggml-assert"),
     # SGLang serving: a constrained request's jump-forward warning
     ("[00:07:30 TP0] Token fusion between input and output, try to avoid this by removing the space at the end of the "
      "input.\n", "ready", None),
@@ -2732,6 +2735,7 @@ def test_dev31_rows(text: str, status: str, signature: str | None) -> None:
     ("# Fix OOM during engine build\n", "incomplete"),
     ("# Engine build no longer OOM with --max-batch-size 8\n", "incomplete"),
     ("# The loading step is OOM-killer safe now\n", "incomplete"),
+    ("the GGML_ASSERT fails to trigger in debug builds\n", "incomplete"),
 ])
 def test_texts_near_dev31_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
