@@ -2713,9 +2713,6 @@ def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> 
     # ggml's assertion abort named in a report without its expression, below the printed line's own row
     ("# Bug: GGML_ASSERT failed at first prompt\n", "other_crash", "ggml-assert-reported"),
     ("src/llama.cpp:3504: GGML_ASSERT(cell.has_seq_id(seq_id)) failed\n", "other_crash", "ggml-assert"),
-    # SGLang serving: a constrained request's jump-forward warning
-    ("[00:07:30 TP0] Token fusion between input and output, try to avoid this by removing the space at the end of the "
-     "input.\n", "ready", None),
 ])
 def test_dev31_rows(text: str, status: str, signature: str | None) -> None:
     d = classify_text(text)
