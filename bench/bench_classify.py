@@ -107,6 +107,10 @@ PARTS = [
               "TensorRT-LLM, LMDeploy, llama.cpp, Ollama) and other projects (LLaMA-Factory/TRL/DeepSpeed, Ray, Triton, "
               "FlashInfer), failures of every class told in tracebacks and in prose (labelled before any run; its misses "
               "are read while rules are written from sources: never blind)", False),
+    ("dev31", "dev31 development set, serving engines' own log lines only: SGLang (its issues and PRs, and projects "
+              "running it), vLLM (ROCm, Ascend, GPUStack, FastChat), TGI, TensorRT-LLM and its Triton backend, llama.cpp "
+              "forks and Ollama (labelled before any run; its misses are read while rules are written from sources: "
+              "never blind)", False),
     ("dev32", "dev32 development set, other projects only (PyTorch/torchrun/Lightning, transformers/TRL/unsloth, "
               "DeepSpeed, Ray, JAX/XLA, bitsandbytes/flash-attention/Apex/Triton builds, ONNX Runtime, NCCL/RCCL, "
               "Kubernetes/Jupyter containers, ComfyUI), cut tracebacks, failures told in prose and build failures "

@@ -2736,3 +2736,62 @@ def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
 def test_texts_near_dev32_rows_are_not_their_classes(text: str, status: str) -> None:
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    # NVSHMEM's start-up failing to connect its peers (src/host/init/init.cu, src/host/transport/transport.cpp), the
+    # layer above the transports' own errors
+    ("/sgl-workspace/nvshmem/src/host/transport/transport.cpp:400: non-zero status: 7 \nconnect EPS failed \n",
+     "nccl", "nvshmem-init-connect-failed"),
+    ("/sgl-workspace/nvshmem/src/host/init/init.cu:1007: non-zero status: 7 nvshmem setup connections failed \n",
+     "nccl", "nvshmem-init-connect-failed"),
+    ("NVSHMEM API called before NVSHMEM initialization has completed\n", "nccl", "nvshmem-init-connect-failed"),
+    # c10d's store socket waiting past its timeout (torch/csrc/distributed/c10d/socket.cpp), above the scheduler's crash
+    ("[rank1]:[W623 15:37:01.824135523 socket.cpp:485] [c10d] waitForInput: socket SocketImpl(fd=100, "
+     "addr=[node-0]:43590, remote=[node-0]:20000) timed out after 1800000ms\n"
+     "[2025-06-23 15:37:01 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+     '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 2546, in run_scheduler_process\n',
+     "hang", "c10d-store-socket-wait-timeout"),
+    ("[W410 21:36:52.177160212 socket.cpp:485] [c10d] waitForInput: socket timed out after 300000ms\n", "hang",
+     "c10d-store-socket-wait-timeout"),
+    # a Go program's child ended by SIGILL (os/exec_posix.go ProcessState.String), not the GPU's illegal instruction
+    ("Error: llama runner process has terminated: signal: illegal instruction (core dumped)\n", "other_crash",
+     "go-exec-signal-sigill"),
+    ("the logs say `llama runner stopped with error: signal: illegal instruction (core dumped)`\n", "other_crash",
+     "go-exec-signal-sigill"),
+    # Triton's loader not finding a backend's file for a model (core src/backend_model.cc)
+    ("failed to load 'tensorrt_llm' version 2: Invalid argument: unable to find 'tensorrtllm/model.py' for model "
+     "'tensorrt_llm', in /opt/tritonserver/backends/tensorrtllm\n", "missing_kernel", "generic-missing-kernel-line"),
+    ("E0101 model_lifecycle.cc:626] failed to load 'vllm_model' version 1: Invalid argument: unable to find "
+     "'libtriton_vllm.so' for model 'vllm_model', in /opt/tritonserver/backends/vllm\n", "missing_kernel",
+     "generic-missing-kernel-line"),
+    # a title naming memory running out at a launch's stage
+    ("# LLama 70B build engine OOM\n", "oom", "generic-oom-line"),
+    ("# [Bug] model loading OOM on 2x A100\n", "oom", "generic-oom-line"),
+    # ggml's assertion abort named in a report without its expression, below the printed line's own row
+    ("# Bug: GGML_ASSERT failed at first prompt\n", "other_crash", "ggml-assert-reported"),
+    ("src/llama.cpp:3504: GGML_ASSERT(cell.has_seq_id(seq_id)) failed\n", "other_crash", "ggml-assert"),
+])
+def test_dev31_rows(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # near texts of dev31's rows: NVSHMEM connecting, c10d polling without a timeout, Go's other signals and the GPU's
+    # illegal instruction, a model found, OOM fixed or avoided
+    ("NVSHMEM INFO nvshmem setup connections done\n", "incomplete"),
+    ("[W socket.cpp:460] [c10d] waitForInput: poll for socket SocketImpl(fd=5) failed with res=1, err=4.\n",
+     "incomplete"),
+    ("runner stopped: signal: killed\n", "killed"),
+    ("RuntimeError: CUDA error: an illegal instruction was encountered\n", "illegal_memory"),
+    ("I0120 08:28:09.425626 model_lifecycle.cc:838] successfully loaded 'tensorrt_llm' version 1 from "
+     "/models/tensorrt_llm/1/model.py\n", "incomplete"),
+    ("# Fix OOM during engine build\n", "incomplete"),
+    ("# Engine build no longer OOM with --max-batch-size 8\n", "incomplete"),
+    ("# The loading step is OOM-killer safe now\n", "incomplete"),
+    ("the GGML_ASSERT fails to trigger in debug builds\n", "incomplete"),
+])
+def test_texts_near_dev31_rows_are_not_their_classes(text: str, status: str) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
