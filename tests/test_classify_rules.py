@@ -2241,7 +2241,7 @@ def test_texts_near_dev25_rows_are_not_their_classes(text: str, status: str) -> 
     assert d.status == status, d.label
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV27_ROWS = [
     # dev27: Ray's memory monitor killing a worker (raylet node_manager.cc): the driver's OutOfMemoryError, the
     # raylet's summary, the kill message's advice; above the generic out-of-memory report of a title
     ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\nMemory on the node "
@@ -2311,13 +2311,10 @@ def test_texts_near_dev25_rows_are_not_their_classes(text: str, status: str) -> 
      "http://127.0.0.1:8080\nModel server started.\n", "ready", None),
     ("12:00:00-000000 INFO     API user=None code=200 http/1.1 POST /sdapi/v1/txt2img 127.0.0.1 3.1234\n", "ready",
      None),
-])
-def test_dev27_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV27_NEAR = [
     # near texts of dev27's rows: Ray's advice without its OOM-prevention page; a docker command alone
     ("Refer to the documentation on how to address the out of memory issue in your own code.\n", "incomplete"),
     ("docker run --rm --gpus all nvidia/cuda:12.4.0-base-ubuntu22.04 nvidia-smi\n", "incomplete"),
@@ -2353,13 +2350,10 @@ def test_dev27_rows(text: str, status: str, signature: str | None) -> None:
     ("2024-01-01T00:00:00,000 [INFO ] main org.pytorch.serve.ModelServer - Torchserve stopped.\n", "incomplete"),
     ("12:00:00-000000 INFO     API user=None code=500 http/1.1 POST /sdapi/v1/txt2img 127.0.0.1 3.1234\n",
      "incomplete"),
-])
-def test_texts_near_dev27_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV26_ROWS = [
     # dev26: vLLM V0's worker loop (multiproc_worker_utils.py): fatal, so a server that came up and then printed it crashed
     ("(VllmWorkerProcess pid=4121) ERROR 05-01 10:00:00 multiproc_worker_utils.py:240] Exception in worker "
      "VllmWorkerProcess while processing method determine_num_available_blocks.\n", "other_crash",
@@ -2402,13 +2396,10 @@ def test_texts_near_dev27_rows_are_not_their_classes(text: str, status: str) -> 
     # a run that stopped at a step and went no further
     ('The server just stopped at "Capture cuda graph begin" without further progress.\n', "hang",
      "generic-hang-report-line"),
-])
-def test_dev26_rows(text: str, status: str, signature: str) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV26_NEAR = [
     # near texts of dev26's rows: vLLM's healthy worker line; another "Exception in worker" sentence
     ("INFO 05-01 10:00:00 multiproc_worker_utils.py:138] Worker ready; awaiting tasks\n", "incomplete"),
     ("Exception in worker thread pool shutdown was ignored\n", "incomplete"),
@@ -2440,13 +2431,10 @@ def test_dev26_rows(text: str, status: str, signature: str) -> None:
     # a demangled signature's repeated parameter types are no token loop
     ("#4  fused_kernel(float const*, int, int, long, long, long, long, long, long, unsigned int, float) from "
      "libk.so\n", "incomplete"),
-])
-def test_texts_near_dev26_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV29_ROWS = [
     # dev29: AutoGPTQ's compiled kernels not importable (qlinear_cuda.py logger.warning): weak, when nothing else explains
     ("WARNING - CUDA extension not installed.\n", "missing_kernel", "autogptq-cuda-extension-not-installed"),
     # AutoAWQ's fused modules asserting their kernels imported (awq/modules/fused/norm.py), and its import-time warning
@@ -2487,13 +2475,10 @@ def test_texts_near_dev26_rows_are_not_their_classes(text: str, status: str) -> 
      "(Press CTRL+C to quit)\n", "ready", None),
     (" * Serving Flask app 'app'\n * Debug mode: off\n * Running on http://127.0.0.1:5000\nPress CTRL+C to quit\n",
      "ready", None),
-])
-def test_dev29_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV29_NEAR = [
     # near texts of dev29's rows: a name spelled with a run of one letter is no degenerate output
     ("Don't install the jllllll's exllama release, build it yourself\n", "incomplete"),
     # the extensions built or loaded; CUDA's own 'invalid argument' is no refused flag
@@ -2522,13 +2507,10 @@ def test_dev29_rows(text: str, status: str, signature: str | None) -> None:
     ("2024-01-01 10:00:00 | ERROR | stderr | RuntimeError: CUDA error: out of memory\n", "oom"),
     # Flask's app named before its server runs
     (" * Serving Flask app 'app'\n * Debug mode: on\n", "incomplete"),
-])
-def test_texts_near_dev29_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV28_ROWS = [
     # dev28: the ROCm runtime's status strings for a queue killed by a memory violation (ROCR hsa.cpp, CLR rocdevice.cpp)
     (":0:rocdevice.cpp            :2984: 2787 us: Callback: Queue 0x7f00 aborting with error : "
      "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. "
@@ -2575,13 +2557,10 @@ def test_texts_near_dev29_rows_are_not_their_classes(text: str, status: str) -> 
     ("Passing --enable-foo together with --disable-bar will cause an error\n", "other_crash",
      "generic-crash-report-line"),
     ("The decode instance fails during warmup with a transfer error\n", "other_crash", "generic-crash-report-line"),
-])
-def test_dev28_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV28_NEAR = [
     # near texts of dev28's rows: HSA's success, AITER's successful build, SageAttention's kernel found
     ("HSA_STATUS_SUCCESS: The function has been executed successfully.\n", "incomplete"),
     ("[aiter] finish build [module_rmsnorm], cost 12.5s\n", "incomplete"),
@@ -2615,13 +2594,10 @@ def test_dev28_rows(text: str, status: str, signature: str | None) -> None:
     ("Sending an empty prompt will not crash the scheduler anymore\n", "incomplete"),
     ("## Reproduction\n", "incomplete"),
     ("The decode instance passed warmup in 3 s\n", "incomplete"),
-])
-def test_texts_near_dev28_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV30_ROWS = [
     # PyTorch's CUDA error help naming a kernel fault (c10/cuda/CUDAMiscFunctions.cpp get_cuda_error_help), read when
     # the message line above it is cut, and its ROCm form
     ("torch.AcceleratorError: CUDA error: device-side assert tri\n"
@@ -2651,13 +2627,10 @@ def test_texts_near_dev28_rows_are_not_their_classes(text: str, status: str) -> 
     # a model repeating itself without end
     ("# [Bug] glm-5 with sglang llm repeat and repeat\n", "garbage", "generic-garbage-report-line"),
     ("After 200 tokens the model keeps repeating the same sentence\n", "garbage", "generic-garbage-report-line"),
-])
-def test_dev30_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV30_NEAR = [
     # near texts of dev30's rows: PyTorch's help naming errors that are no kernel fault (their own rows read the
     # message), TensorRT's scratch space that fits
     ("Search for `cudaErrorInvalidValue' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html "
@@ -2674,13 +2647,10 @@ def test_dev30_rows(text: str, status: str, signature: str | None) -> None:
     # repetition denied; a repetition penalty
     ("With the new template the model does not keep repeating itself\n", "incomplete"),
     ("We set repetition_penalty=1.05 so the output repeats less\n", "incomplete"),
-])
-def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV32_ROWS = [
     # HIP's device-side assert (amd_device_functions.h __assert_fail), the ROCm spelling of CUDA's
     ("/opt/pytorch/aten/src/ATen/native/hip/ScatterGatherKernel.hip:365: operator(): Device-side assertion "
      "`idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"' failed.\n", "illegal_memory",
@@ -2712,13 +2682,10 @@ def test_texts_near_dev30_rows_are_not_their_classes(text: str, status: str) -> 
     ("The output of the fine-tuned model is almost unreadable\n", "garbage", "generic-garbage-report-line"),
     ("# Training process killed\n", "killed", "generic-killed-line"),
     ("I think your GPU is too old for the prebuilt wheels, build from source\n", "arch_mismatch", "generic-arch-line"),
-])
-def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV32_NEAR = [
     # near texts of dev32's rows: a host assert, a DLL loaded, a finite loss, straight quotes (module-not-found reads
     # them), pip's command that succeeded
     ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "incomplete"),
@@ -2732,13 +2699,10 @@ def test_dev32_rows(text: str, status: str, signature: str | None) -> None:
     ("The output is no longer unreadable after the fix\n", "incomplete"),
     ("# Training process killed message in the docs is unclear\n", "incomplete"),
     ("The GPU is not too old, a T4 works with this wheel\n", "incomplete"),
-])
-def test_texts_near_dev32_rows_are_not_their_classes(text: str, status: str) -> None:
-    d = classify_text(text)
-    assert d.status == status, d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status", "signature"), [
+_DEV31_ROWS = [
     # NVSHMEM's start-up failing to connect its peers (src/host/init/init.cu, src/host/transport/transport.cpp), the
     # layer above the transports' own errors
     ("/sgl-workspace/nvshmem/src/host/transport/transport.cpp:400: non-zero status: 7 \nconnect EPS failed \n",
@@ -2771,13 +2735,10 @@ def test_texts_near_dev32_rows_are_not_their_classes(text: str, status: str) -> 
     # ggml's assertion abort named in a report without its expression, below the printed line's own row
     ("# Bug: GGML_ASSERT failed at first prompt\n", "other_crash", "ggml-assert-reported"),
     ("src/llama.cpp:3504: GGML_ASSERT(cell.has_seq_id(seq_id)) failed\n", "other_crash", "ggml-assert"),
-])
-def test_dev31_rows(text: str, status: str, signature: str | None) -> None:
-    d = classify_text(text)
-    assert (d.status, d.signature) == (status, signature), d.label
+]
 
 
-@pytest.mark.parametrize(("text", "status"), [
+_DEV31_NEAR = [
     # near texts of dev31's rows: NVSHMEM connecting, c10d polling without a timeout, Go's other signals and the GPU's
     # illegal instruction, a model found, OOM fixed or avoided
     ("NVSHMEM INFO nvshmem setup connections done\n", "incomplete"),
@@ -2791,7 +2752,20 @@ def test_dev31_rows(text: str, status: str, signature: str | None) -> None:
     ("# Engine build no longer OOM with --max-batch-size 8\n", "incomplete"),
     ("# The loading step is OOM-killer safe now\n", "incomplete"),
     ("the GGML_ASSERT fails to trigger in debug builds\n", "incomplete"),
-])
-def test_texts_near_dev31_rows_are_not_their_classes(text: str, status: str) -> None:
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), [
+    *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS])
+def test_development_rows(text: str, status: str, signature: str | None) -> None:
+    """dev26-dev32's rows: each text gets its class from its row (None: the class alone, no row named)."""
+    d = classify_text(text)
+    assert (d.status, d.signature) == (status, signature), d.label
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR])
+def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
+    """Texts near dev26-dev32's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
     assert d.status == status, d.label
