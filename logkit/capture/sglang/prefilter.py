@@ -9,7 +9,10 @@ Contract:
   :func:`needle_key`) are looked for in the shapes: a row reads only the lines whose shape holds
   one of its needles (and, for a needle naming digits, whose bytes there are that needle). The
   ready line's, the server's args line's and the start-up lines' literals are needles of no row
-  (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. The garbage scan
+  (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. An SGLang server's
+  own lines are looked for only on the lines holding one of ``server_needles`` (:data:`SERVER_LINES`),
+  until the first is found (:meth:`LineKinds.forget`). A request's input a server's log echoes is cut
+  out before any of this (:func:`without_inputs`): it is evidence of nothing. The garbage scan
   reads only the lines whose shape holds one of its candidate runs (a run stays a run under the
   mapping) and may be garbage (``judge``: once per kind, when it comes back), and those holding a
   run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
