@@ -355,10 +355,29 @@ def test_without_inputs_cuts_each_echoed_input_and_keeps_every_line() -> None:
 
     text = (b"a\n" + _VLLM_REQUEST.format(s=1, i=7, p="CUDA out of memory").encode()
             + b"[t] Finish: obj=GenerateReqInput(text='q'), out={'text': 'fine'}\n[t] Receive: obj=GenerateReqInput(text='x')\nz")
-    cut = without_inputs(text, input_spans())
+    cut = without_inputs(text, input_spans()[1])
     assert cut.count(b"\n") == text.count(b"\n")
     assert cut.splitlines() == [b"a", b"INFO 12-06 10:00:01 [logger.py:39] ", b"[t] , out={'text': 'fine'}", b"[t] ", b"z"]
-    assert without_inputs(b"no request here\n", input_spans()) == b"no request here\n"
+    plain = b"no request here\n"
+    assert without_inputs(plain, input_spans()[1]) is plain
+    # an input that names another span's start: each span still ends where its own does
+    twice = b"[t] Finish: obj=GenerateReqInput(text='Receive: obj=x'), out={'text': 'ok'}\n"
+    assert without_inputs(twice, input_spans()[1]) == b"[t] , out={'text': 'ok'}\n"
+
+
+def test_an_echoed_input_after_known_clean_chunks_is_still_cut() -> None:
+    """A chunk whose lines are all known clean is not searched for a request's input (a clean line holds
+    none of the inputs' literals: they are needles); a request line in a later chunk still is, and is cut."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    served = b'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' * 200
+    clf = Classifier()
+    clf.feed(served, 1)
+    clf.feed(served, 201)
+    assert clf._kinds is not None and clf._kinds.clean.issuperset(served.translate(SHAPE).split(b"\n"))
+    quoting = _VLLM_REQUEST.format(s=1, i=1, p="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    clf.feed(served + quoting.encode(), 401)
+    assert clf.decide(finished=False).status == "ready"
 
 
 def test_a_prompt_quoting_an_error_or_reading_as_garbage_is_no_evidence() -> None:

@@ -219,17 +219,18 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple
 
 
 @lru_cache(maxsize=1)
-def input_spans() -> tuple[tuple[bytes, re.Pattern[bytes], bytes], ...]:
-    """Each span of a line that echoes a request's input (``input_spans``): the literal its start begins
-    with (empty: none), the regex of its start, and the literal it ends before on its line (empty: the
-    line's end)."""
+def input_spans() -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
+    """The spans of a line that echo a request's input (``input_spans``): the literal each one's start
+    begins with (empty: none), and one regex matching every span, from its start to the literal it ends
+    before on its line (``until``) or to the line's end (None: no span)."""
     from .prefilter import literal_prefix
 
-    out = []
+    literals, spans = [], []
     for span in data("sglang.toml").get("input_spans", []):
-        regex = re.compile(span["start"].encode())
-        out.append((literal_prefix(regex), regex, span.get("until", "").encode()))
-    return tuple(out)
+        start, until = span["start"].encode(), span.get("until", "").encode()
+        literals.append(literal_prefix(re.compile(start)))
+        spans.append(b"(?:%s)%s" % (start, b"(?:(?!%s)[^\n])*" % re.escape(until) if until else b"[^\n]*"))
+    return tuple(literals), re.compile(b"|".join(spans)) if spans else None
 
 
 @lru_cache(maxsize=1)
