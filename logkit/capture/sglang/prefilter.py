@@ -107,9 +107,11 @@ def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
 
     a = np.frombuffer(chunk, np.uint8)
     same = a[1:] == a[:-1]  # same[i]: byte i+1 repeats byte i
-    run = same[:-4] & same[1:-3] & same[2:-2] & same[3:-1] & same[4:]  # run[i]: bytes i..i+5 are one byte
-    run &= (a[:-5] >= 0x31) & (a[:-5] <= 0x39)  # ... and it is a digit 1-9
-    return np.flatnonzero(run).tolist()
+    two = same[:-1] & same[1:]  # bytes i..i+2 are one byte
+    run = two[:-3] & two[2:-1] & same[4:]  # bytes i..i+5 are one byte
+    at = np.flatnonzero(run)
+    first = a[at]
+    return at[(first >= 0x31) & (first <= 0x39)].tolist()  # ... and it is a digit 1-9
 
 
 class LineKinds:
