@@ -253,7 +253,7 @@ def _needle_rows() -> list:
 @pytest.mark.parametrize(("regex", "sig"), _needle_rows())
 def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[bytes], sig) -> None:
     """The prefilter's contract (signatures.toml, sglang.toml's families): every match of a row's regex lies
-    on a line holding one of its needles, as the prefilter compares them (a shape; a needle naming a digit
+    on a line holding one of its needles (and matched by its gate, when it has one), as the prefilter compares them (a shape; a needle naming a digit
     other than 0 as written, case ignored), or within the lines it reads around them (:func:`reach`).
     Checked on texts hypothesis makes from the regex itself, so a form the pattern takes that no needle
     names ('stop responding' beside 'stops responding', 'out-of memory') fails here rather than on a log
@@ -266,6 +266,7 @@ def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[byt
 
     keys = [needle_key(n.encode()) for n in sig.needles]
     around = reach(regex)
+    gate = re.compile(sig.gate.encode()) if sig.gate and not around else None
     seen = []
     if sig.pattern.isascii():
         texts = st.from_regex(sig.pattern, fullmatch=False, alphabet=st.characters(codec="ascii")).map(str.encode)
@@ -290,6 +291,10 @@ def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[byt
         lines = data[lo:hi]
         shape, lower = lines.translate(SHAPE), lines.lower()
         assert any(key in (shape if key == key.translate(SHAPE) else lower) for key in keys), (sig.id, m.group(0)[:200])
+        if gate is not None:  # a row's gate is tried on each line alone: it holds on the match's line
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            end = data.find(b"\n", m.start())
+            assert gate.search(data, start, len(data) if end < 0 else end), (sig.id, "gate", m.group(0)[:200])
 
     check()
     assert seen, f"{sig.id}: hypothesis made no text its regex matches"
