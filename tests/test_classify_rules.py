@@ -2344,8 +2344,8 @@ _DEV27_NEAR = [
     # no garbage: negated, the garbage collector
     ("There is no garbage output when offloading all layers\n", "incomplete"),
     ("I am getting garbage collection logs every second\n", "incomplete"),
-    # a plain package missing in a title is no compiled kernel
-    ("# No module named 'flash_attn'\n", "incomplete"),
+    # a plain package missing in a title is no compiled kernel (an import error: [generic.title])
+    ("# No module named 'flash_attn'\n", "import_error"),
     # TorchServe stopping; SD.Next's API refusing a request
     ("2024-01-01T00:00:00,000 [INFO ] main org.pytorch.serve.ModelServer - Torchserve stopped.\n", "incomplete"),
     ("12:00:00-000000 INFO     API user=None code=500 http/1.1 POST /sdapi/v1/txt2img 127.0.0.1 3.1234\n",
@@ -2769,3 +2769,46 @@ def test_texts_near_development_rows_are_not_their_classes(text: str, status: st
     """Texts near dev26-dev32's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
     assert d.status == status, d.label
+
+
+# --- a report's title: a `# ` heading that claims a failure and names a family's word ([generic.title]) -------
+
+_TITLE_ROWS = [
+    ("# [Bug] NCCL error when running with tp 2\n", "nccl", "generic-nccl-title"),
+    ("# undefined symbol when importing vllm._C\n", "missing_kernel", "generic-missing-kernel-title"),
+    ("# Process killed while loading the model\n", "killed", "generic-killed-title"),
+    ("# Timeout during NCCL init on 2 nodes\n", "hang", "generic-hang-title"),
+    ("# Cuda out of memory while loading the quantized model\nThe model is 70B.\n", "oom", "generic-oom-title"),
+    ("# GPU with CUDA is capability 7 0 is not supported\n", "arch_mismatch", "generic-arch-title"),
+    ("# [Bug]: unrecognized arguments error when serving a model\n", "arg_error", "generic-arg-error-title"),
+    # a failure line in the body says more than the title
+    ("# [Bug] NCCL error on startup\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "oom", None),
+]
+
+_TITLE_NEAR = [
+    # a change's title, a feature request's, a title claiming nothing, a hedge, a heading inside the body's code
+    ("# Fix NCCL timeout on startup\n", "incomplete"),
+    ("# [Bugfix] Fix OOM when loading LoRA adapters\n", "incomplete"),
+    ("# [Feature] support OOM retry in the scheduler\n", "incomplete"),
+    ("# Add NCCL error handling docs\n", "incomplete"),
+    ("# Support for Qwen3 with NCCL 2.21\n", "incomplete"),
+    ("# If the NCCL init fails, retry\n", "incomplete"),
+    ("x = load()\n# avoid OOM error here\ny = 2\n", "incomplete"),
+    ("## NCCL error when running with tp 2\n", "incomplete"),
+    ("# Engine build no longer OOM with --max-batch-size 8\n", "incomplete"),
+    ("# Runs without NCCL errors after the upgrade\n", "incomplete"),
+    ("# Typo in the NCCL error message\n", "incomplete"),
+]
+
+
+@pytest.mark.parametrize(("text", "status", "signature"), _TITLE_ROWS)
+def test_a_title_claiming_a_failure_names_its_family(text: str, status: str, signature: str | None) -> None:
+    d = classify_text(text)
+    assert d.status == status, d.label
+    if signature is not None:
+        assert d.signature == signature, d.label
+
+
+@pytest.mark.parametrize(("text", "status"), _TITLE_NEAR)
+def test_titles_that_claim_no_failure_are_no_evidence(text: str, status: str) -> None:
+    assert classify_text(text).status == status

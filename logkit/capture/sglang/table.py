@@ -152,9 +152,24 @@ def generic_rows() -> tuple[Signature, ...]:
                              source="a failure line's shape and a word of its family",
                              source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
                              generic=True, gate=f"(?m){shapes}"))
+        if words and cfg.get("title"):  # a report's title claiming a failure and naming a word of it
+            out.append(_title_row(fam, words, cfg["title"], hedges))
         if fam.get("lines"):  # its own evidence, on any line (a metric `loss: nan`, a stall notice)
             out.extend(_own_lines_row(fam, cfg, benign, hedges))
     return tuple(out)
+
+
+def _title_row(fam: dict, words: str, title: dict, hedges: str) -> Signature:
+    """A family's words in a report's title (``[generic.title]``): a ``# `` heading that claims a failure,
+    is no change's or feature request's, and holds one of the words with no hedge before it."""
+    claims = "|".join(f"(?:{c})" for c in title["claims"])
+    hedges = "|".join([hedges, *(f"(?:{h})" for h in title.get("hedges", []))])
+    changes = "|".join(f"(?:{n})" for n in title.get("not", [])) or "(?!)"
+    return Signature(id=f"{fam['id']}-title", status=fam["class"], label=fam["label"].replace("a failure line", "the report's title", 1),
+                     pattern=(r"(?im)^# (?!" + changes + r")(?=[^\r\n]{0,300}?(?:" + claims + r"))(?=(?:(?!" + hedges
+                              + r")[^\r\n]){0,300}?(?:" + words + r"))[^\r\n]{1,300}"),
+                     priority=int(title["priority"]), weak=True, source="a report's title claiming a failure, and a word of its family",
+                     source_file="logkit/data/sglang.toml [generic.title]", needles=("# ",), generic=True, gate=r"(?m)^# ")
 
 
 def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Signature, ...]:
