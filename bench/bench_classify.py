@@ -117,6 +117,10 @@ PARTS = [
               "DeepSpeed, Ray, JAX/XLA, bitsandbytes/flash-attention/Apex/Triton builds, ONNX Runtime, NCCL/RCCL, "
               "Kubernetes/Jupyter containers, ComfyUI), cut tracebacks, failures told in prose and build failures "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev33", "dev33 development set, serving engines other than SGLang and servers built on them (vLLM on CUDA/ROCm/"
+              "Ascend/TPU, TGI, TensorRT-LLM/Triton, LMDeploy, llama.cpp/LM Studio, Ollama, Aphrodite, MLC-LLM, Xinference, "
+              "GPUStack, LocalAI, OPEA), their own start-up, serving and failure lines (labelled before any run; its misses "
+              "are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
