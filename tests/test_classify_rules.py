@@ -2926,3 +2926,13 @@ def test_the_c_librarys_heap_checks_are_a_crash(text: str) -> None:
 ])
 def test_texts_near_the_heap_checks_are_no_crash(text: str) -> None:
     assert classify_text(text).status == "incomplete"
+
+
+def test_a_packages_exc_module_exception_is_a_failure_line_and_dynamos_backend_failure_a_compile_error() -> None:
+    """torch._dynamo.exc's exceptions name no Error (a failure line by its `.exc.` module); BackendCompilerFailed is
+    the backend compiler raising (jit_error), unless the inner exception says more; an import of it is no failure."""
+    assert classify_text("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n").status == "jit_error"
+    assert classify_text("torch._dynamo.exc.Unsupported: call_function BuiltinVariable(setattr)\n").status == "other_crash"
+    inner = "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert classify_text(inner).status == "oom"
+    assert classify_text("from torch._dynamo.exc import BackendCompilerFailed\n").status == "incomplete"
