@@ -2936,3 +2936,21 @@ def test_a_packages_exc_module_exception_is_a_failure_line_and_dynamos_backend_f
     inner = "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     assert classify_text(inner).status == "oom"
     assert classify_text("from torch._dynamo.exc import BackendCompilerFailed\n").status == "incomplete"
+
+
+@pytest.mark.parametrize("text", [
+    "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (172.17.0.9, 46229).\n",
+    "[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out after 600000ms while trying to connect to (127.0.0.1, 48315).\n",
+    "[W socket.cpp:663] [c10d] The client socket has timed out after 20min while trying to connect to (localhost, 57117).\n",
+])
+def test_a_rank_that_never_reached_the_store_hangs(text: str) -> None:
+    """c10d's connect timeout (socket.cpp SocketConnectOp::throwTimeoutError) at any level: a hang."""
+    assert classify_text(text).status == "hang"
+
+
+def test_c10ds_own_error_line_without_a_rank_prefix_is_a_failure_line() -> None:
+    """PyTorch's c10 log line at E ('[E728 15:01:59.561275187 file.cpp:N]', the month unpadded) is a failure line;
+    at W it is not."""
+    assert classify_text("[E728 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
+    assert classify_text("[E1207 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
+    assert classify_text("[W728 15:01:59.561275187 foo.cpp:10] Warning: something\n").status == "incomplete"
