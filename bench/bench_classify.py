@@ -115,6 +115,10 @@ PARTS = [
               "DeepSpeed, Ray, JAX/XLA, bitsandbytes/flash-attention/Apex/Triton builds, ONNX Runtime, NCCL/RCCL, "
               "Kubernetes/Jupyter containers, ComfyUI), cut tracebacks, failures told in prose and build failures "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev34", "dev34 development set, SGLang (its issues and PRs, router, sgl-kernel) and projects running it (verl, "
+              "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
+              "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
