@@ -76,6 +76,8 @@ PARTS = [
                   "measure 74/89)", True),
     ("holdout20", "twentieth hold-out (blind: labelled and committed before any run, no row written from it; first "
                   "measure 56/72)", True),
+    ("holdout21", "twenty-first hold-out (blind: labelled and committed before any run, no row written from it; first "
+                  "measure 60/72)", True),
     ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
               "sources: never blind)", False),
     ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "
@@ -115,6 +117,10 @@ PARTS = [
               "DeepSpeed, Ray, JAX/XLA, bitsandbytes/flash-attention/Apex/Triton builds, ONNX Runtime, NCCL/RCCL, "
               "Kubernetes/Jupyter containers, ComfyUI), cut tracebacks, failures told in prose and build failures "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev33", "dev33 development set, serving engines other than SGLang and servers built on them (vLLM on CUDA/ROCm/"
+              "Ascend/TPU, TGI, TensorRT-LLM/Triton, LMDeploy, llama.cpp/LM Studio, Ollama, Aphrodite, MLC-LLM, Xinference, "
+              "GPUStack, LocalAI, OPEA), their own start-up, serving and failure lines (labelled before any run; its misses "
+              "are read while rules are written from sources: never blind)", False),
     ("dev34", "dev34 development set, SGLang (its issues and PRs, router, sgl-kernel) and projects running it (verl, "
               "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
               "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "

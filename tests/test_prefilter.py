@@ -253,7 +253,7 @@ def _needle_rows() -> list:
 @pytest.mark.parametrize(("regex", "sig"), _needle_rows())
 def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[bytes], sig) -> None:
     """The prefilter's contract (signatures.toml, sglang.toml's families): every match of a row's regex lies
-    on a line holding one of its needles, as the prefilter compares them (a shape; a needle naming a digit
+    on a line holding one of its needles (and matched by its gate, when it has one), as the prefilter compares them (a shape; a needle naming a digit
     other than 0 as written, case ignored), or within the lines it reads around them (:func:`reach`).
     Checked on texts hypothesis makes from the regex itself, so a form the pattern takes that no needle
     names ('stop responding' beside 'stops responding', 'out-of memory') fails here rather than on a log
@@ -266,6 +266,7 @@ def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[byt
 
     keys = [needle_key(n.encode()) for n in sig.needles]
     around = reach(regex)
+    gate = re.compile(sig.gate.encode()) if sig.gate and not around else None
     seen = []
     if sig.pattern.isascii():
         texts = st.from_regex(sig.pattern, fullmatch=False, alphabet=st.characters(codec="ascii")).map(str.encode)
@@ -290,6 +291,10 @@ def test_every_text_a_row_matches_holds_one_of_its_needles(regex: re.Pattern[byt
         lines = data[lo:hi]
         shape, lower = lines.translate(SHAPE), lines.lower()
         assert any(key in (shape if key == key.translate(SHAPE) else lower) for key in keys), (sig.id, m.group(0)[:200])
+        if gate is not None:  # a row's gate is tried on each line alone: it holds on the match's line
+            start = data.rfind(b"\n", 0, m.start()) + 1
+            end = data.find(b"\n", m.start())
+            assert gate.search(data, start, len(data) if end < 0 else end), (sig.id, "gate", m.group(0)[:200])
 
     check()
     assert seen, f"{sig.id}: hypothesis made no text its regex matches"
@@ -355,10 +360,29 @@ def test_without_inputs_cuts_each_echoed_input_and_keeps_every_line() -> None:
 
     text = (b"a\n" + _VLLM_REQUEST.format(s=1, i=7, p="CUDA out of memory").encode()
             + b"[t] Finish: obj=GenerateReqInput(text='q'), out={'text': 'fine'}\n[t] Receive: obj=GenerateReqInput(text='x')\nz")
-    cut = without_inputs(text, input_spans())
+    cut = without_inputs(text, input_spans()[1])
     assert cut.count(b"\n") == text.count(b"\n")
     assert cut.splitlines() == [b"a", b"INFO 12-06 10:00:01 [logger.py:39] ", b"[t] , out={'text': 'fine'}", b"[t] ", b"z"]
-    assert without_inputs(b"no request here\n", input_spans()) == b"no request here\n"
+    plain = b"no request here\n"
+    assert without_inputs(plain, input_spans()[1]) is plain
+    # an input that names another span's start: each span still ends where its own does
+    twice = b"[t] Finish: obj=GenerateReqInput(text='Receive: obj=x'), out={'text': 'ok'}\n"
+    assert without_inputs(twice, input_spans()[1]) == b"[t] , out={'text': 'ok'}\n"
+
+
+def test_an_echoed_input_after_known_clean_chunks_is_still_cut() -> None:
+    """A chunk whose lines are all known clean is not searched for a request's input (a clean line holds
+    none of the inputs' literals: they are needles); a request line in a later chunk still is, and is cut."""
+    from logkit.capture.sglang.outcomes import Classifier
+
+    served = b'INFO:     10.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' * 200
+    clf = Classifier()
+    clf.feed(served, 1)
+    clf.feed(served, 201)
+    assert clf._kinds is not None and clf._kinds.clean.issuperset(served.translate(SHAPE).split(b"\n"))
+    quoting = _VLLM_REQUEST.format(s=1, i=1, p="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    clf.feed(served + quoting.encode(), 401)
+    assert clf.decide(finished=False).status == "ready"
 
 
 def test_a_prompt_quoting_an_error_or_reading_as_garbage_is_no_evidence() -> None:

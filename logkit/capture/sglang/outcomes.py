@@ -49,7 +49,7 @@ from ...errorlines import EXCEPTION_LINE as _EXC_LINE
 from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
-from .prefilter import OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key, without_inputs
+from .prefilter import INPUT_LINES, OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key, without_inputs
 from .table import (Signature, compiled, data, engine_startup_regex, extras, input_spans, load_signatures,
                     server_regexes, startup_regex)
 
@@ -119,6 +119,10 @@ def _line_kinds() -> LineKinds:
     for literal in server_regexes()[3]:  # the server's own lines: searched where one of these is
         key = needle_key(literal)
         owners[key] = (*owners.get(key, ()), SERVER_LINES)
+    for literal in input_spans()[0]:  # a request's echoed input: no line holding one is clean
+        if literal:
+            key = needle_key(literal)
+            owners[key] = (*owners.get(key, ()), INPUT_LINES)
     if row is None or scanner is None:
         return LineKinds(owners, None)
     return LineKinds(owners, scanner.first, scanner.may_hold)
@@ -173,6 +177,7 @@ class Classifier:
     tail: list[tuple[int, str]] = field(default_factory=list)
     #: what each line shape needs (:meth:`_lines_to_read`)
     _kinds: LineKinds | None = field(default=None, repr=False, compare=False)  # made at the first chunk
+    _echoes: bool = field(default=False, repr=False, compare=False)  # the last chunk held a request's input
 
     def _add(self, sig: Signature, line: int, text: str) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
@@ -181,13 +186,22 @@ class Classifier:
 
     def feed(self, chunk: bytes, first_line: int) -> None:
         """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line. A request's
-        input a server's request log echoes (``input_spans``) is cut out first: it is evidence of nothing
-        (the request line itself, read in ``raw``, still shows the server serving)."""
-        raw, chunk = chunk, without_inputs(chunk, input_spans())
+        input a server's request log echoes (``input_spans``) is cut out before any row reads it: it is
+        evidence of nothing (the request line itself, read in ``raw``, still shows the server serving)."""
+        raw = chunk
         sigs, ready, _needles, whole = compiled()
         serving, garbage_row, scanner = extras()
+        if self._echoes:  # the chunk before held a request's input: so will most of this log's
+            chunk = without_inputs(raw, input_spans()[1])
+            self._echoes = chunk is not raw
         norm = chunk.translate(SHAPE)
         shapes = norm.split(b"\n")
+        if not self._echoes and self._has_inputs(norm, shapes):
+            chunk = without_inputs(raw, input_spans()[1])
+            if chunk is not raw:
+                self._echoes = True
+                norm = chunk.translate(SHAPE)
+                shapes = norm.split(b"\n")
         # Each row reads the lines whose shape holds one of its needles (a row without needles, or
         # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
         # none of whose lines holds an own line's needle (OWN_LINES) holds neither the ready line, nor the
@@ -275,6 +289,22 @@ class Classifier:
             if self.startup_line is not None and line > self.startup_line:
                 self.engine_after_startup = line
                 return
+
+    def _has_inputs(self, norm: bytes, shapes: list[bytes]) -> bool:
+        """Whether a line of the chunk whose shape is ``norm`` (its lines' ``shapes``) may echo a request's
+        input (``input_spans``): a line not known clean holds the shape of one of their literals (a known
+        clean line holds none: they are needles, :data:`INPUT_LINES`), or a span starts with no literal.
+        A search per literal over every chunk would cost a healthy log half its time."""
+        literals = input_spans()[0]
+        if not literals or not all(literals):
+            return bool(literals)
+        memory = self._kinds
+        if memory is None:
+            memory = self._kinds = _line_kinds()
+        if memory.clean.issuperset(shapes):
+            return False
+        rest = b"\n".join(set(shapes).difference(memory.clean))
+        return any(needle_key(literal).translate(SHAPE) in rest for literal in literals)
 
     def _server_lines(self, chunk: bytes, first_line: int, quiet: bool, reading: Reading | None) -> None:
         """The server's first own line and its args line; ``quiet``: the chunk holds no args line

@@ -12,7 +12,9 @@ Contract:
   (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. An SGLang server's
   own lines are looked for only on the lines holding one of ``server_needles`` (:data:`SERVER_LINES`),
   until the first is found (:meth:`LineKinds.forget`). A request's input a server's log echoes is cut
-  out before any of this (:func:`without_inputs`): it is evidence of nothing. The garbage scan
+  out before any row reads the chunk (:func:`without_inputs`): it is evidence of nothing. A chunk is
+  searched for one only when a line not known clean holds the shape of an input's literal
+  (:data:`INPUT_LINES`), or when the chunk before it held one. The garbage scan
   reads only the lines whose shape holds one of its candidate runs (a run stays a run under the
   mapping) and may be garbage (``judge``: once per kind, when it comes back), and those holding a
   run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
@@ -44,7 +46,7 @@ from functools import lru_cache
 
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs", "line_starts", "literal_prefix",
+__all__ = ["CONTEXT", "INPUT_LINES", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs", "line_starts", "literal_prefix",
            "needle_groups", "needle_key", "reach", "without_inputs"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
@@ -54,6 +56,9 @@ CONTEXT = 2
 OWN_LINES = -1
 #: The group of the needles of an SGLang server's own lines (``server_needles``): the lines searched for one.
 SERVER_LINES = -2
+#: The group of the literals a request's echoed input starts with (``input_spans``): needles of no row, so a
+#: line holding one is never known clean.
+INPUT_LINES = -3
 
 _ALL_BYTES = bytes(range(256))
 
@@ -76,39 +81,11 @@ def line_starts(lines: list[bytes]) -> list[int]:
     return list(map(operator.add, ends, itertools.count()))
 
 
-def without_inputs(chunk: bytes, spans: Iterable[tuple[bytes, re.Pattern[bytes], bytes]]) -> bytes:
-    """``chunk`` with each span of ``spans`` (:func:`.table.input_spans`: the literal its start begins with,
-    the regex of its start, the literal it ends before) cut out, from its start to that literal on its line
-    or to the line's end: each line keeps its place. Every search is in C but the start's regex, tried only
-    where its literal stands (a start without one is searched for)."""
-    cuts: list[tuple[int, int]] = []
-    for literal, start, until in spans:
-        if literal:
-            at = chunk.find(literal)
-            found = []
-            while at >= 0:
-                m = start.match(chunk, at)
-                if m is not None:
-                    found.append(m)
-                at = chunk.find(literal, at + 1 if m is None else max(m.end(), at + 1))
-        else:
-            found = list(start.finditer(chunk))
-        for m in found:
-            end = chunk.find(b"\n", m.end())
-            end = len(chunk) if end < 0 else end
-            if until:
-                stop = chunk.find(until, m.end(), end)
-                end = end if stop < 0 else stop
-            cuts.append((m.start(), end))
-    if not cuts:
-        return chunk
-    pieces, pos = [], 0
-    for a, b in sorted(cuts):
-        if b > pos:
-            pieces.append(chunk[pos:max(a, pos)])
-            pos = b
-    pieces.append(chunk[pos:])
-    return b"".join(pieces)
+def without_inputs(chunk: bytes, spans: re.Pattern[bytes] | None) -> bytes:
+    """``chunk`` with each match of ``spans`` (:func:`.table.input_spans`: a request's echoed input, from its
+    start to the literal it ends before on its line or to the line's end) cut out, in one pass in C: each
+    line keeps its place. Nothing cut: ``chunk`` itself."""
+    return chunk if spans is None else spans.sub(b"", chunk)
 
 
 def needle_key(literal: bytes) -> bytes:
@@ -130,9 +107,11 @@ def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
 
     a = np.frombuffer(chunk, np.uint8)
     same = a[1:] == a[:-1]  # same[i]: byte i+1 repeats byte i
-    run = same[:-4] & same[1:-3] & same[2:-2] & same[3:-1] & same[4:]  # run[i]: bytes i..i+5 are one byte
-    run &= (a[:-5] >= 0x31) & (a[:-5] <= 0x39)  # ... and it is a digit 1-9
-    return np.flatnonzero(run).tolist()
+    two = same[:-1] & same[1:]  # bytes i..i+2 are one byte
+    run = two[:-3] & two[2:-1] & same[4:]  # bytes i..i+5 are one byte
+    at = np.flatnonzero(run)
+    first = a[at]
+    return at[(first >= 0x31) & (first <= 0x39)].tolist()  # ... and it is a digit 1-9
 
 
 class LineKinds:

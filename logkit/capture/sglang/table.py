@@ -152,9 +152,24 @@ def generic_rows() -> tuple[Signature, ...]:
                              source="a failure line's shape and a word of its family",
                              source_file="logkit/data/sglang.toml [generic]", needles=tuple(cfg["needles"]),
                              generic=True, gate=f"(?m){shapes}"))
+        if words and cfg.get("title"):  # a report's title claiming a failure and naming a word of it
+            out.append(_title_row(fam, words, cfg["title"], hedges))
         if fam.get("lines"):  # its own evidence, on any line (a metric `loss: nan`, a stall notice)
             out.extend(_own_lines_row(fam, cfg, benign, hedges))
     return tuple(out)
+
+
+def _title_row(fam: dict, words: str, title: dict, hedges: str) -> Signature:
+    """A family's words in a report's title (``[generic.title]``): a ``# `` heading that claims a failure,
+    is no change's or feature request's, and holds one of the words with no hedge before it."""
+    claims = "|".join(f"(?:{c})" for c in title["claims"])
+    hedges = "|".join([hedges, *(f"(?:{h})" for h in title.get("hedges", []))])
+    changes = "|".join(f"(?:{n})" for n in title.get("not", [])) or "(?!)"
+    return Signature(id=f"{fam['id']}-title", status=fam["class"], label=fam["label"].replace("a failure line", "the report's title", 1),
+                     pattern=(r"(?im)^# (?!" + changes + r")(?=[^\r\n]{0,300}?(?:" + claims + r"))(?=(?:(?!" + hedges
+                              + r")[^\r\n]){0,300}?(?:" + words + r"))[^\r\n]{1,300}"),
+                     priority=int(title["priority"]), weak=True, source="a report's title claiming a failure, and a word of its family",
+                     source_file="logkit/data/sglang.toml [generic.title]", needles=("# ",), generic=True, gate=r"(?m)^# ")
 
 
 def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Signature, ...]:
@@ -164,6 +179,12 @@ def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Sign
     # a hedge tempers its own sentence only: the evidence may follow the end of a sentence that held one ("if I
     # send X, the request hangs. Subsequent requests then all hang")
     sentence = r"(?:[^\r\n]{0,2000}?[.!?][ \t]+(?=(?-i:[A-Z])))?"
+    # the gate: a line where no own line matches at all needs no try of the whole pattern (its sentences, each
+    # tried with every hedge before every own line: a millisecond on a long line of prose); only for own lines
+    # that stay on one line, as the gate tries each line alone
+    from .prefilter import reach
+
+    gate = f"(?im)(?:{own})"
     return (Signature(id=f"{fam['id']}-line", status=fam["class"], label=fam.get("line_label", fam["label"]),
                       pattern=(r"(?im)(?:^|(?<=\r))" + benign + r"(?=" + sentence + r"(?:(?!" + hedges
                                + r")[^\r\n]){0,2000}?(?:" + own + r"))[^\r\n]{1,2000}"),
@@ -171,7 +192,7 @@ def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Sign
                       fatal=bool(fam.get("line_fatal", False)),
                       source="a line of its family's own evidence shapes",
                       source_file="logkit/data/sglang.toml [generic]", needles=tuple(fam["line_needles"]),
-                      generic=True),)
+                      generic=True, gate=gate if reach(re.compile(gate.encode())) == 0 else None),)
 
 
 #: A compiled row: its regex, its signature, its needles as shapes (None: no needles), whether it
@@ -219,17 +240,18 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple
 
 
 @lru_cache(maxsize=1)
-def input_spans() -> tuple[tuple[bytes, re.Pattern[bytes], bytes], ...]:
-    """Each span of a line that echoes a request's input (``input_spans``): the literal its start begins
-    with (empty: none), the regex of its start, and the literal it ends before on its line (empty: the
-    line's end)."""
+def input_spans() -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
+    """The spans of a line that echo a request's input (``input_spans``): the literal each one's start
+    begins with (empty: none), and one regex matching every span, from its start to the literal it ends
+    before on its line (``until``) or to the line's end (None: no span)."""
     from .prefilter import literal_prefix
 
-    out = []
+    literals, spans = [], []
     for span in data("sglang.toml").get("input_spans", []):
-        regex = re.compile(span["start"].encode())
-        out.append((literal_prefix(regex), regex, span.get("until", "").encode()))
-    return tuple(out)
+        start, until = span["start"].encode(), span.get("until", "").encode()
+        literals.append(literal_prefix(re.compile(start)))
+        spans.append(b"(?:%s)%s" % (start, b"(?:(?!%s)[^\n])*" % re.escape(until) if until else b"[^\n]*"))
+    return tuple(literals), re.compile(b"|".join(spans)) if spans else None
 
 
 @lru_cache(maxsize=1)
