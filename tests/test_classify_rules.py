@@ -2791,6 +2791,9 @@ _DEV33_NEAR = [
     ("这是显存不足吗？\n", "incomplete"),
     ("msg=\"amdgpu is supported\" gpu=0 gpu_type=gfx1100\n", "incomplete"),
     ("ERROR 04-14 13:46:59 [multiproc_executor.py:857]     self.pynccl_comm = PyNcclCommunicator(\n", "other_crash"),
+]
+
+
 _DEV34_ROWS = [
     # torch's ncclUniqueId exchange through the c10d store failing (ProcessGroupNCCL.cpp broadcastUniqueNCCLID)
     ("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
@@ -2825,8 +2828,8 @@ _DEV34_ROWS = [
     # NULs; an SM not supported, kernels not working on a generation; a compile or build reported failing
     ("ValueError: --enable-dp-attention requires --tp-size to be a multiple of --dp-size\n", "arg_error",
      "generic-arg-error"),
-    ("# [Bug] Llama 4 Scout out of memory on 8x H100\n", "oom", "generic-oom-line"),
-    ("# OOM errors with long context on A100\n", "oom", "generic-oom-line"),
+    ("# [Bug] Llama 4 Scout out of memory on 8x H100\n", "oom", "generic-oom-title"),
+    ("# OOM errors with long context on A100\n", "oom", "generic-oom-title"),
     ("部署 Qwen3-32B 时爆显存\n", "oom", "generic-oom-zh-line"),
     ("用 sglang 启动后显存不足，服务退出\n", "oom", "generic-oom-zh-line"),
     ("the KV cache keeps growing until it results in an OOM error\n", "oom", "generic-oom-line"),
