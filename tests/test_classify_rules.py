@@ -2981,3 +2981,25 @@ def test_a_title_claiming_a_failure_names_its_family(text: str, status: str, sig
 @pytest.mark.parametrize(("text", "status"), _TITLE_NEAR)
 def test_titles_that_claim_no_failure_are_no_evidence(text: str, status: str) -> None:
     assert classify_text(text).status == status
+
+
+# --- glibc's heap and stack checks aborting the process (malloc_printerr, __fortify_fail) ----------------
+
+@pytest.mark.parametrize("text", [
+    "double free or corruption (!prev)\n", "double free or corruption (out)\nAborted (core dumped)\n",
+    "free(): invalid pointer\n", "munmap_chunk(): invalid pointer\n", "malloc(): corrupted top size\n",
+    "corrupted size vs. prev_size\n", "free(): double free detected in tcache 2\n",
+    "malloc(): unaligned tcache chunk detected\n", "*** stack smashing detected ***: terminated\n",
+    "*** buffer overflow detected ***: /usr/bin/python3 terminated\n",
+])
+def test_the_c_librarys_heap_checks_are_a_crash(text: str) -> None:
+    d = classify_text(text)
+    assert (d.status, d.signature) == ("other_crash", "glibc-heap-corruption-abort"), d.label
+
+
+@pytest.mark.parametrize("text", [
+    "We fixed a double free in the allocator\n", "free(): called with a valid pointer\n", "corrupted data in the cache file\n",
+    "stack smashing protection is enabled (-fstack-protector-strong)\n",
+])
+def test_texts_near_the_heap_checks_are_no_crash(text: str) -> None:
+    assert classify_text(text).status == "incomplete"
