@@ -121,6 +121,10 @@ PARTS = [
               "Ascend/TPU, TGI, TensorRT-LLM/Triton, LMDeploy, llama.cpp/LM Studio, Ollama, Aphrodite, MLC-LLM, Xinference, "
               "GPUStack, LocalAI, OPEA), their own start-up, serving and failure lines (labelled before any run; its misses "
               "are read while rules are written from sources: never blind)", False),
+    ("dev34", "dev34 development set, SGLang (its issues and PRs, router, sgl-kernel) and projects running it (verl, "
+              "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
+              "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

@@ -2794,6 +2794,81 @@ _DEV33_NEAR = [
 ]
 
 
+_DEV34_ROWS = [
+    # torch's ncclUniqueId exchange through the c10d store failing (ProcessGroupNCCL.cpp broadcastUniqueNCCLID)
+    ("torch.distributed.DistBackendError: [3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via "
+     "c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n", "nccl",
+     "torch-nccl-uniqueid-store-failed"),
+    ("[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from "
+     "[0] via c10d key-value store by key '1:1', but store->get('1:1') got error: wait timeout after 600000ms\n",
+     "nccl", "torch-nccl-uniqueid-store-failed"),
+    # DeepEP's host-side timeouts (csrc/deep_ep.cpp)
+    ("RuntimeError: DeepEP error: CPU recv timeout\n", "hang", "deepep-cpu-timeout"),
+    ("[2025-06-01 10:00:00 TP3] Scheduler hit an exception: RuntimeError: DeepEP error: timeout (dispatch CPU)\n",
+     "hang", "deepep-cpu-timeout"),
+    # sgl-kernel's FA3 wrapper (python/sgl_kernel/flash_attn.py)
+    ("ImportError: Can not import FA3 in sgl_kernel. Please check your installation.\n", "missing_kernel",
+     "sgl-kernel-fa3-import-failed"),
+    ("[2025-10-25 10:00:00] Ignore import error when loading sglang.srt.multimodal.processors.qwen_vl: Can not import "
+     "FA3 in sgl_kernel. Please check your installation.\n", "missing_kernel", "sgl-kernel-fa3-import-failed"),
+    # CPython's TypeError for missing arguments, quoted without its type (Python/ceval.c), weak
+    ("the script stops with: load_model() missing 1 required positional argument: 'tp_rank'\n", "other_crash",
+     "python-missing-required-argument"),
+    ("__init__() missing 2 required keyword-only arguments: 'tp_group' and 'rank'\n", "other_crash",
+     "python-missing-required-argument"),
+    # FA3's Hopper kernels refused on a GPU without Hopper's resources (hopper/cuda_check.h CHECK_CUDA)
+    ("CUDA error (/workspace/flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument\n",
+     "arch_mismatch", "fa3-hopper-launch-invalid-argument"),
+    ("CUDA error (/__w/vllm-flash-attn/csrc/hopper/flash_bwd_launch_template.h:301): invalid argument\n",
+     "arch_mismatch", "fa3-hopper-launch-invalid-argument"),
+    # SGLang's LMCache radix cache in MP mode without its config file
+    ("ValueError: MP mode requires --lmcache-config-file (the YAML supplies mp_host / mp_port).\n", "arg_error",
+     "sglang-lmcache-mp-needs-config-file"),
+    # generic layer: an exception saying a flag is required; titles and Chinese naming OOM; OOM as a result; replies of
+    # NULs; an SM not supported, kernels not working on a generation; a compile or build reported failing
+    ("ValueError: --enable-dp-attention requires --tp-size to be a multiple of --dp-size\n", "arg_error",
+     "generic-arg-error"),
+    ("# [Bug] Llama 4 Scout out of memory on 8x H100\n", "oom", "generic-oom-title"),
+    ("# OOM errors with long context on A100\n", "oom", "generic-oom-title"),
+    ("部署 Qwen3-32B 时爆显存\n", "oom", "generic-oom-zh-line"),
+    ("用 sglang 启动后显存不足，服务退出\n", "oom", "generic-oom-zh-line"),
+    ("the KV cache keeps growing until it results in an OOM error\n", "oom", "generic-oom-line"),
+    ("raising the batch size leads to out of memory on the second step\n", "oom", "generic-oom-line"),
+    ("the model just returns a bunch of Unicode NULLs for every prompt\n", "garbage", "generic-garbage-report-line"),
+    ("after the upgrade it outputs only null bytes\n", "garbage", "generic-garbage-report-line"),
+    ("sgl-kernel does not support for sm_120 yet\n", "arch_mismatch", "generic-arch-line"),
+    ("the prebuilt kernels are not working on Blackwell\n", "arch_mismatch", "generic-arch-line"),
+    ("# sgl-kernel fails to compile on CUDA 12.9\n", "jit_error", "generic-jit-line"),
+    ("running make build the compile of flash_ops failed\n", "jit_error", "generic-jit-line"),
+    ("`pip install -e .` will fail on this machine\n", "jit_error", "generic-jit-line"),
+    ("3. triton compiler error with the decode attention kernel\n", "jit_error", "generic-jit-line"),
+]
+
+
+_DEV34_NEAR = [
+    # near texts of dev34's rows: NCCL set up, DeepEP's timeouts as settings, FA3 imported, a call with its arguments,
+    # another CUDA error in FA3, LMCache with its file, a flag mentioned in INFO
+    ("NCCL INFO comm 0x5581 rank 1 nranks 8 cudaDev 1 busId 1b000 - Init COMPLETE\n", "incomplete"),
+    ("DeepEP normal mode: NUM_CPU_TIMEOUT_SECS = 100\n", "incomplete"),
+    ("FA3 imported from sgl_kernel, using the fa3 attention backend\n", "incomplete"),
+    ("load_model() takes the tp_rank argument since 0.5.4\n", "incomplete"),
+    ("Using --lmcache-config-file /etc/lmcache.yaml (MP mode)\n", "incomplete"),
+    ("INFO: speculative decoding requires --speculative-draft-model-path to be set for EAGLE\n", "incomplete"),
+    # titles about OOM handling, a build's OOM (the OOM killer's), OOM avoided; nulls in JSON; an SM supported; kernels
+    # working; a build that succeeded
+    ("# Fix OOM when loading long-context models\n", "incomplete"),
+    ("# Add OOM detection to the scheduler\n", "incomplete"),
+    ("# Out-of-memory when building the wheel from source\n", "incomplete"),
+    ("this setting does not lead to OOM anymore\n", "incomplete"),
+    ("显存占用 40GB，运行正常\n", "incomplete"),
+    ("the API returns nulls for the optional fields\n", "incomplete"),
+    ("sgl-kernel now supports sm_120 and sm_121\n", "incomplete"),
+    ("the kernels are working on Blackwell since 0.3.10\n", "incomplete"),
+    ("The build does not fail to compile anymore\n", "incomplete"),
+    ("make build finished in 42 minutes\n", "incomplete"),
+]
+
+
 _DEV31_ROWS = [
     # NVSHMEM's start-up failing to connect its peers (src/host/init/init.cu, src/host/transport/transport.cpp), the
     # layer above the transports' own errors
@@ -2848,7 +2923,8 @@ _DEV31_NEAR = [
 
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
-    *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS])
+    *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
+    *_DEV34_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -2856,7 +2932,8 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 
 @pytest.mark.parametrize(("text", "status"), [
-    *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR])
+    *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
+    *_DEV34_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)

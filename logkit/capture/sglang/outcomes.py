@@ -50,7 +50,8 @@ from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
 from .prefilter import INPUT_LINES, OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key, without_inputs
-from .table import Signature, compiled, data, extras, input_spans, load_signatures, server_regexes, startup_regex
+from .table import (Signature, compiled, data, engine_startup_regex, extras, input_spans, load_signatures,
+                    server_regexes, startup_regex)
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
@@ -162,6 +163,10 @@ class Classifier:
     #: the log shows no SGLang server line (SGLang warms up after uvicorn starts)
     startup_line: int | None = None
     startup_text: str | None = None
+    #: the first line of an engine's own start-up (``engine_startup_patterns``) after ``startup_line``: the
+    #: ASGI server that started was a wrapper's (MinerU's API starting vLLM for a request), the engine is
+    #: still starting, so the wrapper's start-up is no readiness
+    engine_after_startup: int | None = None
     #: the first line only an SGLang server prints (``server_patterns``, the ready line): the
     #: output is an SGLang launch's, whatever command printed it
     server_line: int | None = None
@@ -221,6 +226,8 @@ class Classifier:
             if m:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.startup_text = _line_at(chunk, m.start())
+        if self.startup_line is not None and self.engine_after_startup is None:
+            self._engine_startup(chunk, first_line)
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line, quiet, reading)
         for regex, sig, needles, by_lines, group in whole if reading is not None and reading.clean else sigs:
@@ -271,6 +278,17 @@ class Classifier:
         if memory is None:
             memory = self._kinds = _line_kinds()
         return memory.read(chunk, norm, shapes, first_line, scan=scan)
+
+    def _engine_startup(self, chunk: bytes, first_line: int) -> None:
+        """An engine's own start-up line after the ASGI server's start-up (``startup_line``), if any."""
+        engine = engine_startup_regex()
+        if engine is None or (engine[1] and not any(n in chunk for n in engine[1])):
+            return
+        for m in engine[0].finditer(chunk):
+            line = first_line + chunk.count(b"\n", 0, m.start())
+            if self.startup_line is not None and line > self.startup_line:
+                self.engine_after_startup = line
+                return
 
     def _has_inputs(self, norm: bytes, shapes: list[bytes]) -> bool:
         """Whether a line of the chunk whose shape is ``norm`` (its lines' ``shapes``) may echo a request's
@@ -329,8 +347,9 @@ class Classifier:
 
     @property
     def _started(self) -> bool:
-        """Another server's start-up finished (uvicorn's lifespan) and no SGLang server line in the log."""
-        return self.startup_line is not None and self.server_line is None
+        """Another server's start-up finished (uvicorn's lifespan), no SGLang server line in the log, and no
+        engine's own start-up line after it (a wrapper's API up while the engine it starts is still starting)."""
+        return self.startup_line is not None and self.server_line is None and self.engine_after_startup is None
 
     def best(self, *, include_weak: bool) -> _Hit | None:
         """The deciding hit: highest priority, then earliest line."""

@@ -265,6 +265,16 @@ def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
 
 
 @lru_cache(maxsize=1)
+def engine_startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """The regex of an engine's own start-up lines (``engine_startup_patterns``: an engine still starting
+    after an ASGI server's start-up finished, outcomes.Classifier._started) and its needles; None when absent."""
+    cfg = data("sglang.toml")
+    pats = [p.encode() for p in cfg.get("engine_startup_patterns", [])]
+    needles = tuple(n.encode() for n in cfg.get("engine_startup_needles", []))
+    return (re.compile(b"|".join(b"(?:%s)" % p for p in pats)), needles) if pats else None
+
+
+@lru_cache(maxsize=1)
 def extras() -> tuple[re.Pattern[bytes] | None, Signature | None, Any]:
     """The serving-evidence regex, the degenerate-output row and its scanner (None when absent)."""
     pats = [p.encode() for p in data("sglang.toml").get("serving_patterns", [])]
