@@ -106,13 +106,15 @@ class Classification:
 
 def _line_kinds() -> LineKinds:
     """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs.
-    The ready line, the server's args line and the start-up lines' needles are needles too (of no
-    row): a chunk whose lines are all known clean holds none, and is not searched for them."""
+    The ready line's, the server's args line's, the start-up lines' and an engine's own start-up lines'
+    needles are needles too (of no row): a chunk whose lines are all known clean holds none, and is not
+    searched for them."""
     _rows, ready, needles, _whole = compiled()
     _serving, row, scanner = extras()
     owners = dict(needles)
     startup = startup_regex()
-    for literal in (ready, server_regexes()[2], *(startup[1] if startup else ())):
+    engine = engine_startup_regex()
+    for literal in (ready, server_regexes()[2], *(startup[1] if startup else ()), *(engine[1] if engine else ())):
         if literal:
             key = needle_key(literal)
             owners[key] = (*owners.get(key, ()), OWN_LINES)
@@ -226,7 +228,7 @@ class Classifier:
             if m:
                 self.startup_line = first_line + chunk.count(b"\n", 0, m.start())
                 self.startup_text = _line_at(chunk, m.start())
-        if self.startup_line is not None and self.engine_after_startup is None:
+        if self.startup_line is not None and self.engine_after_startup is None and not quiet:
             self._engine_startup(chunk, first_line)
         if self.server_line is None or self.server_args is None:
             self._server_lines(chunk, first_line, quiet, reading)
