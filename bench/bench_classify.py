@@ -125,6 +125,11 @@ PARTS = [
               "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
               "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev36", "dev36 development set, serving engines and their wrappers (vLLM, SGLang/sgl-router, LMDeploy, llama.cpp/"
+              "ik_llama.cpp/llama-cpp-python, Ollama, MLC-LLM, Aphrodite, mistral.rs, LocalAI, KoboldCpp, FastChat, "
+              "Triton, Xinference, GPUStack, Tabby): ready and garbage reports, kills, compile failures, illegal memory "
+              "accesses, start-up lines that stop (labelled before any run; its misses are read while rules are written "
+              "from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
