@@ -2869,6 +2869,52 @@ _DEV34_NEAR = [
 ]
 
 
+_DEV36_ROWS = [
+    # Vulkan's out-of-device-memory result (TVM's VULKAN_CHECK_ERROR, Vulkan-Hpp's OutOfDeviceMemoryError)
+    ("Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-2: VK_ERROR_OUT_OF_DEVICE_MEMORY\n", "oom",
+     "vulkan-out-of-device-memory"),
+    ("terminate called after throwing an instance of 'vk::OutOfDeviceMemoryError'\n"
+     "  what():  vk::Device::allocateMemory: ErrorOutOfDeviceMemory\n", "oom", "vulkan-out-of-device-memory"),
+    # Triton <= 20.x's gRPC endpoint started (grpc_server.cc GRPCServer::Start): the server is up
+    ("I1204 08:17:45.082233 1 grpc_server.cc:1939] Started GRPCService at 0.0.0.0:8001\n"
+     "I1204 08:17:45.082251 1 http_server.cc:1411] Starting HTTPService at 0.0.0.0:8000\n", "ready", None),
+    # degenerate replies reported: garbled characters, a reply repeating the prompt, in Chinese garbled or repeated output
+    ("When conducting conversations after startup, garbled characters are used in both Chinese and English\n", "garbage",
+     "generic-garbage-report-line"),
+    ("The answer repeated instruction when I user turbomind chat with Llama2\n", "garbage", "generic-garbage-report-line"),
+    ("# LMDeploy部署启动的模型，输出效果乱码\n", "garbage", "generic-garbage-report-line"),
+    ("调用接口之后回答出现乱码\n", "garbage", "generic-garbage-report-line"),
+    ("1. 重复输出\n", "garbage", "generic-garbage-report-line"),
+    ("不过会出现重复回答的问题，出现频率有点高。\n", "garbage", "generic-garbage-report-line"),
+    # a crash told in prose, also after the server served (the crash-report family reads past readiness)
+    ("Crash llama-server, I am Using @Build No Latest\n", "other_crash", "generic-crash-report-line"),
+    ("main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
+     "slot launch_slot_: id  0 | task 0 | processing task, is_child = 0\n"
+     "then the server randomly crashes after a few requests\n", "other_crash", "generic-crash-report-line"),
+]
+
+
+_DEV36_NEAR = [
+    # near texts of dev36's rows: Vulkan's other results, a device memory figure; Triton's endpoints not started; garbling
+    # denied or asked about, a reply repeated on purpose, Chinese denials; crashes denied, a crash handler; the ready line
+    # quoted in a report (not a server's own line)
+    ("Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-4: VK_ERROR_DEVICE_LOST\n", "other_crash"),
+    ("ggml_vulkan: 0 = NVIDIA GeForce RTX 3060 (NVIDIA) | uma: 0 | fp16: 1 | warp size: 32 | device memory 12288 MB\n",
+     "incomplete"),
+    ("I1204 08:17:45.082251 1 http_server.cc:1411] Starting HTTPService at 0.0.0.0:8000 failed\n", "incomplete"),
+    ("there are no garbled characters in the output anymore\n", "incomplete"),
+    ("the client repeats the prompt in the request log\n", "incomplete"),
+    ("输出没有乱码，结果正常\n", "incomplete"),
+    ("是不是会出现重复输出？\n", "incomplete"),
+    ("关掉之后不会出现重复回答\n", "incomplete"),
+    ("the server does not crash anymore with --no-mmap\n", "incomplete"),
+    ("Crash handler installed for the llama-server process\n", "incomplete"),
+    ("all 8 workers say 'The server is fired up and ready to roll!', but the router never becomes ready\n",
+     "incomplete"),
+    ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),
+]
+
+
 _DEV31_ROWS = [
     # NVSHMEM's start-up failing to connect its peers (src/host/init/init.cu, src/host/transport/transport.cpp), the
     # layer above the transports' own errors
@@ -2924,7 +2970,7 @@ _DEV31_NEAR = [
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS])
+    *_DEV34_ROWS, *_DEV36_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -2933,7 +2979,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR])
+    *_DEV34_NEAR, *_DEV36_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)

@@ -213,7 +213,7 @@ class Classifier:
         reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
         quiet = reading is not None and OWN_LINES not in reading.groups
         if self.ready_line is None and not quiet:
-            at = chunk.find(ready)
+            at = _unquoted(chunk, ready)
             if at >= 0:
                 self.ready_line = first_line + chunk.count(b"\n", 0, at)
                 self.ready_text = _line_at(chunk, at)
@@ -460,6 +460,20 @@ class Classifier:
         if stopped_by_logkit:
             return out("ready", "server ready when recording stopped") if ready else out(ended, "stopped before ready")
         return out(ended, ended_label)
+
+
+#: What opens a quotation just before a line's text: a report quoting the ready line ("all 8 workers say 'The server
+#: is fired up and ready to roll!', but the router ...", dev36 hang-sglang-4160) shows no server that printed it. SGLang
+#: prints the line bare after its logger's prefix (http_server.py _wait_and_warmup: logger.info(...)).
+_QUOTES = (b"'", b'"', b"`", "\u2018".encode(), "\u201c".encode())
+
+
+def _unquoted(chunk: bytes, literal: bytes) -> int:
+    """Where ``literal`` first stands in ``chunk`` not right after an opening quote; -1 when nowhere."""
+    at = chunk.find(literal)
+    while at >= 0 and any(chunk.endswith(q, 0, at) for q in _QUOTES):
+        at = chunk.find(literal, at + 1)
+    return at
 
 
 def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[tuple[bytes, int]]:
