@@ -2890,7 +2890,12 @@ _DEV36_ROWS = [
     ("Crash llama-server, I am Using @Build No Latest\n", "other_crash", "generic-crash-report-line"),
     ("main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
      "slot launch_slot_: id  0 | task 0 | processing task, is_child = 0\n"
-     "then the server randomly crashes after a few requests\n", "other_crash", "generic-crash-report-line"),
+     "then the server randomly crashes after a few requests\n", "other_crash", "generic-crash-report-line"),    # LocalAI's greedy loader failing a backend, its backend's gRPC service never up, every backend failed (initializers.go)
+    ("1:04PM INF [llama-cpp] Fails: grpc service not ready\n", "other_crash", "localai-backend-load-failed"),
+    ('1:03PM ERR failed starting/connecting to the gRPC service error="rpc error: code = Unavailable desc = connection '
+     'error"\n', "other_crash", "localai-backend-load-failed"),
+    ("10:29AM DBG [/build/backend/python/vllm/run.sh] Fails: could not load model: rpc error: code = Unknown desc = "
+     "Exception calling application: CUDA not found\n", "other_crash", "localai-backend-load-failed"),
 ]
 
 
@@ -2911,7 +2916,10 @@ _DEV36_NEAR = [
     ("Crash handler installed for the llama-server process\n", "incomplete"),
     ("all 8 workers say 'The server is fired up and ready to roll!', but the router never becomes ready\n",
      "incomplete"),
-    ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),
+    ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),    # LocalAI: a backend failing, then another loading the model for the request (a served request, not a failure)
+    ("6:36PM INF [llama-cpp] Fails: could not load model: rpc error: code = Canceled desc =\n"
+     "6:36PM INF [llama-ggml] Attempting to load\n6:36PM INF [llama-ggml] Loads OK\n", "ready"),
+    ("Tests passed: 12, Fails: 0\n", "incomplete"),
 ]
 
 
