@@ -2895,7 +2895,12 @@ _DEV36_ROWS = [
     ('1:03PM ERR failed starting/connecting to the gRPC service error="rpc error: code = Unavailable desc = connection '
      'error"\n', "other_crash", "localai-backend-load-failed"),
     ("10:29AM DBG [/build/backend/python/vllm/run.sh] Fails: could not load model: rpc error: code = Unknown desc = "
-     "Exception calling application: CUDA not found\n", "other_crash", "localai-backend-load-failed"),
+     "Exception calling application: CUDA not found\n", "other_crash", "localai-backend-load-failed"),    # sgl-router's startup wait past its timeout (router.rs wait_for_healthy_workers), and its pending notice reported as lasting
+    ('[Router (Rust)] 2025-03-08 02:38:09 - ERROR - Timeout 300s waiting for workers ["http://0.0.0.0:31000"] to become '
+     "healthy. Please set --router-worker-startup-timeout-secs (sglang_router.launch_server) or --worker-startup-timeout-secs "
+     "(sglang_worker.router) to a larger value\n", "hang", "router-worker-startup-timeout"),
+    ("the router keeps printing 'health check is pending with error: connection refused' and gives up after 300 seconds\n",
+     "hang", "generic-hang-report-line"),
 ]
 
 
@@ -2919,7 +2924,10 @@ _DEV36_NEAR = [
     ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),    # LocalAI: a backend failing, then another loading the model for the request (a served request, not a failure)
     ("6:36PM INF [llama-cpp] Fails: could not load model: rpc error: code = Canceled desc =\n"
      "6:36PM INF [llama-ggml] Attempting to load\n6:36PM INF [llama-ggml] Loads OK\n", "ready"),
-    ("Tests passed: 12, Fails: 0\n", "incomplete"),
+    ("Tests passed: 12, Fails: 0\n", "incomplete"),    # sgl-router still waiting (its pending notice alone), a timeout setting printed
+    ("[Router (Rust)] 2025-03-08 02:33:09 - INFO - Worker http://0.0.0.0:31000 health check is pending with error: error "
+     "sending request for url (http://0.0.0.0:31000/health)\n", "incomplete"),
+    ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),
 ]
 
 
