@@ -2900,7 +2900,9 @@ _DEV36_ROWS = [
      "healthy. Please set --router-worker-startup-timeout-secs (sglang_router.launch_server) or --worker-startup-timeout-secs "
      "(sglang_worker.router) to a larger value\n", "hang", "router-worker-startup-timeout"),
     ("the router keeps printing 'health check is pending with error: connection refused' and gives up after 300 seconds\n",
-     "hang", "generic-hang-report-line"),
+     "hang", "generic-hang-report-line"),    # a shared library reported absent or missing (the dynamic loader's refusal told in prose)
+    ("But now llama-server shutting down because of absence of libcudart.so.12.\n", "import_error", "generic-import-line"),
+    ("the official image is missing libcuda.so.1, so the runner exits\n", "import_error", "generic-import-line"),
 ]
 
 
@@ -2927,7 +2929,9 @@ _DEV36_NEAR = [
     ("Tests passed: 12, Fails: 0\n", "incomplete"),    # sgl-router still waiting (its pending notice alone), a timeout setting printed
     ("[Router (Rust)] 2025-03-08 02:33:09 - INFO - Worker http://0.0.0.0:31000 health check is pending with error: error "
      "sending request for url (http://0.0.0.0:31000/health)\n", "incomplete"),
-    ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),
+    ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),    # a library present, its absence denied
+    ("found libcudart.so.12 in /usr/local/cuda/lib64\n", "incomplete"),
+    ("the crash is not because of absence of libcudart.so.12\n", "incomplete"),
 ]
 
 
