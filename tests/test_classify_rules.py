@@ -2902,7 +2902,11 @@ _DEV36_ROWS = [
     ("the router keeps printing 'health check is pending with error: connection refused' and gives up after 300 seconds\n",
      "hang", "generic-hang-report-line"),    # a shared library reported absent or missing (the dynamic loader's refusal told in prose)
     ("But now llama-server shutting down because of absence of libcudart.so.12.\n", "import_error", "generic-import-line"),
-    ("the official image is missing libcuda.so.1, so the runner exits\n", "import_error", "generic-import-line"),
+    ("the official image is missing libcuda.so.1, so the runner exits\n", "import_error", "generic-import-line"),    # gpt4all's C API refusing a model file's format (llmodel_c.cpp llmodel_model_create2)
+    ("9:38PM DBG GRPC(phi-2.Q8_0.gguf-127.0.0.1:46517): stderr load_model: error 'Model format not supported (no matching "
+     "implementation found)'\n", "other_crash", "gpt4all-model-format-not-supported"),
+    ("ValueError: Unable to instantiate model: Model format not supported (no matching implementation found)\n",
+     "other_crash", "gpt4all-model-format-not-supported"),
 ]
 
 
@@ -2931,7 +2935,7 @@ _DEV36_NEAR = [
      "sending request for url (http://0.0.0.0:31000/health)\n", "incomplete"),
     ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),    # a library present, its absence denied
     ("found libcudart.so.12 in /usr/local/cuda/lib64\n", "incomplete"),
-    ("the crash is not because of absence of libcudart.so.12\n", "incomplete"),
+    ("the crash is not because of absence of libcudart.so.12\n", "incomplete"),    ("gpt4all: model format supported: GGUF v3 (found implementation llamamodel-mainline-cuda)\n", "incomplete"),
 ]
 
 
