@@ -2688,7 +2688,7 @@ _DEV32_ROWS = [
 _DEV32_NEAR = [
     # near texts of dev32's rows: a host assert, a DLL loaded, a finite loss, straight quotes (module-not-found reads
     # them), pip's command that succeeded
-    ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "incomplete"),
+    ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "other_crash"),  # a host assert: glibc-assert-abort
     ("LoadLibrary succeeded for onnxruntime_providers_cuda.dll\n", "incomplete"),
     ("Speed 3100.12 samples/sec   Loss 12.4311   LearningRate 0.100000   Epoch: 3   Global Step: 9000\n", "incomplete"),
     ("Command \"python setup.py egg_info\" had error code 1 in /tmp/pip-build/pkg/\n", "incomplete"),
@@ -3031,3 +3031,20 @@ def test_c10ds_own_error_line_without_a_rank_prefix_is_a_failure_line() -> None:
     assert classify_text("[E728 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
     assert classify_text("[E1207 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
     assert classify_text("[W728 15:01:59.561275187 foo.cpp:10] Warning: something\n").status == "incomplete"
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # glibc's assert failing (assert.c __assert_fail_base), then abort(): a crash, after a server came up too
+    ("python: CudaFrontend.cpp:94: static const string& X::Y(Frontend*, const CUdevice*): Assertion `0' failed\n", "other_crash"),
+    ("HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!\nINFO:     Application startup complete.\n"
+     "python3: src/alloc.cc:41: void* Pool::get(size_t): Assertion `n <= cap' failed.\nAborted (core dumped)\n", "other_crash"),
+    # a CUDA kernel's device-side assertion (the expression closed by a backtick) and HIP's stay illegal memory
+    ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [0,0,0] "
+     "Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed.\n", "illegal_memory"),
+    ("/opt/pytorch/aten/src/ATen/native/hip/ScatterGatherKernel.hip:365: operator(): Device-side assertion "
+     "`idx_dim >= 0' failed.\n", "illegal_memory"),
+    # prose about an assert
+    ("The Assertion `x' failed message is confusing\n", "incomplete"),
+])
+def test_a_failed_c_assert_aborts_the_process(text: str, status: str) -> None:
+    assert classify_text(text).status == status
