@@ -2883,6 +2883,8 @@ _DEV35_ROWS = [
     ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime. Please "
      "install all dependencies as mentioned in the GPU requirements page\n", "import_error",
      "onnxruntime-execution-provider-not-created"),
+    ("RuntimeError: CUDA_PATH is set but CUDA wasn't able to be loaded. Please install the correct version of CUDA and "
+     "cuDNN as mentioned in the GPU requirements page\n", "import_error", "onnxruntime-execution-provider-not-created"),
     # bitsandbytes' older set-up raising when no compiled library exists (cuda_setup/main.py run_cuda_setup)
     ("CUDA SETUP: Something unexpected happened. Please compile from source:\ngit clone "
      "https://github.com/TimDettmers/bitsandbytes.git\ncd bitsandbytes\nCUDA_VERSION=117 make cuda11x\npython "
@@ -2914,6 +2916,7 @@ _DEV35_NEAR = [
     # reasons as warnings, layers frozen, a stall setting, an install line, OutOfMemory handled
     ("['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']\n", "incomplete"),
     ("Failed to create the output directory, using /tmp instead\n", "incomplete"),
+    ("CUDA_PATH is set to /usr/local/cuda-12.4\n", "incomplete"),
     ("CUDA SETUP: Loading binary /usr/lib/python3/site-packages/bitsandbytes/libbitsandbytes_cuda117.so...\n",
      "incomplete"),
     ("UserWarning: Flash attention kernel not used because: (Triggered internally at sdp_utils.cpp:545.)\n",
