@@ -127,6 +127,10 @@ PARTS = [
               "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
               "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev35", "dev35 development set, other projects only (PyTorch/torchrun, DeepSpeed, Megatron, LLaMA-Factory, "
+              "bitsandbytes/flash-attention/xFormers/TransformerEngine, NCCL, diffusers/Stable Diffusion tools, "
+              "faster-whisper, ONNX Runtime, TensorRT, nvcc/CMake builds), tracebacks, warnings and failures told in prose "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

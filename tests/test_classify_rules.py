@@ -2869,6 +2869,67 @@ _DEV34_NEAR = [
 ]
 
 
+_DEV35_ROWS = [
+    # ONNX Runtime's Python binding failing to create a GPU provider (onnxruntime_pybind_state.cc
+    # CreateExecutionProviderInstance): the provider's library did not load; weak, the session runs on the CPU
+    ("2023-07-31 14:22:06.483132863 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:640 "
+     "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Please reference "
+     "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements to ensure all "
+     "dependencies are met.\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1055 onnxruntime::python::CreateExecutionProviderInstance] "
+     "Failed to create TensorrtExecutionProvider. Please reference "
+     "https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements to ensure all "
+     "dependencies are met.\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime. Please "
+     "install all dependencies as mentioned in the GPU requirements page\n", "import_error",
+     "onnxruntime-execution-provider-not-created"),
+    ("RuntimeError: CUDA_PATH is set but CUDA wasn't able to be loaded. Please install the correct version of CUDA and "
+     "cuDNN as mentioned in the GPU requirements page\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    # bitsandbytes' older set-up raising when no compiled library exists (cuda_setup/main.py run_cuda_setup)
+    ("CUDA SETUP: Something unexpected happened. Please compile from source:\ngit clone "
+     "https://github.com/TimDettmers/bitsandbytes.git\ncd bitsandbytes\nCUDA_VERSION=117 make cuda11x\npython "
+     "setup.py install\nCUDA SETUP: Setup Failed!\n", "missing_kernel", "bitsandbytes-cuda-setup-exception"),
+    ("Exception importing 8bit adam: CUDA SETUP: Setup Failed!\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-exception"),
+    # ... and its fallback warning with 0.37-0.38's CPU library name ('libsbitsandbytes_cpu.so', evaluate_cuda_setup)
+    ("CUDA SETUP: Required library version not found: libsbitsandbytes_cpu.so. Maybe you need to compile it from "
+     "source?\nCUDA SETUP: Defaulting to libbitsandbytes_cpu.so...\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-failed"),
+    # PyTorch's SDPA dispatch finding no enabled kernel (sdp_utils.cpp select_sdp_backend; attention.cu in 2.5+)
+    ("    out = F.scaled_dot_product_attention(\nRuntimeError: No available kernel.  Aborting execution.\n",
+     "missing_kernel", "torch-sdpa-no-available-kernel"),
+    ("RuntimeError: No viable backend for scaled_dot_product_attention was found.\n", "missing_kernel",
+     "torch-sdpa-no-available-kernel"),
+    # a run reported stalling or frozen at a training stage (the hang report's own lines)
+    ("# Multi-GPU Training frozen after finishing first epoch\n", "hang", "generic-hang-report-line"),
+    ("When I run the pretraining script it stalls at the end of the first epoch.\n", "hang",
+     "generic-hang-report-line"),
+    ("the job stalled after 3 iterations, GPU util at 100%\n", "hang", "generic-hang-report-line"),
+    ("the training process was frozen during evaluation, nothing in the logs\n", "hang", "generic-hang-report-line"),
+    # a title naming memory running out in its CamelCase spelling (TensorRT's 'Error Code 2: OutOfMemory')
+    ("# OutOfMemory during engine generation process\n", "oom", "generic-oom-title"),
+]
+
+
+_DEV35_NEAR = [
+    # near texts of dev35's rows: ONNX Runtime's providers listed or created, bitsandbytes loading its binary, SDPA's
+    # reasons as warnings, layers frozen, a stall setting, an install line, OutOfMemory handled
+    ("['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']\n", "incomplete"),
+    ("Failed to create the output directory, using /tmp instead\n", "incomplete"),
+    ("CUDA_PATH is set to /usr/local/cuda-12.4\n", "incomplete"),
+    ("CUDA SETUP: Loading binary /usr/lib/python3/site-packages/bitsandbytes/libbitsandbytes_cuda117.so...\n",
+     "incomplete"),
+    ("UserWarning: Flash attention kernel not used because: (Triggered internally at sdp_utils.cpp:545.)\n",
+     "incomplete"),
+    ("the backbone is frozen during the first 5 epochs, then unfrozen\n", "incomplete"),
+    ("embedding layers frozen at epoch 0 by design\n", "incomplete"),
+    ("the stall detector checks the ranks at the end of each epoch\n", "incomplete"),
+    ("Successfully installed bitsandbytes-0.41.1 onnxruntime-gpu-1.16.0\n", "incomplete"),
+    ("# Handle OutOfMemory during engine generation gracefully\n", "incomplete"),
+    ("it did not stall at the end of the epoch this time\n", "incomplete"),
+]
+
+
 _DEV31_ROWS = [
     # NVSHMEM's start-up failing to connect its peers (src/host/init/init.cu, src/host/transport/transport.cpp), the
     # layer above the transports' own errors
@@ -2924,7 +2985,7 @@ _DEV31_NEAR = [
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS])
+    *_DEV34_ROWS, *_DEV35_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -2933,7 +2994,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR])
+    *_DEV34_NEAR, *_DEV35_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
