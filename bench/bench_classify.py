@@ -78,6 +78,8 @@ PARTS = [
                   "measure 56/72)", True),
     ("holdout21", "twenty-first hold-out (blind: labelled and committed before any run, no row written from it; first "
                   "measure 60/72)", True),
+    ("holdout22", "twenty-second hold-out (blind: labelled and committed before any run, no row written from it; first "
+                  "measure 44/65 with one failed launch called ready, which was read and moved to the training part)", True),
     ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
               "sources: never blind)", False),
     ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "
@@ -124,6 +126,10 @@ PARTS = [
     ("dev34", "dev34 development set, SGLang (its issues and PRs, router, sgl-kernel) and projects running it (verl, "
               "slime, SpecForge, Mooncake, LMCache, MinerU, olmOCR, DeepEP, model vendors' trackers): Blackwell/GB10/RTX "
               "50xx, ROCm and Ascend NPU logs, failures told in prose, router and build logs "
+              "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev35", "dev35 development set, other projects only (PyTorch/torchrun, DeepSpeed, Megatron, LLaMA-Factory, "
+              "bitsandbytes/flash-attention/xFormers/TransformerEngine, NCCL, diffusers/Stable Diffusion tools, "
+              "faster-whisper, ONNX Runtime, TensorRT, nvcc/CMake builds), tracebacks, warnings and failures told in prose "
               "(labelled before any run; its misses are read while rules are written from sources: never blind)", False),
     ("dev36", "dev36 development set, serving engines and their wrappers (vLLM, SGLang/sgl-router, LMDeploy, llama.cpp/"
               "ik_llama.cpp/llama-cpp-python, Ollama, MLC-LLM, Aphrodite, mistral.rs, LocalAI, KoboldCpp, FastChat, "

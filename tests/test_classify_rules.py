@@ -2688,7 +2688,7 @@ _DEV32_ROWS = [
 _DEV32_NEAR = [
     # near texts of dev32's rows: a host assert, a DLL loaded, a finite loss, straight quotes (module-not-found reads
     # them), pip's command that succeeded
-    ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "incomplete"),
+    ("python3: src/main.c:12: main: Assertion `n > 0' failed.\n", "other_crash"),  # a host assert: glibc-assert-abort
     ("LoadLibrary succeeded for onnxruntime_providers_cuda.dll\n", "incomplete"),
     ("Speed 3100.12 samples/sec   Loss 12.4311   LearningRate 0.100000   Epoch: 3   Global Step: 9000\n", "incomplete"),
     ("Command \"python setup.py egg_info\" had error code 1 in /tmp/pip-build/pkg/\n", "incomplete"),
@@ -2869,6 +2869,64 @@ _DEV34_NEAR = [
 ]
 
 
+_DEV35_ROWS = [
+    # ONNX Runtime's Python binding failing to create a GPU provider (onnxruntime_pybind_state.cc
+    # CreateExecutionProviderInstance): the provider's library did not load; weak, the session runs on the CPU
+    ("2023-07-31 14:22:06.483132863 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:640 "
+     "CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Please reference "
+     "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements to ensure all "
+     "dependencies are met.\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:1055 onnxruntime::python::CreateExecutionProviderInstance] "
+     "Failed to create TensorrtExecutionProvider. Please reference "
+     "https://onnxruntime.ai/docs/execution-providers/TensorRT-ExecutionProvider.html#requirements to ensure all "
+     "dependencies are met.\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    ("Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime. Please "
+     "install all dependencies as mentioned in the GPU requirements page\n", "import_error",
+     "onnxruntime-execution-provider-not-created"),
+    ("RuntimeError: CUDA_PATH is set but CUDA wasn't able to be loaded. Please install the correct version of CUDA and "
+     "cuDNN as mentioned in the GPU requirements page\n", "import_error", "onnxruntime-execution-provider-not-created"),
+    # bitsandbytes' older set-up raising when no compiled library exists (cuda_setup/main.py run_cuda_setup)
+    ("CUDA SETUP: Something unexpected happened. Please compile from source:\ngit clone "
+     "https://github.com/TimDettmers/bitsandbytes.git\ncd bitsandbytes\nCUDA_VERSION=117 make cuda11x\npython "
+     "setup.py install\nCUDA SETUP: Setup Failed!\n", "missing_kernel", "bitsandbytes-cuda-setup-exception"),
+    ("Exception importing 8bit adam: CUDA SETUP: Setup Failed!\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-exception"),
+    # ... and its fallback warning with 0.37-0.38's CPU library name ('libsbitsandbytes_cpu.so', evaluate_cuda_setup)
+    ("CUDA SETUP: Required library version not found: libsbitsandbytes_cpu.so. Maybe you need to compile it from "
+     "source?\nCUDA SETUP: Defaulting to libbitsandbytes_cpu.so...\n", "missing_kernel",
+     "bitsandbytes-cuda-setup-failed"),
+    # PyTorch's SDPA dispatch finding no enabled kernel (sdp_utils.cpp select_sdp_backend; attention.cu in 2.5+)
+    ("    out = F.scaled_dot_product_attention(\nRuntimeError: No available kernel.  Aborting execution.\n",
+     "missing_kernel", "torch-sdpa-no-available-kernel"),
+    ("RuntimeError: No viable backend for scaled_dot_product_attention was found.\n", "missing_kernel",
+     "torch-sdpa-no-available-kernel"),
+    # a run reported stalling or frozen at a training stage (the hang report's own lines)
+    ("# Multi-GPU Training frozen after finishing first epoch\n", "hang", "generic-hang-report-line"),
+    ("When I run the pretraining script it stalls at the end of the first epoch.\n", "hang",
+     "generic-hang-report-line"),
+    ("the job stalled after 3 iterations, GPU util at 100%\n", "hang", "generic-hang-report-line"),
+    ("the training process was frozen during evaluation, nothing in the logs\n", "hang", "generic-hang-report-line"),
+    # a title naming memory running out in its CamelCase spelling (TensorRT's 'Error Code 2: OutOfMemory')
+    ("# OutOfMemory during engine generation process\n", "oom", "generic-oom-title"),
+]
+
+
+_DEV35_NEAR = [
+    # near texts of dev35's rows: ONNX Runtime's providers listed or created, bitsandbytes loading its binary, SDPA's
+    # reasons as warnings, layers frozen, a stall setting, an install line, OutOfMemory handled
+    ("['TensorrtExecutionProvider', 'CUDAExecutionProvider', 'CPUExecutionProvider']\n", "incomplete"),
+    ("Failed to create the output directory, using /tmp instead\n", "incomplete"),
+    ("CUDA_PATH is set to /usr/local/cuda-12.4\n", "incomplete"),
+    ("CUDA SETUP: Loading binary /usr/lib/python3/site-packages/bitsandbytes/libbitsandbytes_cuda117.so...\n",
+     "incomplete"),
+    ("UserWarning: Flash attention kernel not used because: (Triggered internally at sdp_utils.cpp:545.)\n",
+     "incomplete"),
+    ("the backbone is frozen during the first 5 epochs, then unfrozen\n", "incomplete"),
+    ("embedding layers frozen at epoch 0 by design\n", "incomplete"),
+    ("the stall detector checks the ranks at the end of each epoch\n", "incomplete"),
+    ("Successfully installed bitsandbytes-0.41.1 onnxruntime-gpu-1.16.0\n", "incomplete"),
+    ("# Handle OutOfMemory during engine generation gracefully\n", "incomplete"),
+    ("it did not stall at the end of the epoch this time\n", "incomplete"),
 _DEV36_ROWS = [
     # Vulkan's out-of-device-memory result (TVM's VULKAN_CHECK_ERROR, Vulkan-Hpp's OutOfDeviceMemoryError)
     ("Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-2: VK_ERROR_OUT_OF_DEVICE_MEMORY\n", "oom",
@@ -2994,7 +3052,7 @@ _DEV31_NEAR = [
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS, *_DEV36_ROWS])
+    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -3003,7 +3061,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR, *_DEV36_NEAR])
+    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
@@ -3101,3 +3159,20 @@ def test_c10ds_own_error_line_without_a_rank_prefix_is_a_failure_line() -> None:
     assert classify_text("[E728 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
     assert classify_text("[E1207 15:01:59.561275187 foo.cpp:10] something went wrong\n").status == "other_crash"
     assert classify_text("[W728 15:01:59.561275187 foo.cpp:10] Warning: something\n").status == "incomplete"
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    # glibc's assert failing (assert.c __assert_fail_base), then abort(): a crash, after a server came up too
+    ("python: CudaFrontend.cpp:94: static const string& X::Y(Frontend*, const CUdevice*): Assertion `0' failed\n", "other_crash"),
+    ("HINT:    Please open http://0.0.0.0:23333 in a browser for detailed api usage!!!\nINFO:     Application startup complete.\n"
+     "python3: src/alloc.cc:41: void* Pool::get(size_t): Assertion `n <= cap' failed.\nAborted (core dumped)\n", "other_crash"),
+    # a CUDA kernel's device-side assertion (the expression closed by a backtick) and HIP's stay illegal memory
+    ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [0,0,0] "
+     "Assertion `index >= -sizes[i] && index < sizes[i] && \"index out of bounds\"` failed.\n", "illegal_memory"),
+    ("/opt/pytorch/aten/src/ATen/native/hip/ScatterGatherKernel.hip:365: operator(): Device-side assertion "
+     "`idx_dim >= 0' failed.\n", "illegal_memory"),
+    # prose about an assert
+    ("The Assertion `x' failed message is confusing\n", "incomplete"),
+])
+def test_a_failed_c_assert_aborts_the_process(text: str, status: str) -> None:
+    assert classify_text(text).status == status
