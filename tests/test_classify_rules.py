@@ -2927,6 +2927,9 @@ _DEV35_NEAR = [
     ("Successfully installed bitsandbytes-0.41.1 onnxruntime-gpu-1.16.0\n", "incomplete"),
     ("# Handle OutOfMemory during engine generation gracefully\n", "incomplete"),
     ("it did not stall at the end of the epoch this time\n", "incomplete"),
+]
+
+
 _DEV36_ROWS = [
     # Vulkan's out-of-device-memory result (TVM's VULKAN_CHECK_ERROR, Vulkan-Hpp's OutOfDeviceMemoryError)
     ("Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-2: VK_ERROR_OUT_OF_DEVICE_MEMORY\n", "oom",
@@ -2948,19 +2951,23 @@ _DEV36_ROWS = [
     ("Crash llama-server, I am Using @Build No Latest\n", "other_crash", "generic-crash-report-line"),
     ("main: server is listening on http://127.0.0.1:8080 - starting the main loop\n"
      "slot launch_slot_: id  0 | task 0 | processing task, is_child = 0\n"
-     "then the server randomly crashes after a few requests\n", "other_crash", "generic-crash-report-line"),    # LocalAI's greedy loader failing a backend, its backend's gRPC service never up, every backend failed (initializers.go)
+     "then the server randomly crashes after a few requests\n", "other_crash", "generic-crash-report-line"),
+    # LocalAI's greedy loader failing a backend, its backend's gRPC service never up, every backend failed (initializers.go)
     ("1:04PM INF [llama-cpp] Fails: grpc service not ready\n", "other_crash", "localai-backend-load-failed"),
     ('1:03PM ERR failed starting/connecting to the gRPC service error="rpc error: code = Unavailable desc = connection '
      'error"\n', "other_crash", "localai-backend-load-failed"),
     ("10:29AM DBG [/build/backend/python/vllm/run.sh] Fails: could not load model: rpc error: code = Unknown desc = "
-     "Exception calling application: CUDA not found\n", "other_crash", "localai-backend-load-failed"),    # sgl-router's startup wait past its timeout (router.rs wait_for_healthy_workers), and its pending notice reported as lasting
+     "Exception calling application: CUDA not found\n", "other_crash", "localai-backend-load-failed"),
+    # sgl-router's startup wait past its timeout (router.rs wait_for_healthy_workers), and its pending notice reported as lasting
     ('[Router (Rust)] 2025-03-08 02:38:09 - ERROR - Timeout 300s waiting for workers ["http://0.0.0.0:31000"] to become '
      "healthy. Please set --router-worker-startup-timeout-secs (sglang_router.launch_server) or --worker-startup-timeout-secs "
      "(sglang_worker.router) to a larger value\n", "hang", "router-worker-startup-timeout"),
     ("the router keeps printing 'health check is pending with error: connection refused' and gives up after 300 seconds\n",
-     "hang", "generic-hang-report-line"),    # a shared library reported absent or missing (the dynamic loader's refusal told in prose)
+     "hang", "generic-hang-report-line"),
+    # a shared library reported absent or missing (the dynamic loader's refusal told in prose)
     ("But now llama-server shutting down because of absence of libcudart.so.12.\n", "import_error", "generic-import-line"),
-    ("the official image is missing libcuda.so.1, so the runner exits\n", "import_error", "generic-import-line"),    # gpt4all's C API refusing a model file's format (llmodel_c.cpp llmodel_model_create2)
+    ("the official image is missing libcuda.so.1, so the runner exits\n", "import_error", "generic-import-line"),
+    # gpt4all's C API refusing a model file's format (llmodel_c.cpp llmodel_model_create2)
     ("9:38PM DBG GRPC(phi-2.Q8_0.gguf-127.0.0.1:46517): stderr load_model: error 'Model format not supported (no matching "
      "implementation found)'\n", "other_crash", "gpt4all-model-format-not-supported"),
     ("ValueError: Unable to instantiate model: Model format not supported (no matching implementation found)\n",
@@ -2985,15 +2992,19 @@ _DEV36_NEAR = [
     ("Crash handler installed for the llama-server process\n", "incomplete"),
     ("all 8 workers say 'The server is fired up and ready to roll!', but the router never becomes ready\n",
      "incomplete"),
-    ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),    # LocalAI: a backend failing, then another loading the model for the request (a served request, not a failure)
+    ("[2025-03-07 09:25:40] The server is fired up and ready to roll!\n", "ready"),
+    # LocalAI: a backend failing, then another loading the model for the request (a served request, not a failure)
     ("6:36PM INF [llama-cpp] Fails: could not load model: rpc error: code = Canceled desc =\n"
      "6:36PM INF [llama-ggml] Attempting to load\n6:36PM INF [llama-ggml] Loads OK\n", "ready"),
-    ("Tests passed: 12, Fails: 0\n", "incomplete"),    # sgl-router still waiting (its pending notice alone), a timeout setting printed
+    ("Tests passed: 12, Fails: 0\n", "incomplete"),
+    # sgl-router still waiting (its pending notice alone), a timeout setting printed
     ("[Router (Rust)] 2025-03-08 02:33:09 - INFO - Worker http://0.0.0.0:31000 health check is pending with error: error "
      "sending request for url (http://0.0.0.0:31000/health)\n", "incomplete"),
-    ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),    # a library present, its absence denied
+    ("router config: worker_startup_timeout_secs=600, waiting for workers to become healthy\n", "incomplete"),
+    # a library present, its absence denied
     ("found libcudart.so.12 in /usr/local/cuda/lib64\n", "incomplete"),
-    ("the crash is not because of absence of libcudart.so.12\n", "incomplete"),    ("gpt4all: model format supported: GGUF v3 (found implementation llamamodel-mainline-cuda)\n", "incomplete"),
+    ("the crash is not because of absence of libcudart.so.12\n", "incomplete"),
+    ("gpt4all: model format supported: GGUF v3 (found implementation llamamodel-mainline-cuda)\n", "incomplete"),
 ]
 
 
