@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_classify.py [--logs tests/fixtures/logs]
 
 Prints, for the training part (``manifest.toml``: logs the signature rows were checked against),
-the eighteen hold-outs (``holdout/`` ... ``holdout18/``: each gathered from new threads and labelled
+the hold-outs (``holdout/`` ... ``holdout22/``: each gathered from new threads and labelled
 blind before the classifier ever ran on it; its first measure is the honest figure, kept in its
 title; rows were then written from the sources of the kinds it missed, so they are no longer blind)
 separately (:data:`PARTS`): the
