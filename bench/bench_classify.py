@@ -136,6 +136,10 @@ PARTS = [
               "Triton, Xinference, GPUStack, Tabby): ready and garbage reports, kills, compile failures, illegal memory "
               "accesses, start-up lines that stop (labelled before any run; its misses are read while rules are written "
               "from sources: never blind)", False),
+    ("dev37", "dev37 development set, projects that deploy or wrap the serving engines (verl, OpenRLHF, NeMo-RL, ROLL, "
+              "ms-swift, TRL; KServe, AIBrix, SkyPilot, Ray Serve, GPUStack, Dynamo; Xinference, LocalAI, KTransformers, "
+              "Mooncake, LMCache; lm-evaluation-harness), their launcher lines around the engines' (labelled before any "
+              "run; its misses are read while rules are written from sources: never blind)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
