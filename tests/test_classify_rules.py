@@ -3061,9 +3061,65 @@ _DEV31_NEAR = [
 ]
 
 
+_DEV37_ROWS = [
+    # LLVM's report_fatal_error ('LLVM ERROR: ' + reason, then exit): a kernel's code generation failed (Triton's backend)
+    ("LLVM ERROR: Failed to compute parent layout for slice layout.\n", "jit_error", "llvm-fatal-error"),
+    ("LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32\n", "jit_error", "llvm-fatal-error"),
+    ("(EngineCore_DP0 pid=812) LLVM ERROR: Failed to compute parent layout for slice layout.\n"
+     "ERROR 05-31 09:09:48 [client.py:305] RuntimeError('Engine process (pid 65262) died.')\n", "jit_error",
+     "llvm-fatal-error"),
+    # Ray Serve's controller: a replica's (or proxy's) health check past health_check_timeout_s
+    ("(ServeController pid=1758) WARNING 2025-06-25 04:39:50,123 controller 1758 -- Didn't receive health check response "
+     "for replica Replica(id='rut1591v', deployment='vLLM:Qwen--Qwen3-32B', app='RayServeApp') after 10.0s, marking it "
+     "unhealthy.\n", "hang", "ray-serve-health-check-timeout"),
+    ("INFO 2023-08-01 10:00:00,000 controller 412 deployment_state.py:1234 - Didn't receive health check response for "
+     "replica default#LLMDeployment#xkcd after 30s, marking it unhealthy.\n", "hang", "ray-serve-health-check-timeout"),
+    ("WARNING 2024-05-02 11:22:33,444 controller 77 -- Didn't receive health check response for proxy 9f3a2b after "
+     "10.0s, marking it unhealthy.\n", "hang", "ray-serve-health-check-timeout"),
+    # vLLM V1's FlashAttention backend asserting the FA version is supported on this GPU (the traceback's source line)
+    ("  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/attention/backends/flash_attn.py\", line 156, in __init__\n"
+     "    assert is_fa_version_supported(self.fa_version)\nAssertionError\n", "arch_mismatch",
+     "vllm-fa-version-unsupported-assert"),
+    ("ERROR 02-17 20:51:49 core.py:210]     assert is_fa_version_supported(self.fa_version)\n"
+     "ERROR 02-17 20:51:49 core.py:210]            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+     "ERROR 02-17 20:51:49 core.py:210] AssertionError\n", "arch_mismatch", "vllm-fa-version-unsupported-assert"),
+    # Kubernetes' terminated-container status with exit code 137 (kubectl get -o yaml, KServe's lastFailureInfo)
+    ("    state:\n      terminated:\n        containerID: containerd://3e30114e2a7f\n        exitCode: 137\n"
+     "        finishedAt: \"2025-05-14T10:02:11Z\"\n", "killed", "generic-killed-line"),
+    ("      lastFailureInfo:\n        exitCode: 137\n        message: |\n"
+     "          I0730 13:42:15.149528 1 tensorflow.cc:1889] Triton TRITONBACKEND API version: 1.0\n", "killed",
+     "generic-killed-line"),
+    ("    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    137\n", "killed", "generic-killed"),
+    # an import error named in words (a title, a failure line)
+    ("# v0.6.1 fails to launch with sgl_kernel import error\n", "import_error", "generic-import-title"),
+    ("RuntimeError: import errors were found in 2 modules\n", "import_error", "generic-import"),
+]
+
+_DEV37_NEAR = [
+    # near texts of dev37's rows: LLVM's out-of-memory handler, a fix's title, a build line; Ray Serve's other health
+    # lines and advice quoting the message; the FA check in code; other exit codes; import errors fixed or gone, and
+    # vLLM's one-word ImportError warning
+    ("LLVM ERROR: out of memory\nAllocation failed\n", "oom"),
+    ("# Fix LLVM ERROR when compiling fp8 kernels\n", "other_crash"),
+    ("-- Found LLVM 17.0.6 for the Triton build\n", "incomplete"),
+    ("(ServeController pid=1758) INFO 2025-06-25 04:41:12,001 controller 1758 -- Replica(id='abcd1234', "
+     "deployment='vLLM:Qwen--Qwen3-32B', app='RayServeApp') started successfully on node 'n1' after 95.1s.\n",
+     "incomplete"),
+    ("Set health_check_timeout_s higher if you see \"Didn't receive health check response\" in the controller log\n",
+     "incomplete"),
+    ("    if not is_fa_version_supported(fa_version):\n", "incomplete"),
+    ("        exitCode: 1\n        finishedAt: \"2025-05-14T10:02:11Z\"\n", "incomplete"),
+    ("      Exit Code:    0\n      Reason:       Completed\n", "incomplete"),
+    ("        exitCode: 1370\n", "incomplete"),
+    ("# Fix import error in the launcher\n", "incomplete"),
+    ("The import error is gone after reinstalling sglang\n", "incomplete"),
+    ("WARNING 01-01 12:00:00 [_custom_ops.py:14] Failed to import from vllm._C with ImportError('libcudart.so.11.0: "
+     "cannot open shared object file: No such file or directory')\n", "incomplete"),
+]
+
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS])
+    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS, *_DEV37_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -3072,7 +3128,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR])
+    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR, *_DEV37_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
