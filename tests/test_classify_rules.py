@@ -3243,3 +3243,16 @@ def test_c10ds_own_error_line_without_a_rank_prefix_is_a_failure_line() -> None:
 ])
 def test_a_failed_c_assert_aborts_the_process(text: str, status: str) -> None:
     assert classify_text(text).status == status
+
+
+@pytest.mark.parametrize(("text", "status"), [
+    ("# VLLM seems be hang\nThe log shows Running: 1 reqs for over an hour\n", "hang"),
+    ("The server seems to be stuck after warmup\n", "hang"),
+    ("It seemed hung for ten minutes before I killed it\n", "hang"),
+    # denied
+    ("It does not seem to be stuck, just slow\n", "incomplete"),
+    ("This doesn't seem hung, the GPU is busy\n", "incomplete"),
+    ("It doesn't seem to be hanging anymore\n", "incomplete"),
+])
+def test_a_stall_the_reporter_says_it_seems_to_be(text: str, status: str) -> None:
+    assert classify_text(text).status == status
