@@ -276,10 +276,13 @@ class Classifier:
         """The lines of ``chunk`` each row and the garbage scan read (:mod:`.prefilter`); ``norm`` is
         the chunk's shape, ``shapes`` its lines'; ``scan``: the garbage scan reads this chunk. None:
         every row and the scan read every line (what a test compares the skip with)."""
-        memory = self._kinds
-        if memory is None:
-            memory = self._kinds = _line_kinds()
-        return memory.read(chunk, norm, shapes, first_line, scan=scan)
+        return self._memory().read(chunk, norm, shapes, first_line, scan=scan)
+
+    def _memory(self) -> LineKinds:
+        """This classifier's memory of line shapes (:func:`_line_kinds`), made at its first use."""
+        if self._kinds is None:
+            self._kinds = _line_kinds()
+        return self._kinds
 
     def _engine_startup(self, chunk: bytes, first_line: int) -> None:
         """An engine's own start-up line after the ASGI server's start-up (``startup_line``), if any."""
@@ -300,9 +303,7 @@ class Classifier:
         literals = input_spans()[0]
         if not literals or not all(literals):
             return bool(literals)
-        memory = self._kinds
-        if memory is None:
-            memory = self._kinds = _line_kinds()
+        memory = self._memory()
         if memory.clean.issuperset(shapes):
             return False
         rest = b"\n".join(set(shapes).difference(memory.clean))

@@ -46,8 +46,8 @@ from functools import lru_cache
 
 from ..shapes import MAX_SHAPE_BYTES, MAX_SHAPES, SHAPE
 
-__all__ = ["CONTEXT", "INPUT_LINES", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs", "line_starts", "literal_prefix",
-           "needle_groups", "needle_key", "reach", "without_inputs"]
+__all__ = ["CONTEXT", "INPUT_LINES", "LineKinds", "NOTHING", "OWN_LINES", "Reading", "SERVER_LINES", "digit_runs",
+           "line_starts", "literal_prefix", "needle_groups", "needle_key", "reach", "without_inputs"]
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2

@@ -165,10 +165,12 @@ def _title_row(fam: dict, words: str, title: dict, hedges: str) -> Signature:
     claims = "|".join(f"(?:{c})" for c in title["claims"])
     hedges = "|".join([hedges, *(f"(?:{h})" for h in title.get("hedges", []))])
     changes = "|".join(f"(?:{n})" for n in title.get("not", [])) or "(?!)"
-    return Signature(id=f"{fam['id']}-title", status=fam["class"], label=fam["label"].replace("a failure line", "the report's title", 1),
+    return Signature(id=f"{fam['id']}-title", status=fam["class"],
+                     label=fam["label"].replace("a failure line", "the report's title", 1),
                      pattern=(r"(?im)^# (?!" + changes + r")(?=[^\r\n]{0,300}?(?:" + claims + r"))(?=(?:(?!" + hedges
                               + r")[^\r\n]){0,300}?(?:" + words + r"))[^\r\n]{1,300}"),
-                     priority=int(title["priority"]), weak=True, source="a report's title claiming a failure, and a word of its family",
+                     priority=int(title["priority"]), weak=True,
+                     source="a report's title claiming a failure, and a word of its family",
                      source_file="logkit/data/sglang.toml [generic.title]", needles=("# ",), generic=True, gate=r"(?m)^# ")
 
 
@@ -254,24 +256,27 @@ def input_spans() -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
     return tuple(literals), re.compile(b"|".join(spans)) if spans else None
 
 
-@lru_cache(maxsize=1)
-def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
-    """The regex of a server's start-up finished (``startup_patterns``: readiness for a launch that is
-    not SGLang's, outcomes.Classifier.ready) and its needles; None when absent."""
+def _kind_of_line(name: str) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """The regex of ``<name>_patterns`` (sglang.toml, one alternation, multiline) and ``<name>_needles``, the
+    literals one of which each such line holds; None when there are no patterns."""
     cfg = data("sglang.toml")
-    pats = [p.encode() for p in cfg.get("startup_patterns", [])]
-    needles = tuple(n.encode() for n in cfg.get("startup_needles", []))
+    pats = [p.encode() for p in cfg.get(f"{name}_patterns", [])]
+    needles = tuple(n.encode() for n in cfg.get(f"{name}_needles", []))
     return (re.compile(b"|".join(b"(?:%s)" % p for p in pats), re.M), needles) if pats else None
 
 
 @lru_cache(maxsize=1)
+def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """A server's start-up finished (``startup_patterns``: readiness for a launch that is not SGLang's,
+    outcomes.Classifier.ready) and its needles."""
+    return _kind_of_line("startup")
+
+
+@lru_cache(maxsize=1)
 def engine_startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
-    """The regex of an engine's own start-up lines (``engine_startup_patterns``: an engine still starting
-    after an ASGI server's start-up finished, outcomes.Classifier._started) and its needles; None when absent."""
-    cfg = data("sglang.toml")
-    pats = [p.encode() for p in cfg.get("engine_startup_patterns", [])]
-    needles = tuple(n.encode() for n in cfg.get("engine_startup_needles", []))
-    return (re.compile(b"|".join(b"(?:%s)" % p for p in pats)), needles) if pats else None
+    """An engine's own start-up lines (``engine_startup_patterns``: an engine still starting after an ASGI
+    server's start-up finished, outcomes.Classifier._started) and their needles."""
+    return _kind_of_line("engine_startup")
 
 
 @lru_cache(maxsize=1)
