@@ -142,6 +142,11 @@ PARTS = [
               "ms-swift, TRL; KServe, AIBrix, SkyPilot, Ray Serve, GPUStack, Dynamo; Xinference, LocalAI, KTransformers, "
               "Mooncake, LMCache; lm-evaluation-harness), their launcher lines around the engines' (labelled before any "
               "run; its misses are read while rules are written from sources: never blind)", False),
+    ("dev38", "dev38 development set, other runtimes' crashes and prose reports around the serving engines (Ollama, "
+              "llama.cpp and its wrappers, llama-swap, tabbyAPI, text-generation-webui, DJL Serving, multi-model-server, "
+              "Triton backends, Kubernetes kits, RL frameworks): Go/Rust/Node/JVM/glibc/shell crash lines, garbage, stalls, "
+              "kills and NaN told in prose, other engines' ready lines (labelled before any run; its misses are read while "
+              "rules are written from sources: never blind; first sight 32/51, 0 failed launches called ready)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:
