@@ -3117,9 +3117,100 @@ _DEV37_NEAR = [
      "cannot open shared object file: No such file or directory')\n", "incomplete"),
 ]
 
+_DEV38_ROWS = [
+    # Rust's std backtrace printer: full-mode frames ('{i:4}: {addr:18} - {symbol}') and the source-location lines under
+    # them ('at <path>.rs:line:col'), as a panic or an anyhow error prints them without the panic line
+    ("stack backtrace:\n   0:     0x7f3b2c1e4a10 - std::backtrace_rs::backtrace::libunwind::trace::h5f1c4d2e9b7a6c3d\n"
+     "                               at /rustc/90c541806f23a127002de5b4038be731ba1458ca/library/std/src/../../backtrace/src/"
+     "backtrace/libunwind.rs:93:5\n", "other_crash", "rust-backtrace-frame"),
+    ("   3: core::result::unwrap_failed\n             at /rustc/a28077b28a02b92985b3a3faecf92813155f1ea1/library/core/src/"
+     "result.rs:1652:5\n", "other_crash", "rust-backtrace-frame"),
+    ("mistralrs-1  |   12:     0x55d1c0a4b3f2 - mistralrs_core::pipeline::inputs_processor::h1a2b3c4d5e6f7a8b\n",
+     "other_crash", "rust-backtrace-frame"),
+    ("  10: dtparse::Parser::parse\n             at /home/user/.cargo/git/checkouts/dtparse-4231ce982140a2f6/065eba8/src/"
+     "lib.rs:1043\n", "other_crash", "rust-backtrace-frame"),
+    # macOS's strsignal ('<description>: <number>') in the shell's job report
+    ("/Users/me/run.sh: line 3:  4242 Segmentation fault: 11  python -m mlx_lm.server --model mlx-community/Mistral-7B\n",
+     "other_crash", "macos-fatal-signal"),
+    ("loading model...\nAbort trap: 6\n", "other_crash", "macos-fatal-signal"),
+    ("[1]    4242 Bus error: 10     ./llama-server -m model.gguf\n", "other_crash", "macos-fatal-signal"),
+    ("Illegal instruction: 4\n", "other_crash", "macos-fatal-signal"),
+    ("[1]    4242 Killed: 9     python server.py --port 8000\n", "killed", "macos-killed"),
+    # HotSpot's native memory failures
+    ("OpenJDK 64-Bit Server VM warning: INFO: os::commit_memory(0x00000000eaaa0000, 178978816, 0) failed; "
+     "error='Cannot allocate memory' (errno=12)\n", "oom", "jvm-native-memory-exhausted"),
+    ("#\n# There is insufficient memory for the Java Runtime Environment to continue.\n# Native memory allocation (mmap) "
+     "failed to map 986513408 bytes for committing reserved memory.\n", "oom", "jvm-native-memory-exhausted"),
+    ("# Native memory allocation (malloc) failed to allocate 4088 bytes for AllocateHeap\n", "oom",
+     "jvm-native-memory-exhausted"),
+    # CUDA's PTX JIT errors (cudaGetErrorString, CUresult names)
+    ("CUDA error 222 at /home/runner/work/ctransformers/ctransformers/models/ggml/ggml-cuda.cu:6045: the provided PTX was "
+     "compiled with an unsupported toolchain.\n", "jit_error", "cuda-ptx-jit-failed"),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.\nCUDA kernel errors might be "
+     "asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n", "jit_error",
+     "cuda-ptx-jit-failed"),
+    ("cuModuleLoadData failed: CUDA_ERROR_INVALID_PTX\n", "jit_error", "cuda-ptx-jit-failed"),
+    ("Error: cudaErrorJitCompilerNotFound: PTX JIT compiler library not found\n", "jit_error", "cuda-ptx-jit-failed"),
+    # llama-swap's start-up health check past its timeout (both spellings), and a script's own
+    ("[ERROR] unable to start process: health check timed out after 5m0s\n", "hang", "llama-swap-health-check-timeout"),
+    ("error starting upstream qwen: health check failed after 120s\n", "hang", "llama-swap-health-check-timeout"),
+    ("Health check failed after 300s\n", "hang", "llama-swap-health-check-timeout"),
+    # llama.cpp's server main loop and slot choice behind the timestamped log prefix, and its 2025-26 listening line
+    ("0.06.582.356 I srv  llama_server: model loaded\n0.06.582.362 I srv  llama_server: server is listening on "
+     "http://0.0.0.0:8000\n0.06.582.368 I srv  update_slots: all slots are idle\n", "ready", None),
+    ("srv  update_slots: all slots are idle\n", "ready", None),
+    ("1.07.002.103 I slot get_availabl: id  0 | task -1 | selected slot by LRU, t_last = -1\n", "ready", None),
+    ("0.02.762.494 I srv  llama_server: listening on http://127.0.0.1:8080\n", "ready", None),
+    # KoboldCpp's line once its model loaded, before its bind
+    ("Load Text Model OK: True\nEmbedded KoboldAI Lite loaded.\nStarting Kobold API on port 5001 at "
+     "http://localhost:5001/api/\n======\nPlease connect to custom endpoint at http://localhost:5001\n", "ready", None),
+    # Ollama's 2024 notice skipping a GPU too old for its CUDA build
+    ('time=2024-01-20T10:00:00.000Z level=INFO source=gpu.go:128 msg="CUDA GPU is too old. Falling back to CPU mode. '
+     'Compute Capability detected: 5.0"\n', "arch_mismatch", "generic-arch-line"),
+    # a process reported ending unexpectedly; a model reported repeating itself; a stall in the past tense
+    ("After an hour the llama runner terminated unexpectedly.\n", "other_crash", "generic-crash-report-line"),
+    ("The server exited unexpectedly while loading the second model.\n", "other_crash", "generic-crash-report-line"),
+    ("# Model keeps repeating itself after 2k tokens\n", "garbage", "generic-garbage-report-line"),
+    ("Sometimes the output repeats itself until max_tokens.\n", "garbage", "generic-garbage-report-line"),
+    ("I left it overnight and the engine hanged at step 3.\n", "hang", "generic-hang-report-line"),
+]
+
+_DEV38_NEAR = [
+    # near texts of dev38's rows: a Rust path on a healthy router line, a rustc location, hex that is no frame, prose
+    # naming a file; signal numbers that are not macOS's report; the JVM's other commit failures and notes; PTX notes;
+    # health checks counted in attempts or passed; llama.cpp's 2024 listener before its model loaded and a sentence naming
+    # KoboldCpp's line; Ollama's fallback without its notice; a title's word after 'instead of'; denied endings, a
+    # connection closing, a model that does not repeat, a stall denied
+    ("2024-04-23T08:20:48.209311Z  INFO text_generation_router::server: router/src/server.rs:1750: Connected\n", "ready"),
+    ("  --> src/main.rs:4:18\n", "incomplete"),
+    ("  12: 0x1f - ok\n", "incomplete"),
+    ("ptr: 0x7ffd5e3c - allocated 4096 bytes\n", "incomplete"),
+    ("the handler is documented at src/lib.rs:12:5\n", "incomplete"),
+    ("Segmentation fault: 110 handlers registered\n", "incomplete"),
+    ("Killed: 90 tasks processed\n", "incomplete"),
+    ("OpenJDK 64-Bit Server VM warning: INFO: os::commit_memory(0x00000000c5330000, 986513408, 0) failed; "
+     "error='Operation not permitted' (errno=1)\n", "incomplete"),
+    ("INFO: os::commit_memory succeeded for the 1 GB heap\n", "incomplete"),
+    ("nvcc -arch=sm_89 -o gemm gemm.cu  # emits SASS, so no PTX JIT at load time\n", "incomplete"),
+    ("ptxas info    : Compiling entry function '_Z6kernelPf' for 'sm_80'\n", "incomplete"),
+    ("Health check failed after 3 attempts, retrying\n", "incomplete"),
+    ("[INFO] <llama> Health check passed on http://localhost:9001/health\n", "incomplete"),
+    ("healthCheckTimeout: 300\n", "incomplete"),
+    ("main: HTTP server is listening, hostname: 127.0.0.1, port: 8080, http threads: 11\nmain: loading model\n",
+     "incomplete"),
+    ("Once KoboldCpp prints 'Please connect to custom endpoint at http://localhost:5001' you can open the UI\n",
+     "incomplete"),
+    ("Falling back to CPU mode.\n", "incomplete"),
+    ("# Pod wedges instead of being OOM-killed\n", "incomplete"),
+    ("The server never exited unexpectedly in our tests.\n", "incomplete"),
+    ("The client connection closed unexpectedly\n", "incomplete"),
+    ("The model does not repeat itself anymore.\n", "incomplete"),
+    ("It never hanged on 0.4.2.\n", "incomplete"),
+]
+
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS, *_DEV37_ROWS])
+    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS, *_DEV37_ROWS, *_DEV38_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -3128,7 +3219,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR, *_DEV37_NEAR])
+    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR, *_DEV37_NEAR, *_DEV38_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
