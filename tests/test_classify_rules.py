@@ -3173,6 +3173,35 @@ _DEV38_ROWS = [
     ("# Model keeps repeating itself after 2k tokens\n", "garbage", "generic-garbage-report-line"),
     ("Sometimes the output repeats itself until max_tokens.\n", "garbage", "generic-garbage-report-line"),
     ("I left it overnight and the engine hanged at step 3.\n", "hang", "generic-hang-report-line"),
+    # Go's signal line of a panic caused by a signal (runtime/panic.go dopanic_m)
+    ("[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x7f2c1a3b4c5d]\n", "other_crash", "go-runtime-crash"),
+    ("time=2024-11-11T08:26:09.112Z level=INFO source=server.go:632 msg=\"llama runner started\"\n"
+     "SIGSEGV: segmentation violation\nPC=0x7f8a2c4e1d30 m=5 sigcode=1 addr=0x8\n"
+     "[signal SIGSEGV: segmentation violation code=0x1 addr=0x8 pc=0x7f8a2c4e1d30]\n", "other_crash", "go-runtime-crash"),
+    # the JVM: a stack trace's frames, HotSpot's fatal error report
+    ("\tat ai.djl.serving.wlm.WorkerThread.run(WorkerThread.java:158)\n\tat java.base/java.lang.Thread.run(Thread.java:829)\n",
+     "other_crash", "java-stack-frame"),
+    ("        at org.pytorch.serve.wlm.Model.pollBatch(Model.java:155)\n", "other_crash", "java-stack-frame"),
+    ("\tat sun.misc.Unsafe.park(Native Method)\n", "other_crash", "java-stack-frame"),
+    ("#\n# A fatal error has been detected by the Java Runtime Environment:\n#\n#  SIGSEGV (0xb) at pc=0x00007f8e1c2d3e4f, "
+     "pid=1, tid=42\n", "other_crash", "jvm-fatal-error"),
+    # Rust's allocation failure abort; Windows' faulthandler; Node's uncaught exception report
+    ("memory allocation of 8589934592 bytes failed\nAborted (core dumped)\n", "oom", "rust-alloc-failed"),
+    ("2024-05-01T10:00:00.000Z ERROR text_generation_launcher: memory allocation of 17179869184 bytes failed\n", "oom",
+     "rust-alloc-failed"),
+    ("Windows fatal exception: access violation\n\nThread 0x00002a3c (most recent call first):\n", "other_crash",
+     "faulthandler-windows-exception"),
+    ("Windows fatal exception: stack overflow\n", "other_crash", "faulthandler-windows-exception"),
+    ("node:events:496\n      throw er; // Unhandled 'error' event\n      ^\n", "other_crash", "node-uncaught-exception"),
+    ("    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n\nNode.js v18.19.0\n",
+     "other_crash", "node-uncaught-exception"),
+    # libc++abi's terminate handler and Rust's runtime abort as failure lines (the families read their messages)
+    ("libc++abi: terminating due to uncaught exception of type std::runtime_error: failed to open model file\n",
+     "other_crash", "generic-failure-line"),
+    ("libc++abi.dylib: terminating with uncaught exception of type std::runtime_error: CUDA error: out of memory\n", "oom",
+     "torch-cuda-oom"),
+    ("thread 'tokio-runtime-worker' has overflowed its stack\nfatal runtime error: stack overflow\n", "other_crash",
+     "generic-failure-line"),
 ]
 
 _DEV38_NEAR = [
@@ -3206,6 +3235,17 @@ _DEV38_NEAR = [
     ("The client connection closed unexpectedly\n", "incomplete"),
     ("The model does not repeat itself anymore.\n", "incomplete"),
     ("It never hanged on 0.4.2.\n", "incomplete"),
+    # near texts of the second batch: a signal named in a setting, a JavaScript frame, a Java frame's text in prose, the
+    # report's advice, an allocation that succeeded, faulthandler's code for a caught C++ exception, Node's version
+    # printed by a tool, libc++abi named in a build line
+    ("signal SIGSEGV will be forwarded to the runner\n", "incomplete"),
+    ("    at Object.<anonymous> (/app/index.js:5:3)\n", "incomplete"),
+    ("The frame at Model.java line 155 polls the batch queue\n", "incomplete"),
+    ("Report a bug if a fatal error report appears in hs_err_pid.log\n", "incomplete"),
+    ("memory allocation of 1048576 bytes succeeded\n", "incomplete"),
+    ("Windows fatal exception: code 0xe06d7363\n", "incomplete"),
+    ("Detected Node.js v20.12.2 (npm 10.5.0)\n", "incomplete"),
+    ("-- Linking CXX shared library libllama.so against libc++abi\n", "incomplete"),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
