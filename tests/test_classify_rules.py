@@ -3202,6 +3202,19 @@ _DEV38_ROWS = [
      "torch-cuda-oom"),
     ("thread 'tokio-runtime-worker' has overflowed its stack\nfatal runtime error: stack overflow\n", "other_crash",
      "generic-failure-line"),
+    # the word gibberish (and its misspellings) in a report, replies all exclamation marks in Chinese, a model producing
+    # repeated tokens
+    ("Jibberish output on the new quant.\n", "garbage", "generic-garbage-report-line"),
+    ("With greedy decoding the gibberish is the same every run\n", "garbage", "generic-garbage-report-line"),
+    ("本地运行后，模型返回的内容全是感叹号\n", "garbage", "generic-garbage-report-line"),
+    ("After 20k tokens the model generates endless repeating special tokens.\n", "garbage", "generic-garbage-report-line"),
+    # Ollama's runner failing after the server listens: the reaper's line; a Go panic (fatal: counted after serving too)
+    ('time=2025-01-01T10:00:00.000Z level=INFO source=routes.go:1238 msg="Listening on 127.0.0.1:11434 (version 0.5.7)"\n'
+     'time=2025-01-01T10:00:09.565Z level=ERROR source=server.go:449 msg="llama runner terminated" error="exit status 2"\n',
+     "other_crash", "ollama-runner-terminated"),
+    ('time=2025-01-01T10:00:00.000Z level=INFO source=routes.go:1238 msg="Listening on 127.0.0.1:11434 (version 0.5.7)"\n'
+     "panic: runtime error: invalid memory address or nil pointer dereference\n"
+     "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x55d4c3a1b2c3]\n", "other_crash", "go-runtime-crash"),
 ]
 
 _DEV38_NEAR = [
@@ -3246,6 +3259,16 @@ _DEV38_NEAR = [
     ("Windows fatal exception: code 0xe06d7363\n", "incomplete"),
     ("Detected Node.js v20.12.2 (npm 10.5.0)\n", "incomplete"),
     ("-- Linking CXX shared library libllama.so against libc++abi\n", "incomplete"),
+    # near texts of the third batch: gibberish denied or gone, a repetition setting, exclamation marks not all of a reply,
+    # Ollama's listener quoted in prose, a handler's panic Gin's Recovery caught while the server served
+    ("No gibberish anymore after upgrading.\n", "incomplete"),
+    ("It isn't gibberish anymore.\n", "incomplete"),
+    ("repetition_penalty penalizes repeated tokens in the output\n", "incomplete"),
+    ("回答里没有感叹号\n", "incomplete"),
+    ("Wait until the log says Listening on 127.0.0.1:11434, then pull the model\n", "incomplete"),
+    ("2025/05/27 13:56:42 [Recovery] 2025/05/27 - 13:56:42 panic recovered:\n"
+     "runtime error: invalid memory address or nil pointer dereference\n"
+     "[GIN] 2025/05/27 - 13:56:50 | 200 |  2.104s |  127.0.0.1 | POST     \"/api/chat\"\n", "ready"),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
