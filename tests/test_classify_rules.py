@@ -3215,6 +3215,13 @@ _DEV38_ROWS = [
     ('time=2025-01-01T10:00:00.000Z level=INFO source=routes.go:1238 msg="Listening on 127.0.0.1:11434 (version 0.5.7)"\n'
      "panic: runtime error: invalid memory address or nil pointer dereference\n"
      "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x55d4c3a1b2c3]\n", "other_crash", "go-runtime-crash"),
+    # OOM as a verb or as what the program reported; 'be killed' without its auxiliary; repetition in Chinese
+    ("After a few hundred requests the server OOMs and restarts.\n", "oom", "generic-oom-line"),
+    ("It went OOM on the second GPU while capturing graphs.\n", "oom", "generic-oom-line"),
+    ("With tp=8 the engine reports OOM during warmup.\n", "oom", "generic-oom-line"),
+    ("Loading the shards gets to 40%, then the worker be killed\n", "killed", "generic-killed-line"),
+    ("用vllm部署后模型一直重复同一句话\n", "garbage", "generic-garbage-report-line"),
+    ("量化后推理吐字重复\n", "garbage", "generic-garbage-report-line"),
 ]
 
 _DEV38_NEAR = [
@@ -3269,6 +3276,11 @@ _DEV38_NEAR = [
     ("2025/05/27 13:56:42 [Recovery] 2025/05/27 - 13:56:42 panic recovered:\n"
      "runtime error: invalid memory address or nil pointer dereference\n"
      "[GIN] 2025/05/27 - 13:56:50 | 200 |  2.104s |  127.0.0.1 | POST     \"/api/chat\"\n", "ready"),
+    # OOM asked about, denied, or the OOM killer's; a kill foretold; repetition denied
+    ("Does it still go OOM with the smaller batch?\n", "incomplete"),
+    ("It never OOMs on the A100.\n", "incomplete"),
+    ("the process will be killed if it exceeds the limit\n", "incomplete"),
+    ("新版本不会一直重复了\n", "incomplete"),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
