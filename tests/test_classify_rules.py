@@ -3222,6 +3222,8 @@ _DEV38_ROWS = [
     ("Loading the shards gets to 40%, then the worker be killed\n", "killed", "generic-killed-line"),
     ("用vllm部署后模型一直重复同一句话\n", "garbage", "generic-garbage-report-line"),
     ("量化后推理吐字重复\n", "garbage", "generic-garbage-report-line"),
+    # mlx-lm's server once its model loaded and the socket is bound
+    ("2025-02-01 10:00:00,123 - INFO - Starting httpd at 127.0.0.1 on port 8080...\n", "ready", None),
 ]
 
 _DEV38_NEAR = [
@@ -3281,6 +3283,9 @@ _DEV38_NEAR = [
     ("It never OOMs on the A100.\n", "incomplete"),
     ("the process will be killed if it exceeds the limit\n", "incomplete"),
     ("新版本不会一直重复了\n", "incomplete"),
+    # llama.cpp's early-2024 server, which bound its port before loading the model (dev23): no readiness
+    ("llama server listening at http://127.0.0.1:8080\n\nllama_model_loader: loaded meta data with 19 key-value pairs\n",
+     "incomplete"),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
