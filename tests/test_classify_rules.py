@@ -3224,6 +3224,9 @@ _DEV38_ROWS = [
     ("量化后推理吐字重复\n", "garbage", "generic-garbage-report-line"),
     # mlx-lm's server once its model loaded and the socket is bound
     ("2025-02-01 10:00:00,123 - INFO - Starting httpd at 127.0.0.1 on port 8080...\n", "ready", None),
+    # the JVM's heap running out, named as its OutOfMemoryError names it
+    ("The model server crashes with Java heap space errors after an hour.\n", "oom", "generic-oom-line"),
+    ("TorchServe's frontend ran out of heap space under load\n", "oom", "generic-oom-line"),
 ]
 
 _DEV38_NEAR = [
@@ -3286,6 +3289,8 @@ _DEV38_NEAR = [
     # llama.cpp's early-2024 server, which bound its port before loading the model (dev23): no readiness
     ("llama server listening at http://127.0.0.1:8080\n\nllama_model_loader: loaded meta data with 19 key-value pairs\n",
      "incomplete"),
+    ("No heap space errors since the upgrade.\n", "incomplete"),
+    ("Set -Xmx to give the JVM more heap space\n", "incomplete"),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
