@@ -21,6 +21,7 @@ from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
 from ..stats import figure
 from .frames import AttemptFacts
+from .pages_configs import working_config
 from .index import KBIndex, provenance_text
 from .load import Event, SessionData, tables
 from .render import figure_text
@@ -77,7 +78,10 @@ def home_page(index: KBIndex) -> HomePage:
     metrics = frames.metrics
     if metrics:
         for name in tables()["metrics"]["throughput"]:
-            chosen = [r for r in metrics if r.name == name and r.server is not None]
+            # only a working configuration's figures (the ones its page shows): never a launch still
+            # running, nor one that failed after its benchmark, whose configuration has no page
+            chosen = [r for r in metrics if r.name == name and r.server is not None
+                      and r.server in frames.facts and working_config(frames.facts[r.server])]
             if not chosen:
                 continue
             # "best" is per model, GPU and workload: figures of two workloads are never ranked; a

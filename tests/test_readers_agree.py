@@ -1,0 +1,99 @@
+"""Readers that must agree with the matrix rule and with each other (issue 19's audit).
+
+Each test here failed before its fix: a reader with its own copy of a rule said something the
+evidence, or another reader, does not.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import kb_factory
+from logkit.builder import generate
+from logkit.events import Attempt, Metric, Outcome
+from logkit.store import Store
+
+SID = "2026-12-01-audit"
+MODEL, ARCH, VERS = kb_factory.MODELS[0], "SM120", kb_factory.VERSIONS[2]
+
+
+def _writer() -> kb_factory.Writer:
+    return kb_factory.Writer(SID, datetime(2026, 12, 1, tzinfo=UTC))
+
+
+def _generate(tmp_path: Path, w: kb_factory.Writer) -> Path:
+    store = Store(tmp_path / "sessions")
+    kb_factory._write(store, SID, "audit", w.t - timedelta(days=2), w)
+    generate(tmp_path / "sessions", tmp_path / "docs")
+    return tmp_path / "docs"
+
+
+def test_a_hang_under_a_shortened_timeout_does_not_make_a_configuration_stale(tmp_path: Path) -> None:
+    # The matrix holds such a hang against nothing (the user cut the launch short); the working
+    # configuration's page read it as a failure of that fingerprint: "Stale".
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS, throughput=900)
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS,
+             fail=("hang", "logkit-hang", "no output for 5s before ready", "Load weight begin."))
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS,
+             fail=("import_error", "module-not-found", "Python module missing", "ModuleNotFoundError: x"))
+    docs = _generate(tmp_path, w)
+    page = next((docs / "configs").glob("*/index.md")).read_text()
+    assert "Stale" not in page and "(stale)" not in page
+    matrix = (docs / "backends" / "index.md").read_text()
+    assert re.search(r"<code>triton</code>.*lk-works", matrix)
+
+
+def test_a_hang_the_default_timeout_stopped_still_makes_it_stale(tmp_path: Path) -> None:
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS, throughput=900)
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS,
+             fail=("hang", "logkit-hang", "no output for 1800s before ready", "Load weight begin."))
+    page = next((_generate(tmp_path, w) / "configs").glob("*/index.md")).read_text()
+    assert "(stale)" in page and "A3" in page
+
+
+def _benchmarked_server(w: kb_factory.Writer, moe: str, value: float, outcome: str | None) -> str:
+    """A launch benchmarked at concurrency 4 that ends ``outcome`` (None: still running, its recorder alive)."""
+    w.n_attempt += 1
+    aid = f"A{w.n_attempt}"
+    started = w.tick()
+    w.add(Attempt(session=SID, ts=started, started=started, short_id=aid, role="launch",
+                  argv=kb_factory._launch_argv(MODEL, 8, moe, "flashinfer", []),
+                  environment=kb_factory._env(ARCH, 8, VERS), recorder_pid=os.getpid(),
+                  recorder_host=__import__("logkit.procs", fromlist=["hostname"]).hostname(),
+                  launch=kb_factory.LaunchConfig(parser="sglang", sglang_version=VERS[0], unresolved=False,
+                                                 fingerprint={"model_path": MODEL, "tp_size": 8,
+                                                              "moe_runner_backend": moe},
+                                                 non_default={"tp_size": 8}, port=30000)))
+    w.n_attempt += 1
+    bench = f"A{w.n_attempt}"
+    at = w.tick()
+    w.add(Attempt(session=SID, ts=at, started=at, short_id=bench, role="bench",
+                  argv=["python", "-m", "sglang.bench_serving", "--max-concurrency", "4"]))
+    w.add(Metric(session=SID, ts=w.tick(1), name="output_throughput", value=value, unit="tok/s", attempt=bench,
+                 server_attempt=aid, labels={"max_concurrency": 4}))
+    w.add(Outcome(session=SID, ts=w.tick(1), attempt=bench, status="exit_ok", exit_code=0))
+    if outcome is not None:
+        w.add(Outcome(session=SID, ts=w.tick(1), ended=w.t, attempt=aid, status=outcome, label=outcome))
+    return aid
+
+
+def test_the_home_pages_best_is_a_working_configuration_its_page_shows(tmp_path: Path) -> None:
+    # The home page ranked every benchmarked server: a launch still being recorded, or one that died
+    # of NaN after its benchmark, became "best", linked to a configuration no page has (a dead
+    # anchor: MkDocs warns, `build --strict` fails while a `logkit run` records).
+    w = _writer()
+    _benchmarked_server(w, "flashinfer_cutlass", 500.0, "ready")
+    _benchmarked_server(w, "triton", 900.0, "nan")
+    _benchmarked_server(w, "cutlass", 800.0, None)
+    docs = _generate(tmp_path, w)
+    home = (docs / "index.md").read_text()
+    best = [line for line in home.splitlines() if "concurrency 4" in line]
+    assert len(best) == 1 and "500.0" in best[0] and "#A1)" in best[0], best
+    anchors = set(re.findall(r"\{ #(cfg-[0-9a-f]+) \}", next((docs / "configs").glob("*/index.md")).read_text()))
+    linked = set(re.findall(r"index\.md#(cfg-[0-9a-f]+)\)", home))
+    assert linked and linked <= anchors
