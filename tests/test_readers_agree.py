@@ -97,3 +97,74 @@ def test_the_home_pages_best_is_a_working_configuration_its_page_shows(tmp_path:
     anchors = set(re.findall(r"\{ #(cfg-[0-9a-f]+) \}", next((docs / "configs").glob("*/index.md")).read_text()))
     linked = set(re.findall(r"index\.md#(cfg-[0-9a-f]+)\)", home))
     assert linked and linked <= anchors
+
+
+def _why_kb(tmp_path: Path) -> tuple[Path, Path]:
+    """Two launches stopped by logkit's hang timeout (their logs just stop), written as `logkit run` writes them."""
+    import hashlib
+
+    from logkit.events import LaunchConfig, LogFile
+
+    sessions = tmp_path / "sessions"
+    w = _writer()
+    logs, texts = [], []
+    for n in (1, 2):
+        aid = f"A{n}"
+        text = ("[2026-12-01 00:00:00] server_args=ServerArgs(model_path='org/M', port=3100%d)\n" % n
+                + "[2026-12-01 00:00:01] Load weight begin. avail mem=78.59 GB\n")
+        logs.append(sessions / SID / "logs" / f"{aid}.log")
+        started = w.tick()
+        w.add(Attempt(session=SID, ts=started, started=started, short_id=aid, role="launch",
+                      argv=["python", "-m", "sglang.launch_server", "--model-path", "org/M", "--port", f"3100{n}",
+                            "--host", "0.0.0.0", "--tp", "2", "--moe-runner-backend", "triton"],
+                      log=LogFile(path=f"logs/{aid}.log"),
+                      launch=LaunchConfig(parser="sglang", sglang_version="0.5.23", unresolved=False,
+                                          fingerprint={"model_path": "org/M", "tp_size": 2,
+                                                       "moe_runner_backend": "triton"},
+                                          non_default={"model_path": "org/M", "tp_size": 2, "port": 31000 + n,
+                                                       "host": "0.0.0.0", "moe_runner_backend": "triton"},
+                                          port=31000 + n)))
+        data = text.encode()
+        w.add(Outcome(session=SID, ts=w.tick(1), ended=w.t, attempt=aid, status="hang",
+                      label="no output for 5s before ready", signature="logkit-hang",
+                      log=LogFile(path=f"logs/{aid}.log", size=len(data), sha256=hashlib.sha256(data).hexdigest())))
+        texts.append(data)
+    kb_factory._write(Store(sessions), SID, "audit", w.t - timedelta(days=2), w)
+    for path, data in zip(logs, texts, strict=True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return sessions, logs[1]
+
+
+def test_why_judges_a_log_logkits_hang_stop_ended_by_its_recorded_outcome(tmp_path: Path) -> None:
+    # `logkit show A2` says hang [logkit-hang]; `logkit why` of A2's own log said "incomplete: not a
+    # failure logkit can compare" (the log just stops: the hang was logkit's finding, not the log's)
+    import json
+
+    from conftest import run_logkit
+
+    sessions, log = _why_kb(tmp_path)
+    r = run_logkit("--sessions", str(sessions), "why", "--json", str(log))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert (data["status"], data["signature"]) == ("hang", "logkit-hang")
+    assert data["itself"] == [f"{SID}/A2"]
+    assert [m["attempt"] for m in data["same"]] == [f"{SID}/A1"]
+
+
+def test_why_shows_an_attempts_configuration_as_its_owner_makes_it(tmp_path: Path) -> None:
+    # `why` printed "config: ..., port=31001": its own rule (the flags as given), not the configuration
+    # (logkit.launch.flags.configuration: no run-specific values) that compare and the site show
+    import json
+
+    from conftest import run_logkit
+    from logkit.launch.flags import configuration
+
+    sessions, log = _why_kb(tmp_path)
+    r = run_logkit("--sessions", str(sessions), "why", "--json", str(log))
+    (match,) = json.loads(r.stdout)["same"]
+    assert match["config"] == {"model_path": "org/M", "moe_runner_backend": "triton", "tp_size": 2}
+    launch = {"fingerprint": {"model_path": "org/M", "tp_size": 2, "moe_runner_backend": "triton"},
+              "non_default": {"model_path": "org/M", "tp_size": 2, "port": 31001, "host": "0.0.0.0",
+                              "moe_runner_backend": "triton"}, "parser": "sglang"}
+    assert match["config"] == configuration(launch)
