@@ -168,3 +168,18 @@ def test_why_shows_an_attempts_configuration_as_its_owner_makes_it(tmp_path: Pat
               "non_default": {"model_path": "org/M", "tp_size": 2, "port": 31001, "host": "0.0.0.0",
                               "moe_runner_backend": "triton"}, "parser": "sglang"}
     assert match["config"] == configuration(launch)
+
+
+def test_a_conflicting_cells_page_does_not_call_it_refuted(tmp_path: Path) -> None:
+    # The page of a conflicting cell (it failed, and it also worked) said "A negative result: this
+    # backend value did not work on this architecture" and "(refuted on 0.5.23)"; the matrix,
+    # the pre-launch check and the sweep's skip all read it as conflicting, not refuted.
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "flashinfer_cutedsl", "flashinfer", VERS,
+             fail=("garbage", "garbage-output", "server ready but replies are garbage", "smoke reply: ',,,,'"))
+    w.launch(MODEL, ARCH, 8, "flashinfer_cutedsl", "flashinfer", VERS, throughput=800)
+    docs = _generate(tmp_path, w)
+    page = next((docs / "backends").glob("moe-runner-backend-flashinfer-cutedsl-*/index.md")).read_text()
+    assert ": conflicting" in page
+    assert "did not work" not in page and "refuted on" not in page
+    assert "Conflicting evidence" in page and "also worked" in page

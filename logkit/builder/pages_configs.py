@@ -397,7 +397,8 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     for did, opt, opt_refs in _decision_options(index):
         if opt_refs & refs or (value in opt.name and not opt.chosen):
             options.append((did, decision_href(did), opt.name, opt.why_not or ""))
-    retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
+    said = "failed on" if category == "conflicting" else "refuted on"  # a conflicting cell is not refuted
+    retry = [f"a release newer than {k} {max(v)} ({said} {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
     retry += [f"{h.id}: {h.because}" for h in hyps if h.because and h.verdict != "confirmed"]
     signatures = sorted({(h.signature or h.status, h.label or "") for h in failed if h.status is not None})
