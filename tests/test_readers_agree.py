@@ -183,3 +183,40 @@ def test_a_conflicting_cells_page_does_not_call_it_refuted(tmp_path: Path) -> No
     assert ": conflicting" in page
     assert "did not work" not in page and "refuted on" not in page
     assert "Conflicting evidence" in page and "also worked" in page
+
+
+def test_status_proposes_no_refutation_from_a_cell_the_evidence_makes_conflicting(tmp_path: Path) -> None:
+    # H1 was tested by one launch, which answered garbage; the same backend value on the same GPU and
+    # model worked in another launch (which tested nothing). The pre-launch check and the site say
+    # "conflicting"; status proposed refuting H1 from its own attempts alone.
+    from kb_factory import status_of
+    from logkit.events import Hypothesis, LaunchConfig, Smoke
+    from logkit.reasoning import refuted
+
+    sid = "2026-12-01-conflict"
+    t0 = datetime(2026, 12, 1, tzinfo=UTC)
+    events: list = [Hypothesis(session=sid, short_id="H1", text="cutedsl works", ts=t0),
+                    Hypothesis(session=sid, short_id="H2", text="trtllm works", ts=t0)]
+    plan = [("A1", "flashinfer_cutedsl", ["H1"], "garbage", None), ("A2", "flashinfer_cutedsl", [], "ready", True),
+            ("A3", "flashinfer_trtllm", ["H2"], "arch_mismatch", None)]
+    for n, (aid, moe, tests, status, smoke) in enumerate(plan, 1):
+        at = t0 + timedelta(minutes=n)
+        events.append(Attempt(session=sid, ts=at, started=at, short_id=aid, role="launch", tests=tests,
+                              argv=["python", "-m", "sglang.launch_server", "--model-path", "m", "--moe-runner-backend", moe],
+                              environment=kb_factory._env(ARCH, 1, VERS),
+                              launch=LaunchConfig(parser="sglang", sglang_version=VERS[0], unresolved=False,
+                                                  fingerprint={"model_path": "m", "moe_runner_backend": moe},
+                                                  non_default={"model_path": "m", "moe_runner_backend": moe})))
+        if smoke is not None:
+            events.append(Smoke(session=sid, ts=at, attempt=aid, prompt="2+2", reply="4", ok=smoke))
+        events.append(Outcome(session=sid, ts=at, ended=at, attempt=aid, status=status, label=status))
+    data = status_of(tmp_path, events)
+
+    class Root:
+        root = tmp_path
+
+    assert refuted.conflicts({"moe_runner_backend": "flashinfer_cutedsl"}, ARCH, Root, model="m")  # type: ignore[arg-type]
+    assert refuted.check({"moe_runner_backend": "flashinfer_trtllm"}, ARCH, Root, model="m")  # type: ignore[arg-type]
+    assert [(p["hypothesis"], p["attempt"]) for p in data["proposals"]] == [("H2", "A3")]
+    assert [(c["hypothesis"], c["attempt"], c["worked"]) for c in data["conflicting"]] == [
+        ("H1", "A1", {"moe_runner_backend=flashinfer_cutedsl": f"{sid}/A2"})]
