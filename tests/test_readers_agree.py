@@ -220,3 +220,36 @@ def test_status_proposes_no_refutation_from_a_cell_the_evidence_makes_conflictin
     assert [(p["hypothesis"], p["attempt"]) for p in data["proposals"]] == [("H2", "A3")]
     assert [(c["hypothesis"], c["attempt"], c["worked"]) for c in data["conflicting"]] == [
         ("H1", "A1", {"moe_runner_backend=flashinfer_cutedsl": f"{sid}/A2"})]
+
+
+def test_a_sweeps_decision_draft_gives_its_figure_with_the_workload(tmp_path: Path) -> None:
+    # "Launch with X: the highest output throughput (735.2 tok/s)": a figure without the bench
+    # point it was measured at, on the decision record people cite
+    from test_sweep_site import SW, make_sweep
+
+    from logkit.sweep.decide import draft
+
+    make_sweep(tmp_path / "sessions")
+    text = draft(Store(tmp_path / "sessions"), SW)
+    (decision,) = [line for line in text.splitlines() if line.startswith("decision = ")]
+    assert re.search(r"\(\d[\d,.]* tok/s at max_concurrency=\d+\)", decision), decision
+
+
+def test_a_sweep_compares_two_cells_only_at_one_bench_point() -> None:
+    # a working cell not measured at the first one's best point was compared at its own best point:
+    # two workloads, one "50% below #1"
+    from logkit.events import Sweep, SweepCell, SweepCellResult, SweepPoint
+    from logkit.sweep.state import SweepView, ranking
+
+    cells = [SweepCell(id=c, key=f"moe_runner_backend={v}", values={"moe_runner_backend": v})
+             for c, v in (("c1", "a"), ("c2", "b"))]
+    sweep = Sweep(session="s", sweep="SW-00000000", title="t", spec_hash="0" * 64, argv=["x"],
+                  axes={"moe_runner_backend": ["a", "b"]}, cells=cells)
+    view = SweepView(sweep, "s", {
+        "c1": SweepCellResult(session="s", sweep=sweep.sweep, cell="c1", key=cells[0].key, status="works",
+                              points=[SweepPoint(attempt="A2", labels={"max_concurrency": 16}, output_throughput=700.0)]),
+        "c2": SweepCellResult(session="s", sweep=sweep.sweep, cell="c2", key=cells[1].key, status="works",
+                              points=[SweepPoint(attempt="A4", labels={"max_concurrency": 1}, output_throughput=80.0)]),
+    })
+    first, second = ranking(view)
+    assert first.key.endswith("=a") and second.versus is None
