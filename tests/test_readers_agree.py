@@ -253,3 +253,23 @@ def test_a_sweep_compares_two_cells_only_at_one_bench_point() -> None:
     })
     first, second = ranking(view)
     assert first.key.endswith("=a") and second.versus is None
+
+
+def test_a_sweeps_page_shows_a_superseded_decision_as_superseded(tmp_path: Path) -> None:
+    # `decision list` and the decision's own page say "superseded by DR-..."; the sweep's page
+    # listed the record as it was written ("accepted")
+    from test_sweep_site import SW, make_sweep
+
+    from logkit.events import Decision
+
+    sessions = tmp_path / "sessions"
+    sid = make_sweep(sessions)
+    handle = Store(sessions).handle(sid)
+    handle.append(Decision(session=sid, decision_id="DR-AAAAA", title="cutlass for the sweep", status="accepted",
+                           tags=["sweep", SW]))
+    handle.append(Decision(session=sid, decision_id="DR-BBBBB", title="Duplicate of DR-0", status="deprecated",
+                           supersedes="DR-AAAAA"))
+    generate(sessions, tmp_path / "docs")
+    page = (tmp_path / "docs" / "sweeps" / SW / "index.md").read_text()
+    (line,) = [x for x in page.splitlines() if "DR-AAAAA" in x]
+    assert "(superseded" in line and "(accepted)" not in line
