@@ -273,3 +273,28 @@ def test_a_sweeps_page_shows_a_superseded_decision_as_superseded(tmp_path: Path)
     page = (tmp_path / "docs" / "sweeps" / SW / "index.md").read_text()
     (line,) = [x for x in page.splitlines() if "DR-AAAAA" in x]
     assert "(superseded" in line and "(accepted)" not in line
+
+
+def test_why_and_cite_say_a_superseded_decision_is_superseded(tmp_path: Path) -> None:
+    # `decision list` said "superseded by DR-BBBBB"; `why` listed the record citing the attempt as
+    # "(accepted)", and `cite` linked it without a word
+    import json
+
+    from conftest import run_logkit
+    from logkit.events import Decision
+
+    sessions, log = _why_kb(tmp_path)
+    handle = Store(sessions).handle(SID)
+    handle.append(Decision(session=SID, decision_id="DR-AAAAA", title="triton MoE", status="accepted", evidence=["A1"]))
+    handle.append(Decision(session=SID, decision_id="DR-BBBBB", title="not triton", status="accepted",
+                           supersedes="DR-AAAAA"))
+    r = run_logkit("--sessions", str(sessions), "why", "--json", str(log))
+    (match,) = json.loads(r.stdout)["same"]
+    assert [(d["id"], d["status"]) for d in match["decisions"]] == [("DR-AAAAA", "superseded by DR-BBBBB")]
+    listed = run_logkit("--sessions", str(sessions), "decision", "list")
+    assert "superseded by DR-BBBBB" in listed.stdout
+    cited = run_logkit("--sessions", str(sessions), "cite", "DR-AAAAA", "--site-url", "https://kb.example.com/")
+    assert cited.returncode == 0 and "decisions/DR-AAAAA/" in cited.stdout
+    assert "DR-AAAAA is superseded by DR-BBBBB" in cited.stderr
+    assert "superseded" not in run_logkit("--sessions", str(sessions), "cite", "DR-BBBBB",
+                                          "--site-url", "https://kb.example.com/").stderr

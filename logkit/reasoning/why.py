@@ -102,12 +102,19 @@ def _config(a: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
-    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it."""
+    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it; the status of one
+    a later record supersedes is ``superseded by DR-...`` (:func:`logkit.reasoning.decisions.supersession`)."""
+    from types import SimpleNamespace
+
+    from .decisions import supersession
+
     latest: dict[str, dict[str, Any]] = {}
     for row in decisions:  # in (session, line) order: a later record of an id at the same time wins
         old = latest.get(row["decision_id"])
         if old is None or row["ts"] >= old["ts"]:
             latest[row["decision_id"]] = row
+    later = supersession(SimpleNamespace(decision_id=row["decision_id"], supersedes=row["event"].get("supersedes"))
+                         for row in decisions)
     cited: dict[str, list[tuple[str, str, str, list[str]]]] = {}
     for did, row in sorted(latest.items()):
         d, sid = row["event"], row["session"]
@@ -115,7 +122,8 @@ def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, 
         chosen = [o.get("name") for o in options if o.get("chosen")]
         refs = list(d.get("evidence") or []) + [a for o in options for a in o.get("attempts") or []]
         for ref in {r if "/" in r else f"{sid}/{r}" for r in refs}:
-            cited.setdefault(ref, []).append((did, d.get("title"), d.get("status"), chosen))
+            status = f"superseded by {', '.join(later[did])}" if later.get(did) else d.get("status")
+            cited.setdefault(ref, []).append((did, d.get("title"), status, chosen))
     return cited
 
 
