@@ -298,3 +298,70 @@ def test_why_and_cite_say_a_superseded_decision_is_superseded(tmp_path: Path) ->
     assert "DR-AAAAA is superseded by DR-BBBBB" in cited.stderr
     assert "superseded" not in run_logkit("--sessions", str(sessions), "cite", "DR-BBBBB",
                                           "--site-url", "https://kb.example.com/").stderr
+
+
+def _two_versions(tmp_path: Path) -> Path:
+    """cutedsl answered garbage on SGLang 0.5.21, and worked on 0.5.23 (GLM-5 on SM120)."""
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "flashinfer_cutedsl", "flashinfer", kb_factory.VERSIONS[0],
+             fail=kb_factory.FAILS[("flashinfer_cutedsl", ARCH)])
+    w.launch(MODEL, ARCH, 8, "flashinfer_cutedsl", "flashinfer", kb_factory.VERSIONS[2], throughput=900)
+    _generate(tmp_path, w)
+    return tmp_path / "sessions"
+
+
+def test_the_prelaunch_check_reads_the_cell_of_the_sglang_it_launches(tmp_path: Path) -> None:
+    # the sweep skips a value refuted on another SGLang only on that SGLang; the site shows the cell of
+    # the version tested last (works); `logkit run` and the agents' hook warned "refuted" for a launch
+    # on SGLang 0.5.23, where it worked, because it failed on 0.5.21
+    import sys
+
+    from logkit.reasoning.prelaunch import check_argv
+    from logkit.reasoning.refuted import check_launch
+
+    sessions = _two_versions(tmp_path)
+    argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", MODEL, "--moe-runner-backend",
+            "flashinfer_cutedsl"]
+    got = check_argv(argv, str(sessions), arch=ARCH)
+    assert got is not None and got["sglang_version"] == "0.5.23"
+    assert got["verdict"] == "works" and [c["sglang"] for c in got["cells"]] == ["0.5.23"]
+
+    class Plan:
+        launch = {"fingerprint": {"model_path": MODEL, "moe_runner_backend": "flashinfer_cutedsl"},
+                  "sglang_version": "0.5.23"}
+
+    os.environ["LOGKIT_GPU_ARCH"] = ARCH
+    try:
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert check_launch(Plan(), None, str(sessions)) is True
+        assert "garbage" not in err.getvalue()
+        Plan.launch = {**Plan.launch, "sglang_version": "0.5.21"}
+        with contextlib.redirect_stderr(err):
+            check_launch(Plan(), None, str(sessions))
+        assert "flashinfer_cutedsl MoE produced garbage on SM120" in err.getvalue()
+    finally:
+        del os.environ["LOGKIT_GPU_ARCH"]
+
+
+def test_the_sweep_skips_a_value_refuted_for_its_own_model_only(tmp_path: Path) -> None:
+    # deep_gemm ran out of memory for one model; a sweep of another model skipped it ("refuted on
+    # SM120 by ..."), where the matrix, the site and `logkit run`'s check read that model's cell
+    from logkit.sweep.engine import known_refuted
+    from logkit.sweep.grid import Cell
+
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "deep_gemm", "flashinfer", VERS, fail=("oom", "torch-cuda-oom", "CUDA out of memory", "OOM"))
+    _generate(tmp_path, w)
+    store = Store(tmp_path / "sessions")
+
+    def cell(model: str) -> Cell:
+        return Cell(id="c1", key="moe_runner_backend=deep_gemm", values={"moe_runner_backend": "deep_gemm"}, argv=[],
+                    fingerprint={"model_path": model, "tp_size": 8, "moe_runner_backend": "deep_gemm"})
+
+    assert [h.attempt for h in known_refuted(cell(MODEL), ARCH, store, VERS[0])] == ["A1"]
+    assert known_refuted(cell("other/model"), ARCH, store, VERS[0]) == []
+    assert known_refuted(cell(MODEL), ARCH, store, "0.5.21") == []

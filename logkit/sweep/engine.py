@@ -7,7 +7,7 @@ Contract:
   ``sweep_cell`` result run, so a crash, a Ctrl-C or a SIGKILL loses at most the running cell.
 * Known outcomes first: a cell SGLang's parser refuses is refuted at once (``preflight``, never
   launched); a cell in a ``refuted`` matrix cell for this GPU architecture
-  (:func:`logkit.reasoning.refuted.check`, the same SGLang version where both are known; never a
+  (:func:`known_refuted`: the same model and SGLang version where both are known; never a
   ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
@@ -46,7 +46,7 @@ from .progress import PlainProgress, make
 from .spec import SweepSpec
 from .state import SweepView, find, load
 
-__all__ = ["SweepOptions", "SweepReport", "points_of", "run"]
+__all__ = ["SweepOptions", "SweepReport", "known_refuted", "points_of", "run"]
 
 
 @dataclass
@@ -251,19 +251,28 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                        overhead_s=overhead)
 
 
+def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The refuted matrix cells ``cell`` falls in, as the pre-launch check reads them: its backend values
+    on ``arch`` for its model and SGLang version where both are known (a conflicting cell, one refuted
+    on another SGLang or for another model, is worth trying)."""
+    from ..launch.flags import backend_axes, model_of
+    from ..reasoning.refuted import check
+
+    launch = {"fingerprint": cell.fingerprint}
+    return check(backend_axes(launch), arch, store, model=model_of(launch), sglang=sglang)
+
+
 def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep: Sweep, recorded: SweepCell,
          cell: Cell, arch: str | None, ctx: CellContext, opts: SweepOptions) -> tuple[SweepCellResult, float | None]:
     """One cell: its result event (not yet written) and the seconds of wrapped ``logkit run``s (None: no launch)."""
     from ..reasoning.hypotheses import close
-    from ..reasoning.refuted import check
 
     hyp = _hypothesis(handle, sweep.sweep, recorded, arch)
     base = {"session": handle.id, "sweep": sweep.sweep, "cell": recorded.id, "key": recorded.key, "hypothesis": hyp}
     if cell.preflight:
         close(handle, hyp, "refuted", because=f"SGLang's parser refuses it: {cell.preflight}")
         return SweepCellResult(**base, status="preflight", reason=cell.preflight), None
-    # the refuted matrix cell it falls in (a conflicting cell, or one refuted on another SGLang, is worth trying)
-    hits = [] if opts.retry_refuted else check(cell.fingerprint, arch, store, sglang=grid.sglang_version)
+    hits = [] if opts.retry_refuted else known_refuted(cell, arch, store, grid.sglang_version)
     if hits:
         hit = hits[0]
         ref = f"{hit.session}/{hit.attempt}"
