@@ -365,3 +365,12 @@ def test_the_sweep_skips_a_value_refuted_for_its_own_model_only(tmp_path: Path) 
     assert [h.attempt for h in known_refuted(cell(MODEL), ARCH, store, VERS[0])] == ["A1"]
     assert known_refuted(cell("other/model"), ARCH, store, VERS[0]) == []
     assert known_refuted(cell(MODEL), ARCH, store, "0.5.21") == []
+
+
+def test_generate_from_a_script_takes_strings_as_paths(tmp_path: Path) -> None:
+    # `generate("sessions", "docs")` from a plain script died of AttributeError: 'str' has no 'mkdir'
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS, throughput=900)
+    kb_factory._write(Store(tmp_path / "sessions"), SID, "audit", w.t - timedelta(days=2), w)
+    result = generate(str(tmp_path / "sessions"), str(tmp_path / "docs"))  # type: ignore[arg-type]
+    assert result.pages > 0 and (tmp_path / "docs" / "index.md").is_file()
