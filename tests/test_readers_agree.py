@@ -374,3 +374,26 @@ def test_generate_from_a_script_takes_strings_as_paths(tmp_path: Path) -> None:
     kb_factory._write(Store(tmp_path / "sessions"), SID, "audit", w.t - timedelta(days=2), w)
     result = generate(str(tmp_path / "sessions"), str(tmp_path / "docs"))  # type: ignore[arg-type]
     assert result.pages > 0 and (tmp_path / "docs" / "index.md").is_file()
+
+
+def test_a_negative_page_names_only_decisions_that_rejected_its_value(tmp_path: Path) -> None:
+    # The page of attention_backend=flashinfer listed, under "Decisions that rejected it", the
+    # decision's chosen option (it cites a launch in the cell) and options naming flashinfer_trtllm
+    # MoE ("flashinfer" as a substring): the decision rejected neither attention flashinfer
+    from logkit.events import Decision, DecisionOption
+
+    w = _writer()
+    bad = w.launch(MODEL, ARCH, 8, "flashinfer_trtllm", "flashinfer", VERS, fail=kb_factory.FAILS[("flashinfer_trtllm", ARCH)])
+    good = w.launch(MODEL, ARCH, 8, "flashinfer_cutlass", "flashinfer", VERS, throughput=900)
+    w.add(Decision(session=SID, ts=w.tick(), decision_id="DR-AAAAA", title="MoE for GLM-5", status="accepted",
+                   options=[DecisionOption(name="flashinfer_cutlass MoE", chosen=True, attempts=[good]),
+                            DecisionOption(name="flashinfer_trtllm MoE", why_not="SM100 only"),
+                            DecisionOption(name="flashinfer attention", why_not="not needed: stays default")]))
+    docs = _generate(tmp_path, w)
+    attention = next((docs / "backends").glob("attention-backend-flashinfer-*/index.md")).read_text()
+    rejected = attention.split("## Decisions that rejected it", 1)[-1].split("##", 1)[0]
+    assert "flashinfer_cutlass" not in rejected and "flashinfer_trtllm" not in rejected
+    assert "stays default" in rejected  # the option that names the value, as a word
+    trtllm = next((docs / "backends").glob("moe-runner-backend-flashinfer-trtllm-*/index.md")).read_text()
+    assert "SM100 only" in trtllm.split("## Decisions that rejected it", 1)[-1]
+    assert bad == "A1"

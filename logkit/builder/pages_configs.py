@@ -21,6 +21,7 @@ page is given per workload, and ``slow`` compares two launches at a workload bot
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -390,12 +391,14 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
                 refuted_on[k].append(v)
     hyps: list[HypRef] = []
     options: list[tuple[str, str, str, str]] = []
+    # the value named as a word: "flashinfer" is not named by "flashinfer_cutedsl"
+    named = re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-])").search
     for sid in sorted({h.session for h in hits}):
         for h in _session_hypotheses(index, sid):
-            if {e.ref for e in h.evidence} & refs or value in h.text:
+            if {e.ref for e in h.evidence} & refs or named(h.text):
                 hyps.append(h)
     for did, opt, opt_refs in _decision_options(index):
-        if opt_refs & refs or (value in opt.name and not opt.chosen):
+        if not opt.chosen and (opt_refs & refs or named(opt.name)):  # a chosen option rejected nothing
             options.append((did, decision_href(did), opt.name, opt.why_not or ""))
     said = "failed on" if category == "conflicting" else "refuted on"  # a conflicting cell is not refuted
     retry = [f"a release newer than {k} {max(v)} ({said} {', '.join(v)})" for k, v in sorted(refuted_on.items())
