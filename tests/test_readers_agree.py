@@ -233,6 +233,8 @@ def test_a_sweeps_decision_draft_gives_its_figure_with_the_workload(tmp_path: Pa
     text = draft(Store(tmp_path / "sessions"), SW)
     (decision,) = [line for line in text.splitlines() if line.startswith("decision = ")]
     assert re.search(r"\(\d[\d,.]* tok/s at max_concurrency=\d+\)", decision), decision
+    compared = [line for line in text.splitlines() if line.startswith("why_not = ") and " vs " in line]
+    assert compared and all("at max_concurrency=" in line for line in compared), compared
 
 
 def test_a_sweep_compares_two_cells_only_at_one_bench_point() -> None:

@@ -67,8 +67,9 @@ def draft(store: Store, sweep_id: str) -> str:
     for row in rows:
         if row is best:
             why = ""
-        elif row.status == "works" and row.versus is not None:
+        elif row.status == "works" and row.versus is not None:  # compared at the chosen one's best point
             why = f"{row.versus.verdict}: {row.versus.text()}" if row.versus.verdict != "tied" else row.versus.text()
+            why += _at(best)
         elif row.status == "works":  # not measured at the chosen one's point: its own best, with where
             why = (f"ranked lower: {row.best:,.1f} tok/s{_at(row)}, not measured{_at(best)}" if row.best and best
                    else "over the latency limit")
