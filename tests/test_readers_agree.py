@@ -399,3 +399,16 @@ def test_a_negative_page_names_only_decisions_that_rejected_its_value(tmp_path: 
     trtllm = next((docs / "backends").glob("moe-runner-backend-flashinfer-trtllm-*/index.md")).read_text()
     assert "SM100 only" in trtllm.split("## Decisions that rejected it", 1)[-1]
     assert bad == "A1"
+
+
+def test_a_sweeps_ranking_says_where_two_cells_were_compared(tmp_path: Path) -> None:
+    # the sweep's table and page said "50% below #1" / "slower than #1: 40.0 vs 80.0 tok/s" without
+    # the bench point (concurrency) the two figures were taken at
+    from test_sweep_site import SW, make_sweep
+
+    from logkit.builder.pages_sweeps import _versus
+    from logkit.sweep.state import load, ranking, versus_text
+
+    make_sweep(tmp_path / "sessions")
+    rows = [r for r in ranking(load(Store(tmp_path / "sessions"), SW)) if r.versus is not None]
+    assert rows and all("at max_concurrency=1" in versus_text(r) and "at max_concurrency=1" in _versus(r) for r in rows)

@@ -126,7 +126,8 @@ def _versus(row: RankRow) -> str:
     v = row.versus
     if v is None:
         return ""
-    return v.text() if v.verdict == "tied" else f"{v.verdict} than #1: {v.text()}"
+    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""  # the one workload compared
+    return v.text() + at if v.verdict == "tied" else f"{v.verdict} than #1{at}: {v.text()}"
 
 
 def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions: list[Decision],

@@ -47,6 +47,8 @@ class RankRow:
     best_at: str | None = None
     #: this working cell against the first-ranked one at that point (None for the first itself)
     versus: Any = None  # logkit.reasoning.matrix.Comparison
+    #: the bench point (label text) ``versus`` compared the two at
+    versus_at: str | None = None
 
 
 @dataclass
@@ -144,7 +146,7 @@ def ranking(view: SweepView) -> list[RankRow]:
         for row in works[1:]:
             mine = row.runs.get(top.best_at)  # the same bench point only: two workloads are never compared
             if mine:
-                row.versus = compare(mine, top.runs[top.best_at])
+                row.versus, row.versus_at = compare(mine, top.runs[top.best_at]), top.best_at
     return rows
 
 
@@ -153,7 +155,9 @@ def versus_text(row: RankRow) -> str:
     v = row.versus
     if v is None:
         return ""
-    return f"tied with #1 ({v.runs})" if v.verdict == "tied" else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1 ({v.runs})"
+    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""
+    return (f"tied with #1{at} ({v.runs})" if v.verdict == "tied"
+            else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1{at} ({v.runs})")
 
 
 def _fmt(value: float | None) -> str:
