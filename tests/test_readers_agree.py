@@ -412,3 +412,15 @@ def test_a_sweeps_ranking_says_where_two_cells_were_compared(tmp_path: Path) -> 
     make_sweep(tmp_path / "sessions")
     rows = [r for r in ranking(load(Store(tmp_path / "sessions"), SW)) if r.versus is not None]
     assert rows and all("at max_concurrency=1" in versus_text(r) and "at max_concurrency=1" in _versus(r) for r in rows)
+
+
+def test_the_home_pages_failed_launches_count_every_failed_launch(tmp_path: Path) -> None:
+    # "3 launches · 1 working launches · 1 failed launches": an import error is a failed launch
+    # (statuses.toml's class), though it refutes no backend
+    w = _writer()
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS, throughput=900)
+    w.launch(MODEL, ARCH, 8, "triton", "flashinfer", VERS,
+             fail=("import_error", "module-not-found", "Python module missing", "ModuleNotFoundError: x"))
+    w.launch(MODEL, ARCH, 8, "flashinfer_trtllm", "flashinfer", VERS, fail=kb_factory.FAILS[("flashinfer_trtllm", ARCH)])
+    home = (_generate(tmp_path, w) / "index.md").read_text()
+    assert "**3** launches · **1** working launch · **2** failed launches" in home

@@ -20,6 +20,7 @@ from .contexts_kb import DiffRow
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
 from ..stats import figure
+from ..statuses import is_failure
 from .frames import AttemptFacts
 from .pages_configs import working_config
 from .index import KBIndex, provenance_text
@@ -118,7 +119,8 @@ def home_page(index: KBIndex) -> HomePage:
         counts={
             "sessions": len(loaded.sessions), "attempts": len(facts), "launches": len(launches),
             "working launches": sum(1 for f in launches if f.category == "works"),
-            "failed launches": sum(1 for f in launches if f.category not in (None, "works")),
+            # failed: the status's class (statuses.toml), or a launch up whose smoke test failed
+            "failed launches": sum(1 for f in launches if f.category not in (None, "works") or is_failure(f.status)),
             "decisions": len(index.decisions),
             "metrics": len(metrics),
         },
