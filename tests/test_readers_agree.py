@@ -11,7 +11,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 import kb_factory
+from test_sweep import lab  # noqa: F401 - a fixture
 from logkit.builder import generate
 from logkit.events import Attempt, Metric, Outcome
 from logkit.store import Store
@@ -424,3 +427,36 @@ def test_the_home_pages_failed_launches_count_every_failed_launch(tmp_path: Path
     w.launch(MODEL, ARCH, 8, "flashinfer_trtllm", "flashinfer", VERS, fail=kb_factory.FAILS[("flashinfer_trtllm", ARCH)])
     home = (_generate(tmp_path, w) / "index.md").read_text()
     assert "**3** launches · **1** working launch · **2** failed launches" in home
+
+
+@pytest.mark.slow  # a launch and a sweep on the stand-in server
+@pytest.mark.sglang
+def test_a_sweep_does_not_refute_a_value_the_evidence_makes_conflicting(lab: dict) -> None:  # noqa: F811
+    # flashinfer_cutedsl worked in a launch by hand; a sweep's cell of it then answered garbage. The
+    # matrix, the check and status read "conflicting"; the sweep closed its hypothesis "refuted".
+    import json
+    import subprocess
+    import sys
+
+    from test_sweep import events, free_port, left_behind, write_spec
+
+    env = {**lab["env"], "FAKE_SGLANG_BACKENDS": "flashinfer_cutedsl=healthy"}
+    port = free_port()
+    lab.setdefault("ports", []).append(port)
+    run = lambda *a, e=env: subprocess.run([sys.executable, "-m", "logkit", *a], env=e, capture_output=True,  # noqa: E731
+                                           text=True, timeout=240, cwd=lab["dir"])
+    assert run("session", "start", "by hand", "--id", "by-hand").returncode == 0
+    done = run("run", "--smoke", "What is 3 + 5?", "--smoke-only", "--grace", "5", "--", sys.executable, "-m",
+               "sglang.launch_server", "--model-path", "fake/model", "--host", "127.0.0.1", "--port", str(port),
+               "--moe-runner-backend", "flashinfer_cutedsl")
+    assert done.returncode == 0, done.stderr
+    spec = write_spec(lab, ["flashinfer_cutedsl"], bench=False)
+    swept = run("sweep", str(spec), e=lab["env"])  # the lab's stand-in: cutedsl answers garbage
+    assert swept.returncode == 0, swept.stderr
+    (sweep_sid,) = [s for s in events(lab) if s != "by-hand"]
+    verdicts = [e for e in events(lab)[sweep_sid] if e["kind"] == "verdict"]
+    assert [v["verdict"] for v in verdicts] == ["inconclusive"], verdicts
+    assert "worked in by-hand/A1" in verdicts[0]["because"]
+    status = json.loads(run("status", "--session", sweep_sid, "--json").stdout)
+    assert status["proposals"] == []
+    assert left_behind(lab) == []

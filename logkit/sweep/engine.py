@@ -11,7 +11,9 @@ Contract:
   ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
-  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise), then its
+  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise:
+  inconclusive too when the value's cells are ``conflicting`` once its failure counts, the working
+  launch named, as ``status`` proposes nothing there), then its
   ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent plus the mean cell time so far would pass it;
   the rest stay pending (a budget of 0 records the sweep and runs none).
@@ -262,6 +264,20 @@ def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None
     return check(backend_axes(launch), arch, store, model=model_of(launch), sglang=sglang)
 
 
+def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
+    """``flashinfer_cutedsl MoE worked in S/A3`` when every matrix cell ``cell``'s launch falls in is
+    ``conflicting`` once its failure is counted (the value also worked); ``""`` otherwise."""
+    from ..launch.flags import backend_axes, describe, model_of
+    from ..reasoning.refuted import launch_cells
+
+    launch = {"fingerprint": cell.fingerprint}
+    backends = backend_axes(launch)
+    found = launch_cells(backends, arch, store.root, model_of(launch), sglang) if backends and arch else []
+    if not found or any(c.state != "conflicting" for c in found):
+        return ""
+    return "; ".join(f"{describe({c.axis: c.value})} worked in {c.working[-1].ref}" for c in found if c.working)
+
+
 def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep: Sweep, recorded: SweepCell,
          cell: Cell, arch: str | None, ctx: CellContext, opts: SweepOptions) -> tuple[SweepCellResult, float | None]:
     """One cell: its result event (not yet written) and the seconds of wrapped ``logkit run``s (None: no launch)."""
@@ -294,6 +310,9 @@ def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep
     if verdict == "refuted" and not matrix.refutes(run_.outcome, ctx.ready_timeout if run_.outcome == "hang" else None):
         verdict = "inconclusive"  # the one rule of the matrix cell: a shortened hang, an import error, ... refute nothing
     because = None if verdict == "confirmed" else f"{run_.outcome}: {run_.reason or ''}".rstrip(": ")
+    if verdict == "refuted" and (worked := _worked_elsewhere(cell, arch, store, grid.sglang_version)):
+        # the cell as every reader reads it is conflicting: not refuted (status proposes nothing there either)
+        verdict, because = "inconclusive", f"{because}; conflicting evidence: {worked}"
     if attempts or because:
         close(handle, hyp, verdict, evidence=attempts, because=because or "launched, smoke passed, benchmarked")
     wrapped = run_.seconds.get("wrapped", 0.0)
