@@ -82,6 +82,10 @@ PARTS = [
                   "measure 44/65 with one failed launch called ready, which was read and moved to the training part)", True),
     ("holdout23", "twenty-third hold-out (blind: labelled and committed before any run, no row written from it; first "
                   "measure 46/59 with one failed launch called ready, which was read and moved to the training part)", True),
+    ("holdout24", "twenty-fourth hold-out (blind: labelled and committed before any run, no row written from it; first "
+                  "measure 58/66)", True),
+    ("holdout25", "twenty-fifth hold-out (blind: labelled and committed before any run, no row written from it; first "
+                  "measure 46/60)", True),
     ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
               "sources: never blind)", False),
     ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "

@@ -3432,3 +3432,19 @@ def test_a_failed_c_assert_aborts_the_process(text: str, status: str) -> None:
 ])
 def test_a_stall_the_reporter_says_it_seems_to_be(text: str, status: str) -> None:
     assert classify_text(text).status == status
+
+
+def test_ollama_listener_line_is_a_finished_start_up() -> None:
+    """Ollama logs 'Listening on ADDR (version V)' once its listener is bound (server/routes.go Serve, after
+    net.Listen) and loads a model per request: a start-up finished (LABELLING.md item 1), in slog's text form or
+    bare; a failure after it is still that failure, and other servers' 'Listening on' lines are not this line."""
+    slog = 'time=2024-08-19T14:09:56.520+08:00 level=INFO source=routes.go:1170 msg="Listening on 127.0.0.1:11434 (version 0.3.5)"\n'
+    for text in (slog, "Listening on [::]:11434 (version 0.5.7)\n",
+                 slog + 'time=2024-08-19T14:09:56.521+08:00 level=INFO source=gpu.go:204 msg="looking for compatible GPUs"\n'):
+        assert classify_text(text).status == "ready", text
+    failed = slog + ('time=2024-08-19T14:10:00.000+08:00 level=ERROR source=sched.go:443 msg="error loading llama server" '
+                     'error="llama runner process has terminated: CUDA error: out of memory"\n')
+    assert classify_text(failed).status == "oom"
+    for text in ("Listening on port 8080\n", "Server listening on 0.0.0.0:8000\n",
+                 "# Ollama stops after 'Listening on' and never answers\n"):
+        assert classify_text(text).status != "ready", text

@@ -375,7 +375,7 @@ warmup = true
     assert len(bench_attempts) >= 1
     # the ranking: triton is slower than #1 with intervals apart; cutlass (2% faster than triton) is tied
     # with triton but far from #1; the table says so with its run counts
-    assert "vs #1" in r.stdout and "50% below #1 (3 runs each)" in r.stdout, r.stdout
+    assert "vs #1" in r.stdout and "50% below #1 at max_concurrency=4 (3 runs each)" in r.stdout, r.stdout
     sweep_id = next(e for e in evs if e["kind"] == "sweep")["sweep"]
     from logkit.store import Store
     from logkit.sweep import decide, state

@@ -90,6 +90,7 @@ def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable
     (``progress``: :mod:`.progress`'s live view of the stages, or None)."""
     from ..store.index import Index
 
+    sessions, docs = Path(sessions), Path(docs)  # a script may pass strings
     result = BuildResult(docs=docs, out=None)
     stages = _Stages(result, warn, progress)
 
@@ -230,6 +231,8 @@ def build(sessions: Path, docs: Path, out: Path, *, strict: bool = False, config
     """The whole pipeline: the static site of ``sessions`` in ``out`` (Markdown kept in ``docs``)."""
     from .site import check_dirs, run_mkdocs
 
+    sessions, docs, out = Path(sessions), Path(docs), Path(out)  # a script may pass strings
+    config = Path(config) if config is not None else None
     check_dirs(docs, out)
     try:
         result = generate(sessions, docs, strict=strict, warn=warn, chart_cache=chart_cache, progress=progress)

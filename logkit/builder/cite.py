@@ -5,7 +5,8 @@ id only, so the link never breaks); the link text is ``DR-7K3FQ: <title>`` from 
 of that id. Only the sessions' decision lines and the ledger are read (no site build). Any id ever
 printed resolves (:func:`logkit.reasoning.decisions.resolve`): an id, a longer form of it, or an
 id that moved (the link then goes to the record's current id, and a note says so). An unknown id
-raises :class:`~logkit.errors.NotFound`. ``site_url`` comes from ``$LOGKIT_SITE_URL``, else the
+raises :class:`~logkit.errors.NotFound`. A record a later one supersedes is linked as asked, and a note
+names what replaced it (as ``decision list`` and the record's page say). ``site_url`` comes from ``$LOGKIT_SITE_URL``, else the
 ``site_url`` of mkdocs.yml; without one the link is relative and a note says how to set it.
 """
 
@@ -31,6 +32,9 @@ def cite(sessions: Path, decision_id: str, config: Path | None = None, base: str
     if found.how == "moved":
         warn(f"logkit: note: {found.cited} moved to {record.decision_id}; linking to {record.decision_id} "
              f"(the site's {found.cited} page redirects there)")
+    if found.superseded_by:
+        warn(f"logkit: note: {record.decision_id} is superseded by {', '.join(found.superseded_by)} (its page says so); "
+             f"cite {found.superseded_by[-1]} for the decision that replaced it")
     for other in found.others:
         warn(f"logkit: note: {found.cited} also names {other.decision_id} in {other.session} ({other.title!r}); "
              f"the site's {found.cited} page lists both")

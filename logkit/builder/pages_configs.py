@@ -3,7 +3,8 @@
 Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
 for configurations and the matrix. A configuration is one launch fingerprint that worked for a
 model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
-same GPU failed. A matrix cell (backend axis=value x architecture x model) is
+same GPU failed in a way the matrix holds against it (:func:`logkit.reasoning.matrix.category`: not
+an import error, nor a hang under a ``--hang-timeout`` the user shortened). A matrix cell (backend axis=value x architecture x model) is
 :mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts: works, the refuted class,
 conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
 :func:`logkit.reasoning.matrix.compare` finds its runs slower than a working launch of the same
@@ -20,6 +21,7 @@ page is given per workload, and ``slow`` compares two launches at a workload bot
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -38,7 +40,13 @@ from .render import figure_text
 from .paths import attempt_ref, config_href, config_path, decision_href, metrics_path, negative_path
 
 __all__ = ["cell_works", "config_pages", "configs_index", "excerpt", "launches", "matrix_page", "matrix_row", "site_cells",
-           "versions_text"]
+           "versions_text", "working_config"]
+
+
+def working_config(f: AttemptFacts) -> bool:
+    """Whether ``f`` is a launch that a configuration page shows (a launch with a configuration that
+    worked): the launches whose figures the home page may call best, as the pages do."""
+    return f.role == "launch" and bool(f.fp_hash) and f.category == "works"
 
 
 def launches(index: KBIndex) -> list[AttemptFacts]:
@@ -119,9 +127,9 @@ def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[Config
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for f in launches(index):
-        if f.category == "works":
+        if working_config(f):
             groups[(f.model, f.gpu_label, f.versions.get("sglang"))].append(f)
-        elif f.category is not None:
+        elif matrix.category(matrix_row(f)) is not None:  # what refutes a cell makes it stale: one rule
             failures[(f.fp_hash, f.gpu_label)].append(f)
     full_args = _launch_args([items[-1] for works in groups.values() for items in _by_fp(works).values()])
     pages = []
@@ -383,14 +391,17 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
                 refuted_on[k].append(v)
     hyps: list[HypRef] = []
     options: list[tuple[str, str, str, str]] = []
+    # the value named as a word: "flashinfer" is not named by "flashinfer_cutedsl"
+    named = re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-])").search
     for sid in sorted({h.session for h in hits}):
         for h in _session_hypotheses(index, sid):
-            if {e.ref for e in h.evidence} & refs or value in h.text:
+            if {e.ref for e in h.evidence} & refs or named(h.text):
                 hyps.append(h)
     for did, opt, opt_refs in _decision_options(index):
-        if opt_refs & refs or (value in opt.name and not opt.chosen):
+        if not opt.chosen and (opt_refs & refs or named(opt.name)):  # a chosen option rejected nothing
             options.append((did, decision_href(did), opt.name, opt.why_not or ""))
-    retry = [f"a release newer than {k} {max(v)} (refuted on {', '.join(v)})" for k, v in sorted(refuted_on.items())
+    said = "failed on" if category == "conflicting" else "refuted on"  # a conflicting cell is not refuted
+    retry = [f"a release newer than {k} {max(v)} ({said} {', '.join(v)})" for k, v in sorted(refuted_on.items())
              if k in ("sglang", "flashinfer", "sgl-kernel", "torch", "cuda")]
     retry += [f"{h.id}: {h.because}" for h in hyps if h.because and h.verdict != "confirmed"]
     signatures = sorted({(h.signature or h.status, h.label or "") for h in failed if h.status is not None})

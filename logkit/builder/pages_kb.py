@@ -20,7 +20,9 @@ from .contexts_kb import DiffRow
 from ..launch.flags import workload_order as _work_order
 from ..launch.flags import workload_text
 from ..stats import figure
+from ..statuses import is_failure
 from .frames import AttemptFacts
+from .pages_configs import working_config
 from .index import KBIndex, provenance_text
 from .load import Event, SessionData, tables
 from .render import figure_text
@@ -77,7 +79,10 @@ def home_page(index: KBIndex) -> HomePage:
     metrics = frames.metrics
     if metrics:
         for name in tables()["metrics"]["throughput"]:
-            chosen = [r for r in metrics if r.name == name and r.server is not None]
+            # only a working configuration's figures (the ones its page shows): never a launch still
+            # running, nor one that failed after its benchmark, whose configuration has no page
+            chosen = [r for r in metrics if r.name == name and r.server is not None
+                      and r.server in frames.facts and working_config(frames.facts[r.server])]
             if not chosen:
                 continue
             # "best" is per model, GPU and workload: figures of two workloads are never ranked; a
@@ -114,7 +119,8 @@ def home_page(index: KBIndex) -> HomePage:
         counts={
             "sessions": len(loaded.sessions), "attempts": len(facts), "launches": len(launches),
             "working launches": sum(1 for f in launches if f.category == "works"),
-            "failed launches": sum(1 for f in launches if f.category not in (None, "works")),
+            # failed: the status's class (statuses.toml), or a launch up whose smoke test failed
+            "failed launches": sum(1 for f in launches if f.category not in (None, "works") or is_failure(f.status)),
             "decisions": len(index.decisions),
             "metrics": len(metrics),
         },

@@ -17,6 +17,7 @@ from ..events import Decision, Sweep, SweepCellResult
 from . import vlspec as vl
 from .charts import chart_job
 from .contexts import ChartCtx, Page
+from ..reasoning.decisions import supersession
 from ..sweep.state import RankRow, SweepView, point_text, ranking
 from .load import Loaded, metric_label, tables
 from .paths import attempt_href, decision_href, session_href
@@ -125,10 +126,12 @@ def _versus(row: RankRow) -> str:
     v = row.versus
     if v is None:
         return ""
-    return v.text() if v.verdict == "tied" else f"{v.verdict} than #1: {v.text()}"
+    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""  # the one workload compared
+    return v.text() + at if v.verdict == "tied" else f"{v.verdict} than #1{at}: {v.text()}"
 
 
-def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions: list[Decision]) -> tuple[SweepPage, list]:
+def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions: list[Decision],
+          later: dict[str, list[str]]) -> tuple[SweepPage, list]:
     ordered = [results[c.id] for c in sweep.cells if c.id in results]
     labels: list[str] = []
     for r in ordered:
@@ -159,7 +162,9 @@ def _page(sid: str, sweep: Sweep, results: dict[str, SweepCellResult], decisions
                   tags=["sweep", *([sweep.arch] if sweep.arch else [])]),
         sweep=sweep.sweep, title=sweep.title, session=sid, session_href=session_href(sid), arch=sweep.arch or "unknown",
         sglang=sweep.sglang_version or "unknown", limit=limit, labels=labels, rows=rows, chart=chart, pareto=front,
-        decisions=[(d.decision_id, d.title, d.status, decision_href(d.decision_id)) for d in decisions],
+        decisions=[(d.decision_id, d.title,
+                    f"superseded by {', '.join(later[d.decision_id])}" if later.get(d.decision_id) else d.status,
+                    decision_href(d.decision_id)) for d in decisions],
         command=" ".join(sweep.argv))
     return page, [job] if job else []
 
@@ -169,6 +174,7 @@ def sweep_pages(loaded: Loaded) -> tuple[SweepsIndex, list[SweepPage], list[tupl
     sweeps: list[tuple[str, Sweep]] = []
     results: dict[str, dict[str, SweepCellResult]] = {}
     decisions: dict[str, list[Decision]] = {}
+    every: list[Decision] = []
     for sid, data in loaded.sessions.items():
         for _line, event in data.light:
             if isinstance(event, Sweep):
@@ -176,11 +182,13 @@ def sweep_pages(loaded: Loaded) -> tuple[SweepsIndex, list[SweepPage], list[tupl
             elif isinstance(event, SweepCellResult):
                 results.setdefault(event.sweep, {})[event.cell] = event
             elif isinstance(event, Decision):
+                every.append(event)
                 for tag in event.tags:
                     decisions.setdefault(tag, []).append(event)
+    later = supersession(every)  # a decision replaced by a later one reads "superseded", as everywhere
     pages, jobs = [], []
     for sid, sweep in sorted(sweeps, key=lambda pair: pair[1].ts, reverse=True):
-        page, page_jobs = _page(sid, sweep, results.get(sweep.sweep, {}), decisions.get(sweep.sweep, []))
+        page, page_jobs = _page(sid, sweep, results.get(sweep.sweep, {}), decisions.get(sweep.sweep, []), later)
         pages.append(page)
         jobs.extend(page_jobs)
     index = SweepsIndex(Page("sweeps/index.md", "Sweeps", "sweeps_index.md.j2"), [

@@ -77,6 +77,8 @@ class Resolved:
     #: "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
     how: str
     others: tuple[Decision, ...] = ()
+    #: the decisions that replace the record (:func:`supersession`), none when it stands
+    superseded_by: tuple[str, ...] = ()
 
 
 def resolve(store: Store, text: str) -> Resolved:
@@ -86,17 +88,22 @@ def resolve(store: Store, text: str) -> Resolved:
         raise BadInput(f"{text!r} is not a decision id", fix="decision ids look like DR-7K3FQ (or DR-0003 for older ones)")
     by_id = decisions_by_id(store)
     everything = [d for ds in by_id.values() for d in ds]
+    later = supersession(everything)
+
+    def found(record: Decision, how: str, others: tuple[Decision, ...] = ()) -> Resolved:
+        return Resolved(record, cited, how, others, tuple(later.get(record.decision_id, ())))
+
     if cited in by_id:
         first = min(by_id[cited], key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
         latest = latest_per_session(by_id[cited])
-        return Resolved(latest[first], cited, "id", tuple(latest[s] for s in sorted(set(latest) - {first})))
+        return found(latest[first], "id", tuple(latest[s] for s in sorted(set(latest) - {first})))
     longer = _longer_matches(everything, cited)
     if len(longer) == 1:
-        return Resolved(longer[0], cited, "longer")
+        return found(longer[0], "longer")
     moved = aliases(store).get(cited, [])
     targets = [max(by_id[new], key=lambda d: d.ts) for _sid, new in moved if new in by_id]
     if targets:
-        return Resolved(targets[0], cited, "moved", tuple(targets[1:]))
+        return found(targets[0], "moved", tuple(targets[1:]))
     known = sorted(by_id)
     raise NotFound(f"no decision {cited} in {store.root}",
                    fix="pick one of: " + (", ".join(known[-8:]) or "none recorded yet") + " (logkit decision list)")

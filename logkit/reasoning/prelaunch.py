@@ -16,7 +16,8 @@ Contract:
   (:func:`logkit.reasoning.refuted.launch_cells`: the one rule, the index's aggregate) with its state,
   counts and evidence, and the ``verdict``: ``refuted`` when any cell is, else ``conflicting``,
   ``works`` (every cell works), ``untested``, ``unknown_arch`` or ``no_backend``. Cells match as
-  ``logkit run``'s check matches them (model where both know it; any SGLang version). The command
+  ``logkit run``'s check and the sweep's skip match them (model, and the SGLang version the command's
+  interpreter has, where both are known: a value refuted on another SGLang is worth trying). The command
   is given back redacted.
 """
 
@@ -82,7 +83,7 @@ def check_argv(argv: list[str], sessions: str | None, *, arch: str | None = None
     from .refuted import launch_cells
 
     states = set()
-    for cell in launch_cells(backends, here, sessions_dir, model=model):
+    for cell in launch_cells(backends, here, sessions_dir, model=model, sglang=config.get("sglang_version")):
         states.add(cell.state)
         answer["cells"].append(cell_json(cell))
     answer["verdict"] = next((v for v in VERDICTS if v in states), "untested")

@@ -6,7 +6,9 @@ Contract:
   per :func:`logkit.reasoning.matrix.category` in SQL; only a cell that is not ``works`` has its
   latest attempts read. The same rule as the site's matrix, the sweep's skip and ``status``.
 * :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
-  (same backend axis and value, architecture, and model and SGLang version where both are known):
+  (same backend axis and value, architecture, and model and SGLang version where both are known;
+  :func:`check_launch` gives the model and the SGLang version the launch's parser reported, as the
+  sweep's skip and ``logkit hook pre-launch`` do):
   its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both
   sides; they are said, never asked about. An unknown architecture matches nothing.
 * :func:`ask` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
@@ -162,7 +164,8 @@ def check_launch(plan: Any, environment: Any, sessions: str | None) -> bool:
         # one read of the matrix: the refuted cells warn, the conflicting ones are said
         from ..store.files import root
 
-        found = launch_cells(backends, arch_for_launch(environment), root(sessions), model_of(launch))
+        found = launch_cells(backends, arch_for_launch(environment), root(sessions), model_of(launch),
+                             (launch or {}).get("sglang_version"))
         runs = [run_of(c) for c in found if c.state == "refuted"]
         for run in (run_of(c) for c in found if c.state == "conflicting"):
             err.write(f"logkit: note: {warning(run)}\n")

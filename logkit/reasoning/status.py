@@ -13,7 +13,10 @@ ingest, and its problems are named ``file:line``). It returns a JSON-ready dict:
   matrix cell's rule (:mod:`logkit.reasoning.matrix`, rows by :func:`~logkit.reasoning.matrix.row_of`:
   a refuting category, none working; an ``ignore`` status such as ``import_error`` refutes nothing,
   and a later launch testing H3 that came up ready and passed its smoke test withdraws it), the
-  command that records the refutation, one per refuting attempt;
+  command that records the refutation, one per refuting attempt, unless every cell that attempt
+  falls in is ``conflicting`` in the whole knowledge base (the cells the pre-launch check and the
+  site read: the value also worked, in a launch that tested nothing or another session): those are
+  ``conflicting``, each with the latest working attempt of each cell, and nothing is proposed for them;
 * ``decisions``: the session's decision records;
 * ``todo``: the items of the latest todo snapshot (``logkit todo import``, ``logkit hook todo``),
   each with the hypothesis it was matched to.
@@ -59,9 +62,28 @@ def _alive(host: str | None, pids: list[int | None]) -> bool:
     return any(procs.alive(p) for p in pids if p)
 
 
-def _proposals(open_ids: list[str], rows: list[matrix.Row]) -> list[dict[str, Any]]:
-    """For each open hypothesis whose testing attempts' cell is ``refuted``: one per refuting attempt."""
+def _cells_of(snap: Any, row: matrix.Row) -> list[matrix.Cell]:
+    """The knowledge base's cells ``row`` falls in (its own model, architecture and versions), as the
+    pre-launch check and the site read them: every attributable attempt, not only this session's."""
+    if not row.arch or not row.backends:
+        return []
+    counts: dict[matrix.Key, dict[str, int]] = {}
+    for axis, value, model, sglang, flashinfer, cat, count in snap.cell_counts(row.backends, row.arch, model=row.model,
+                                                                                sglang=row.sglang):
+        if (model, sglang, flashinfer) == (row.model, row.sglang, row.flashinfer):
+            counts.setdefault((model, axis, value, row.arch, sglang, flashinfer), {})[cat] = count
     out = []
+    for key, cats in counts.items():
+        latest = [matrix.row_of(found) for found in [snap.cell_latest(key, "works")] if found] if "works" in cats else []
+        out.append(matrix.aggregated(key, cats, latest))
+    return out
+
+
+def _proposals(snap: Any, open_ids: list[str], rows: list[matrix.Row]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """For each open hypothesis whose testing attempts' cell is ``refuted``: one proposal per refuting
+    attempt whose cells in the knowledge base are refuted too; and, apart, the refuting attempts whose
+    every cell is ``conflicting`` there (it also worked: nothing to propose, both named)."""
+    out, conflicting = [], []
     for ref in sorted(open_ids, key=lambda h: int(h[1:]) if h[1:].isdigit() else 0):
         tested = [r for r in rows if ref in r.tests]
         if matrix.state(matrix.category(r) for r in tested) != "refuted":
@@ -69,12 +91,18 @@ def _proposals(open_ids: list[str], rows: list[matrix.Row]) -> list[dict[str, An
         for r in tested:
             if matrix.category(r) in (None, "works"):
                 continue
+            cells = _cells_of(snap, r)
+            if cells and all(c.state == "conflicting" for c in cells):
+                conflicting.append({"hypothesis": ref, "attempt": r.attempt, "status": r.status,
+                                    "worked": {f"{c.axis}={c.value}": c.working[-1].ref if c.working else None
+                                               for c in sorted(cells, key=lambda c: (c.axis, c.value))}})
+                continue
             because = f"{r.attempt} ended {r.status}" + (f": {r.label}" if r.label else "")
             out.append({
                 "hypothesis": ref, "attempt": r.attempt, "status": r.status,
                 "command": f"logkit hypothesis refute {ref} --evidence {r.attempt} --because {shlex.quote(because)}",
             })
-    return out
+    return out, conflicting
 
 
 def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
@@ -115,6 +143,8 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
             alive.append({"id": a["short_id"], "command": shlex.join(e.get("argv") or []), "pid": e.get("pid"),
                           "port": (e.get("launch") or {}).get("port")})
     meta = snap.sessions(session=session_id)
+    proposals, conflicting = _proposals(snap, [h["id"] for h in hyp_rows],
+                                        [matrix.row_of(a) for a in attempts if tests[a["short_id"]]])
     todo = None
     for row in snap.events(session_id, ["todo"]):
         todo = row["event"]  # the latest snapshot
@@ -126,8 +156,8 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
         "attempts": rows,
         "attempt_count": len(attempts),
         "running": alive,
-        "proposals": _proposals([h["id"] for h in hyp_rows],
-                                [matrix.row_of(a) for a in attempts if tests[a["short_id"]]]),
+        "proposals": proposals,
+        "conflicting": conflicting,
         "decisions": [{"id": d["decision_id"], "title": d["title"], "status": d["status"]}
                       for d in snap.decisions(session=session_id)],
         "todo": [{k: item.get(k) for k in ("content", "status", "priority", "hypothesis")}
@@ -143,6 +173,12 @@ def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[
         index.refresh([session_id])
         with index.snapshot() as snap:
             data = status(snap, session_id, last=last)
+        if data["proposals"] or data["conflicting"]:
+            # they read the cells of every session (as the pre-launch check does): all brought up to date
+            index.refresh()
+            with index.snapshot() as snap:
+                data = status(snap, session_id, last=last)
+        with index.snapshot() as snap:
             found = snap.problems(session=session_id)
     problems = [str(p) for p in found[:PROBLEMS_KEPT]]
     if len(found) > PROBLEMS_KEPT:
@@ -205,4 +241,10 @@ def render(data: dict[str, Any]) -> str:
         for p in data["proposals"]:
             out.append(f"  {p['attempt']} tested {p['hypothesis']} and ended {p['status']}: refute it?")
             out.append(f"    {p['command']}")
+    if data.get("conflicting"):
+        out.append("")
+        out.append("conflicting evidence (nothing proposed):")
+        for c in data["conflicting"]:
+            also = "; ".join(f"{cell} also worked in {ref}" for cell, ref in c["worked"].items())
+            out.append(f"  {c['attempt']} tested {c['hypothesis']} and ended {c['status']}, but {also}")
     return "\n".join(out)

@@ -7,13 +7,14 @@ exception line (:func:`logkit.errorlines.error_template`). An outcome recorded w
 label and evidence lines, when that agrees with its recorded status. :func:`seen_before` queries the
 index (:mod:`logkit.store.index`) for the failed attempts that can match (the same signature, none
 recorded, or the same status), reads only their attempt and outcome events, and returns the attempts that failed the same way, each with its
-configuration (the flags chosen, else its fingerprint) and the decisions that cite it (as evidence,
+configuration (:func:`logkit.launch.flags.configuration`, the one owner) and the decisions that cite it (as evidence,
 or as an option's attempt). Attempts reconstructed from an account (no log to compare) that
 end in the same class are listed apart, as "same class". The attempt whose log is the one asked
 about (the same file, or the same bytes: an imported copy) is not "seen before": it is named apart
 (:attr:`SeenReport.itself`). A log that shows no failure but is the own log of an attempt that
 logkit's probes failed after ready (a degenerate smoke reply, wrong answers to the accuracy set:
-:data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`) is judged by that recorded outcome. What is
+:data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`), or that logkit's hang stop ended (the log just
+stops: :data:`~logkit.capture.sglang.outcomes.HANG_STOP`), is judged by that recorded outcome, as ``logkit show`` gives it. What is
 a failure at all is :func:`logkit.statuses.is_failure`.
 Nothing is written but the index. :func:`as_json` is the report as ``logkit why --json`` and the MCP
 ``why`` tool give it, with :func:`cite_links`' links to the decisions.
@@ -33,7 +34,7 @@ from ..store import files
 from ..store.index import lines_at
 from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict
-from ..capture.sglang.outcomes import classify_text
+from ..capture.sglang.outcomes import HANG_STOP, classify_text
 
 __all__ = ["Match", "SeenReport", "as_json", "cite_links", "cited_by", "failure_key", "seen_before"]
 
@@ -94,17 +95,26 @@ def _outcome_key(o: dict[str, Any]) -> str | None:
 
 
 def _config(a: dict[str, Any] | None) -> dict[str, Any]:
-    launch = (a or {}).get("launch") or {}
-    return dict(launch.get("non_default") or launch.get("fingerprint") or {})
+    """The attempt's configuration, as its one owner makes it (no port, host, paths): what ``compare`` and the site show."""
+    from ..launch.flags import configuration
+
+    return configuration((a or {}).get("launch"))
 
 
 def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
-    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it."""
+    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it; the status of one
+    a later record supersedes is ``superseded by DR-...`` (:func:`logkit.reasoning.decisions.supersession`)."""
+    from types import SimpleNamespace
+
+    from .decisions import supersession
+
     latest: dict[str, dict[str, Any]] = {}
     for row in decisions:  # in (session, line) order: a later record of an id at the same time wins
         old = latest.get(row["decision_id"])
         if old is None or row["ts"] >= old["ts"]:
             latest[row["decision_id"]] = row
+    later = supersession(SimpleNamespace(decision_id=row["decision_id"], supersedes=row["event"].get("supersedes"))
+                         for row in decisions)
     cited: dict[str, list[tuple[str, str, str, list[str]]]] = {}
     for did, row in sorted(latest.items()):
         d, sid = row["event"], row["session"]
@@ -112,7 +122,8 @@ def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, 
         chosen = [o.get("name") for o in options if o.get("chosen")]
         refs = list(d.get("evidence") or []) + [a for o in options for a in o.get("attempts") or []]
         for ref in {r if "/" in r else f"{sid}/{r}" for r in refs}:
-            cited.setdefault(ref, []).append((did, d.get("title"), d.get("status"), chosen))
+            status = f"superseded by {', '.join(later[did])}" if later.get(did) else d.get("status")
+            cited.setdefault(ref, []).append((did, d.get("title"), status, chosen))
     return cited
 
 
@@ -154,10 +165,11 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
 
 
 def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) -> dict[str, Any] | None:
-    """The recorded outcome of the attempt whose own log is ``asked``, when its probes failed it after ready."""
+    """The recorded outcome of the attempt whose own log is ``asked``, when logkit found the failure outside
+    the log: its probes after ready, or its hang stop (the log just stops)."""
     from ..capture.sglang.watcher import PROBE_FINDINGS
 
-    for signature, status in PROBE_FINDINGS.items():
+    for signature, status in {**PROBE_FINDINGS, HANG_STOP: "hang"}.items():
         for ref, o, a in _candidates(snap, status, signature):
             sid = ref.rsplit("/", 1)[0]
             if o.get("signature") == signature and _own_log(root, sid, [a.get("log"), o.get("log")], asked, size, digest):

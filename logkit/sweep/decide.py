@@ -44,7 +44,7 @@ def draft(store: Store, sweep_id: str) -> str:
                f"{sweep.arch or 'this GPU'}{' (SGLang ' + sweep.sglang_version + ')' if sweep.sglang_version else ''}: "
                f"{len(works)} worked, {len(rows) - len(works)} did not.")
     decision = (f"Launch with {best.key}: the highest output throughput{limit} "
-                f"({best.best:,.1f} tok/s{_runs(best)})." if best and best.best else "")
+                f"({best.best:,.1f} tok/s{_at(best)}{_runs(best)})." if best and best.best else "")
     tied = [r for r in works if r.versus is not None and r.versus.verdict == "tied"]
     if decision and tied:
         decision += (f" Tied with {', '.join(r.key for r in tied)} (the intervals overlap): throughput does not "
@@ -67,16 +67,23 @@ def draft(store: Store, sweep_id: str) -> str:
     for row in rows:
         if row is best:
             why = ""
-        elif row.status == "works" and row.versus is not None:
+        elif row.status == "works" and row.versus is not None:  # compared at the chosen one's best point
             why = f"{row.versus.verdict}: {row.versus.text()}" if row.versus.verdict != "tied" else row.versus.text()
-        elif row.status == "works":
-            why = f"lower: {row.best:,.1f} tok/s" if row.best else "over the latency limit"
+            why += _at(best)
+        elif row.status == "works":  # not measured at the chosen one's point: its own best, with where
+            why = (f"ranked lower: {row.best:,.1f} tok/s{_at(row)}, not measured{_at(best)}" if row.best and best
+                   else "over the latency limit")
         else:
             why = f"{row.status}: {row.why or ''}".rstrip(": ")
         refs = ([row.hypothesis] if row.hypothesis else []) + row.attempts + ([row.refuted_by] if row.refuted_by else [])
         out += ["", "[[option]]", f"name = {_q(row.key)}", f"why_not = {_q(why)}",
                 f"refs = [{', '.join(_q(r) for r in refs)}]"]
     return "\n".join(out) + "\n"
+
+
+def _at(row: Any) -> str:
+    """`` at max_concurrency=16``: the bench point a row's best figure was measured at (the workload)."""
+    return f" at {row.best_at}" if row.best_at and row.best_at != "bench" else ""
 
 
 def _runs(row: Any) -> str:

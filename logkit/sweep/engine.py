@@ -7,11 +7,13 @@ Contract:
   ``sweep_cell`` result run, so a crash, a Ctrl-C or a SIGKILL loses at most the running cell.
 * Known outcomes first: a cell SGLang's parser refuses is refuted at once (``preflight``, never
   launched); a cell in a ``refuted`` matrix cell for this GPU architecture
-  (:func:`logkit.reasoning.refuted.check`, the same SGLang version where both are known; never a
+  (:func:`known_refuted`: the same model and SGLang version where both are known; never a
   ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
   cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
-  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise), then its
+  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise:
+  inconclusive too when the value's cells are ``conflicting`` once its failure counts, the working
+  launch named, as ``status`` proposes nothing there), then its
   ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent plus the mean cell time so far would pass it;
   the rest stay pending (a budget of 0 records the sweep and runs none).
@@ -46,7 +48,7 @@ from .progress import PlainProgress, make
 from .spec import SweepSpec
 from .state import SweepView, find, load
 
-__all__ = ["SweepOptions", "SweepReport", "points_of", "run"]
+__all__ = ["SweepOptions", "SweepReport", "known_refuted", "points_of", "run"]
 
 
 @dataclass
@@ -251,19 +253,42 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                        overhead_s=overhead)
 
 
+def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The refuted matrix cells ``cell`` falls in, as the pre-launch check reads them: its backend values
+    on ``arch`` for its model and SGLang version where both are known (a conflicting cell, one refuted
+    on another SGLang or for another model, is worth trying)."""
+    from ..launch.flags import backend_axes, model_of
+    from ..reasoning.refuted import check
+
+    launch = {"fingerprint": cell.fingerprint}
+    return check(backend_axes(launch), arch, store, model=model_of(launch), sglang=sglang)
+
+
+def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
+    """``flashinfer_cutedsl MoE worked in S/A3`` when every matrix cell ``cell``'s launch falls in is
+    ``conflicting`` once its failure is counted (the value also worked); ``""`` otherwise."""
+    from ..launch.flags import backend_axes, describe, model_of
+    from ..reasoning.refuted import launch_cells
+
+    launch = {"fingerprint": cell.fingerprint}
+    backends = backend_axes(launch)
+    found = launch_cells(backends, arch, store.root, model_of(launch), sglang) if backends and arch else []
+    if not found or any(c.state != "conflicting" for c in found):
+        return ""
+    return "; ".join(f"{describe({c.axis: c.value})} worked in {c.working[-1].ref}" for c in found if c.working)
+
+
 def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep: Sweep, recorded: SweepCell,
          cell: Cell, arch: str | None, ctx: CellContext, opts: SweepOptions) -> tuple[SweepCellResult, float | None]:
     """One cell: its result event (not yet written) and the seconds of wrapped ``logkit run``s (None: no launch)."""
     from ..reasoning.hypotheses import close
-    from ..reasoning.refuted import check
 
     hyp = _hypothesis(handle, sweep.sweep, recorded, arch)
     base = {"session": handle.id, "sweep": sweep.sweep, "cell": recorded.id, "key": recorded.key, "hypothesis": hyp}
     if cell.preflight:
         close(handle, hyp, "refuted", because=f"SGLang's parser refuses it: {cell.preflight}")
         return SweepCellResult(**base, status="preflight", reason=cell.preflight), None
-    # the refuted matrix cell it falls in (a conflicting cell, or one refuted on another SGLang, is worth trying)
-    hits = [] if opts.retry_refuted else check(cell.fingerprint, arch, store, sglang=grid.sglang_version)
+    hits = [] if opts.retry_refuted else known_refuted(cell, arch, store, grid.sglang_version)
     if hits:
         hit = hits[0]
         ref = f"{hit.session}/{hit.attempt}"
@@ -285,6 +310,9 @@ def _one(handle: SessionHandle, store: Store, spec: SweepSpec, grid: Grid, sweep
     if verdict == "refuted" and not matrix.refutes(run_.outcome, ctx.ready_timeout if run_.outcome == "hang" else None):
         verdict = "inconclusive"  # the one rule of the matrix cell: a shortened hang, an import error, ... refute nothing
     because = None if verdict == "confirmed" else f"{run_.outcome}: {run_.reason or ''}".rstrip(": ")
+    if verdict == "refuted" and (worked := _worked_elsewhere(cell, arch, store, grid.sglang_version)):
+        # the cell as every reader reads it is conflicting: not refuted (status proposes nothing there either)
+        verdict, because = "inconclusive", f"{because}; conflicting evidence: {worked}"
     if attempts or because:
         close(handle, hyp, verdict, evidence=attempts, because=because or "launched, smoke passed, benchmarked")
     wrapped = run_.seconds.get("wrapped", 0.0)

@@ -4,9 +4,9 @@ Contract: :func:`find` and :func:`load` query one snapshot of the store's index,
 first, for its ``sweep`` and ``sweep_cell`` events; :func:`load` returns a :class:`SweepView` (the
 sweep, its session, the latest result per cell); :func:`ranking` orders the cells (working ones by
 their best throughput within the latency limit, a point's figure the median of its runs, then the
-failed ones, then those never run) and compares each working cell with the first at the same bench
-point by :func:`logkit.reasoning.matrix.compare` (``slower`` only when the intervals do not
-overlap, else ``tied``); :func:`table` renders it as plain text. Nothing is written.
+failed ones, then those never run) and compares each working cell with the first at the first's
+best bench point by :func:`logkit.reasoning.matrix.compare` (``slower`` only when the intervals do
+not overlap, else ``tied``; a cell not measured at that point is not compared: two workloads never are); :func:`table` renders it as plain text. Nothing is written.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class RankRow:
     best_at: str | None = None
     #: this working cell against the first-ranked one at that point (None for the first itself)
     versus: Any = None  # logkit.reasoning.matrix.Comparison
+    #: the bench point (label text) ``versus`` compared the two at
+    versus_at: str | None = None
 
 
 @dataclass
@@ -142,11 +144,9 @@ def ranking(view: SweepView) -> list[RankRow]:
 
         top = works[0]
         for row in works[1:]:
-            mine = row.runs.get(top.best_at)  # the same bench point, else this cell's best
-            if mine is None and row.best_at is not None:
-                mine = row.runs.get(row.best_at)
+            mine = row.runs.get(top.best_at)  # the same bench point only: two workloads are never compared
             if mine:
-                row.versus = compare(mine, top.runs[top.best_at])
+                row.versus, row.versus_at = compare(mine, top.runs[top.best_at]), top.best_at
     return rows
 
 
@@ -155,7 +155,9 @@ def versus_text(row: RankRow) -> str:
     v = row.versus
     if v is None:
         return ""
-    return f"tied with #1 ({v.runs})" if v.verdict == "tied" else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1 ({v.runs})"
+    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""
+    return (f"tied with #1{at} ({v.runs})" if v.verdict == "tied"
+            else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1{at} ({v.runs})")
 
 
 def _fmt(value: float | None) -> str:

@@ -69,6 +69,7 @@ def _lines(pairs: Any) -> list[EvidenceLine]:
 __all__ = [
     "Classification",
     "Classifier",
+    "HANG_STOP",
     "Signature",
     "blocks",
     "check_log_path",
@@ -79,6 +80,9 @@ __all__ = [
     "load_signatures",
 ]
 
+#: The signature of logkit's own hang stop (``--hang-timeout``): the log just stops, so a log read alone
+#: cannot show it (``logkit why`` reads it back from the recorded outcome).
+HANG_STOP = "logkit-hang"
 #: Bytes read at a time by :func:`classify_stream` (and the importer).
 BLOCK = 1 << 20
 
@@ -449,7 +453,7 @@ class Classifier:
                 label = f"{label}: {hit.why}"
             return out(hit.sig.status, label, hit.sig.id)
         if hang:
-            return out("hang", hang, "logkit-hang")
+            return out("hang", hang, HANG_STOP)
         if not finished:
             if ready:
                 return out("ready", "server ready" if self.ready_line is not None else "server serving (no ready line in the log)")
