@@ -9,6 +9,7 @@ as real processes: the forms earlier rounds did not try.
 from __future__ import annotations
 
 import fnmatch
+import time
 import subprocess
 import sys
 import tomllib
@@ -86,3 +87,118 @@ def test_assignments_and_userless_url_passwords_reach_no_file(sessions: Path, tm
                   "ChildRedisPw66", "EnvRedisPw77", "ArgvDbPass88", "ArgvKey99x", "ArgvPat100"):
         assert value.encode() not in stored, value
     assert b"[REDACTED]" in stored and b"MYSQL_PWD=" in stored  # the name stays readable
+
+
+# -- a filesystem without flock ------------------------------------------------------------------
+
+#: flock() fails on files under $NOFLOCK_PREFIX as on an NFS mount without its lock daemon (ENOLCK)
+#: or a Lustre mount without -o flock (ENOSYS, $NOFLOCK_ERRNO): neither can be mounted here
+NOFLOCK_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int flock(int fd, int op) {
+    static int (*real)(int, int) = 0;
+    if (!real) real = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+    const char *prefix = getenv("NOFLOCK_PREFIX");
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (prefix && *prefix && n > 0) {
+        target[n] = 0;
+        if (strncmp(target, prefix, strlen(prefix)) == 0) {
+            const char *e = getenv("NOFLOCK_ERRNO");
+            errno = (e && strcmp(e, "ENOSYS") == 0) ? ENOSYS : ENOLCK;
+            return -1;
+        }
+    }
+    return real(fd, op);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def noflock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A preload library that takes flock() away from one directory tree."""
+    import shutil
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is needed to build the flock-less filesystem's stand-in")
+    where = tmp_path_factory.mktemp("noflock")
+    (where / "noflock.c").write_text(NOFLOCK_C)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(where / "noflock.so"), str(where / "noflock.c"), "-ldl"],
+                   check=True, capture_output=True)
+    return where / "noflock.so"
+
+
+def _noflock_env(noflock: Path, sessions: Path, errno_name: str = "ENOLCK") -> dict[str, str]:
+    return {"LD_PRELOAD": str(noflock), "NOFLOCK_PREFIX": str(sessions), "NOFLOCK_ERRNO": errno_name}
+
+
+def _events(sessions: Path) -> list[dict]:
+    import json
+
+    [path] = sessions.glob("*/events.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("errno_name", ["ENOLCK", "ENOSYS"])
+def test_without_flock_every_command_still_records(sessions: Path, noflock: Path, errno_name: str) -> None:
+    """NFS without lockd, Lustre without -o flock: flock() fails; every command records all the same."""
+    env = _noflock_env(noflock, sessions, errno_name)
+    probe = subprocess.run([sys.executable, "-c", f"import fcntl, os; fcntl.flock(os.open({str(sessions)!r}, os.O_RDONLY), 2)"],
+                           env={**scenarios.env_for(sessions), **env}, capture_output=True, text=True)
+    assert probe.returncode != 0 and "Errno" in probe.stderr  # the stand-in works: flock fails there
+    steps = [("session", "start", "on a filesystem without flock"), ("hypothesis", "add", "it records"),
+             ("note", "a note"), ("run", "--", sys.executable, "-c", "print('child ran'); raise SystemExit(7)")]
+    for step in steps:
+        done = _cli(sessions, *step, **env)
+        assert "Traceback" not in done.stderr and "NOT RECORDED" not in done.stderr, (step, done.stderr)
+        assert done.returncode == (7 if step[0] == "run" else 0), (step, done.stderr)
+    kinds = [e["kind"] for e in _events(sessions)]
+    assert kinds.count("session") == 1 and kinds.count("hypothesis") == 1 and kinds.count("note") == 1
+    assert kinds.count("attempt") == 1 and kinds.count("outcome") == 1
+    status = _cli(sessions, "status", **env)
+    assert status.returncode == 0 and "A1" in status.stdout and "H1" in status.stdout, status.stderr
+    assert not list(sessions.rglob("*.lock.lock")) and not list(sessions.glob("*/events.jsonl.lock"))
+
+
+def test_without_flock_concurrent_runs_take_distinct_ids(sessions: Path, noflock: Path) -> None:
+    env = _noflock_env(noflock, sessions)
+    assert _cli(sessions, "session", "start", "concurrent without flock", **env).returncode == 0
+    procs = [subprocess.Popen([*scenarios.LOGKIT, "run", "--", sys.executable, "-c", f"print({i})"],
+                              env=scenarios.env_for(sessions, **env), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for i in range(6)]
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "Traceback" not in err, err
+    events = _events(sessions)  # every line whole JSON
+    shorts = sorted(e["short_id"] for e in events if e["kind"] == "attempt")
+    assert shorts == sorted(f"A{i}" for i in range(1, 7)), shorts
+    assert sum(e["kind"] == "outcome" for e in events) == 6
+
+
+def test_a_lock_file_left_by_a_killed_holder_is_taken_over(sessions: Path, noflock: Path) -> None:
+    import os
+    import socket
+
+    env = _noflock_env(noflock, sessions)
+    assert _cli(sessions, "session", "start", "left lock", **env).returncode == 0
+    [events] = sessions.glob("*/events.jsonl")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    from logkit import procs
+
+    left = Path(f"{events}.lock")
+    left.write_text(f"{dead.pid} {procs.hostname()} token\n")  # this host, its pid gone
+    done = _cli(sessions, "note", "after a killed writer", timeout=60, **env)
+    assert done.returncode == 0, done.stderr
+    left.write_text(f"1 {socket.gethostname()}-elsewhere token\n")  # another host's, an hour old
+    os.utime(left, (time.time() - 3600, time.time() - 3600))
+    done = _cli(sessions, "note", "after another host's killed writer", timeout=60, **env)
+    assert done.returncode == 0, done.stderr
+    assert [e["kind"] for e in _events(sessions)].count("note") == 2 and not left.exists()

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
@@ -44,7 +43,7 @@ from typing import Any, NamedTuple
 
 from .. import procs
 from ..errors import BadInput, NotFound, SchemaTooNew, StoreError
-from .lockfile import appending
+from .lockfile import appending, lock
 
 __all__ = [
     "ATTEMPT_ID_RE",
@@ -284,8 +283,15 @@ def store_lock(root_dir: Path) -> Iterator[None]:
         raise StoreError(f"cannot lock the store {root_dir}: {exc.strerror}",
                          fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            release = lock(fd, root_dir / STORE_LOCK)
+        except OSError as exc:
+            raise StoreError(f"cannot lock the store {root_dir}: {exc.strerror}",
+                             fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
+        try:
+            yield
+        finally:
+            release()
     finally:
         os.close(fd)
 
