@@ -202,3 +202,15 @@ def test_a_lock_file_left_by_a_killed_holder_is_taken_over(sessions: Path, noflo
     done = _cli(sessions, "note", "after another host's killed writer", timeout=60, **env)
     assert done.returncode == 0, done.stderr
     assert [e["kind"] for e in _events(sessions)].count("note") == 2 and not left.exists()
+
+
+def test_the_shared_filesystems_of_gpu_clusters_put_the_index_on_local_disk() -> None:
+    """WekaFS, JuiceFS, cluster filesystems and object stores through FUSE: SQLite's locks are not to be
+    trusted there either (mountinfo as each of them shows it)."""
+    from logkit.store.index import NETWORK_FS, filesystem_type
+
+    for fstype, source in (("wekafs", "wekafs/default"), ("fuse.juicefs", "JuiceFS:myjfs"), ("gfs2", "/dev/vg/gfs"),
+                           ("ocfs2", "/dev/sdb1"), ("fuse.mountpoint-s3", "mountpoint-s3"), ("fuse.rclone", "remote:"),
+                           ("fuse.blobfuse2", "blobfuse2")):
+        mountinfo = f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 0:50 / /mnt/shared rw - {fstype} {source} rw\n"
+        assert filesystem_type(Path("/mnt/shared/team/sessions"), mountinfo) in NETWORK_FS, fstype

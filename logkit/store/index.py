@@ -4,7 +4,7 @@ Contract:
 
 * **Where**: one SQLite file (standard-library :mod:`sqlite3`, WAL), ``<root>/.cache/index.sqlite``
   (``<root>/.cache/.gitignore`` keeps it out of git). When the root is on a network filesystem
-  (:func:`on_network_fs`: NFS, Lustre, CIFS, sshfs, GPFS, BeeGFS, Ceph, 9p...; ``$LOGKIT_NETWORK_FS``
+  (:func:`on_network_fs`: NFS, Lustre, CIFS, sshfs, GPFS, BeeGFS, Ceph, WekaFS, JuiceFS, 9p...; ``$LOGKIT_NETWORK_FS``
   ``1``/``0`` overrides), where SQLite's locks are unreliable, it lives on local disk instead:
   ``$XDG_CACHE_HOME/logkit/index/<sha256 of the resolved root>.sqlite`` (default ``~/.cache``).
   When SQLite cannot open, lock or write that file (a read-only store, a lock that fails, a full
@@ -90,6 +90,10 @@ BATCH_SECONDS = 1.0
 NETWORK_FS = frozenset({
     "nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "sshfs", "gpfs", "beegfs", "ceph",
     "fuse.ceph", "fuse.cephfs", "9p", "afs", "glusterfs", "fuse.glusterfs", "panfs", "fuse.s3fs", "fuse.gcsfuse",
+    # GPU clusters' shared filesystems, and object stores mounted through FUSE
+    "wekafs", "fuse.juicefs", "juicefs", "fuse.weka", "ocfs2", "gfs2", "orangefs", "pvfs2", "fuse.beegfs",
+    "fuse.mountpoint-s3", "fuse.rclone", "fuse.goofys", "fuse.blobfuse2", "fuse.blobfuse", "fuse.alluxio-fuse",
+    "fuse.davfs", "davfs", "fuse.lizardfs", "fuse.moosefs", "fuse.mfs", "fuse.seaweedfs", "fuse.xtreemfs",
 })
 _OCTAL = re.compile(r"\\([0-7]{3})")
 _DATA = Path(__file__).resolve().parent.parent / "data"
