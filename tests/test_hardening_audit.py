@@ -214,3 +214,31 @@ def test_the_shared_filesystems_of_gpu_clusters_put_the_index_on_local_disk() ->
                            ("fuse.blobfuse2", "blobfuse2")):
         mountinfo = f"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 0:50 / /mnt/shared rw - {fstype} {source} rw\n"
         assert filesystem_type(Path("/mnt/shared/team/sessions"), mountinfo) in NETWORK_FS, fstype
+
+
+# -- damaged events.jsonl lines ---------------------------------------------------------------------
+
+
+def test_export_names_every_line_it_leaves_out(sessions: Path, tmp_path: Path) -> None:
+    """A damaged line (invalid UTF-8, a NUL, a newer schema's) is left out of the table, and export says which,
+    with its file, line and fix, on stderr (the table on stdout stays clean)."""
+    import json
+
+    assert _cli(sessions, "session", "start", "damaged lines").returncode == 0
+    for code in ("print(1)", "print(2)"):
+        assert _cli(sessions, "run", "--", sys.executable, "-c", code).returncode == 0
+    [path] = sessions.glob("*/events.jsonl")
+    lines = path.read_bytes().splitlines()
+    first = next(i for i, line in enumerate(lines) if b'"kind":"attempt"' in line)
+    lines[first] = lines[first].replace(b"print(1)", b"pr\xffint(1)")
+    lines.append(b"\x00\x00")
+    lines.append(json.dumps({"v": 99, "id": "f" * 32, "session": path.parent.name, "ts": "2026-12-07T00:00:00Z",
+                             "kind": "note", "text": "from a newer logkit"}).encode())
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    for fmt in ("csv", "jsonl"):
+        done = _cli(sessions, "export", "--what", "attempts", "--format", fmt)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "logkit: warning" not in done.stdout
+        for number in (first + 1, len(lines) - 1, len(lines)):
+            assert f"{path}:{number}:" in done.stderr and "fix or delete that line" in done.stderr, (number, done.stderr)
+        assert "upgrade logkit" in done.stderr

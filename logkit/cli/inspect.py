@@ -88,6 +88,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise BadInput("parquet is a binary file format, not for a terminal", fix="add --out FILE.parquet")
     with _snapshot(args) as (_st, snap):
         rows = attempt_view.export_rows(snap, args.what)
+        problems = snap.problems()
+    for problem in problems:  # a line left out of the table is said, as `status` and `build` say it
+        print(f"logkit: warning: {problem}", file=sys.stderr)
     import pandas as pd
 
     frame = pd.DataFrame(rows)
