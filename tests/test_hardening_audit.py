@@ -4,6 +4,8 @@ as real processes: the forms earlier rounds did not try.
 * A variable ``secrets.toml`` calls secret, printed or passed as ``NAME=VALUE`` (an ``env`` dump,
   ``export X=``, ``docker run -e X=``) when logkit's own environment does not hold it.
 * A URL whose credentials have a password and no user (``redis://:PW@host``), printed or in the environment.
+* A camelCase token key (``"accessToken": "x"``), a shell-quoted flag value (``--api-key 'a b'``), a bare
+  ``token: 'x'`` (redacted in events but not in the raw log: its triggers missed that form).
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ def test_every_secret_variable_name_printed_as_an_assignment_is_redacted() -> No
     r = Redactor.for_run({}, [])
     for name in _names_from_globs():
         for form in (f"{name}=V4lueOf{len(name)}xyz", f"export {name}=V4lueOf{len(name)}xyz",
-                     f"-e {name}='V4lueOf{len(name)}xyz'", f"declare -x {name}=\"V4lueOf{len(name)}xyz\""):
+                     f"-e {name}='V4lueOf{len(name)}xyz'", f"declare -x {name}=\"V4lueOf{len(name)}xyz\"",
+                     f"environ({{'{name}': 'V4lueOf{len(name)}xyz', 'HOME': '/root'}})",
+                     f'{{"{name}": "V4lueOf{len(name)}xyz"}}', f"{name}: V4lueOf{len(name)}xyz"):
+            if form.startswith("TOKEN: "):
+                continue  # `token: x` is on every SGLang decode line: not a trigger (secrets.toml, token-value)
             out = r.chunk(b"Decode batch, #token: 1\n" * 200 + form.encode() + b"\n")
             assert f"V4lueOf{len(name)}xyz".encode() not in out, form
     # names known to hold no secret, and numbers, stay readable
@@ -67,6 +73,12 @@ print("GITHUB_PAT=ChildGithubPat33")
 print("OPENAI_KEY=ChildOpenaiKey44")
 print("REGISTRY_AUTH=ChildRegAuth55")
 print("connecting to redis://:ChildRedisPw66@cache:6379/0")
+print("environ({'OPENAI_KEY': 'ChildEnvironRepr111', 'PATH': '/usr/bin'})")
+print('{"DB_PASS": "ChildJsonPass112"}')
+print("DB_PASS: ChildYamlPass113")
+print('{"accessToken": "ChildCamelTok114", "expiresIn": 3600}')
+print("+ serve --api-key 'Child Quoted115'")
+print("config = {token: 'ChildBareTok116'}")
 print("argv:", sys.argv[1:])
 """
 
@@ -84,7 +96,8 @@ def test_assignments_and_userless_url_passwords_reach_no_file(sessions: Path, tm
     assert "ChildDbPass11" in done.stdout  # the terminal still shows the child's output unchanged
     stored = _everything(sessions)
     for value in ("ChildDbPass11", "ChildMysqlPwd22", "ChildGithubPat33", "ChildOpenaiKey44", "ChildRegAuth55",
-                  "ChildRedisPw66", "EnvRedisPw77", "ArgvDbPass88", "ArgvKey99x", "ArgvPat100"):
+                  "ChildRedisPw66", "EnvRedisPw77", "ChildEnvironRepr111", "ChildJsonPass112", "ChildYamlPass113",
+                  "ChildCamelTok114", "Child Quoted115", "ChildBareTok116", "ArgvDbPass88", "ArgvKey99x", "ArgvPat100"):
         assert value.encode() not in stored, value
     assert b"[REDACTED]" in stored and b"MYSQL_PWD=" in stored  # the name stays readable
 
