@@ -255,3 +255,47 @@ def test_export_names_every_line_it_leaves_out(sessions: Path, tmp_path: Path) -
         for number in (first + 1, len(lines) - 1, len(lines)):
             assert f"{path}:{number}:" in done.stderr and "fix or delete that line" in done.stderr, (number, done.stderr)
         assert "upgrade logkit" in done.stderr
+
+
+# -- sessions written under older patterns ------------------------------------------------------------
+
+
+def test_a_session_recorded_under_older_patterns_publishes_and_exports_no_secret(sessions: Path, tmp_path: Path) -> None:
+    """A session recorded by an older logkit (or merged from a teammate's clone) holds what today's patterns
+    catch: the site's pages and log copies, and an export, are redacted by today's patterns again."""
+    import json
+
+    assert _cli(sessions, "session", "start", "recorded by an older logkit").returncode == 0
+    assert _cli(sessions, "run", "--", sys.executable, "-c", "print('ready')").returncode == 0
+    [events] = sessions.glob("*/events.jsonl")
+    [log] = sessions.glob("*/logs/A1.log")
+    lines = events.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"kind":"attempt"' in line)
+    attempt = json.loads(lines[at])
+    attempt["argv"] = ["env", "MYSQL_PWD=OldArgvPwd123", *attempt["argv"]]
+    lines[at] = json.dumps(attempt, separators=(",", ":"))
+    lines.append(json.dumps({"v": 1, "id": "e" * 32, "session": events.parent.name, "ts": "2026-12-07T12:00:00Z",
+                             "kind": "note", "text": "staging: export DB_PASS=OldNotePass456, hf_OldNoteHfTokenAbcdefghijklmn"}, separators=(",", ":")))
+    events.write_text("\n".join(lines) + "\n")
+    log.write_bytes(log.read_bytes() + b"GITHUB_PAT=OldLogPat789\nredis://:OldLogRedis012@cache:6379\nhf_OldLogHfTokenAbcdefghijklmnop\n")
+    out, docs = tmp_path / "site", tmp_path / "docs"
+    done = _cli(sessions, "build", "--out", str(out), "--docs", str(docs), timeout=300)
+    assert done.returncode == 0, done.stderr
+    export = tmp_path / "attempts.csv"
+    done = _cli(sessions, "export", "--what", "attempts", "--format", "csv", "--out", str(export))
+    assert done.returncode == 0, done.stderr
+    published = b"\n".join(p.read_bytes() for root in (out, docs) for p in root.rglob("*") if p.is_file())
+    assert b"OldLogPat789" not in published and b"OldLogRedis012" not in published  # the log's copy
+    assert b"OldNotePass456" not in published and b"OldArgvPwd123" not in published  # the pages
+    # a form the patterns caught before this audit too: the site trusted what the session held
+    assert b"OldLogHfToken" not in published and b"OldNoteHfToken" not in published
+    assert b"GITHUB_PAT=[REDACTED]" in published and b"ready" in published
+    assert b"OldArgvPwd123" not in export.read_bytes() and b"MYSQL_PWD=[REDACTED]" in export.read_bytes()
+    # a copy published under other patterns is made again, though its log did not change
+    stamp = docs / ".logkit-logs-redacted"
+    assert stamp.is_file()
+    copy = next(docs.rglob("A1.log"))
+    copy.write_bytes(copy.read_bytes().replace(b"GITHUB_PAT=[REDACTED]", b"GITHUB_PAT=OldLogPat789"))
+    stamp.write_text("older patterns")
+    assert _cli(sessions, "build", "--out", str(out), "--docs", str(docs), timeout=300).returncode == 0
+    assert b"OldLogPat789" not in copy.read_bytes()
