@@ -299,3 +299,18 @@ def test_a_session_recorded_under_older_patterns_publishes_and_exports_no_secret
     stamp.write_text("older patterns")
     assert _cli(sessions, "build", "--out", str(out), "--docs", str(docs), timeout=300).returncode == 0
     assert b"OldLogPat789" not in copy.read_bytes()
+
+
+# -- hostile output: time linear in a line's length ---------------------------------------------------
+
+
+def test_a_long_run_of_a_key_name_is_redacted_in_linear_time() -> None:
+    """`secret` (or `SECRET`, `api_key`, `mysql `) repeated over a 120 KB line: the key-value pattern tried every
+    occurrence against the whole rest of the line (25 s for 60 KB, quadratic), and the recorder with it, so
+    `logkit run` ended, and measured the command, that much later. Each now takes well under a second."""
+    r = Redactor.for_run({}, [])
+    for word in ("secret", "SECRET", "api_key", "Credentials_", "mysql ", "X_SECRET_"):
+        line = (word * (120_000 // len(word))).encode() + b"\n"
+        started = time.perf_counter()
+        r.chunk(line)
+        assert time.perf_counter() - started < 10, word
