@@ -314,3 +314,47 @@ def test_a_long_run_of_a_key_name_is_redacted_in_linear_time() -> None:
         started = time.perf_counter()
         r.chunk(line)
         assert time.perf_counter() - started < 10, word
+
+
+# -- signals that ask nothing to stop -----------------------------------------------------------------
+
+SIGNAL_CHILD = """
+import signal, sys, time
+got = []
+def take(n, _f):
+    got.append(n)
+    print("child got", signal.Signals(n).name, flush=True)
+for s in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
+    signal.signal(s, take)
+print("ready", flush=True)
+end = time.time() + 60
+while len(got) < 3 and time.time() < end:
+    time.sleep(0.05)
+print("child ends", flush=True)
+sys.exit(len(got))
+"""
+
+
+def test_usr1_usr2_and_quit_reach_the_command_and_logkit_records_it(sessions: Path) -> None:
+    """`kill -USR1 <logkit>` (a server's "dump your state"): it killed logkit, leaving the command without
+    the reader of its output and the attempt unended. Now each is passed on, nothing stops, and the
+    command's exit status and output come through."""
+    import signal
+
+    assert _cli(sessions, "session", "start", "signals passed on").returncode == 0
+    proc = subprocess.Popen([*scenarios.LOGKIT, "run", "--", sys.executable, "-c", SIGNAL_CHILD],
+                            env=scenarios.env_for(sessions), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGQUIT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    for sig in (signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT):
+        proc.send_signal(sig)
+        assert proc.stdout.readline().strip() == f"child got {sig.name}"
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, (proc.returncode, err)
+    assert "child ends" in out and "Traceback" not in err
+    events = _events(sessions)
+    [outcome] = [e for e in events if e["kind"] == "outcome"]
+    assert outcome["status"] != "interrupted" and outcome["exit_code"] == 3, outcome
+    [log] = sessions.glob("*/logs/A1.log")
+    assert b"child got SIGUSR2" in log.read_bytes()
