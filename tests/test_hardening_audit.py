@@ -358,3 +358,20 @@ def test_usr1_usr2_and_quit_reach_the_command_and_logkit_records_it(sessions: Pa
     assert outcome["status"] != "interrupted" and outcome["exit_code"] == 3, outcome
     [log] = sessions.glob("*/logs/A1.log")
     assert b"child got SIGUSR2" in log.read_bytes()
+
+
+# -- a hostile log read by why and classify -------------------------------------------------------------
+
+
+def test_why_and_classify_show_a_logs_terminal_escapes_and_never_send_them(sessions: Path, tmp_path: Path) -> None:
+    """A log from elsewhere (a bug report, a teammate's) holding an OSC 52 clipboard write, a title change
+    and a screen clear on its error line: `why` and `classify` printed it raw to the terminal."""
+    log = tmp_path / "hostile.log"
+    log.write_bytes(b"starting\n\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;PWNED\x07\x1b[2J"
+                    b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\x1b[0m\n")
+    assert _cli(sessions, "session", "start", "hostile log").returncode == 0
+    for args in (("why", str(log)), ("classify", str(log))):
+        done = _cli(sessions, *args)
+        assert done.returncode == 0, done.stderr
+        assert "\x1b" not in done.stdout and "\x07" not in done.stdout, (args, done.stdout)
+        assert "\\x1b]52;c;" in done.stdout and "CUDA out of memory" in done.stdout, (args, done.stdout)
