@@ -255,6 +255,11 @@ def test_export_names_every_line_it_leaves_out(sessions: Path, tmp_path: Path) -
         for number in (first + 1, len(lines) - 1, len(lines)):
             assert f"{path}:{number}:" in done.stderr and "fix or delete that line" in done.stderr, (number, done.stderr)
         assert "upgrade logkit" in done.stderr
+    # the attempt on the damaged line: `show` says where it may be instead of only "no attempt A1"
+    done = _cli(sessions, "show", "A1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"line(s) of {path} could not be read (line {first + 1}," in done.stderr, done.stderr
+    assert "fix: fix or delete those lines" in done.stderr, done.stderr
 
 
 # -- sessions written under older patterns ------------------------------------------------------------
