@@ -380,3 +380,33 @@ def test_why_and_classify_show_a_logs_terminal_escapes_and_never_send_them(sessi
         assert done.returncode == 0, done.stderr
         assert "\x1b" not in done.stdout and "\x07" not in done.stdout, (args, done.stdout)
         assert "\\x1b]52;c;" in done.stdout and "CUDA out of memory" in done.stdout, (args, done.stdout)
+
+
+def test_a_home_on_nfs_keeps_the_index_off_nfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions on Lustre and the home directory (so ~/.cache) on NFS, as on most GPU clusters: the index
+    went to ~/.cache, on NFS again. It goes to $XDG_RUNTIME_DIR or <tmp>/logkit-<uid> (local), or memory."""
+    import os
+    import tempfile
+
+    from logkit.store.index import index_path
+
+    mountinfo = ("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                 "30 22 0:40 / /home rw - nfs4 filer:/home rw\n"
+                 "31 22 0:41 / /run/user/1000 rw - tmpfs tmpfs rw\n"
+                 "40 22 0:50 / /lustre rw - lustre 10.0.0.1@tcp:/fs rw\n")
+    monkeypatch.delenv("LOGKIT_NETWORK_FS", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "/home/me")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+    where = index_path(Path("/lustre/team/sessions"), mountinfo)
+    assert where is not None and where.parent == Path("/run/user/1000/logkit/index"), where
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    where = index_path(Path("/lustre/team/sessions"), mountinfo)
+    tmp = Path(tempfile.gettempdir()).resolve()
+    assert where is not None and where.parent == tmp / f"logkit-{os.getuid()}" / "index", where
+    everything_nfs = "22 1 0:40 / / rw - nfs4 filer:/root rw\n"
+    assert index_path(Path("/lustre/team/sessions"), everything_nfs) is None  # in memory
+    # a local cache stays where it was
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    where = index_path(Path("/lustre/team/sessions"), mountinfo)
+    assert where is not None and where.parent == tmp_path / "xdg" / "logkit" / "index"
