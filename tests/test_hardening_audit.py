@@ -410,3 +410,16 @@ def test_a_home_on_nfs_keeps_the_index_off_nfs(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     where = index_path(Path("/lustre/team/sessions"), mountinfo)
     assert where is not None and where.parent == tmp_path / "xdg" / "logkit" / "index"
+
+
+def test_a_lock_file_that_cannot_be_judged_is_an_error_not_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without flock, a `<file>.lock` that is a folder (or unreadable) is never taken over: after twice the
+    stale age the writer gives up with an error naming it, instead of waiting forever."""
+    from logkit.store import lockfile
+
+    monkeypatch.setattr(lockfile, "STALE_SECONDS", 0.2)
+    (tmp_path / "events.jsonl.lock").mkdir()
+    started = time.monotonic()
+    with pytest.raises(OSError, match="events.jsonl.lock stays in the way"):
+        lockfile._lock_file(tmp_path / "events.jsonl.lock", wait=True)
+    assert time.monotonic() - started < 5

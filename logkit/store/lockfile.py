@@ -61,6 +61,7 @@ def lock(fd: int, path: Path, *, wait: bool = True) -> Callable[[], None]:
 
 def _lock_file(held: Path, *, wait: bool) -> Callable[[], None]:
     mine = f"{os.getpid()} {procs.hostname()} {uuid.uuid4().hex}\n".encode()
+    give_up = time.monotonic() + 2 * STALE_SECONDS
     while True:
         try:
             fd = os.open(held, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -71,6 +72,9 @@ def _lock_file(held: Path, *, wait: bool) -> Callable[[], None]:
                 continue
             if not wait:
                 raise BlockingIOError(errno.EWOULDBLOCK, "held by another process", str(held)) from None
+            if time.monotonic() > give_up:  # not a lock file we can judge (a folder, unreadable): say so
+                raise OSError(errno.ENOLCK, f"{held} stays in the way (this filesystem has no flock); "
+                              "delete it if no logkit command is running") from None
             time.sleep(0.01)
             continue
         try:
