@@ -423,3 +423,22 @@ def test_a_lock_file_that_cannot_be_judged_is_an_error_not_a_hang(tmp_path: Path
     with pytest.raises(OSError, match="events.jsonl.lock stays in the way"):
         lockfile._lock_file(tmp_path / "events.jsonl.lock", wait=True)
     assert time.monotonic() - started < 5
+
+
+def test_a_compressed_log_cut_short_is_read_up_to_the_cut_with_a_warning(sessions: Path, tmp_path: Path) -> None:
+    """A `logs/A1.log.gz` cut short (a partial copy or checkout, a full disk): build, show and why ended in an
+    EOFError traceback. They read the text up to the cut and warn, naming the file and the fix."""
+    assert _cli(sessions, "session", "start", "cut log").returncode == 0
+    child = "import random\nr = random.Random(3)\nfor i in range(20000): print(i, r.getrandbits(64))"
+    assert _cli(sessions, "run", "--", sys.executable, "-c", child, LOGKIT_COMPRESS_LOGS_OVER="0").returncode == 0
+    [packed] = sessions.glob("*/logs/A1.log.gz")
+    data = packed.read_bytes()
+    packed.write_bytes(data[: len(data) * 6 // 10])
+    out, docs = tmp_path / "site", tmp_path / "docs"
+    for args in (("build", "--out", str(out), "--docs", str(docs)), ("show", "A1"), ("why", str(packed))):
+        done = _cli(sessions, *args, timeout=300)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert f"{packed}: the compressed log is damaged" in done.stderr and "fix: restore" in done.stderr, args
+    [copy] = docs.rglob("A1.log")
+    text = copy.read_bytes()
+    assert text.startswith(b"0 ") and len(text) > 100_000 and b"\n" in text  # the text up to the cut
