@@ -442,3 +442,11 @@ def test_a_compressed_log_cut_short_is_read_up_to_the_cut_with_a_warning(session
     [copy] = docs.rglob("A1.log")
     text = copy.read_bytes()
     assert text.startswith(b"0 ") and len(text) > 100_000 and b"\n" in text  # the text up to the cut
+
+
+def test_an_nvidia_ngc_key_is_redacted_wherever_printed() -> None:
+    """NIM containers and `docker login nvcr.io -p nvapi-...` print NGC keys, which no row knew."""
+    key = "nvapi-" + ("NgcKeyProbe_0123456789-" * 3)[:64]
+    r = Redactor.for_run({}, [])
+    for line in (f"docker login nvcr.io -u '$oauthtoken' -p {key}", f"key={key}", f"using {key} for NIM"):
+        assert key.encode() not in r.chunk(b"Decode batch, #token: 1\n" * 100 + line.encode() + b"\n"), line
