@@ -283,9 +283,15 @@ def test_a_session_recorded_under_older_patterns_publishes_and_exports_no_secret
                              "kind": "note", "text": "staging: export DB_PASS=OldNotePass456, hf_OldNoteHfTokenAbcdefghijklmn"}, separators=(",", ":")))
     events.write_text("\n".join(lines) + "\n")
     log.write_bytes(log.read_bytes() + b"GITHUB_PAT=OldLogPat789\nredis://:OldLogRedis012@cache:6379\nhf_OldLogHfTokenAbcdefghijklmnop\n")
+    # what was redacted when written shows as it was: redacting again garbles nothing
+    assert _cli(sessions, "note", "printed hf_token=\"zz9x\" and api_key='abc123'").returncode == 0
+    assert _cli(sessions, "run", "--", sys.executable, "-c", "print(\"api_key='abc123'\")").returncode == 0
     out, docs = tmp_path / "site", tmp_path / "docs"
     done = _cli(sessions, "build", "--out", str(out), "--docs", str(docs), timeout=300)
     assert done.returncode == 0, done.stderr
+    pages = b"\n".join(p.read_bytes() for p in docs.rglob("*.md"))
+    assert b"hf_token=&#34;&#91;REDACTED&#93;&#34;" in pages and b"[REDACTED];" not in pages
+    assert b"""print(\"api_key='\"'\"'[REDACTED]'\"'\"'\")""" in pages
     export = tmp_path / "attempts.csv"
     done = _cli(sessions, "export", "--what", "attempts", "--format", "csv", "--out", str(export))
     assert done.returncode == 0, done.stderr

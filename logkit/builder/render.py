@@ -81,11 +81,11 @@ def _command(text: str) -> Markup:
     if "\n" in text or any(set(w) <= set("|&;<>()") for w in words):  # a pipeline or script: as recorded
         return fence(text, "bash")
     lines: list[list[str]] = [[]]
-    for word in words:  # ``python -m sglang.launch_server`` stays whole; each long flag starts a line
+    for word in _site_redactor().argv(words):  # each word redacted before it is quoted (see escape.redacted)
         if lines[-1] and (word.startswith("--") or (len(lines) > 1 and word.startswith("-") and len(word) == 2)):
             lines.append([])
         lines[-1].append(shlex.quote(word))
-    return fence(" \\\n  ".join(" ".join(line) for line in lines), "bash")
+    return fence(" \\\n  ".join(" ".join(line) for line in lines), "bash", clean=True)
 
 
 def _numbered(lines: Any) -> str:
@@ -141,8 +141,9 @@ def _relative(href: str, here: str) -> str:
     return rel + (f"#{anchor}" if anchor else "")
 
 
+@functools.lru_cache(maxsize=1)
 def _site_redactor() -> Any:
-    """The redactor of every page and log the site publishes (secrets.toml's patterns as they are now)."""
+    """The redactor of the commands the pages show (secrets.toml's patterns as they are now)."""
     from ..capture.redact import Redactor
 
     return Redactor()
@@ -209,12 +210,8 @@ class Renderer:
     def write(self, pages: Iterable[tuple[Page, Any]], texts: dict[str, str] | None = None) -> int:
         """Render and write every page (its Markdown into ``texts`` by path, if given); how many changed."""
         changed = 0
-        redactor = _site_redactor()
         for page, ctx in pages:
-            # what a session holds was redacted as it was written, but by the patterns of then (a session
-            # recorded by an older logkit, merged from a teammate's clone, edited by hand): again here
-            text = redactor.chunk(self.render(page, ctx).encode("utf-8", "surrogateescape")).decode(
-                "utf-8", "surrogateescape")
+            text = self.render(page, ctx)
             if texts is not None:
                 texts[page.path] = text
             target = self.docs / page.path
