@@ -456,3 +456,21 @@ def test_an_nvidia_ngc_key_is_redacted_wherever_printed() -> None:
     r = Redactor.for_run({}, [])
     for line in (f"docker login nvcr.io -u '$oauthtoken' -p {key}", f"key={key}", f"using {key} for NIM"):
         assert key.encode() not in r.chunk(b"Decode batch, #token: 1\n" * 100 + line.encode() + b"\n"), line
+
+
+def test_redacting_again_changes_nothing_already_redacted() -> None:
+    """The site and export redact what a session holds again: text redacted once must come back the same
+    (`Authorization: Bearer [REDACTED]` became `Authorization: [REDACTED] [REDACTED]`, the scheme taken for
+    the secret), and a URL-encoded `Bearer%20TOKEN` left its token readable."""
+    rows = tomllib.loads((redact._DATA / "secrets.toml").read_text(encoding="utf-8"))["text"]["patterns"]
+    lines = [row["example"] for row in rows if "example" in row] + [
+        "Authorization: Bearer abcdefgh1234xyz", "headers={'authorization': 'Bearer abcdefgh12345678'}",
+        "Proxy-Authorization: Basic Zm9vOmJhcjE=", "server_args=ServerArgs(api_key='k1234567', hf_token=None)",
+        "export DB_PASS=x1234567", '{"accessToken": "tok12345"}', "https://u:pw123456@h/ redis://:pw654321@c:1",
+        "--api-key 'a b c'", "mysql -uroot -pPW123456 db", "token: 'abc12345'"]
+    r = Redactor()
+    for line in lines:
+        once = r.chunk(line.encode() + b"\n")
+        assert r.chunk(once) == once, line
+        assert r.text(r.text(line)) == r.text(line), line
+    assert r.text("GET /x?Authorization=Bearer%20UrlEncodedTok9") == "GET /x?Authorization=Bearer%20[REDACTED]"
