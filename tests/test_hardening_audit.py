@@ -474,3 +474,35 @@ def test_redacting_again_changes_nothing_already_redacted() -> None:
         assert r.chunk(once) == once, line
         assert r.text(r.text(line)) == r.text(line), line
     assert r.text("GET /x?Authorization=Bearer%20UrlEncodedTok9") == "GET /x?Authorization=Bearer%20[REDACTED]"
+
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from logkit.store import shared
+from logkit.errors import BadInput
+try:
+    with shared.running_lock(Path(sys.argv[1]), "spec", "logkit sweep spec.toml"):
+        print("held", flush=True)
+        time.sleep(float(sys.argv[2]))
+except BadInput as exc:
+    print("refused:", exc, flush=True)
+"""
+
+
+def test_without_flock_a_second_sweep_is_still_refused_naming_the_first(sessions: Path, noflock: Path) -> None:
+    env = scenarios.env_for(sessions, **_noflock_env(noflock, sessions))
+    first = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(sessions), "30"], env=env, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "held"
+        second = subprocess.run([sys.executable, "-c", HOLD_LOCK, str(sessions), "0"], env=env, capture_output=True,
+                                text=True, timeout=60)
+        assert f"refused: logkit sweep spec.toml is already running (pid {first.pid}" in second.stdout, second
+    finally:
+        first.kill()
+        first.wait()
+    # its holder killed: the next one takes the lock over (its pid is gone on this host)
+    third = subprocess.run([sys.executable, "-c", HOLD_LOCK, str(sessions), "0"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert third.stdout.strip() == "held", third
