@@ -506,3 +506,17 @@ def test_without_flock_a_second_sweep_is_still_refused_naming_the_first(sessions
     third = subprocess.run([sys.executable, "-c", HOLD_LOCK, str(sessions), "0"], env=env, capture_output=True,
                            text=True, timeout=60)
     assert third.stdout.strip() == "held", third
+
+
+def test_the_exit_status_passes_through_when_logkit_output_has_no_reader(sessions: Path) -> None:
+    """`logkit run -- CMD 2>&1 | head -1` and the like: once the reader is gone, the closing line on stderr
+    raised BrokenPipeError and `logkit run` exited 0, whatever the command's status."""
+    assert _cli(sessions, "session", "start", "no reader").returncode == 0
+    child = "import sys, time\ntime.sleep(0.5)\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)"
+    proc = subprocess.Popen([*scenarios.LOGKIT, "run", "--", sys.executable, "-c", child],
+                            env=scenarios.env_for(sessions), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before anything is written
+    assert proc.wait(timeout=60) == 3
+    [outcome] = [e for e in _events(sessions) if e["kind"] == "outcome"]
+    assert outcome["exit_code"] == 3
