@@ -520,3 +520,23 @@ def test_the_exit_status_passes_through_when_logkit_output_has_no_reader(session
     assert proc.wait(timeout=60) == 3
     [outcome] = [e for e in _events(sessions) if e["kind"] == "outcome"]
     assert outcome["exit_code"] == 3
+
+
+def test_an_events_file_that_is_a_link_is_never_written_through(sessions: Path, tmp_path: Path) -> None:
+    """A session merged from a teammate's repository whose `events.jsonl` (or `DECISIONS.tsv`) is a symbolic link
+    (git stores links): `logkit note` appended to the file it led to, outside the store."""
+    assert _cli(sessions, "session", "start", "a real one").returncode == 0
+    victim = tmp_path / "victim.txt"
+    victim.write_text("# a file of the user's\n")
+    evil = sessions / "2026-12-01-merged-aaaa"
+    evil.mkdir()
+    (evil / "events.jsonl").symlink_to(victim)
+    done = _cli(sessions, "note", "--session", evil.name, "appended")
+    assert done.returncode == 2 and "symbolic link" in done.stderr and "fix:" in done.stderr, done.stderr
+    assert _cli(sessions, "status").returncode == 0
+    done = _cli(sessions, "build", "--out", str(tmp_path / "site"), "--docs", str(tmp_path / "docs"), timeout=300)
+    assert done.returncode == 0 and f"skipped {evil / 'events.jsonl'}: a symbolic link" in done.stderr, done.stderr
+    (sessions / "DECISIONS.tsv").symlink_to(victim)
+    done = _cli(sessions, "decide", "a choice", "--chosen", "a")
+    assert done.returncode == 2 and "symbolic link" in done.stderr, done.stderr
+    assert victim.read_text() == "# a file of the user's\n"

@@ -109,8 +109,11 @@ def _stale(held: Path, max_age: float | None) -> bool:
 def _open_locked(path: Path, fix: str) -> tuple[int, Callable[[], None]]:
     while True:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a symbolic link (through git, by hand): never written through
+                raise StoreError(f"{path} is a symbolic link; logkit writes only its own files, not where a link leads",
+                                 fix=f"replace the link with the file itself (or remove it: rm {path})") from exc
             raise StoreError(f"cannot open {path} for writing: {exc.strerror}", fix=fix) from exc
         try:
             release = lock(fd, path)
