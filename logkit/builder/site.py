@@ -105,8 +105,8 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
     ``<docs>/logs/<session>/logs/`` under the name the events give them, where pages link them
     (:func:`.paths.log_href`): a compressed log is published as its text, so a page's link holds
     whether the log was compressed before or after the page was made. A copy as new as its source
-    is left, one no session has any more is removed. Returns how many were copied."""
-
+    is left, one no session has any more is removed (and every copy is made again when secrets.toml
+    changed: :data:`LOGS_STAMP`). Returns how many were copied."""
     from ..abandon import confined_log
     from ..store.files import LOGS_DIR
     from ..logfiles import SUFFIX, open_log

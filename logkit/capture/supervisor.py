@@ -13,7 +13,8 @@ Contract:
   and the child's pidfd; echoes and hands each read to the :class:`~logkit.capture.recorder.Recorder`
   (which writes the log on its own thread); forwards SIGINT/SIGTERM/SIGHUP to the group (caught
   from :meth:`Supervisor.__enter__` on: a Ctrl-C is forwarded, never a traceback), passes
-  SIGUSR1/SIGUSR2/SIGQUIT on as they are (:data:`PASSED`: no stop) and SIGWINCH to a pty; stops a silent command after ``hang_timeout``; and returns the child's returncode once it
+  SIGUSR1/SIGUSR2/SIGQUIT on as they are (:data:`PASSED`: no stop) and SIGWINCH to a pty; stops a
+  silent command after ``hang_timeout``; and returns the child's returncode once it
   has ended and its outputs are drained (or :data:`DRAIN_S` after that, when a descendant keeps
   them open: it is a survivor). Leaving the ``with`` block stops the recorder, restores the signal
   handlers and closes every fd it was given.
