@@ -91,6 +91,13 @@ def load(snap: Any, session: str, short: str, *, decisions: list[dict[str, Any]]
         known = snap.sessions(session=session)
         if not known:
             raise NotFound(f"no session {session} in {snap.root}", fix="see 'logkit session list'")
+        damaged = snap.problems(session=session)
+        if damaged:  # its line may be one of them: say which, as the readers that warn do
+            lines = ", ".join(str(p.line) for p in damaged[:5]) + (", ..." if len(damaged) > 5 else "")
+            raise NotFound(f"no attempt {short} in session {session}; {len(damaged)} line(s) of "
+                           f"{damaged[0].path} could not be read (line {lines}): it may be on one of them",
+                           fix=f"fix or delete those lines ('logkit session show {session}' says what is wrong "
+                           "with each)")
         raise NotFound(f"no attempt {short} in session {session}", fix=f"see 'logkit session show {session}'")
     attempt, environment, outcome, smokes = {}, {}, None, []
     for event in _events(snap, session, short):

@@ -14,8 +14,10 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import sys
+import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 __all__ = ["SUFFIX", "compress", "compress_ended", "compress_over", "log_file", "open_log", "read_log", "tail"]
 
@@ -39,10 +41,41 @@ def log_file(session_dir: Path, rel: str) -> Path | None:
     return packed if packed.exists() else None
 
 
+class _Readable(io.RawIOBase):
+    """A compressed log's text up to where it is damaged (cut short by a partial copy, checkout or a full
+    disk; a flipped byte): what precedes is read, then the end, with one warning naming the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = gzip.open(path, "rb")
+        self.damaged: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.damaged is not None:
+            return 0
+        try:
+            data = self._fh.read1(len(buffer))  # one step at a time: a damaged step loses only itself
+            buffer[: len(data)] = data
+            return len(data)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            self.damaged = str(exc) or type(exc).__name__
+            print(f"logkit: warning: {self.path}: the compressed log is damaged ({self.damaged}); read up to "
+                  "there\n  fix: restore the file from git or from the host that recorded it", file=sys.stderr)
+            return 0
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
 def open_log(path: Path) -> BinaryIO:
-    """``path`` (as :func:`log_file` gave it) open for reading its text's bytes."""
+    """``path`` (as :func:`log_file` gave it) open for reading its text's bytes (a damaged compressed log:
+    its text up to the damage, and a warning)."""
     if path.name.endswith(SUFFIX):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return io.BufferedReader(_Readable(path), 1 << 20)  # type: ignore[return-value]
     return open(path, "rb")
 
 
@@ -107,7 +140,7 @@ def tail(path: Path, limit: int = 1 << 16) -> bytes:
             fh.seek(max(0, fh.tell() - limit))
             return fh.read()
     keep = b""
-    with gzip.open(path, "rb") as fh:
+    with open_log(path) as fh:
         while chunk := fh.read(1 << 20):
             keep = (keep + chunk)[-limit:]
     return keep

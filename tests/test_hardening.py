@@ -188,7 +188,7 @@ def test_provider_formats_are_data_with_their_source_named() -> None:
 
     rows = tomllib.loads((redact._DATA / "secrets.toml").read_text(encoding="utf-8"))["text"]["patterns"]
     sourced = {r["name"]: r["source"] for r in rows if "source" in r}
-    assert len(sourced) >= 10 and all(s.startswith("gitleaks:") for s in sourced.values())
+    assert len(sourced) >= 10 and all(s.startswith(("gitleaks:", "kingfisher:")) for s in sourced.values())
     r = redact.Redactor()
     for row in rows:
         if "example" in row:

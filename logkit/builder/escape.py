@@ -1,6 +1,7 @@
 """Escaping of every user-supplied string that reaches a generated Markdown page.
 
-Contract: a value that passes through :func:`esc` renders as the literal text it holds, in a
+Contract: a value that passes through :func:`esc` renders as the literal text it holds (redacted again
+with today's secret patterns, :func:`redacted`), in a
 Markdown paragraph, a list item, a table cell or a heading: no HTML tag, no entity, no emphasis,
 link, attribute list or table separator survives. Fragments the builder itself makes (links to
 pages it generated, code spans, fences) are :class:`markupsafe.Markup` and pass through the
@@ -15,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "keep_words", "link", "text_block"]
+__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "keep_words", "link", "redacted", "text_block"]
 
 # Characters Python-Markdown, its tables/attr_list extensions or raw HTML give a meaning to. Others
 # (``(``, ``!``, ``.``) only mean something next to one of these, so escaping these is enough; an
@@ -30,6 +31,20 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # Terminal escape sequences (colours, cursor moves, titles) that pty runs keep in their logs: on a
 # page they are noise ("[01;34m"), so they are dropped before the other control characters.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
+@functools.lru_cache(maxsize=1)
+def _redactor() -> Any:
+    from ..capture.redact import Redactor
+
+    return Redactor()
+
+
+def redacted(text: str) -> str:
+    """``text`` redacted again with the secret patterns of today: what a session holds was redacted as it
+    was written, by the patterns of then (a session of an older logkit, merged from a teammate's clone).
+    Raw text only (before escaping): a placeholder already there stays as it is."""
+    return _redactor().text(text)
 
 
 def _entity(match: re.Match[str]) -> str:
@@ -48,6 +63,7 @@ def esc(value: Any) -> Markup:
 @functools.lru_cache(maxsize=1 << 17)
 def _esc_str(text: str) -> Markup:
     """:func:`esc` of a string; cached, because statuses, versions and labels repeat a lot."""
+    text = redacted(text)
     if not _NEEDS.search(text) and text[:1] not in _LEAD_CHARS:
         return Markup(text)  # the common case: nothing to escape
     text = _CONTROL.sub(" ", _ANSI.sub("", text)).replace("\r", " ").replace("\n", " ")
@@ -85,7 +101,7 @@ def text_block(value: Any) -> Markup:
 
 def html_text(value: Any) -> str:
     """Plain HTML escaping, for strings MkDocs' own templates print unescaped (page titles)."""
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return redacted(str(value)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def code(value: Any) -> Markup:
@@ -103,9 +119,11 @@ def code(value: Any) -> Markup:
     return Markup(f"<code>{text}</code>")
 
 
-def fence(value: Any, lang: str = "text") -> Markup:
-    """A fenced code block (top level only) whose fence no backtick run inside can close."""
-    text = _CONTROL.sub(" ", _ANSI.sub("", str(value or "")))
+def fence(value: Any, lang: str = "text", *, clean: bool = False) -> Markup:
+    """A fenced code block (top level only) whose fence no backtick run inside can close; ``clean``: its
+    text was redacted already (a command redacted word by word, then quoted)."""
+    text = str(value or "")
+    text = _CONTROL.sub(" ", _ANSI.sub("", text if clean else redacted(text)))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return Markup(f"{ticks} {lang}\n{text}\n{ticks}")

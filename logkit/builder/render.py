@@ -81,11 +81,11 @@ def _command(text: str) -> Markup:
     if "\n" in text or any(set(w) <= set("|&;<>()") for w in words):  # a pipeline or script: as recorded
         return fence(text, "bash")
     lines: list[list[str]] = [[]]
-    for word in words:  # ``python -m sglang.launch_server`` stays whole; each long flag starts a line
+    for word in _site_redactor().argv(words):  # each word redacted before it is quoted (see escape.redacted)
         if lines[-1] and (word.startswith("--") or (len(lines) > 1 and word.startswith("-") and len(word) == 2)):
             lines.append([])
         lines[-1].append(shlex.quote(word))
-    return fence(" \\\n  ".join(" ".join(line) for line in lines), "bash")
+    return fence(" \\\n  ".join(" ".join(line) for line in lines), "bash", clean=True)
 
 
 def _numbered(lines: Any) -> str:
@@ -139,6 +139,14 @@ def _relative(href: str, here: str) -> str:
         common += 1
     rel = "/".join([".."] * (len(src) - common) + dst[common:])
     return rel + (f"#{anchor}" if anchor else "")
+
+
+@functools.lru_cache(maxsize=1)
+def _site_redactor() -> Any:
+    """The redactor of the commands the pages show (secrets.toml's patterns as they are now)."""
+    from ..capture.redact import Redactor
+
+    return Redactor()
 
 
 class Renderer:

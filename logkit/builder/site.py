@@ -65,14 +65,48 @@ def copy_assets(docs: Path) -> None:
                 dest.write_bytes(data)
 
 
+#: ``<docs>/`` file naming the secret patterns the published log copies were redacted with
+LOGS_STAMP = ".logkit-logs-redacted"
+
+
+def _patterns_stamp() -> str:
+    import hashlib
+
+    from ..capture.redact import _DATA
+
+    return hashlib.sha256((_DATA / "secrets.toml").read_bytes()).hexdigest()[:16]
+
+
+def _copy_redacted(src: Any, out: Any) -> None:
+    """Copy a log's text, redacted again by today's patterns (it was redacted as it was written, by the
+    patterns of then: a session of an older logkit, or merged from a teammate's clone)."""
+    from ..capture.redact import Redactor
+
+    redactor = Redactor()
+    rest = b""
+    while True:
+        block = src.read(1 << 20)
+        if not block:
+            break
+        data = rest + block
+        cut = data.rfind(b"\n") + 1
+        if cut == 0 and len(data) < (8 << 20):
+            rest = data  # a very long line: wait for its end (up to 8 MiB)
+            continue
+        cut = cut or len(data)
+        out.write(redactor.stream(data[:cut]))
+        rest = data[cut:]
+    if rest:
+        out.write(redactor.stream(rest))
+
+
 def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
-    """Copy each session's raw logs (``<session>/logs/*``, redacted as written) to
+    """Copy each session's raw logs (``<session>/logs/*``, redacted as written, and again) to
     ``<docs>/logs/<session>/logs/`` under the name the events give them, where pages link them
     (:func:`.paths.log_href`): a compressed log is published as its text, so a page's link holds
     whether the log was compressed before or after the page was made. A copy as new as its source
-    is left, one no session has any more is removed. Returns how many were copied."""
-    import shutil
-
+    is left, one no session has any more is removed (and every copy is made again when secrets.toml
+    changed: :data:`LOGS_STAMP`). Returns how many were copied."""
     from ..abandon import confined_log
     from ..store.files import LOGS_DIR
     from ..logfiles import SUFFIX, open_log
@@ -80,6 +114,13 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
     target_root = docs / LOGS_DIR
     wanted: set[Path] = set()
     copied = 0
+    # a copy made under other secret patterns is made again (the copies are redacted by today's)
+    stamp_file = docs / LOGS_STAMP
+    stamp = _patterns_stamp()
+    try:
+        same_patterns = stamp_file.read_text(encoding="utf-8") == stamp
+    except OSError:
+        same_patterns = False
     for sid in session_ids:
         folder = sessions / sid / LOGS_DIR
         if not folder.is_dir():
@@ -93,14 +134,14 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
             wanted.add(dest)
             st = src.stat()
             try:
-                if int(dest.stat().st_mtime) == int(st.st_mtime):
+                if same_patterns and int(dest.stat().st_mtime) == int(st.st_mtime):
                     continue
             except OSError:
                 pass
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.tmp")
             with open_log(src) as fh, open(tmp, "wb") as out:
-                shutil.copyfileobj(fh, out, 1 << 20)
+                _copy_redacted(fh, out)
             os.utime(tmp, (st.st_atime, st.st_mtime))
             os.replace(tmp, dest)
             copied += 1
@@ -108,6 +149,9 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
         for old in target_root.rglob("*"):
             if old.is_file() and old not in wanted:
                 old.unlink()
+    if not same_patterns:
+        docs.mkdir(parents=True, exist_ok=True)
+        stamp_file.write_text(stamp, encoding="utf-8")
     return copied
 
 

@@ -46,8 +46,11 @@ Legend = tuple[str, list[tuple[str, Callable[[float, float], str]]], bool, float
 
 
 def escape(text: str) -> str:
-    """``text`` for an SVG text node or attribute (``xml.sax.saxutils`` would import urllib and http)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """``text`` for an SVG text node or attribute (``xml.sax.saxutils`` would import urllib and http),
+    redacted again as every page's text is (:func:`logkit.builder.escape.redacted`)."""
+    from .escape import redacted
+
+    return redacted(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _num(x: float) -> str:

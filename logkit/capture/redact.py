@@ -95,7 +95,7 @@ def load_rules() -> Rules:
     )
 
 
-_URL_PASSWORD = re.compile(r"://[^/\s:@]+:([^/\s@]+)@")
+_URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
 
 
 def _secret_env(rules: Rules, name: str) -> bool:

@@ -12,8 +12,9 @@ Contract:
 * :class:`Supervisor` runs on the main thread: it polls the child's outputs, a signal wake-up pipe
   and the child's pidfd; echoes and hands each read to the :class:`~logkit.capture.recorder.Recorder`
   (which writes the log on its own thread); forwards SIGINT/SIGTERM/SIGHUP to the group (caught
-  from :meth:`Supervisor.__enter__` on: a Ctrl-C is forwarded, never a traceback) and SIGWINCH to
-  a pty; stops a silent command after ``hang_timeout``; and returns the child's returncode once it
+  from :meth:`Supervisor.__enter__` on: a Ctrl-C is forwarded, never a traceback), passes
+  SIGUSR1/SIGUSR2/SIGQUIT on as they are (:data:`PASSED`: no stop) and SIGWINCH to a pty; stops a
+  silent command after ``hang_timeout``; and returns the child's returncode once it
   has ended and its outputs are drained (or :data:`DRAIN_S` after that, when a descendant keeps
   them open: it is a survivor). Leaving the ``with`` block stops the recorder, restores the signal
   handlers and closes every fd it was given.
@@ -36,7 +37,7 @@ from ..statuses import signal_name
 from .process import Child, copy_winsize, kill_group
 from .recorder import Recorder
 
-__all__ = ["BIG_READ", "DRAIN_S", "FORWARDED", "KILL_AT", "READ_SIZE", "StopPhase", "StopState", "Stopper", "Supervisor", "TICK_S"]
+__all__ = ["BIG_READ", "DRAIN_S", "FORWARDED", "KILL_AT", "PASSED", "READ_SIZE", "StopPhase", "StopState", "Stopper", "Supervisor", "TICK_S"]
 
 READ_SIZE = 1 << 20
 #: A read this big means a fast stream: the allocator is told to keep such buffers (see _keep_buffers).
@@ -44,6 +45,9 @@ BIG_READ = 256 << 10
 TICK_S = 0.5
 DRAIN_S = 1.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Signals passed on to the group as they are, asking nothing to stop (a server's "dump your state",
+#: "reopen your logs"): by default they would end logkit and leave the command without its reader.
+PASSED = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT)
 #: The forwarded signal that kills the group at once (the user insists).
 KILL_AT = 3
 
@@ -174,7 +178,7 @@ class Supervisor:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
-        for sig in FORWARDED:
+        for sig in (*FORWARDED, *PASSED):
             self._old_handlers[sig] = signal.signal(sig, lambda s, _f: self._signals.append(s))
         if self.child.pty:  # a resized terminal resizes the child's pty: progress bars redraw to fit
             self._old_handlers[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, lambda _s, _f: self._resize())
@@ -202,7 +206,10 @@ class Supervisor:
         while self._handled < len(self._signals):
             sig = self._signals[self._handled]
             self._handled += 1
-            self.stopper.received(sig)
+            if sig in PASSED:
+                kill_group(self.child.pgid, sig)
+            else:
+                self.stopper.received(sig)
         self.stopper.check_deadline()
 
     # -- the loop -------------------------------------------------------------------------------------

@@ -63,7 +63,42 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
+class _SafeStderr:
+    """logkit's stderr while it runs a command: a line that cannot be written (stderr a pipe whose reader is
+    gone, a terminal that closed) costs nothing, least of all the command's exit status (a
+    ``BrokenPipeError`` ended ``logkit run`` with status 0); what follows goes to /dev/null."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            self._drop()
+
+    def _drop(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError, ValueError):
+            fd = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(fd, self._stream.fileno())  # the buffered rest, and Python's flush at exit, land there
+            os.close(fd)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if not isinstance(sys.stderr, _SafeStderr):
+        sys.stderr = _SafeStderr(sys.stderr)  # type: ignore[assignment]
     from ..capture import runner
 
     argv = list(args.cmd)

@@ -86,8 +86,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     if args.format == "parquet" and not args.out:
         raise BadInput("parquet is a binary file format, not for a terminal", fix="add --out FILE.parquet")
+    from ..capture.redact import Redactor
+
     with _snapshot(args) as (_st, snap):
         rows = attempt_view.export_rows(snap, args.what)
+        problems = snap.problems()
+    # redacted as it was written, by the patterns of then (an older logkit's session, a teammate's): again
+    redactor = Redactor()
+    rows = [{k: redactor.text(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+    for problem in problems:  # a line left out of the table is said, as `status` and `build` say it
+        print(f"logkit: warning: {problem}", file=sys.stderr)
     import pandas as pd
 
     frame = pd.DataFrame(rows)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, group, print_json, store
+from ._common import add_json, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -46,9 +46,9 @@ def cmd_classify(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"{d.status}: {d.label}" + (" (was ready)" if d.ready and d.status != "ready" else ""))
+    print_text(f"{d.status}: {d.label}" + (" (was ready)" if d.ready and d.status != "ready" else ""))
     for e in d.evidence[-8:]:
-        print(f"  {e.line:>6}: {e.text[:160]}")
+        print_text(f"  {e.line:>6}: {one_line(e.text[:160])}")
     return 0
 
 
@@ -60,7 +60,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print_json({"attempt": attempt.model_dump(mode="json", exclude_none=True),
                     "outcome": outcome.model_dump(mode="json", exclude_none=True)})
         return 0
-    print(f"{attempt.session}/{attempt.short_id}: {outcome.status}: {outcome.label} (log {attempt.log.path if attempt.log else '-'})")
+    print_text(f"{attempt.session}/{attempt.short_id}: {outcome.status}: {outcome.label} (log {attempt.log.path if attempt.log else '-'})")
     return 0
 
 

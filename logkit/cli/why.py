@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, print_json, store
+from ._common import add_json, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -42,31 +42,31 @@ def cmd_why(args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_json(report, links))
         return 0
-    print(f"{report.status}: {report.label}" + (f"  [{report.key}]" if report.key else ""))
+    print_text(f"{report.status}: {one_line(report.label)}" + (f"  [{report.key}]" if report.key else ""))
     for n, text in report.evidence[-6:]:
-        print(f"  {n:>6}: {text[:160]}")
+        print_text(f"  {n:>6}: {one_line(text[:160])}")
     if report.key is None:
-        print("\nNot a failure logkit can compare (no signature, no error line).")
+        print_text("\nNot a failure logkit can compare (no signature, no error line).")
         return 0
     if report.itself:
-        print(f"\nThis log is {', '.join(report.itself)}'s own (not counted as seen before).")
-    print(f"\nSeen before: {len(report.same)} attempt(s) failed the same way" + (":" if report.same else "."))
+        print_text(f"\nThis log is {', '.join(report.itself)}'s own (not counted as seen before).")
+    print_text(f"\nSeen before: {len(report.same)} attempt(s) failed the same way" + (":" if report.same else "."))
     for m in report.same:
         _print_match(m, links)
     if report.same_class:
-        print(f"\nSame class ({report.status}), from accounts with no log to compare:")
+        print_text(f"\nSame class ({report.status}), from accounts with no log to compare:")
         for m in report.same_class:
             _print_match(m, links)
     return 0
 
 
 def _print_match(m: Any, links: dict[str, str]) -> None:
-    print(f"  {m.ref}  {m.status}  {m.when}  {(m.label or '')[:100]}")
+    print_text(f"  {m.ref}  {m.status}  {m.when}  {(m.label or '')[:100]}")
     if m.config:
         shown = ", ".join(f"{k}={v}" for k, v in sorted(m.config.items()))
-        print(f"      config: {shown[:300]}")
+        print_text(f"      config: {shown[:300]}")
     for did, title, status, chosen in m.decisions:
-        print(f"      decided: {did} ({status}) {title}" + (f"; chosen: {', '.join(chosen)}" if chosen else ""))
-        print(f"      cite: {links[did]}")
+        print_text(f"      decided: {did} ({status}) {title}" + (f"; chosen: {', '.join(chosen)}" if chosen else ""))
+        print_text(f"      cite: {links[did]}")
     if not m.decisions:
-        print("      no decision cites it")
+        print_text("      no decision cites it")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
@@ -44,7 +43,7 @@ from typing import Any, NamedTuple
 
 from .. import procs
 from ..errors import BadInput, NotFound, SchemaTooNew, StoreError
-from .lockfile import appending
+from .lockfile import appending, lock
 
 __all__ = [
     "ATTEMPT_ID_RE",
@@ -164,7 +163,7 @@ def reserve_path(session_dir: Path, short_id: str) -> Path:
 
 def kind_of(mode: int) -> str:
     """What a non-regular file is, in words (``a FIFO``)."""
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
         if test(mode):
             return name
@@ -172,9 +171,10 @@ def kind_of(mode: int) -> str:
 
 
 def check_regular(path: Path | str) -> None:
-    """Raise :class:`StoreError` when ``path`` exists and is not a regular file (a FIFO would block its reader)."""
+    """Raise :class:`StoreError` when ``path`` exists and is not a regular file (a FIFO would block its reader;
+    a symbolic link, which arrives through git as any file does, would have logkit write where it leads)."""
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except OSError:
         return
     if not stat.S_ISREG(mode):
@@ -206,7 +206,7 @@ def session_dirs(root_dir: Path | str, only: list[str] | None = None) -> list[Se
             continue
         path = f"{root_dir}/{name}/{EVENTS_FILE}"
         try:
-            st = os.stat(path)
+            st = os.lstat(path)  # a link is not followed: it may lead out of the store (it came through git)
         except OSError:
             continue  # not a session directory
         if stat.S_ISREG(st.st_mode):
@@ -284,8 +284,15 @@ def store_lock(root_dir: Path) -> Iterator[None]:
         raise StoreError(f"cannot lock the store {root_dir}: {exc.strerror}",
                          fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            release = lock(fd, root_dir / STORE_LOCK)
+        except OSError as exc:
+            raise StoreError(f"cannot lock the store {root_dir}: {exc.strerror}",
+                             fix=f"check that {root_dir} is a writable directory (or set ${ENV_SESSIONS})") from exc
+        try:
+            yield
+        finally:
+            release()
     finally:
         os.close(fd)
 

@@ -4,9 +4,11 @@ Contract:
 
 * **Where**: one SQLite file (standard-library :mod:`sqlite3`, WAL), ``<root>/.cache/index.sqlite``
   (``<root>/.cache/.gitignore`` keeps it out of git). When the root is on a network filesystem
-  (:func:`on_network_fs`: NFS, Lustre, CIFS, sshfs, GPFS, BeeGFS, Ceph, 9p...; ``$LOGKIT_NETWORK_FS``
+  (:func:`on_network_fs`: NFS, Lustre, CIFS, sshfs, GPFS, BeeGFS, Ceph, WekaFS, JuiceFS, 9p...; ``$LOGKIT_NETWORK_FS``
   ``1``/``0`` overrides), where SQLite's locks are unreliable, it lives on local disk instead:
-  ``$XDG_CACHE_HOME/logkit/index/<sha256 of the resolved root>.sqlite`` (default ``~/.cache``).
+  ``$XDG_CACHE_HOME/logkit/index/<sha256 of the resolved root>.sqlite`` (default ``~/.cache``; where
+  that is on a network filesystem too, a home on NFS, ``$XDG_RUNTIME_DIR`` or ``<tmp>/logkit-<uid>``:
+  :func:`local_cache`).
   When SQLite cannot open, lock or write that file (a read-only store, a lock that fails, a full
   disk) the index is an in-memory database ingested afresh: always correct, only slower
   (:attr:`Index.path` is then None).
@@ -78,6 +80,7 @@ __all__ = [
     "filesystem_type",
     "index_path",
     "lines_at",
+    "local_cache",
     "on_network_fs",
 ]
 
@@ -90,6 +93,10 @@ BATCH_SECONDS = 1.0
 NETWORK_FS = frozenset({
     "nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "sshfs", "gpfs", "beegfs", "ceph",
     "fuse.ceph", "fuse.cephfs", "9p", "afs", "glusterfs", "fuse.glusterfs", "panfs", "fuse.s3fs", "fuse.gcsfuse",
+    # GPU clusters' shared filesystems, and object stores mounted through FUSE
+    "wekafs", "fuse.juicefs", "juicefs", "fuse.weka", "ocfs2", "gfs2", "orangefs", "pvfs2", "fuse.beegfs",
+    "fuse.mountpoint-s3", "fuse.rclone", "fuse.goofys", "fuse.blobfuse2", "fuse.blobfuse", "fuse.alluxio-fuse",
+    "fuse.davfs", "davfs", "fuse.lizardfs", "fuse.moosefs", "fuse.mfs", "fuse.seaweedfs", "fuse.xtreemfs",
 })
 _OCTAL = re.compile(r"\\([0-7]{3})")
 _DATA = Path(__file__).resolve().parent.parent / "data"
@@ -125,21 +132,49 @@ def filesystem_type(path: Path, mounts: str | None = None) -> str | None:
     return kind
 
 
-def on_network_fs(path: Path) -> bool:
-    """Whether ``path`` is on a network filesystem (``$LOGKIT_NETWORK_FS`` = 1/0 decides first)."""
+def on_network_fs(path: Path, mounts: str | None = None) -> bool:
+    """Whether ``path`` (a sessions root) is on a network filesystem (``$LOGKIT_NETWORK_FS`` = 1/0 decides first)."""
     forced = os.environ.get(ENV_NETWORK_FS)
     if forced in ("0", "1"):
         return forced == "1"
-    return (filesystem_type(path) or "") in NETWORK_FS
+    return (filesystem_type(path, mounts) or "") in NETWORK_FS
 
 
-def index_path(root: Path) -> Path:
-    """Where the index of ``root`` lives (see the module's contract)."""
+def local_cache(mounts: str | None = None) -> Path | None:
+    """A folder on local disk for the indexes of roots on network filesystems: ``$XDG_CACHE_HOME/logkit/index``
+    (default ``~/.cache``), else, where that is on one too (a home directory on NFS, as on most GPU
+    clusters), ``$XDG_RUNTIME_DIR/logkit/index``, else ``<tmp>/logkit-<uid>/index``; None when none is
+    local (the index is then in memory)."""
+    import tempfile
+
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    candidates = [home / "logkit" / "index"]
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        candidates.append(Path(os.environ["XDG_RUNTIME_DIR"]) / "logkit" / "index")
+    candidates.append(Path(tempfile.gettempdir()) / f"logkit-{os.getuid()}" / "index")
+    for folder in candidates:
+        if (filesystem_type(folder.resolve(), mounts) or "") in NETWORK_FS:
+            continue
+        if folder.parent.name.startswith("logkit-"):  # a shared /tmp: only a folder of our own
+            try:
+                folder.parent.mkdir(mode=0o700, exist_ok=True)
+                if folder.parent.stat().st_uid != os.getuid():
+                    continue
+            except OSError:
+                continue
+        return folder
+    return None
+
+
+def index_path(root: Path, mounts: str | None = None) -> Path | None:
+    """Where the index of ``root`` lives (see the module's contract); None: in memory."""
     resolved = Path(root).resolve()
-    if not on_network_fs(resolved):
+    if not on_network_fs(resolved, mounts):
         return resolved / ".cache" / INDEX_FILE
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "logkit" / "index" / (hashlib.sha256(str(resolved).encode()).hexdigest()[:32] + ".sqlite")
+    base = local_cache(mounts)
+    if base is None:
+        return None
+    return base / (hashlib.sha256(str(resolved).encode()).hexdigest()[:32] + ".sqlite")
 
 
 def _derivation() -> str:

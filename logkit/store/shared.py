@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 from .. import procs
 from ..errors import BadInput, StoreError
 from .files import check_regular
+from .lockfile import lock
 
 __all__ = ["LOCKS_DIR", "REPO_FILES", "ensure_repo_files", "host_tag", "read_toml", "running_lock"]
 
@@ -70,18 +70,23 @@ def running_lock(root_dir: Path, name: str, what: str) -> Iterator[None]:
     except OSError as exc:
         raise StoreError(f"cannot create the lock {path}: {exc.strerror}",
                          fix=f"check that {root_dir} is a writable directory") from exc
+    release = None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            release = lock(fd, path, wait=False)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
             pid = holder[0] if holder else "?"
             raise BadInput(f"{what} is already running (pid {pid}, lock {path})",
                            fix=f"wait for it to end (or stop it: kill {pid}); run it again afterwards to resume") from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock {path}: {exc.strerror}", fix=f"check that {root_dir} is a writable directory") from exc
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()} {procs.hostname()}\n".encode(), 0)
         yield
     finally:
+        if release is not None:
+            release()
         os.close(fd)
 
 
