@@ -3448,3 +3448,15 @@ def test_ollama_listener_line_is_a_finished_start_up() -> None:
     for text in ("Listening on port 8080\n", "Server listening on 0.0.0.0:8000\n",
                  "# Ollama stops after 'Listening on' and never answers\n"):
         assert classify_text(text).status != "ready", text
+
+
+def test_a_whole_number_of_a_few_repeated_digits_is_a_number_not_a_loop() -> None:
+    """A number that is one digit six to eleven times (a pid 222222, 333333 ms, a count reaching 111111) is a
+    number, not a model looping on a digit (found by the harden audit: ``for i in range(200000): print(i)`` was
+    recorded `garbage`); twelve or more, or quoted, is still a run of output."""
+    counting = "".join(f"{i}\n" for i in range(100_000, 120_000))
+    assert classify_text(counting).status == "incomplete"
+    for line in ("pid 222222 started", "elapsed 333333 ms", "999999"):
+        assert degenerate_line(line) is None, line
+    for line in ("1111111111111111", "The answer is 7777777777777777777777", 'reply: "111111"', "!!!!!!"):
+        assert degenerate_line(line), line

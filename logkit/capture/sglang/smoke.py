@@ -107,6 +107,8 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
         quoted = m.start() > 0 and text[m.start() - 1] in "'\"`"
         if unit.isdigit() and not quoted and token.strip("'\"`,;()[]{}") != m.group(0):
             return False  # part of a number, a version or key=value: 0.3333333, id=99999999
+        if len(unit) == 1 and unit.isdigit() and not quoted and len(m.group(0)) < 2 * _cfg()["repeat_char_run"]:
+            return False  # a whole number of a few repeated digits is a number (pid 222222, 333333 ms, a count reaching 111111)
         before = text[: m.start()].rstrip()
         if unit.isdigit() and not quoted and before.endswith((":", "=")) and (
                 text[m.end():m.end() + 1] == "," or before.rsplit(None, 1)[-1].startswith("#")):
