@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from logkit.capture.sglang.outcomes import Classifier, classify_text, error_template
@@ -217,6 +217,8 @@ def test_property_bars_rules_and_hex_dumps_are_never_garbage(line: str) -> None:
 @given(st.sampled_from(list("!?@$%&123456789ABGKQZabgkqz给の")), st.integers(6, 200),
        st.sampled_from(["", "Output: ", "text='", "> "]))
 def test_property_a_repeated_character_is_garbage(ch: str, n: int, prefix: str) -> None:
+    # a whole unquoted number of one digit 6-11 times is a number (test_a_whole_number_of_a_few_repeated_digits...)
+    assume(not (ch.isdigit() and n < 12 and prefix != "text='"))
     line = prefix + ch * n
     assert degenerate_line(line) is not None
     assert [why for _, _, why in GarbageScanner().scan(line.encode() + b"\n")]
