@@ -3462,3 +3462,14 @@ def test_a_whole_number_of_a_few_repeated_digits_is_a_number_not_a_loop() -> Non
         assert degenerate_line(line) is None, line
     for line in ("1111111111111111", "The answer is 7777777777777777777777", 'reply: "111111"', "!!!!!!"):
         assert degenerate_line(line), line
+
+
+def test_a_hedged_gibberish_is_no_garbage_report() -> None:
+    """SGLang's own benchmark client warns, on every healthy run (sglang/benchmark/serving.py, 0.5.23: 'Because when
+    the tokenizer counts the output tokens, if there is gibberish, it might count incorrectly.'): a hedge, not a report
+    (the fresh-clone CI's live bench tests recorded such runs `garbage`); the word said plainly still is one."""
+    warning = "Because when the tokenizer counts the output tokens, if there is gibberish, it might count incorrectly.\n"
+    assert classify_text(warning + "Successful requests:                     8\n").status == "ready"
+    assert classify_text(warning).status == "incomplete"
+    assert classify_text("Jibberish output.\n").status == "garbage"
+    assert classify_text("It might be gibberish, we are not sure\n").status == "incomplete"
