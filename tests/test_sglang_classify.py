@@ -183,6 +183,7 @@ def _blind(p: Path) -> bool:
     return p.parent.name.startswith("holdout") and p.parent.name[7:].isdigit() and int(p.parent.name[7:]) >= 13
 
 
+@pytest.mark.slow  # every row's regex over every corpus log (~40 s at 2,862 logs): CI runs it, the fast lane does not
 def test_each_rows_needles_are_required_by_its_regex_on_the_corpus() -> None:
     """A row's ``needles`` (signatures.toml) say which lines it reads (:mod:`logkit.capture.sglang.prefilter`):
     on every corpus log, each match of its regex (on the raw bytes, with the regex's own flags) lies on
