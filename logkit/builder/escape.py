@@ -16,7 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "keep_words", "link", "redacted", "text_block"]
+__all__ = ["Markup", "code", "esc", "fence", "finalize", "html_text", "keep_words", "link", "redacted", "redacted_argv", "text_block"]
 
 # Characters Python-Markdown, its tables/attr_list extensions or raw HTML give a meaning to. Others
 # (``(``, ``!``, ``.``) only mean something next to one of these, so escaping these is enough; an
@@ -45,6 +45,12 @@ def redacted(text: str) -> str:
     was written, by the patterns of then (a session of an older logkit, merged from a teammate's clone).
     Raw text only (before escaping): a placeholder already there stays as it is."""
     return _redactor().text(text)
+
+
+def redacted_argv(words: list[str]) -> list[str]:
+    """A command's words redacted again with today's patterns (as :func:`redacted`), each word on its own
+    (before they are quoted: redacting the quoted command would cut across the quoting)."""
+    return _redactor().argv(words)
 
 
 def _entity(match: re.Match[str]) -> str:

@@ -24,7 +24,7 @@ import jinja2
 
 from .contexts import Page
 from .load import metric_label, tables
-from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, text_block
+from .escape import Markup, code, esc, fence, finalize, html_text, keep_words, link, redacted_argv, text_block
 
 __all__ = ["Renderer", "figure_text"]
 
@@ -81,7 +81,7 @@ def _command(text: str) -> Markup:
     if "\n" in text or any(set(w) <= set("|&;<>()") for w in words):  # a pipeline or script: as recorded
         return fence(text, "bash")
     lines: list[list[str]] = [[]]
-    for word in _site_redactor().argv(words):  # each word redacted before it is quoted (see escape.redacted)
+    for word in redacted_argv(words):  # each word redacted before it is quoted (see escape.redacted)
         if lines[-1] and (word.startswith("--") or (len(lines) > 1 and word.startswith("-") and len(word) == 2)):
             lines.append([])
         lines[-1].append(shlex.quote(word))
@@ -139,14 +139,6 @@ def _relative(href: str, here: str) -> str:
         common += 1
     rel = "/".join([".."] * (len(src) - common) + dst[common:])
     return rel + (f"#{anchor}" if anchor else "")
-
-
-@functools.lru_cache(maxsize=1)
-def _site_redactor() -> Any:
-    """The redactor of the commands the pages show (secrets.toml's patterns as they are now)."""
-    from ..capture.redact import Redactor
-
-    return Redactor()
 
 
 class Renderer:

@@ -57,22 +57,31 @@ def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: 
         return []
     from ..store.index import Index
 
-    arch = arch_name(arch) or arch
-    counts: dict[matrix.Key, dict[str, int]] = {}
     with Index(root) as index:
         index.refresh()
         with index.snapshot() as snap:
-            for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(
-                    backends, arch, model=model, sglang=sglang):
-                counts.setdefault((cmodel, axis, value, arch, csglang, flashinfer), {})[cat] = count
-            found = []
-            for key, cats in counts.items():
-                latest = []
-                if matrix.state(cats) != "works":
-                    latest = [matrix.row_of(row) for cat in cats for row in [snap.cell_latest(key, cat)] if row]
-                found.append(matrix.aggregated(key, cats, latest))
+            found = cells_in(snap, backends, arch, model, sglang)
     # said in the order of their latest attempts
     return sorted(found, key=lambda c: (c.latest.started, c.latest.session, c.latest.attempt) if c.latest else ("", "", ""))
+
+
+def cells_in(snap: Any, backends: dict[str, Any], arch: str, model: str | None = None,
+             sglang: str | None = None) -> list[matrix.Cell]:
+    """The cells of an index snapshot ``snap`` a launch choosing ``backends`` on ``arch`` falls in (the
+    index's aggregate: counts per matrix category, the latest of each category of a cell that is not
+    ``works``), in the snapshot's order."""
+    arch = arch_name(arch) or arch
+    counts: dict[matrix.Key, dict[str, int]] = {}
+    for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(backends, arch, model=model,
+                                                                                sglang=sglang):
+        counts.setdefault((cmodel, axis, value, arch, csglang, flashinfer), {})[cat] = count
+    found = []
+    for key, cats in counts.items():
+        latest = []
+        if matrix.state(cats) != "works":
+            latest = [matrix.row_of(row) for cat in cats for row in [snap.cell_latest(key, cat)] if row]
+        found.append(matrix.aggregated(key, cats, latest))
+    return found
 
 
 def run_of(cell: matrix.Cell) -> RefutedRun:

@@ -67,16 +67,10 @@ def _cells_of(snap: Any, row: matrix.Row) -> list[matrix.Cell]:
     pre-launch check and the site read them: every attributable attempt, not only this session's."""
     if not row.arch or not row.backends:
         return []
-    counts: dict[matrix.Key, dict[str, int]] = {}
-    for axis, value, model, sglang, flashinfer, cat, count in snap.cell_counts(row.backends, row.arch, model=row.model,
-                                                                                sglang=row.sglang):
-        if (model, sglang, flashinfer) == (row.model, row.sglang, row.flashinfer):
-            counts.setdefault((model, axis, value, row.arch, sglang, flashinfer), {})[cat] = count
-    out = []
-    for key, cats in counts.items():
-        latest = [matrix.row_of(found) for found in [snap.cell_latest(key, "works")] if found] if "works" in cats else []
-        out.append(matrix.aggregated(key, cats, latest))
-    return out
+    from .refuted import cells_in
+
+    return [c for c in cells_in(snap, row.backends, row.arch, row.model, row.sglang)
+            if (c.model, c.sglang, c.flashinfer) == (row.model, row.sglang, row.flashinfer)]
 
 
 def _proposals(snap: Any, open_ids: list[str], rows: list[matrix.Row]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
