@@ -3344,6 +3344,13 @@ _DEV39_ROWS = [
     ('The CMD window disappears immediately after loading the model.\n', 'other_crash', 'generic-crash-report-line'),
     ('llama-server exits immediately after printing the banner\n', 'other_crash', 'generic-crash-report-line'),
     ('Loading a second model causes the runner to exit immediately.\n', 'other_crash', 'generic-crash-report-line'),
+    # a Python library reported not installed (prose, a line of its own; exllamav2's assertion has a row of its own)
+    ('start.bat stops on an assertion saying the Tokenizers library is not installed\n',
+     'import_error', 'generic-import-line'),
+    ("The 'pdf2docx' library is not installed.\nPlease install it by running: uv add pdf2docx\n",
+     'import_error', 'generic-import-line'),
+    ('AssertionError: Attempting to load HF tokenizer, but Tokenizers library is not installed\n',
+     'import_error', 'dependency-not-installed'),
 ]
 
 _DEV39_NEAR = [
@@ -3351,7 +3358,7 @@ _DEV39_NEAR = [
     # list, a generation reply (the reply is the evidence: no readiness from it), a request; numpy's warning before another
     # cast or another operation; diffusers' safety checker's black image, black images denied, avoided or hedged, a noise
     # setting, garbage collection, garbage denied; layers frozen by the user, a stall denied; a connection closing, an
-    # instruction, a forecast, a panic denied or hedged
+    # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra
     ('Jan 08 11:29:03 host sshd[812]: Server listening on 0.0.0.0 port 22.\n', 'incomplete'),
     ('journalctl says: Listening on 127.0.0.1:11434 (version 0.5.4) is printed before the GPUs\n', 'incomplete'),
     ('{"object":"list","data":[]}\n', 'incomplete'),
@@ -3380,6 +3387,8 @@ _DEV39_NEAR = [
     ('If it panics, restart the service\n', 'incomplete'),
     ('The handler never panics\n', 'incomplete'),
     ('If the port is taken, the server will exit immediately.\n', 'incomplete'),
+    ('Gracefully degrades if the face_recognition library is not installed.\n', 'incomplete'),
+    ("[W] 'colored' module is not installed, will not use colors when logging.\n", 'incomplete'),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
