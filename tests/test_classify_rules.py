@@ -3351,6 +3351,14 @@ _DEV39_ROWS = [
      'import_error', 'generic-import-line'),
     ('AssertionError: Attempting to load HF tokenizer, but Tokenizers library is not installed\n',
      'import_error', 'dependency-not-installed'),
+    # a reply or a transcript reported repeating one unit without end
+    ('Sometimes it starts repeating the same phrase over and over again until the end of the file.\n',
+     'garbage', 'generic-garbage-report-line'),
+    ('The transcription begins looping the same sentence over and over again from 00:38:03.\n',
+     'garbage', 'generic-garbage-report-line'),
+    ("# Generating the same token (token '1') over and over, after a few successful messages?\n",
+     'garbage', 'generic-garbage-report-line'),
+    ('the output ends with the same random word 300x\n', 'garbage', 'generic-garbage-report-line'),
 ]
 
 _DEV39_NEAR = [
@@ -3358,7 +3366,8 @@ _DEV39_NEAR = [
     # list, a generation reply (the reply is the evidence: no readiness from it), a request; numpy's warning before another
     # cast or another operation; diffusers' safety checker's black image, black images denied, avoided or hedged, a noise
     # setting, garbage collection, garbage denied; layers frozen by the user, a stall denied; a connection closing, an
-    # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra
+    # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra; the
+    # same answer a few times (consistency), repetition denied or hedged, a prompt sent many times
     ('Jan 08 11:29:03 host sshd[812]: Server listening on 0.0.0.0 port 22.\n', 'incomplete'),
     ('journalctl says: Listening on 127.0.0.1:11434 (version 0.5.4) is printed before the GPUs\n', 'incomplete'),
     ('{"object":"list","data":[]}\n', 'incomplete'),
@@ -3389,6 +3398,10 @@ _DEV39_NEAR = [
     ('If the port is taken, the server will exit immediately.\n', 'incomplete'),
     ('Gracefully degrades if the face_recognition library is not installed.\n', 'incomplete'),
     ("[W] 'colored' module is not installed, will not use colors when logging.\n", 'incomplete'),
+    ('With temperature 0 I get the same answer 3 times in a row, as expected.\n', 'incomplete'),
+    ('It no longer repeats the same phrase over and over.\n', 'incomplete'),
+    ('If the model says the same sentence over and over, raise repetition_penalty.\n', 'incomplete'),
+    ('I sent the same prompt 20 times to measure latency.\n', 'incomplete'),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
