@@ -3359,6 +3359,12 @@ _DEV39_ROWS = [
     ("# Generating the same token (token '1') over and over, after a few successful messages?\n",
      'garbage', 'generic-garbage-report-line'),
     ('the output ends with the same random word 300x\n', 'garbage', 'generic-garbage-report-line'),
+    # ComfyUI's ready line as ComfyUI-Manager's log file writes it; uvicorn's behind journalctl's prefix
+    ('[2025-04-06 07:15:42.677] To see the GUI go to: http://127.0.0.1:8188\n', 'ready', None),
+    ('[2024-08-20 23:14] To see the GUI go to: http://26.147.18.144:8188 or http://127.0.0.1:8188\n', 'ready', None),
+    ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Application startup complete.\n', 'ready', None),
+    ('Mar  5 10:00:01 gpu lmdeploy[77]: INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C '
+     'to quit)\n', 'ready', None),
 ]
 
 _DEV39_NEAR = [
@@ -3367,7 +3373,8 @@ _DEV39_NEAR = [
     # cast or another operation; diffusers' safety checker's black image, black images denied, avoided or hedged, a noise
     # setting, garbage collection, garbage denied; layers frozen by the user, a stall denied; a connection closing, an
     # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra; the
-    # same answer a few times (consistency), repetition denied or hedged, a prompt sent many times
+    # same answer a few times (consistency), repetition denied or hedged, a prompt sent many times; ComfyUI-Manager's
+    # prefix before another line, uvicorn's line before its start-up finished
     ('Jan 08 11:29:03 host sshd[812]: Server listening on 0.0.0.0 port 22.\n', 'incomplete'),
     ('journalctl says: Listening on 127.0.0.1:11434 (version 0.5.4) is printed before the GPUs\n', 'incomplete'),
     ('{"object":"list","data":[]}\n', 'incomplete'),
@@ -3402,6 +3409,9 @@ _DEV39_NEAR = [
     ('It no longer repeats the same phrase over and over.\n', 'incomplete'),
     ('If the model says the same sentence over and over, raise repetition_penalty.\n', 'incomplete'),
     ('I sent the same prompt 20 times to measure latency.\n', 'incomplete'),
+    ('[2025-04-06 07:15:42.677] Starting server\n', 'incomplete'),
+    ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Waiting for application startup.\n',
+     'incomplete'),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
