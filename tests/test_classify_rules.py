@@ -3365,6 +3365,10 @@ _DEV39_ROWS = [
     ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Application startup complete.\n', 'ready', None),
     ('Mar  5 10:00:01 gpu lmdeploy[77]: INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C '
      'to quit)\n', 'ready', None),
+    # text-embeddings-inference's router once its model is warmed up
+    ('2024-03-08T15:20:31.201Z  INFO text_embeddings_router: router/src/lib.rs:250: Starting model '
+     'backend\n2024-03-08T15:20:41.807Z  INFO text_embeddings_router: router/src/lib.rs:263: Warming up '
+     'model\n2024-03-08T15:20:42.101Z  INFO text_embeddings_router: router/src/lib.rs:330: Ready\n', 'ready', None),
 ]
 
 _DEV39_NEAR = [
@@ -3374,7 +3378,8 @@ _DEV39_NEAR = [
     # setting, garbage collection, garbage denied; layers frozen by the user, a stall denied; a connection closing, an
     # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra; the
     # same answer a few times (consistency), repetition denied or hedged, a prompt sent many times; ComfyUI-Manager's
-    # prefix before another line, uvicorn's line before its start-up finished
+    # prefix before another line, uvicorn's line before its start-up finished; TEI's warm-up
+    # line
     ('Jan 08 11:29:03 host sshd[812]: Server listening on 0.0.0.0 port 22.\n', 'incomplete'),
     ('journalctl says: Listening on 127.0.0.1:11434 (version 0.5.4) is printed before the GPUs\n', 'incomplete'),
     ('{"object":"list","data":[]}\n', 'incomplete'),
@@ -3412,6 +3417,7 @@ _DEV39_NEAR = [
     ('[2025-04-06 07:15:42.677] Starting server\n', 'incomplete'),
     ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Waiting for application startup.\n',
      'incomplete'),
+    ('2024-03-08T15:20:41.807Z  INFO text_embeddings_router: router/src/lib.rs:263: Warming up model\n', 'incomplete'),
 ]
 
 @pytest.mark.parametrize(("text", "status", "signature"), [
