@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._common import command
+
 __all__ = ["register"]
 
 GRACE_HELP = (
@@ -31,12 +33,11 @@ def _seconds(text: str, *, positive: bool = False) -> float:
 
 def register(sub: Any) -> None:
     """Add the run command."""
-    p = sub.add_parser(
-        "run",
+    p = command(
+        sub, "run", cmd_run,
         help="run a command and record it as an attempt",
         description="Run CMD (after --) with its output shown live and recorded, redacted, as an attempt "
-        "of the current session. logkit's exit status is the command's (128+N for signal N).",
-    )
+        "of the current session. logkit's exit status is the command's (128+N for signal N).")
     p.add_argument("--session", metavar="ID", help="record into this session (default: the current one)")
     p.add_argument("--tests", action="append", default=[], metavar="H3", help="a hypothesis this attempt tests (repeatable)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="override the detected role")
@@ -60,7 +61,6 @@ def register(sub: Any) -> None:
                    help="write the attempt and outcome as JSON at the end: to FILE, or to stderr without one "
                    "(stdout belongs to the command)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
-    p.set_defaults(func=cmd_run)
 
 
 class _SafeStderr:

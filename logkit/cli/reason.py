@@ -13,7 +13,7 @@ import shlex
 import sys
 from typing import Any
 
-from ._common import add_json, group, one_line, print_json, print_text, store
+from ._common import add_json, command, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -32,13 +32,12 @@ def _common(p: argparse.ArgumentParser, *, reconstructed_required: bool = False)
 def register(sub: Any) -> None:
     """Add the reasoning commands."""
     hyp = group(sub, "hypothesis", "add, close and list the hypotheses of a session")
-    p = hyp.add_parser("add", help="record a hypothesis; prints its id (H3)")
+    p = command(hyp, "add", cmd_hypothesis_add, help="record a hypothesis; prints its id (H3)")
     p.add_argument("text", help='the claim, e.g. "flashinfer_trtllm MoE runs on SM120"')
     p.add_argument("--priority", choices=PRIORITIES, default="medium")
     p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_hypothesis_add)
     for verb, verdict in (("confirm", "confirmed"), ("refute", "refuted"), ("inconclusive", "inconclusive")):
         p = hyp.add_parser(verb, help=f"close a hypothesis as {verdict}, citing the attempts that show it")
         p.add_argument("hypothesis", help="H3")
@@ -47,20 +46,19 @@ def register(sub: Any) -> None:
         _common(p)
         add_json(p)
         p.set_defaults(func=cmd_hypothesis_close, verdict=verdict)
-    p = hyp.add_parser("list", help="list hypotheses with their verdicts")
+    p = command(hyp, "list", cmd_hypothesis_list, help="list hypotheses with their verdicts")
     p.add_argument("--session", dest="session_id", metavar="ID")
     add_json(p)
-    p.set_defaults(func=cmd_hypothesis_list)
 
     todo = group(sub, "todo", "import todo-list snapshots")
-    p = todo.add_parser("import", help='import a todowrite JSON file ({"todos": [...]} or a list) as a snapshot')
+    p = command(todo, "import", cmd_todo_import,
+                help='import a todowrite JSON file ({"todos": [...]} or a list) as a snapshot')
     p.add_argument("file")
     p.add_argument("--source", help="what to record as the snapshot's source (default: the file path)")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_todo_import)
 
-    p = sub.add_parser("decide", help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
+    p = command(sub, "decide", cmd_decide, help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
         'record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, never renumbered, '
         'safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
     p.add_argument("title", nargs="?", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
@@ -83,36 +81,32 @@ def register(sub: Any) -> None:
     p.add_argument("--tag", action="append", default=[], dest="tags")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_decide)
 
     dec = group(sub, "decision", "list and check decision ids across the knowledge base")
-    p = dec.add_parser("list", help="every decision of the store")
+    p = command(dec, "list", cmd_decision_list, help="every decision of the store")
     add_json(p)
-    p.set_defaults(func=cmd_decision_list)
-    p = dec.add_parser("check", help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
+    p = command(dec, "check", cmd_decision_check,
+                help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
     add_json(p)
-    p.set_defaults(func=cmd_decision_check)
-    p = dec.add_parser("renumber", help="give one of two records sharing an id a longer form of its own id "
-                                        "(the old id keeps resolving)")
+    p = command(dec, "renumber", cmd_decision_renumber,
+                help="give one of two records sharing an id a longer form of its own id (the old id keeps resolving)")
     p.add_argument("session_id")
     p.add_argument("decision_id", help="DR-0004")
-    p.set_defaults(func=cmd_decision_renumber)
 
-    p = sub.add_parser("note", help="record a note", description="record a note")
+    p = command(sub, "note", cmd_note, help="record a note", description="record a note")
     p.add_argument("text")
     p.add_argument("--ref", action="append", default=[], dest="refs", help="A7, H3 or DR-0002 it is about (repeatable)")
     _common(p)
-    p.set_defaults(func=cmd_note)
 
-    p = sub.add_parser("status", help="the current session: open hypotheses, last attempts, running servers",
+    p = command(
+        sub, "status", cmd_status, help="the current session: open hypotheses, last attempts, running servers",
                        description="the current session: open hypotheses, last attempts, running servers")
     p.add_argument("--session", dest="session_id", metavar="ID")
     p.add_argument("--last", type=int, default=5, help="how many attempts to show (default 5)")
     add_json(p)
-    p.set_defaults(func=cmd_status)
 
     rec = group(sub, "record", "record a session, attempt or metric without running anything (reconstructions)")
-    p = rec.add_parser("session", help="start a session reconstructed from a written account")
+    p = command(rec, "session", cmd_record_session, help="start a session reconstructed from a written account")
     p.add_argument("title")
     p.add_argument("--id", dest="new_id", help="session id (default DATE-slug)")
     p.add_argument("--goal")
@@ -120,9 +114,9 @@ def register(sub: Any) -> None:
     p.add_argument("--at", metavar="TIME")
     p.add_argument("--reconstructed", metavar="ACCOUNT", required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_session)
 
-    p = rec.add_parser("attempt", help="record an attempt (and its outcome) that an account describes")
+    p = command(rec, "attempt", cmd_record_attempt,
+                help="record an attempt (and its outcome) that an account describes")
     p.add_argument("--cmd", required=True, help="the command line as the account gives it (shell-quoted)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="default: from the command")
     p.add_argument("--status", required=True,
@@ -141,9 +135,8 @@ def register(sub: Any) -> None:
     p.add_argument("--duration", type=float, help="seconds it ran, if the account says")
     _common(p, reconstructed_required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_attempt)
 
-    p = rec.add_parser("metric", help="record a figure an account gives")
+    p = command(rec, "metric", cmd_record_metric, help="record a figure an account gives")
     p.add_argument("name", help="SGLang's key, e.g. output_throughput")
     p.add_argument("value", type=float)
     p.add_argument("--attempt", required=True, help="the attempt it belongs to (a launch or a bench)")
@@ -151,7 +144,6 @@ def register(sub: Any) -> None:
     p.add_argument("--label", action="append", default=[], dest="labels", metavar="KEY=VALUE")
     _common(p, reconstructed_required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_metric)
 
 
 # --- helpers ----------------------------------------------------------------------------------
