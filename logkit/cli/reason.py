@@ -165,6 +165,10 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+def _by(ids: list[str]) -> str:
+    return f" by {', '.join(ids)}" if ids else ""
+
+
 def _typed(values: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, val in values.items():
@@ -198,11 +202,9 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
         print_json({"hypothesis": event.hypothesis, "verdict": event.verdict, "evidence": event.evidence,
                     "replaces": replaces})
     else:
-        ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
-        if earlier:  # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
-            by = f" by {', '.join(earlier.evidence)}" if earlier.evidence else ""
-            ev += f" (replaces {earlier.verdict}{by} on {earlier.ts:%Y-%m-%d %H:%M})"
-        print(f"{event.hypothesis} {event.verdict}{ev}")
+        # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
+        was = f" (replaces {earlier.verdict}{_by(earlier.evidence)} on {earlier.ts:%Y-%m-%d %H:%M})" if earlier else ""
+        print(f"{event.hypothesis} {event.verdict}{_by(event.evidence)}{was}")
     return 0
 
 
@@ -218,10 +220,8 @@ def cmd_hypothesis_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no hypotheses in {handle.id}; add one with: logkit hypothesis add TEXT")
     for r in rows:
-        ev = f" by {', '.join(r['evidence'])}" if r["evidence"] else ""
-        was = r["replaces"]
-        was_text = f" (was {was['verdict']}" + (f" by {', '.join(was['evidence'])})" if was["evidence"] else ")") if was else ""
-        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {one_line(r['text'])}{ev}{was_text}")
+        was = f" (was {r['replaces']['verdict']}{_by(r['replaces']['evidence'])})" if r["replaces"] else ""
+        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {one_line(r['text'])}{_by(r['evidence'])}{was}")
     return 0
 
 
@@ -288,8 +288,7 @@ def cmd_decision_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     for r in rows if not args.json else []:
-        by = f" by {', '.join(r['superseded_by'])}" if r["superseded_by"] else ""
-        print_text(f"{r['id']:<9} {r['session']:<44} [{r['status']}{by}] {one_line(r['title'])}")
+        print_text(f"{r['id']:<9} {r['session']:<44} [{r['status']}{_by(r['superseded_by'])}] {one_line(r['title'])}")
     return 0
 
 
@@ -299,11 +298,8 @@ def cmd_decision_check(args: argparse.Namespace) -> int:
     problems = check(store(args))
     if args.json:
         print_json([p.__dict__ for p in problems])
-    elif problems:
-        for problem in problems:
-            print(problem)
     else:
-        print("decision ids are unique and the ledger matches the sessions")
+        print("\n".join(map(str, problems)) or "decision ids are unique and the ledger matches the sessions")
     return 1 if problems else 0
 
 
@@ -319,9 +315,8 @@ def cmd_decision_renumber(args: argparse.Namespace) -> int:
 def cmd_note(args: argparse.Namespace) -> int:
     from ..reasoning import notes
 
-    handle = _handle(args)
-    notes.record(handle, args.text, refs=args.refs, at=args.at, reconstructed=args.reconstructed)
-    print(f"noted in {handle.id}")
+    event = notes.record(_handle(args), args.text, refs=args.refs, at=args.at, reconstructed=args.reconstructed)
+    print(f"noted in {event.session}")
     return 0
 
 
@@ -385,7 +380,7 @@ def cmd_record_attempt(args: argparse.Namespace) -> int:
     role = args.role or _role(argv)
     env = record.environment(
         gpu=args.gpu, compute_cap=args.compute_cap, count=args.count, first_index=args.first_index,
-        packages=dict(_pairs(args.package, "--package")), env=_pairs(args.env, "--env"),
+        packages=_pairs(args.package, "--package"), env=_pairs(args.env, "--env"),
     )
     attempt, outcome = record.attempt(
         _handle(args), argv, role=role, status=args.status, label=args.label, outcome_label=args.result,
@@ -393,10 +388,8 @@ def cmd_record_attempt(args: argparse.Namespace) -> int:
         launch=parse_launch(argv) if role == "launch" else None, at=args.at, duration_s=args.duration,
         reconstructed=args.reconstructed, model=args.model,
     )
-    if args.json:
-        print_json({"id": attempt.short_id, "status": outcome.status if outcome else None})
-    else:
-        print(attempt.short_id)
+    status = outcome.status if outcome else None
+    print_json({"id": attempt.short_id, "status": status}) if args.json else print(attempt.short_id)
     return 0
 
 
