@@ -22,9 +22,7 @@ class LogkitError(Exception):
         self.fix = fix
 
     def __str__(self) -> str:
-        if self.fix:
-            return f"{self.message}\n  fix: {self.fix}"
-        return self.message
+        return f"{self.message}\n  fix: {self.fix}" if self.fix else self.message
 
 
 class BadInput(LogkitError):
