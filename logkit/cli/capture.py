@@ -30,8 +30,7 @@ def _seconds(text: str, *, positive: bool = False) -> float:
 def register(sub: Any) -> None:
     """Add the run command."""
     p = command(
-        sub, "run", cmd_run,
-        help="run a command and record it as an attempt",
+        sub, "run", cmd_run, help="run a command and record it as an attempt",
         description="Run CMD (after --) with its output shown live and recorded, redacted, as an attempt "
         "of the current session. logkit's exit status is the command's (128+N for signal N).")
     p.add_argument("--session", metavar="ID", help="record into this session (default: the current one)")

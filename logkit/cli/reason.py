@@ -98,9 +98,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ref", action="append", default=[], dest="refs", help="A7, H3 or DR-0002 it is about (repeatable)")
     _common(p)
 
-    p = command(
-        sub, "status", cmd_status, help="the current session: open hypotheses, last attempts, running servers",
-                       description="the current session: open hypotheses, last attempts, running servers")
+    p = command(sub, "status", cmd_status, help="the current session: open hypotheses, last attempts, running servers",
+                description="the current session: open hypotheses, last attempts, running servers")
     p.add_argument("--session", dest="session_id", metavar="ID")
     p.add_argument("--last", type=int, default=5, help="how many attempts to show (default 5)")
     add_json(p)
