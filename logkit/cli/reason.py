@@ -58,9 +58,10 @@ def register(sub: Any) -> None:
     _common(p)
     add_json(p)
 
-    p = command(sub, "decide", cmd_decide, help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
-        'record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, never renumbered, '
-        'safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
+    p = command(sub, "decide", cmd_decide, help="record a decision; prints its permanent id (DR-7K3FQ)",
+                description='record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, '
+                'never renumbered, safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the '
+                'winner(s) with --chosen NAME.')
     p.add_argument("title", nargs="?", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
     p.add_argument("--from-sweep", metavar="SW-ID",
                    help="propose a decision from a sweep (options = its cells, evidence = their attempts): writes a "
@@ -88,8 +89,8 @@ def register(sub: Any) -> None:
     p = command(dec, "check", cmd_decision_check,
                 help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
     add_json(p)
-    p = command(dec, "renumber", cmd_decision_renumber,
-                help="give one of two records sharing an id a longer form of its own id (the old id keeps resolving)")
+    p = command(dec, "renumber", cmd_decision_renumber, help="give one of two records sharing an id a longer form "
+                "of its own id (the old id keeps resolving)")
     p.add_argument("session_id")
     p.add_argument("decision_id", help="DR-0004")
 
@@ -98,7 +99,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ref", action="append", default=[], dest="refs", help="A7, H3 or DR-0002 it is about (repeatable)")
     _common(p)
 
-    p = command(sub, "status", cmd_status, help="the current session: open hypotheses, last attempts, running servers",
+    p = command(sub, "status", cmd_status,
+                help="the current session: open hypotheses, last attempts, running servers",
                 description="the current session: open hypotheses, last attempts, running servers")
     p.add_argument("--session", dest="session_id", metavar="ID")
     p.add_argument("--last", type=int, default=5, help="how many attempts to show (default 5)")
@@ -202,7 +204,8 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
                     "replaces": replaces})
     else:
         # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
-        was = f" (replaces {earlier.verdict}{_by(earlier.evidence)} on {earlier.ts:%Y-%m-%d %H:%M})" if earlier else ""
+        was = "" if earlier is None else (
+            f" (replaces {earlier.verdict}{_by(earlier.evidence)} on {earlier.ts:%Y-%m-%d %H:%M})")
         print(f"{event.hypothesis} {event.verdict}{_by(event.evidence)}{was}")
     return 0
 
@@ -220,7 +223,8 @@ def cmd_hypothesis_list(args: argparse.Namespace) -> int:
         print(f"no hypotheses in {handle.id}; add one with: logkit hypothesis add TEXT")
     for r in rows:
         was = f" (was {r['replaces']['verdict']}{_by(r['replaces']['evidence'])})" if r["replaces"] else ""
-        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {one_line(r['text'])}{_by(r['evidence'])}{was}")
+        text = one_line(r["text"])
+        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {text}{_by(r['evidence'])}{was}")
     return 0
 
 
@@ -287,7 +291,8 @@ def cmd_decision_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     for r in rows if not args.json else []:
-        print_text(f"{r['id']:<9} {r['session']:<44} [{r['status']}{_by(r['superseded_by'])}] {one_line(r['title'])}")
+        status = r["status"] + _by(r["superseded_by"])
+        print_text(f"{r['id']:<9} {r['session']:<44} [{status}] {one_line(r['title'])}")
     return 0
 
 

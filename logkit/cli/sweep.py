@@ -17,7 +17,8 @@ EXIT_BUDGET = 3
 def register(sub: Any) -> None:
     """Add the sweep command."""
     p = command(
-        sub, "sweep", cmd_sweep, help="run every configuration of a grid (launch, smoke, bench) and rank them; resumable",
+        sub, "sweep", cmd_sweep,
+        help="run every configuration of a grid (launch, smoke, bench) and rank them; resumable",
         description="Run each cell of a sweep (SPEC.toml, or --axis FLAG=V1,V2 -- LAUNCH CMD) as ordinary "
         "attempts in one session: launch, smoke prompts, bench points, stop. Rerunning the same spec resumes: "
         "only cells without a result run. Exit status: 0 done, 3 time budget spent (cells left), 130 interrupted.")
