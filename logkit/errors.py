@@ -6,9 +6,7 @@ Every message says what failed, shows the offending value or ``file:line``, and 
 
 from __future__ import annotations
 
-__all__ = [
-    "BadInput", "LogkitError", "NotFound", "SchemaTooNew", "StoreError",
-]
+__all__ = ["BadInput", "LogkitError", "NotFound", "SchemaTooNew", "StoreError"]
 
 
 class LogkitError(Exception):
