@@ -152,6 +152,10 @@ PARTS = [
               "Triton backends, Kubernetes kits, RL frameworks): Go/Rust/Node/JVM/glibc/shell crash lines, garbage, stalls, "
               "kills and NaN told in prose, other engines' ready lines (labelled before any run; its misses are read while "
               "rules are written from sources: never blind; first sight 32/51, 0 failed launches called ready)", False),
+    ("dev39", "dev39 development set, other GPU projects and engines (diffusion UIs and trainers, vision trainers, RL "
+              "frameworks, JAX/XLA, flashinfer, llama.cpp/Ollama/KoboldCpp/ExLlama/tabbyAPI/MLC/LocalAI/Triton server, "
+              "whisper servers): crashes, garbage, stalls and ready servers (labelled before any run; its misses are read "
+              "while rules are written from sources: never blind; first sight 32/51, 2 failed launches called ready)", False),
 ]
 
 def part(manifest: Path, title: str) -> tuple[int, int, int, list[bytes]]:

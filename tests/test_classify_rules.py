@@ -3295,9 +3295,134 @@ _DEV38_NEAR = [
     ("Set -Xmx to give the JVM more heap space\n", "incomplete"),
 ]
 
+_DEV39_ROWS = [
+    # Ollama's listener as journalctl shows a systemd service's lines (short and short-iso formats)
+    ('Jan 08 11:29:03 gpu-box ollama[1234]: time=2025-01-08T11:29:03.590-06:00 level=INFO '
+     'source=routes.go:1310 msg="Listening on 127.0.0.1:11434 (version 0.5.4)"\n', 'ready', None),
+    ('Mar  3 09:15:22 server1 ollama[998]: time=2024-03-03T09:15:22.101Z level=INFO '
+     'source=routes.go:1100 msg="Listening on [::]:11434 (version 0.1.27)"\n', 'ready', None),
+    ('2025-06-01T10:00:00+0000 node7 ollama[42]: time=2025-06-01T10:00:00.000Z level=INFO '
+     'source=routes.go:1234 msg="Listening on 0.0.0.0:11434 (version 0.9.0)"\n', 'ready', None),
+    # the model list an OpenAI-compatible server answers GET /v1/models with, as a client prints it
+    ('$ curl '
+     'http://localhost:8000/v1/models\n{"object":"list","data":[{"id":"meta-llama/Llama-3.1-8B-Instruct","object":"model","created":1718000000,"owned_by":"vllm","root":"meta-llama/Llama-3.1-8B-Instruct","parent":null}]}\n',
+     'ready', None),
+    ('{"object": "list", "data": [{"id": "qwen2.5-7b", "object": "model", "created": 1730000000, '
+     '"owned_by": "sglang"}]}\n', 'ready', None),
+    ('{"object":"list","data":[{"id":"gpt-4","object":"model"},{"id":"whisper-1","object":"model"}]}\n', 'ready', None),
+    # numpy's invalid-value warning for a cast, the next line an integer image's astype: NaN pixels written as a black image
+    ('D:\\ComfyUI\\nodes.py:1496: RuntimeWarning: invalid value encountered in cast\n  img = '
+     'Image.fromarray(np.clip(i, 0, 255).astype(np.uint8))\n', 'garbage', 'numpy-nan-image-cast'),
+    ('/home/u/stable-diffusion-webui/modules/processing.py:968: RuntimeWarning: invalid value '
+     'encountered in cast\n  x_sample = x_sample.astype(np.uint8)\n', 'garbage', 'numpy-nan-image-cast'),
+    ('/ComfyUI/custom_nodes/ComfyUI-VideoHelperSuite/videohelpersuite/nodes.py:93: RuntimeWarning: '
+     'invalid value encountered in cast\n  return tensor_to_int(tensor, 16).astype(np.uint16)\n',
+     'garbage', 'numpy-nan-image-cast'),
+    ('100%|##########| 30/30 [00:09<00:00,  '
+     '3.2it/s]\n/venv/lib/python3.11/site-packages/diffusers/image_processor.py:147: RuntimeWarning: '
+     'invalid value encountered in cast\n  images = (images * 255).round().astype("uint8")\nPrompt '
+     'executed in 12.50 seconds\n', 'garbage', 'numpy-nan-image-cast'),
+    # image outputs reported black, blank or noise; a reply reported as garbage in a noun phrase
+    ('# Black images with SDXL on ROCm\n', 'garbage', 'generic-garbage-report-line'),
+    ('After the update I only get black images, or color noise.\n', 'garbage', 'generic-garbage-report-line'),
+    ('The sampler finishes but the result is a blank image.\n', 'garbage', 'generic-garbage-report-line'),
+    ('With the new VAE I get noise instead of a picture.\n', 'garbage', 'generic-garbage-report-line'),
+    ('Ollama returned another garbage response after the third prompt.\n', 'garbage', 'generic-garbage-report-line'),
+    ('When the context is full it returns just garbage text.\n', 'garbage', 'generic-garbage-report-line'),
+    # froze's past tense as some reports write it, a stall for a long time, a compile or a build that never finishes
+    ('# Training freezed at epoch 3 with 4 GPUs\n', 'hang', 'generic-hang-report-line'),
+    ('the dataloader freezed after the first batch\n', 'hang', 'generic-hang-report-line'),
+    ('Epoch 2 starts, then stuck for a long time with 100% GPU util\n', 'hang', 'generic-hang-report-line'),
+    ('NCCL init stuck for hours on the second node\n', 'hang', 'generic-hang-report-line'),
+    ('# jax 0.4.30 never finishes compiling the train step\n', 'hang', 'generic-hang-report-line'),
+    ('The engine build did not finish after 3 hours on an A10.\n', 'hang', 'generic-hang-report-line'),
+    ('torch.compile never completes the compilation of the decoder\n', 'hang', 'generic-hang-report-line'),
+    # a program reported panicking, or closing at once (or caused to)
+    ('The application just panics and exits.\n', 'other_crash', 'generic-crash-report-line'),
+    ('tabby panics on startup with the new model spec\n', 'other_crash', 'generic-crash-report-line'),
+    ('# --cli mode makes the server close instantly\n', 'other_crash', 'generic-crash-report-line'),
+    ('The CMD window disappears immediately after loading the model.\n', 'other_crash', 'generic-crash-report-line'),
+    ('llama-server exits immediately after printing the banner\n', 'other_crash', 'generic-crash-report-line'),
+    ('Loading a second model causes the runner to exit immediately.\n', 'other_crash', 'generic-crash-report-line'),
+    # a Python library reported not installed (prose, a line of its own; exllamav2's assertion has a row of its own)
+    ('start.bat stops on an assertion saying the Tokenizers library is not installed\n',
+     'import_error', 'generic-import-line'),
+    ("The 'pdf2docx' library is not installed.\nPlease install it by running: uv add pdf2docx\n",
+     'import_error', 'generic-import-line'),
+    ('AssertionError: Attempting to load HF tokenizer, but Tokenizers library is not installed\n',
+     'import_error', 'dependency-not-installed'),
+    # a reply or a transcript reported repeating one unit without end
+    ('Sometimes it starts repeating the same phrase over and over again until the end of the file.\n',
+     'garbage', 'generic-garbage-report-line'),
+    ('The transcription begins looping the same sentence over and over again from 00:38:03.\n',
+     'garbage', 'generic-garbage-report-line'),
+    ("# Generating the same token (token '1') over and over, after a few successful messages?\n",
+     'garbage', 'generic-garbage-report-line'),
+    ('the output ends with the same random word 300x\n', 'garbage', 'generic-garbage-report-line'),
+    # ComfyUI's ready line as ComfyUI-Manager's log file writes it; uvicorn's behind journalctl's prefix
+    ('[2025-04-06 07:15:42.677] To see the GUI go to: http://127.0.0.1:8188\n', 'ready', None),
+    ('[2024-08-20 23:14] To see the GUI go to: http://26.147.18.144:8188 or http://127.0.0.1:8188\n', 'ready', None),
+    ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Application startup complete.\n', 'ready', None),
+    ('Mar  5 10:00:01 gpu lmdeploy[77]: INFO:     Uvicorn running on http://0.0.0.0:23333 (Press CTRL+C '
+     'to quit)\n', 'ready', None),
+    # text-embeddings-inference's router once its model is warmed up
+    ('2024-03-08T15:20:31.201Z  INFO text_embeddings_router: router/src/lib.rs:250: Starting model '
+     'backend\n2024-03-08T15:20:41.807Z  INFO text_embeddings_router: router/src/lib.rs:263: Warming up '
+     'model\n2024-03-08T15:20:42.101Z  INFO text_embeddings_router: router/src/lib.rs:330: Ready\n', 'ready', None),
+]
+
+_DEV39_NEAR = [
+    # near texts of dev39's rows: another service's listener under journalctl, Ollama's line quoted in prose; an empty model
+    # list, a generation reply (the reply is the evidence: no readiness from it), a request; numpy's warning before another
+    # cast or another operation; diffusers' safety checker's black image, black images denied, avoided or hedged, a noise
+    # setting, garbage collection, garbage denied; layers frozen by the user, a stall denied; a connection closing, an
+    # instruction, a forecast, a panic denied or hedged; a library's absence hedged, a module's optional extra; the
+    # same answer a few times (consistency), repetition denied or hedged, a prompt sent many times; ComfyUI-Manager's
+    # prefix before another line, uvicorn's line before its start-up finished; TEI's warm-up
+    # line
+    ('Jan 08 11:29:03 host sshd[812]: Server listening on 0.0.0.0 port 22.\n', 'incomplete'),
+    ('journalctl says: Listening on 127.0.0.1:11434 (version 0.5.4) is printed before the GPUs\n', 'incomplete'),
+    ('{"object":"list","data":[]}\n', 'incomplete'),
+    ('{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"1. '
+     '2. 3. 4."}}]}\n', 'incomplete'),
+    ('curl http://localhost:8000/v1/chat/completions -d \'{"model": "m", "messages": [{"role": "user", '
+     '"content": "hi"}]}\'\n', 'incomplete'),
+    ('RuntimeWarning: invalid value encountered in cast\n  counts = '
+     'np.asarray(values).astype(np.int64)\n', 'incomplete'),
+    ('RuntimeWarning: invalid value encountered in divide\n  img = (x / y).astype(np.uint8)\n', 'incomplete'),
+    ('RuntimeWarning: invalid value encountered in cast\n  latents = latents.astype(np.float16)\n', 'incomplete'),
+    ('Potential NSFW content was detected in one or more images. A black image will be returned instead. '
+     'Try again with a different prompt and/or seed.\n', 'incomplete'),
+    ('No black images since I added --no-half-vae.\n', 'incomplete'),
+    ('To avoid black images, use the fp16-fix VAE.\n', 'incomplete'),
+    ('If you get black images, try --no-half-vae.\n', 'incomplete'),
+    ('I set the noise schedule to karras and get noise levels from 0 to 14\n', 'incomplete'),
+    ('the garbage collector freed 2 GB\n', 'incomplete'),
+    ('There is no garbage output anymore.\n', 'incomplete'),
+    ('I freezed the first 10 layers of the ViT\n', 'incomplete'),
+    ('We freezed the text encoder for stage one\n', 'incomplete'),
+    ('No longer stuck for hours after the fix\n', 'incomplete'),
+    ('The connection closes immediately after the response\n', 'incomplete'),
+    ('Press Ctrl+C twice to close immediately\n', 'incomplete'),
+    ('It no longer panics on empty prompts\n', 'incomplete'),
+    ('If it panics, restart the service\n', 'incomplete'),
+    ('The handler never panics\n', 'incomplete'),
+    ('If the port is taken, the server will exit immediately.\n', 'incomplete'),
+    ('Gracefully degrades if the face_recognition library is not installed.\n', 'incomplete'),
+    ("[W] 'colored' module is not installed, will not use colors when logging.\n", 'incomplete'),
+    ('With temperature 0 I get the same answer 3 times in a row, as expected.\n', 'incomplete'),
+    ('It no longer repeats the same phrase over and over.\n', 'incomplete'),
+    ('If the model says the same sentence over and over, raise repetition_penalty.\n', 'incomplete'),
+    ('I sent the same prompt 20 times to measure latency.\n', 'incomplete'),
+    ('[2025-04-06 07:15:42.677] Starting server\n', 'incomplete'),
+    ('Aug 19 18:34:30 vllm vllm[8707]: (APIServer pid=8707) INFO:     Waiting for application startup.\n',
+     'incomplete'),
+    ('2024-03-08T15:20:41.807Z  INFO text_embeddings_router: router/src/lib.rs:263: Warming up model\n', 'incomplete'),
+]
+
 @pytest.mark.parametrize(("text", "status", "signature"), [
     *_DEV26_ROWS, *_DEV27_ROWS, *_DEV28_ROWS, *_DEV29_ROWS, *_DEV30_ROWS, *_DEV31_ROWS, *_DEV32_ROWS, *_DEV33_ROWS,
-    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS, *_DEV37_ROWS, *_DEV38_ROWS])
+    *_DEV34_ROWS, *_DEV35_ROWS, *_DEV36_ROWS, *_DEV37_ROWS, *_DEV38_ROWS, *_DEV39_ROWS])
 def test_development_rows(text: str, status: str, signature: str | None) -> None:
     """dev26-dev33's rows: each text gets its class from its row (None: the class alone, no row named)."""
     d = classify_text(text)
@@ -3306,7 +3431,7 @@ def test_development_rows(text: str, status: str, signature: str | None) -> None
 
 @pytest.mark.parametrize(("text", "status"), [
     *_DEV26_NEAR, *_DEV27_NEAR, *_DEV28_NEAR, *_DEV29_NEAR, *_DEV30_NEAR, *_DEV31_NEAR, *_DEV32_NEAR, *_DEV33_NEAR,
-    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR, *_DEV37_NEAR, *_DEV38_NEAR])
+    *_DEV34_NEAR, *_DEV35_NEAR, *_DEV36_NEAR, *_DEV37_NEAR, *_DEV38_NEAR, *_DEV39_NEAR])
 def test_texts_near_development_rows_are_not_their_classes(text: str, status: str) -> None:
     """Texts near dev26-dev33's rows (negated, hedged, another library's) keep the class they had."""
     d = classify_text(text)
