@@ -86,6 +86,7 @@ PARTS = [
                   "measure 58/66)", True),
     ("holdout25", "twenty-fifth hold-out (blind: labelled and committed before any run, no row written from it; first "
                   "measure 46/60)", True),
+    ("holdout26", "twenty-sixth hold-out (blind: labelled and committed before any run, no row written from it)", True),
     ("dev21", "dev21 development set (labelled before any run; its misses are read while rules are written from "
               "sources: never blind)", False),
     ("dev22", "dev22 development set, serving engines other than SGLang (labelled before any run; its misses are "
