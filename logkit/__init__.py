@@ -30,15 +30,8 @@ def __getattr__(name: str) -> Any:
         return module if name == "events" else getattr(module, name)
     raise AttributeError(f"module 'logkit' has no attribute {name!r}")
 
-__all__ = [
-    "LogkitError",
-    "ReadResult",
-    "SessionHandle",
-    "Store",
-    "__version__",
-    "events",
-    "load",
-]
+
+__all__ = ["LogkitError", "ReadResult", "SessionHandle", "Store", "__version__", "events", "load"]
 
 
 def load(root: str | None = None) -> dict[str, ReadResult]:

@@ -55,21 +55,11 @@ def abandoned_outcome(session_id: str, session_dir: Path, attempt: Attempt) -> O
     if outside:
         label += f"; its log path {attempt.log.path!r} is outside the session directory: not read"
     if survivors:
-        label += f"; {len(survivors)} process(es) of its group still running: " + ", ".join(
-            str(s.pid) for s in survivors
-        )
-    return Outcome(
-        session=session_id,
-        attempt=attempt.short_id,
-        status="abandoned",
-        label=label,
-        ended=now,
-        duration_s=(now - attempt.started).total_seconds(),
-        log=log,
-        tail=tail,
-        survivors=survivors,
-        provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"),
-    )
+        pids = ", ".join(str(s.pid) for s in survivors)
+        label += f"; {len(survivors)} process(es) of its group still running: {pids}"
+    return Outcome(session=session_id, attempt=attempt.short_id, status="abandoned", label=label, ended=now,
+                   duration_s=(now - attempt.started).total_seconds(), log=log, tail=tail, survivors=survivors,
+                   provenance=Provenance(source="captured", detail="marked abandoned by a later logkit command"))
 
 
 def _tail(path: Path) -> list[EvidenceLine]:

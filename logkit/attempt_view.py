@@ -135,14 +135,18 @@ def _tail(rec: AttemptRecord, lines: int) -> list[str]:
     return text.splitlines()[-lines:]
 
 
+def _where(m: dict[str, Any]) -> str:
+    """`` at concurrency 16 (item)``: where a metric was measured."""
+    where = f" at concurrency {m['concurrency']:g}" if m.get("concurrency") is not None else ""
+    return where + (f" ({m['item']})" if m.get("item") else "")
+
+
 def _fmt_metric(m: dict[str, Any]) -> str:
     from .builder.load import metric_label
 
-    where = f" at concurrency {m['concurrency']:g}" if m.get("concurrency") is not None else ""
-    item = f" ({m['item']})" if m.get("item") else ""
     unit = f" {m['unit']}" if m.get("unit") else ""
     by = f"  [measured by {m['attempt']}]" if m.get("attempt") and m["attempt"] != m.get("server_attempt") else ""
-    return f"{metric_label(m['name'])} = {m['value']:g}{unit}{where}{item}{by}"
+    return f"{metric_label(m['name'])} = {m['value']:g}{unit}{_where(m)}{by}"
 
 
 def show_text(rec: AttemptRecord, tail_lines: int = 20) -> str:
@@ -161,9 +165,7 @@ def show_text(rec: AttemptRecord, tail_lines: int = 20) -> str:
     if rec.versions:
         out.append("versions: " + ", ".join(f"{k} {v}" for k, v in sorted(rec.versions.items())))
     if env:
-        host = env.get("host") or env.get("hostname")
-        bits = [f"host {host}" if host else None, f"python {env['python']}" if env.get("python") else None]
-        shown = [b for b in bits if b]
+        shown = [f"{k} {env[k]}" for k in ("host", "python") if env.get(k)]
         if shown:
             out.append("environment: " + ", ".join(shown))
         from .launch.flags import watched_env
@@ -243,22 +245,16 @@ def compare_text(c: dict[str, Any]) -> str:
     from .builder.load import metric_label
 
     out = [f"{c['a']}  vs  {c['b']}"]
-    for part, title in (("configuration", "configuration"), ("environment", "environment"), ("versions", "versions")):
-        if c[part]:
-            out.append(f"{title}:")
-            out += [f"  {k}: {_v(x)} -> {_v(y)}" for k, (x, y) in c[part].items()]
-        else:
-            out.append(f"{title}: same")
-    (sa, la), (sb, lb) = c["outcome"]
+    for part in ("configuration", "environment", "versions"):
+        out.append(f"{part}:" if c[part] else f"{part}: same")
+        out += [f"  {k}: {_v(x)} -> {_v(y)}" for k, (x, y) in c[part].items()]
     out.append("outcome:")
-    out.append(f"  A: {sa or 'none yet'}" + (f": {la}" if la else ""))
-    out.append(f"  B: {sb or 'none yet'}" + (f": {lb}" if lb else ""))
+    out += [f"  {side}: {status or 'none yet'}" + (f": {label}" if label else "")
+            for side, (status, label) in zip("AB", c["outcome"], strict=True)]
     if c["metrics"]:
         out.append("metrics (A | B):")
         for m in c["metrics"]:
-            where = f" at concurrency {m['concurrency']:g}" if m["concurrency"] is not None else ""
-            item = f" ({m['item']})" if m["item"] else ""
-            out.append(f"  {metric_label(m['name'])}{where}{item}: {_num(m['a'])} | {_num(m['b'])}"
+            out.append(f"  {metric_label(m['name'])}{_where(m)}: {_num(m['a'])} | {_num(m['b'])}"
                        + (f"  ({m['b'] / m['a']:.2f}x)" if m["a"] and m["b"] is not None else ""))
     return "\n".join(out)
 

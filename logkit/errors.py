@@ -6,13 +6,7 @@ Every message says what failed, shows the offending value or ``file:line``, and 
 
 from __future__ import annotations
 
-__all__ = [
-    "BadInput",
-    "LogkitError",
-    "NotFound",
-    "SchemaTooNew",
-    "StoreError",
-]
+__all__ = ["BadInput", "LogkitError", "NotFound", "SchemaTooNew", "StoreError"]
 
 
 class LogkitError(Exception):
@@ -26,9 +20,7 @@ class LogkitError(Exception):
         self.fix = fix
 
     def __str__(self) -> str:
-        if self.fix:
-            return f"{self.message}\n  fix: {self.fix}"
-        return self.message
+        return f"{self.message}\n  fix: {self.fix}" if self.fix else self.message
 
 
 class BadInput(LogkitError):

@@ -15,21 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "BenchConfig",
-    "ConfigDiff",
-    "DecisionOption",
-    "Environment",
-    "EvidenceLine",
-    "GitInfo",
-    "Gpu",
-    "LaunchConfig",
-    "LogFile",
-    "Milestone",
-    "Probe",
-    "Provenance",
-    "Record",
-    "Survivor",
-    "TodoItem",
+    "BenchConfig", "ConfigDiff", "DecisionOption", "Environment", "EvidenceLine", "GitInfo", "Gpu",
+    "LaunchConfig", "LogFile", "Milestone", "Probe", "Provenance", "Record", "Survivor", "TodoItem",
 ]
 
 

@@ -21,6 +21,7 @@ This module imports nothing heavier than pydantic, so ``logkit run`` starts fast
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from datetime import UTC, datetime
@@ -29,103 +30,27 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import Field, TypeAdapter, field_validator
 from pydantic_core import TzInfo as _PydanticTz
 
-from .event_records import (
-    BenchConfig,
-    ConfigDiff,
-    DecisionOption,
-    Environment,
-    EvidenceLine,
-    GitInfo,
-    Gpu,
-    LaunchConfig,
-    LogFile,
-    Milestone,
-    Probe,
-    Provenance,
-    Record,
-    Survivor,
-    TodoItem,
-)
+from . import statuses
+from .event_records import (BenchConfig, ConfigDiff, DecisionOption, Environment, EvidenceLine, GitInfo, Gpu,
+                            LaunchConfig, LogFile, Milestone, Probe, Provenance, Record, Survivor, TodoItem)
 from .store.files import SCHEMA_VERSION, UPGRADES, upgrade
 
 __all__ = [
-    "ATTEMPT_ROLES",
-    "Attempt",
-    "AttemptEnvironment",
-    "AttemptLaunch",
-    "BaseEvent",
-    "BenchConfig",
-    "DECISION_ID",
-    "DECISION_ID_BODY",
-    "DECISION_ID_RE",
-    "DECISION_STATUSES",
-    "Decision",
-    "DecisionOption",
-    "EVENT_TYPES",
-    "Environment",
-    "Event",
-    "EvidenceLine",
-    "GitInfo",
-    "Gpu",
-    "Hypothesis",
-    "LaunchConfig",
-    "LogFile",
-    "Metric",
-    "Milestone",
-    "Note",
-    "OUTCOME_STATUSES",
-    "Outcome",
-    "Probe",
-    "Provenance",
-    "SCHEMA_VERSION",
-    "SWEEP_CELL_STATUSES",
-    "ServerInfo",
-    "Session",
-    "Smoke",
-    "Survivor",
-    "Sweep",
-    "SweepCell",
-    "SweepCellResult",
-    "SweepPoint",
-    "Todo",
-    "TodoItem",
-    "UPGRADES",
-    "Verdict",
-    "event_adapter",
-    "new_id",
-    "parse_event",
-    "upgrade",
-    "utcnow",
+    "Attempt", "AttemptEnvironment", "AttemptLaunch", "BaseEvent", "BenchConfig", "DECISION_ID",
+    "DECISION_ID_BODY", "DECISION_ID_RE", "DECISION_STATUSES", "Decision", "DecisionOption", "EVENT_TYPES",
+    "Environment", "Event", "EvidenceLine", "GitInfo", "Gpu", "Hypothesis", "LaunchConfig", "LogFile",
+    "Metric", "Milestone", "Note", "OUTCOME_STATUSES", "Outcome", "Probe", "Provenance", "SCHEMA_VERSION",
+    "ServerInfo", "Session", "Smoke", "Survivor", "Sweep", "SweepCell", "SweepCellResult", "SweepPoint",
+    "Todo", "TodoItem", "UPGRADES", "Verdict", "event_adapter", "new_id", "parse_event", "upgrade", "utcnow",
 ]
 
-#: How an attempt ended. ``ready`` means a server came up and was still serving when recording
-#: stopped; a server that became ready and later died gets the cause (``nan``, ``oom``, ...) with
-#: ``ready_at`` set on the outcome.
-OutcomeStatus = Literal[
-    "ready",
-    "exit_ok",
-    "oom",
-    "arch_mismatch",
-    "missing_kernel",
-    "jit_error",
-    "nan",
-    "garbage",
-    "inaccurate",
-    "nccl",
-    "illegal_memory",
-    "killed",
-    "import_error",
-    "arg_error",
-    "hang",
-    "other_crash",
-    "interrupted",
-    "abandoned",
-    "incomplete",
-]
+#: How an attempt ended: a row of logkit/data/statuses.toml, in its order. ``ready`` means a server
+#: came up and was still serving when recording stopped; a server that became ready and later died
+#: gets the cause (``nan``, ``oom``, ...) with ``ready_at`` set on the outcome.
+OutcomeStatus = Literal[statuses.names()]  # type: ignore[valid-type] - the table is the one vocabulary
 OUTCOME_STATUSES: tuple[str, ...] = get_args(OutcomeStatus)
 
 AttemptRole = Literal["launch", "bench", "smoke", "command"]
-ATTEMPT_ROLES: tuple[str, ...] = get_args(AttemptRole)
 
 DecisionStatus = Literal["proposed", "accepted", "superseded", "deprecated"]
 DECISION_STATUSES: tuple[str, ...] = get_args(DecisionStatus)
@@ -134,7 +59,6 @@ DECISION_STATUSES: tuple[str, ...] = get_args(DecisionStatus)
 #: failed: the outcome says how), ``preflight`` (SGLang's parser refused its flags: never launched),
 #: ``skipped`` (refuted on this GPU architecture in the knowledge base; ``--retry-refuted`` runs it).
 SweepCellStatus = Literal["works", "failed", "preflight", "skipped"]
-SWEEP_CELL_STATUSES: tuple[str, ...] = get_args(SweepCellStatus)
 
 HypothesisVerdict = Literal["confirmed", "refuted", "inconclusive"]
 Priority = Literal["low", "medium", "high"]
@@ -177,9 +101,7 @@ class BaseEvent(Record):
             # "Z" or +00:00 parsed by pydantic: its own zero-offset tzinfo is kept (it formats,
             # compares, hashes and serialises as UTC does); replacing it cost ~20% of validating a line
             return value
-        if tz is None:
-            return value.replace(tzinfo=UTC)
-        if not value.utcoffset():  # another zero-offset tzinfo: the same instant, named UTC
+        if not value.utcoffset():  # naive, or another zero-offset tzinfo: the same instant, named UTC
             return value.replace(tzinfo=UTC)
         try:
             return value.astimezone(UTC)
@@ -459,15 +381,11 @@ Event = Annotated[Union[_KINDS], Field(discriminator="kind")]  # noqa: UP007 - a
 
 EVENT_TYPES: dict[str, type[BaseEvent]] = {cls.model_fields["kind"].default: cls for cls in _KINDS}
 
-_adapter: TypeAdapter[Any] | None = None
 
-
+@functools.cache
 def event_adapter() -> TypeAdapter[Any]:
     """The TypeAdapter of the :data:`Event` union (built once, lazily)."""
-    global _adapter
-    if _adapter is None:
-        _adapter = TypeAdapter(Event)
-    return _adapter
+    return TypeAdapter(Event)
 
 
 def parse_event(data: dict[str, Any]) -> BaseEvent:

@@ -39,8 +39,6 @@ def arch_name(capability: Any) -> str | None:
     if isinstance(capability, (int, float)):
         capability = f"{float(capability):.1f}"
     text = str(capability).strip().lower().replace(" ", "")
-    if not text:
-        return None
     sm = _SM.match(text)
     if sm:
         digits = sm.group(1)

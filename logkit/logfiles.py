@@ -42,8 +42,7 @@ def log_file(session_dir: Path, rel: str) -> Path | None:
 
 
 class _Readable(io.RawIOBase):
-    """A compressed log's text up to where it is damaged (cut short by a partial copy, checkout or a full
-    disk; a flipped byte): what precedes is read, then the end, with one warning naming the file."""
+    """A compressed log's text up to where it is damaged (cut short, a flipped byte), then one warning."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -72,8 +71,7 @@ class _Readable(io.RawIOBase):
 
 
 def open_log(path: Path) -> BinaryIO:
-    """``path`` (as :func:`log_file` gave it) open for reading its text's bytes (a damaged compressed log:
-    its text up to the damage, and a warning)."""
+    """``path`` (as :func:`log_file` gave it) open for reading its text's bytes (see :class:`_Readable`)."""
     if path.name.endswith(SUFFIX):
         return io.BufferedReader(_Readable(path), 1 << 20)  # type: ignore[return-value]
     return open(path, "rb")

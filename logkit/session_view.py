@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .events import Attempt, BaseEvent, Decision, Hypothesis, Metric, Note, Outcome, Session, Todo, Verdict
+from .events import BaseEvent
 
 __all__ = ["render_rows", "shown_events", "summaries", "to_json"]
 
@@ -32,34 +32,26 @@ def summaries(root: Path) -> list[dict[str, Any]]:
             for r in rows]
 
 
+#: each kind's line after its time (a kind not here shows its name)
+_LINES: dict[str, Callable[[Any], str]] = {
+    "session": lambda e: f"session    {e.title}" + (f"  (goal: {e.goal})" if e.goal else ""),
+    "hypothesis": lambda e: f"{e.short_id:<9}  hypothesis [{e.priority}] {e.text}",
+    "verdict": lambda e: f"{e.hypothesis:<9}  {e.verdict}" + (f" by {', '.join(e.evidence)}" if e.evidence else "")
+                         + (f": {e.because}" if e.because else ""),
+    "attempt": lambda e: f"{e.short_id:<9}  {e.role:<7} $ {' '.join(e.argv)}",
+    "outcome": lambda e: f"{e.attempt:<9}  -> {e.status}"
+                         + (f" after {e.duration_s:.1f}s" if e.duration_s is not None else "")
+                         + (f": {e.label}" if e.label else ""),
+    "metric": lambda e: f"metric     {e.name} = {e.value:g}" + (f" {e.unit}" if e.unit else ""),
+    "decision": lambda e: f"{e.decision_id}    [{e.status}] {e.title}",
+    "todo": lambda e: f"todo       {sum(1 for i in e.items if i.status == 'completed')}/{len(e.items)} completed",
+    "note": lambda e: f"note       {e.text}",
+}
+
+
 def _line(event: BaseEvent) -> str:
-    when = f"{event.ts:%Y-%m-%d %H:%M:%S}"
-    if isinstance(event, Session):
-        return f"{when}  session    {event.title}" + (f"  (goal: {event.goal})" if event.goal else "")
-    if isinstance(event, Hypothesis):
-        return f"{when}  {event.short_id:<9}  hypothesis [{event.priority}] {event.text}"
-    if isinstance(event, Verdict):
-        ev = ", ".join(event.evidence)
-        return f"{when}  {event.hypothesis:<9}  {event.verdict}" + (f" by {ev}" if ev else "") + (
-            f": {event.because}" if event.because else ""
-        )
-    if isinstance(event, Attempt):
-        return f"{when}  {event.short_id:<9}  {event.role:<7} $ {' '.join(event.argv)}"
-    if isinstance(event, Outcome):
-        took = f" after {event.duration_s:.1f}s" if event.duration_s is not None else ""
-        label = f": {event.label}" if event.label else ""
-        return f"{when}  {event.attempt:<9}  -> {event.status}{took}{label}"
-    if isinstance(event, Metric):
-        unit = f" {event.unit}" if event.unit else ""
-        return f"{when}  metric     {event.name} = {event.value:g}{unit}"
-    if isinstance(event, Decision):
-        return f"{when}  {event.decision_id}    [{event.status}] {event.title}"
-    if isinstance(event, Todo):
-        done = sum(1 for i in event.items if i.status == "completed")
-        return f"{when}  todo       {done}/{len(event.items)} completed"
-    if isinstance(event, Note):
-        return f"{when}  note       {event.text}"
-    return f"{when}  {getattr(event, 'kind', '?')}"
+    shown = _LINES.get(event.kind)  # type: ignore[attr-defined]
+    return f"{event.ts:%Y-%m-%d %H:%M:%S}  " + (shown(event) if shown else event.kind)  # type: ignore[attr-defined]
 
 
 def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:

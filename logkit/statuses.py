@@ -2,18 +2,15 @@
 
 Contract:
 
-* Every outcome status of :data:`logkit.events.OutcomeStatus` has one row: its ``class`` (works,
-  failure, stopped), its compatibility-matrix ``category`` (works, crash, garbage, oom, inaccurate,
-  ignore) and, for a refuting status, the ``verb`` warnings use. A status refutes a backend exactly
-  when its category is crash, garbage, oom or inaccurate, so the matrix and the refuted-configuration check agree.
-* :func:`is_failure` is the one answer to "is this outcome a failure?" (its class is ``failure``;
-  ``works`` and ``stopped`` statuses, an unknown status and no status are not): the sweep and
-  ``logkit why`` ask it, no module keeps its own set.
+* Each row is an outcome status (:data:`logkit.events.OutcomeStatus` is the table's names, in its
+  order): its ``class`` (works, failure, stopped), its matrix ``category`` (works, crash, garbage,
+  oom, inaccurate, ignore) and, for a refuting status, the ``verb`` warnings use. A status refutes a
+  backend exactly when its category is crash, garbage, oom or inaccurate.
+* :func:`is_failure` is the one answer to "is this outcome a failure?" (class ``failure``; no
+  status and an unknown one are not): no module keeps its own set.
 * :func:`from_exit` is the one mapping from how a process ended (exit code, signal, stopped by
-  logkit) to a status and a label, applied from the table's ``[[exit]]`` rules; the runner uses it
-  for commands no planner understands, the SGLang classifier when no log signature explains the end.
-* Cheap to import on the ``logkit run`` path: stdlib only, no pydantic (the vocabulary is checked
-  against the event models by a test, not at run time). A broken table raises
+  logkit) to a status and a label, by the table's ``[[exit]]`` rules.
+* Stdlib only, cheap on the ``logkit run`` path. A broken table raises
   :class:`~logkit.errors.BadInput` naming the file, the row and the fix.
 """
 
@@ -28,20 +25,8 @@ from typing import Any, NamedTuple
 from .errors import BadInput
 
 __all__ = [
-    "CATEGORIES",
-    "CLASSES",
-    "REFUTING_CATEGORIES",
-    "StatusRow",
-    "category",
-    "from_exit",
-    "is_failure",
-    "names",
-    "of_class",
-    "refuting",
-    "row",
-    "signal_name",
-    "table",
-    "verb",
+    "CATEGORIES", "CLASSES", "REFUTING_CATEGORIES", "StatusRow", "category", "from_exit", "is_failure",
+    "names", "of_class", "refuting", "row", "signal_name", "table", "verb",
 ]
 
 DATA = Path(__file__).resolve().parent / "data" / "statuses.toml"

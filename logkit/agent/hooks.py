@@ -162,8 +162,7 @@ def todo(data: bytes, sessions: str | None) -> HookAnswer:
     from ..reasoning import todo as todomod
     from ..reasoning.common import open_store
 
-    store = open_store(sessions)
     items = todomod.parse_data({"todos": todos}, "TodoWrite tool_input")
     tool = call.get("tool_name") or "TodoWrite"
-    event, _matches = todomod.record_items(store.open(None), items, source=f"{tool} (logkit hook todo)")
-    return HookAnswer(0)
+    todomod.record_items(open_store(sessions).open(None), items, source=f"{tool} (logkit hook todo)")
+    return HookAnswer()

@@ -125,7 +125,5 @@ def matrix_cells(root: Path, backend: str | None = None, arch: str | None = None
                 continue
             if want_arch and cell_arch != want_arch:
                 continue
-            row = cell_json(cell)
-            row["arch"] = cell_arch
-            out.append(row)
+            out.append({**cell_json(cell), "arch": cell_arch})
     return out

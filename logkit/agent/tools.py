@@ -188,22 +188,15 @@ class Tools:
         return {"id": event.decision_id, "session": event.session, "resource": f"logkit://decisions/{event.decision_id}"}
 
 
-def _paths(root: Path) -> list[tuple[str, str]]:
-    """(absolute prefix, what it is shown as), longest first."""
-    out = []
-    absolute = root.resolve()
-    out.append((str(absolute.parent) + os.sep, ""))
-    home = os.path.expanduser("~")
-    if home and home != os.sep:
-        out.append((home.rstrip(os.sep) + os.sep, "~" + os.sep))
-    return sorted(out, key=lambda p: len(p[0]), reverse=True)
-
-
 def reply(value: Any, root: Path) -> Any:
     """``value`` as it may leave for an agent: secrets redacted, absolute paths made relative (see the contract)."""
     from ..capture.redact import Redactor
 
-    prefixes = _paths(root)
+    prefixes = [(str(root.resolve().parent) + os.sep, "")]  # (absolute prefix, shown as), longest first
+    home = os.path.expanduser("~")
+    if home and home != os.sep:
+        prefixes.append((home.rstrip(os.sep) + os.sep, "~" + os.sep))
+    prefixes.sort(key=lambda p: len(p[0]), reverse=True)
 
     def relative(item: Any) -> Any:
         if isinstance(item, str):

@@ -13,12 +13,13 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["add_json", "group", "one_line", "print_json", "print_text", "store", "terminal_safe"]
+__all__ = ["add_json", "command", "group", "one_line", "print_json", "print_text", "store", "terminal_safe"]
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _CONTROL_ALL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -62,6 +63,13 @@ def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout."""
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write(_JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n")
+
+
+def command(sub: Any, name: str, func: Callable[[argparse.Namespace], int], **kwargs: Any) -> Any:
+    """A command run by ``func``: ``sub.add_parser(name, **kwargs)``."""
+    parser = sub.add_parser(name, **kwargs)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def group(sub: Any, name: str, help_text: str) -> Any:

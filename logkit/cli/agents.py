@@ -6,20 +6,19 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import group
+from ._common import command, group
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add the agent commands."""
-    p = sub.add_parser(
-        "mcp", help="serve the knowledge base to coding agents (Model Context Protocol over stdio)",
+    p = command(
+        sub, "mcp", cmd_mcp, help="serve the knowledge base to coding agents (Model Context Protocol over stdio)",
         description="Serve the knowledge base over stdio as a Model Context Protocol server: tools (why, "
         "check_launch, working_configurations, matrix, status, add_hypothesis, record_verdict, import_todos, "
         "note, draft_decision, record_decision, cite) and resources (logkit://decisions/ID, logkit://configs/ID). "
         "Needs the mcp extra: pip install 'logkit[mcp]'. Setup: docs/agents.md.")
-    p.set_defaults(func=cmd_mcp)
 
     hook = group(sub, "hook", "hooks for coding agents (Claude Code's hook JSON on stdin)")
     p = hook.add_parser(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -10,12 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["register"]
+from ._common import command
 
-GRACE_HELP = (
-    "seconds between forwarding SIGINT/SIGTERM/SIGHUP to the command's process group and SIGKILLing it "
-    "(default 30; SGLang drains requests for up to ~75 s on SIGTERM, raise it to let it finish)"
-)
+__all__ = ["register"]
 
 
 def _seconds(text: str, *, positive: bool = False) -> float:
@@ -31,17 +29,18 @@ def _seconds(text: str, *, positive: bool = False) -> float:
 
 def register(sub: Any) -> None:
     """Add the run command."""
-    p = sub.add_parser(
-        "run",
-        help="run a command and record it as an attempt",
+    p = command(
+        sub, "run", cmd_run, help="run a command and record it as an attempt",
         description="Run CMD (after --) with its output shown live and recorded, redacted, as an attempt "
-        "of the current session. logkit's exit status is the command's (128+N for signal N).",
-    )
+        "of the current session. logkit's exit status is the command's (128+N for signal N).")
     p.add_argument("--session", metavar="ID", help="record into this session (default: the current one)")
     p.add_argument("--tests", action="append", default=[], metavar="H3", help="a hypothesis this attempt tests (repeatable)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="override the detected role")
     p.add_argument("--label", help="a short label for the attempt")
-    p.add_argument("--grace", type=_seconds, default=30.0, metavar="SECONDS", help=GRACE_HELP)
+    p.add_argument("--grace", type=_seconds, default=30.0, metavar="SECONDS",
+                   help="seconds between forwarding SIGINT/SIGTERM/SIGHUP to the command's process group and "
+                   "SIGKILLing it (default 30; SGLang drains requests for up to ~75 s on SIGTERM, raise it to "
+                   "let it finish)")
     p.add_argument("--hang-timeout", type=lambda text: _seconds(text, positive=True), metavar="SECONDS",
                    help="stop the command when it looks hung (SGLang: not ready in time; other commands: no output for SECONDS)")
     p.add_argument("--smoke", action="append", default=[], metavar="PROMPT", help="a prompt to send once a server is ready (repeatable)")
@@ -60,37 +59,32 @@ def register(sub: Any) -> None:
                    help="write the attempt and outcome as JSON at the end: to FILE, or to stderr without one "
                    "(stdout belongs to the command)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
-    p.set_defaults(func=cmd_run)
 
 
 class _SafeStderr:
-    """logkit's stderr while it runs a command: a line that cannot be written (stderr a pipe whose reader is
-    gone, a terminal that closed) costs nothing, least of all the command's exit status (a
-    ``BrokenPipeError`` ended ``logkit run`` with status 0); what follows goes to /dev/null."""
+    """logkit's stderr while it runs a command: a line that cannot be written goes to /dev/null, with the rest."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
+    # stderr a pipe whose reader is gone, a terminal that closed: that costs nothing, least of all the
+    # command's exit status (a BrokenPipeError ended `logkit run` with status 0)
     def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
-        except (OSError, ValueError):
-            self._drop()
-            return len(text)
+        written = self._guarded(self._stream.write, text)
+        return len(text) if written is None else written
 
     def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call: Any, *args: Any) -> Any:
         try:
-            self._stream.flush()
+            return call(*args)
         except (OSError, ValueError):
-            self._drop()
-
-    def _drop(self) -> None:
-        import contextlib
-
-        with contextlib.suppress(OSError, ValueError):
-            fd = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(fd, self._stream.fileno())  # the buffered rest, and Python's flush at exit, land there
-            os.close(fd)
+            with contextlib.suppress(OSError, ValueError):
+                fd = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(fd, self._stream.fileno())  # the buffered rest, and Python's flush at exit, land there
+                os.close(fd)
+            return None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, group, one_line, print_json, print_text, store
+from ._common import add_json, command, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -15,33 +15,29 @@ def register(sub: Any) -> None:
     """Add the session and schema commands."""
     sessions = group(sub, "session", "start, list and show sessions")
 
-    p = sessions.add_parser("start", help="start a new session and make it current")
+    p = command(sessions, "start", cmd_session_start, help="start a new session and make it current")
     p.add_argument("title", help='what the session is about, e.g. "GLM-5 NVFP4 on 8x RTX PRO 6000"')
     p.add_argument("--goal", help="what would count as done")
     p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
     p.add_argument("--id", dest="session_id", help="use this session id instead of DATE-slug")
     add_json(p)
-    p.set_defaults(func=cmd_session_start)
 
-    p = sessions.add_parser("list", help="list sessions")
+    p = command(sessions, "list", cmd_session_list, help="list sessions")
     add_json(p)
-    p.set_defaults(func=cmd_session_list)
 
-    p = sessions.add_parser("show", help="show a session's events")
+    p = command(sessions, "show", cmd_session_show, help="show a session's events")
     p.add_argument("session_id", nargs="?", help="session id (default: the current session)")
     add_json(p)
-    p.set_defaults(func=cmd_session_show)
 
-    p = sessions.add_parser("use", help="make a session the current one")
+    p = command(sessions, "use", cmd_session_use, help="make a session the current one")
     p.add_argument("session_id")
-    p.set_defaults(func=cmd_session_use)
 
-    p = sub.add_parser("schema", help="print the JSON Schema of every event kind", description="print the JSON Schema of every event kind")
+    p = command(sub, "schema", cmd_schema, help="print the JSON Schema of every event kind",
+                description="print the JSON Schema of every event kind")
     p.add_argument("kind", nargs="?", help="only this kind (e.g. attempt)")
     p.add_argument("--list", action="store_true", help="list the event kinds")
     p.add_argument("--write", metavar="DIR", help="write schemas/<kind>.schema.json files into DIR")
     p.add_argument("--check", metavar="DIR", help="exit 1 if the files in DIR are stale")
-    p.set_defaults(func=cmd_schema)
 
 
 def cmd_session_start(args: argparse.Namespace) -> int:

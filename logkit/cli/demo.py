@@ -6,18 +6,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ._common import command
+
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add the demo command."""
-    p = sub.add_parser("demo", help="a whole bring-up without a GPU, on stand-in servers (about a minute)",
-                       description="In a fresh DIR: a session, hypotheses, a sweep over stand-in SGLang servers that "
-                       "crash, print garbage, run out of memory and work, a benchmark, a decision and the built site, "
-                       "each step the real logkit command, printed as it runs. The stand-ins are logkit/demo/standin/.")
+    p = command(sub, "demo", cmd_demo, help="a whole bring-up without a GPU, on stand-in servers (about a minute)",
+                description="In a fresh DIR: a session, hypotheses, a sweep over stand-in SGLang servers that "
+                "crash, print garbage, run out of memory and work, a benchmark, a decision and the built site, "
+                "each step the real logkit command, printed as it runs. The stand-ins are logkit/demo/standin/.")
     p.add_argument("dir", nargs="?", default="logkit-demo", metavar="DIR",
                    help="a new or empty directory (default ./logkit-demo)")
-    p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -8,36 +8,36 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ._common import add_json, print_json, print_text, store
+from ._common import add_json, command, print_json, print_text, store
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add this domain's commands."""
-    p = sub.add_parser("show", help="one attempt whole: command, configuration, outcome, metrics, log tail",
-                       description="Show one attempt: its command, configuration, environment, outcome with its "
-                       "evidence lines, metrics, the verdicts and decisions citing it, its log and the log's tail.")
+    p = command(sub, "show", cmd_show,
+                help="one attempt whole: command, configuration, outcome, metrics, log tail",
+                description="Show one attempt: its command, configuration, environment, outcome with its "
+                "evidence lines, metrics, the verdicts and decisions citing it, its log and the log's tail.")
     p.add_argument("attempt", metavar="ATTEMPT", help="A3 (in the current session) or SESSION/A3")
     p.add_argument("--tail", type=int, default=20, metavar="N", help="lines of the log's end to print (default 20)")
     add_json(p)
-    p.set_defaults(func=cmd_show)
-    p = sub.add_parser("compare", help="two attempts side by side: configuration diff, outcomes, metrics",
-                       description="Compare two attempts: what differs in their configuration (flags; the port and "
-                       "other run-specific values are not configuration), watched environment and versions, and "
-                       "their outcomes and metrics side by side.")
+    p = command(sub, "compare", cmd_compare,
+                help="two attempts side by side: configuration diff, outcomes, metrics",
+                description="Compare two attempts: what differs in their configuration (flags; the port and "
+                "other run-specific values are not configuration), watched environment and versions, and "
+                "their outcomes and metrics side by side.")
     p.add_argument("a", metavar="A", help="A3 or SESSION/A3")
     p.add_argument("b", metavar="B", help="A5 or SESSION/A5")
     add_json(p)
-    p.set_defaults(func=cmd_compare)
-    p = sub.add_parser("export", help="tidy tables for pandas and notebooks: attempts, metrics, matrix cells",
-                       description="Write the knowledge base as one tidy table: one row per attempt, per metric "
-                       "or per matrix cell (backend value x architecture x model x versions), from the index.")
+    p = command(sub, "export", cmd_export,
+                help="tidy tables for pandas and notebooks: attempts, metrics, matrix cells",
+                description="Write the knowledge base as one tidy table: one row per attempt, per metric "
+                "or per matrix cell (backend value x architecture x model x versions), from the index.")
     p.add_argument("--what", choices=("attempts", "metrics", "matrix"), default="attempts",
                    help="the table (default attempts)")
     p.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="csv", help="default csv")
     p.add_argument("--out", "-o", metavar="FILE", help="write here (default stdout; parquet needs a file)")
-    p.set_defaults(func=cmd_export)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ import shlex
 import sys
 from typing import Any
 
-from ._common import add_json, group, one_line, print_json, print_text, store
+from ._common import add_json, command, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
@@ -32,13 +32,12 @@ def _common(p: argparse.ArgumentParser, *, reconstructed_required: bool = False)
 def register(sub: Any) -> None:
     """Add the reasoning commands."""
     hyp = group(sub, "hypothesis", "add, close and list the hypotheses of a session")
-    p = hyp.add_parser("add", help="record a hypothesis; prints its id (H3)")
+    p = command(hyp, "add", cmd_hypothesis_add, help="record a hypothesis; prints its id (H3)")
     p.add_argument("text", help='the claim, e.g. "flashinfer_trtllm MoE runs on SM120"')
     p.add_argument("--priority", choices=PRIORITIES, default="medium")
     p.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_hypothesis_add)
     for verb, verdict in (("confirm", "confirmed"), ("refute", "refuted"), ("inconclusive", "inconclusive")):
         p = hyp.add_parser(verb, help=f"close a hypothesis as {verdict}, citing the attempts that show it")
         p.add_argument("hypothesis", help="H3")
@@ -47,22 +46,22 @@ def register(sub: Any) -> None:
         _common(p)
         add_json(p)
         p.set_defaults(func=cmd_hypothesis_close, verdict=verdict)
-    p = hyp.add_parser("list", help="list hypotheses with their verdicts")
+    p = command(hyp, "list", cmd_hypothesis_list, help="list hypotheses with their verdicts")
     p.add_argument("--session", dest="session_id", metavar="ID")
     add_json(p)
-    p.set_defaults(func=cmd_hypothesis_list)
 
     todo = group(sub, "todo", "import todo-list snapshots")
-    p = todo.add_parser("import", help='import a todowrite JSON file ({"todos": [...]} or a list) as a snapshot')
+    p = command(todo, "import", cmd_todo_import,
+                help='import a todowrite JSON file ({"todos": [...]} or a list) as a snapshot')
     p.add_argument("file")
     p.add_argument("--source", help="what to record as the snapshot's source (default: the file path)")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_todo_import)
 
-    p = sub.add_parser("decide", help="record a decision; prints its permanent id (DR-7K3FQ)", description=(
-        'record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, never renumbered, '
-        'safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the winner(s) with --chosen NAME.'))
+    p = command(sub, "decide", cmd_decide, help="record a decision; prints its permanent id (DR-7K3FQ)",
+                description='record a decision and print its permanent id (DR-7K3FQ: drawn from the record itself, '
+                'never renumbered, safe to cite at once). Options: --option "NAME: why it lost (H2, A4)"; mark the '
+                'winner(s) with --chosen NAME.')
     p.add_argument("title", nargs="?", help='e.g. "Use flashinfer_cutlass for MoE on SM120"')
     p.add_argument("--from-sweep", metavar="SW-ID",
                    help="propose a decision from a sweep (options = its cells, evidence = their attempts): writes a "
@@ -83,36 +82,32 @@ def register(sub: Any) -> None:
     p.add_argument("--tag", action="append", default=[], dest="tags")
     _common(p)
     add_json(p)
-    p.set_defaults(func=cmd_decide)
 
     dec = group(sub, "decision", "list and check decision ids across the knowledge base")
-    p = dec.add_parser("list", help="every decision of the store")
+    p = command(dec, "list", cmd_decision_list, help="every decision of the store")
     add_json(p)
-    p.set_defaults(func=cmd_decision_list)
-    p = dec.add_parser("check", help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
+    p = command(dec, "check", cmd_decision_check,
+                help="find decision ids used twice (after a git merge) and ledger drift; exit 1 if any")
     add_json(p)
-    p.set_defaults(func=cmd_decision_check)
-    p = dec.add_parser("renumber", help="give one of two records sharing an id a longer form of its own id "
-                                        "(the old id keeps resolving)")
+    p = command(dec, "renumber", cmd_decision_renumber, help="give one of two records sharing an id a longer form "
+                "of its own id (the old id keeps resolving)")
     p.add_argument("session_id")
     p.add_argument("decision_id", help="DR-0004")
-    p.set_defaults(func=cmd_decision_renumber)
 
-    p = sub.add_parser("note", help="record a note", description="record a note")
+    p = command(sub, "note", cmd_note, help="record a note", description="record a note")
     p.add_argument("text")
     p.add_argument("--ref", action="append", default=[], dest="refs", help="A7, H3 or DR-0002 it is about (repeatable)")
     _common(p)
-    p.set_defaults(func=cmd_note)
 
-    p = sub.add_parser("status", help="the current session: open hypotheses, last attempts, running servers",
-                       description="the current session: open hypotheses, last attempts, running servers")
+    p = command(sub, "status", cmd_status,
+                help="the current session: open hypotheses, last attempts, running servers",
+                description="the current session: open hypotheses, last attempts, running servers")
     p.add_argument("--session", dest="session_id", metavar="ID")
     p.add_argument("--last", type=int, default=5, help="how many attempts to show (default 5)")
     add_json(p)
-    p.set_defaults(func=cmd_status)
 
     rec = group(sub, "record", "record a session, attempt or metric without running anything (reconstructions)")
-    p = rec.add_parser("session", help="start a session reconstructed from a written account")
+    p = command(rec, "session", cmd_record_session, help="start a session reconstructed from a written account")
     p.add_argument("title")
     p.add_argument("--id", dest="new_id", help="session id (default DATE-slug)")
     p.add_argument("--goal")
@@ -120,9 +115,9 @@ def register(sub: Any) -> None:
     p.add_argument("--at", metavar="TIME")
     p.add_argument("--reconstructed", metavar="ACCOUNT", required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_session)
 
-    p = rec.add_parser("attempt", help="record an attempt (and its outcome) that an account describes")
+    p = command(rec, "attempt", cmd_record_attempt,
+                help="record an attempt (and its outcome) that an account describes")
     p.add_argument("--cmd", required=True, help="the command line as the account gives it (shell-quoted)")
     p.add_argument("--role", choices=("launch", "bench", "smoke", "command"), help="default: from the command")
     p.add_argument("--status", required=True,
@@ -141,9 +136,8 @@ def register(sub: Any) -> None:
     p.add_argument("--duration", type=float, help="seconds it ran, if the account says")
     _common(p, reconstructed_required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_attempt)
 
-    p = rec.add_parser("metric", help="record a figure an account gives")
+    p = command(rec, "metric", cmd_record_metric, help="record a figure an account gives")
     p.add_argument("name", help="SGLang's key, e.g. output_throughput")
     p.add_argument("value", type=float)
     p.add_argument("--attempt", required=True, help="the attempt it belongs to (a launch or a bench)")
@@ -151,7 +145,6 @@ def register(sub: Any) -> None:
     p.add_argument("--label", action="append", default=[], dest="labels", metavar="KEY=VALUE")
     _common(p, reconstructed_required=True)
     add_json(p)
-    p.set_defaults(func=cmd_record_metric)
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -171,6 +164,10 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
             raise BadInput(f"{flag} {value!r} is not KEY=VALUE", fix=f"e.g. {flag} max_concurrency=64")
         out[key.strip()] = val.strip()
     return out
+
+
+def _by(ids: list[str]) -> str:
+    return f" by {', '.join(ids)}" if ids else ""
 
 
 def _typed(values: dict[str, str]) -> dict[str, Any]:
@@ -206,11 +203,10 @@ def cmd_hypothesis_close(args: argparse.Namespace) -> int:
         print_json({"hypothesis": event.hypothesis, "verdict": event.verdict, "evidence": event.evidence,
                     "replaces": replaces})
     else:
-        ev = f" by {', '.join(event.evidence)}" if event.evidence else ""
-        if earlier:  # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
-            by = f" by {', '.join(earlier.evidence)}" if earlier.evidence else ""
-            ev += f" (replaces {earlier.verdict}{by} on {earlier.ts:%Y-%m-%d %H:%M})"
-        print(f"{event.hypothesis} {event.verdict}{ev}")
+        # how the earlier verdict is named: "confirmed by A2 on 2026-11-14 09:00"
+        was = "" if earlier is None else (
+            f" (replaces {earlier.verdict}{_by(earlier.evidence)} on {earlier.ts:%Y-%m-%d %H:%M})")
+        print(f"{event.hypothesis} {event.verdict}{_by(event.evidence)}{was}")
     return 0
 
 
@@ -226,10 +222,9 @@ def cmd_hypothesis_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no hypotheses in {handle.id}; add one with: logkit hypothesis add TEXT")
     for r in rows:
-        ev = f" by {', '.join(r['evidence'])}" if r["evidence"] else ""
-        was = r["replaces"]
-        was_text = f" (was {was['verdict']}" + (f" by {', '.join(was['evidence'])})" if was["evidence"] else ")") if was else ""
-        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {one_line(r['text'])}{ev}{was_text}")
+        was = f" (was {r['replaces']['verdict']}{_by(r['replaces']['evidence'])})" if r["replaces"] else ""
+        text = one_line(r["text"])
+        print_text(f"{r['id']:<4} {r['status']:<12} [{r['priority']}] {text}{_by(r['evidence'])}{was}")
     return 0
 
 
@@ -296,8 +291,8 @@ def cmd_decision_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     for r in rows if not args.json else []:
-        by = f" by {', '.join(r['superseded_by'])}" if r["superseded_by"] else ""
-        print_text(f"{r['id']:<9} {r['session']:<44} [{r['status']}{by}] {one_line(r['title'])}")
+        status = r["status"] + _by(r["superseded_by"])
+        print_text(f"{r['id']:<9} {r['session']:<44} [{status}] {one_line(r['title'])}")
     return 0
 
 
@@ -307,11 +302,8 @@ def cmd_decision_check(args: argparse.Namespace) -> int:
     problems = check(store(args))
     if args.json:
         print_json([p.__dict__ for p in problems])
-    elif problems:
-        for problem in problems:
-            print(problem)
     else:
-        print("decision ids are unique and the ledger matches the sessions")
+        print("\n".join(map(str, problems)) or "decision ids are unique and the ledger matches the sessions")
     return 1 if problems else 0
 
 
@@ -327,9 +319,8 @@ def cmd_decision_renumber(args: argparse.Namespace) -> int:
 def cmd_note(args: argparse.Namespace) -> int:
     from ..reasoning import notes
 
-    handle = _handle(args)
-    notes.record(handle, args.text, refs=args.refs, at=args.at, reconstructed=args.reconstructed)
-    print(f"noted in {handle.id}")
+    event = notes.record(_handle(args), args.text, refs=args.refs, at=args.at, reconstructed=args.reconstructed)
+    print(f"noted in {event.session}")
     return 0
 
 
@@ -393,7 +384,7 @@ def cmd_record_attempt(args: argparse.Namespace) -> int:
     role = args.role or _role(argv)
     env = record.environment(
         gpu=args.gpu, compute_cap=args.compute_cap, count=args.count, first_index=args.first_index,
-        packages=dict(_pairs(args.package, "--package")), env=_pairs(args.env, "--env"),
+        packages=_pairs(args.package, "--package"), env=_pairs(args.env, "--env"),
     )
     attempt, outcome = record.attempt(
         _handle(args), argv, role=role, status=args.status, label=args.label, outcome_label=args.result,
@@ -401,10 +392,8 @@ def cmd_record_attempt(args: argparse.Namespace) -> int:
         launch=parse_launch(argv) if role == "launch" else None, at=args.at, duration_s=args.duration,
         reconstructed=args.reconstructed, model=args.model,
     )
-    if args.json:
-        print_json({"id": attempt.short_id, "status": outcome.status if outcome else None})
-    else:
-        print(attempt.short_id)
+    status = outcome.status if outcome else None
+    print_json({"id": attempt.short_id, "status": status}) if args.json else print(attempt.short_id)
     return 0
 
 

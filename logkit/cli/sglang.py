@@ -6,35 +6,32 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, group, one_line, print_json, print_text, store
+from ._common import add_json, command, group, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add this domain's commands."""
-    p = sub.add_parser("classify", help="classify an SGLang log written without logkit",
-                       description="Classify how an SGLang launch ended, from its log file alone.")
+    p = command(sub, "classify", cmd_classify, help="classify an SGLang log written without logkit",
+                description="Classify how an SGLang launch ended, from its log file alone.")
     p.add_argument("logfile", metavar="LOGFILE")
     add_json(p)
-    p.set_defaults(func=cmd_classify)
 
-    p = sub.add_parser("import", help="add an old SGLang log to a session as an attempt",
-                       description="Copy LOGFILE (redacted) into the session's logs/ and record it as an "
-                       "attempt with its classified outcome (provenance: imported).")
+    p = command(sub, "import", cmd_import, help="add an old SGLang log to a session as an attempt",
+                description="Copy LOGFILE (redacted) into the session's logs/ and record it as an "
+                "attempt with its classified outcome (provenance: imported).")
     p.add_argument("logfile", metavar="LOGFILE")
     p.add_argument("--cmd", required=True, help='the command that wrote the log: "python -m sglang.launch_server ..."')
     p.add_argument("--session", metavar="ID", help="the session (default: the current one)")
     add_json(p)
-    p.set_defaults(func=cmd_import)
 
     bench = group(sub, "bench", "SGLang benchmark results")
-    p = bench.add_parser("parse", help="parse a saved bench output or JSONL record",
-                         description="Parse sglang.benchmark.serving's --output-file JSONL or its printed "
-                         "'Serving Benchmark Result' block.")
+    p = command(bench, "parse", cmd_bench_parse, help="parse a saved bench output or JSONL record",
+                description="Parse sglang.benchmark.serving's --output-file JSONL or its printed "
+                "'Serving Benchmark Result' block.")
     p.add_argument("file", metavar="FILE")
     add_json(p)
-    p.set_defaults(func=cmd_bench_parse)
 
 
 def cmd_classify(args: argparse.Namespace) -> int:

@@ -7,18 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._common import store
+from ._common import command, store
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add the site commands."""
-    p = sub.add_parser(
-        "build", help="build the knowledge-base site from the sessions",
-        description="Render every session into Markdown (site/docs/) and run mkdocs build (site/out/). "
-                    "The site opens offline: site/out/index.html.",
-    )
+    p = command(sub, "build", cmd_build, help="build the knowledge-base site from the sessions",
+                description="Render every session into Markdown (site/docs/) and run mkdocs build (site/out/). "
+                            "The site opens offline: site/out/index.html.")
     p.add_argument("--out", metavar="DIR", default="site/out", help="HTML output directory (default site/out)")
     p.add_argument("--docs", metavar="DIR", default="site/docs",
                    help="generated Markdown directory (default site/docs; must not be inside --out)")
@@ -26,23 +24,20 @@ def register(sub: Any) -> None:
     p.add_argument("--strict", action="store_true",
                    help="publish nothing unless everything is right: fail on a session line that does not validate, "
                         "a decision id used twice, an id cited that names nothing, stale schemas, or a MkDocs warning")
-    p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("serve", help="preview the site with live reload",
-                       description="Build the Markdown, then serve it with mkdocs live reload; edits to the "
-                                   "sessions rebuild the pages.")
+    p = command(sub, "serve", cmd_serve, help="preview the site with live reload",
+                description="Build the Markdown, then serve it with mkdocs live reload; edits to the "
+                            "sessions rebuild the pages.")
     p.add_argument("--docs", metavar="DIR", default="site/docs", help="generated Markdown directory")
     p.add_argument("--config", metavar="FILE", help="mkdocs.yml to use")
     p.add_argument("--addr", default="127.0.0.1:8000", help="address to serve on (default 127.0.0.1:8000)")
-    p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("cite", help="print a Markdown link to a decision record",
-                       description="Print a Markdown link to a decision, built from the site's address: $LOGKIT_SITE_URL, "
-                                   "else site_url in mkdocs.yml, else a relative link.")
+    p = command(sub, "cite", cmd_cite, help="print a Markdown link to a decision record",
+                description="Print a Markdown link to a decision, built from the site's address: $LOGKIT_SITE_URL, "
+                            "else site_url in mkdocs.yml, else a relative link.")
     p.add_argument("decision_id", help="e.g. DR-7K3FQ (any id ever printed, older DR-0003 ones too)")
     p.add_argument("--config", metavar="FILE", help="mkdocs.yml to read site_url from")
     p.add_argument("--site-url", help="use this base URL instead of site_url")
-    p.set_defaults(func=cmd_cite)
 
 
 def _existing(args: argparse.Namespace) -> Any:

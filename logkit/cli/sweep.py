@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, print_json
+from ._common import add_json, command, print_json
 
 __all__ = ["register"]
 
@@ -16,13 +16,12 @@ EXIT_BUDGET = 3
 
 def register(sub: Any) -> None:
     """Add the sweep command."""
-    p = sub.add_parser(
-        "sweep",
+    p = command(
+        sub, "sweep", cmd_sweep,
         help="run every configuration of a grid (launch, smoke, bench) and rank them; resumable",
         description="Run each cell of a sweep (SPEC.toml, or --axis FLAG=V1,V2 -- LAUNCH CMD) as ordinary "
         "attempts in one session: launch, smoke prompts, bench points, stop. Rerunning the same spec resumes: "
-        "only cells without a result run. Exit status: 0 done, 3 time budget spent (cells left), 130 interrupted.",
-    )
+        "only cells without a result run. Exit status: 0 done, 3 time budget spent (cells left), 130 interrupted.")
     p.add_argument("spec", nargs="?", metavar="SPEC.toml", help="the sweep spec (see README: logkit sweep)")
     p.add_argument("--axis", action="append", default=[], metavar="FLAG=V1,V2",
                    help='one axis of the grid (repeatable); "FLAG=choices" takes every choice SGLang allows')
@@ -47,7 +46,6 @@ def register(sub: Any) -> None:
     p.add_argument("--show", metavar="SW-ID", help="print the ranking of a recorded sweep and exit")
     add_json(p)
     p.add_argument("cmd", nargs="*", metavar="-- CMD ...", help="the launch command (with --axis)")
-    p.set_defaults(func=cmd_sweep)
 
 
 def _spec(args: argparse.Namespace) -> Any:

@@ -6,22 +6,21 @@ import argparse
 import sys
 from typing import Any
 
-from ._common import add_json, one_line, print_json, print_text, store
+from ._common import add_json, command, one_line, print_json, print_text, store
 
 __all__ = ["register"]
 
 
 def register(sub: Any) -> None:
     """Add this domain's command."""
-    p = sub.add_parser(
-        "why", help="has this failure been seen before? (a log file or a pasted error)",
+    p = command(
+        sub, "why", cmd_why, help="has this failure been seen before? (a log file or a pasted error)",
         description="Classify a log (or an error pasted on stdin), then list every attempt in the knowledge "
         "base that failed the same way (same signature; for other_crash the same normalised error), "
         "with its configuration and the decision records that cite it.")
     p.add_argument("logfile", metavar="LOGFILE", nargs="?", help="the log; omit it (or give -) to read stdin")
     p.add_argument("--config", metavar="MKDOCS_YML", help="for the decision links' site_url (default ./mkdocs.yml)")
     add_json(p)
-    p.set_defaults(func=cmd_why)
 
 
 def cmd_why(args: argparse.Namespace) -> int:

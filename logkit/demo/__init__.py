@@ -41,12 +41,6 @@ BACKENDS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run_demo(target: Path, say: Callable[[str], None] = print) -> int:
     """Run the demo in ``target`` (must be absent or empty); 0 when every step worked."""
     target = target.resolve()
@@ -76,7 +70,9 @@ def run_demo(target: Path, say: Callable[[str], None] = print) -> int:
     step("what we expect, to be confirmed or refuted by attempts", "hypothesis", "add",
          "flashinfer_trtllm MoE runs on SM120")
     step("and a second one", "hypothesis", "add", "flashinfer_cutlass MoE is the fastest working backend on SM120")
-    port = _free_port()
+    with socket.socket() as s:  # a free port for the stand-in servers
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
     r = step("each MoE backend: launch, smoke prompt, benchmark at concurrency 1 and 16, stop; failures "
              "classified (crash, garbage, oom)",
              "sweep", "--session", session, "--title", "MoE runner backend on SM120", "--axis",

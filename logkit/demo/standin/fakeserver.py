@@ -60,8 +60,7 @@ _QUESTION = re.compile(r"Question: ([^\n]*)\s*Answer:\s*$")
 
 
 def accuracy_answer(prompt: str) -> str | None:
-    """The answer to the last question of an accuracy prompt (logkit's own set), or None when the prompt is
-    not one; a ``--wrong`` share, fixed by a hash of the question's text, is answered wrong."""
+    """The answer to the last question of an accuracy prompt, or None; a ``--wrong`` share is answered wrong."""
     m = _QUESTION.search(prompt)
     if not m:
         return None
@@ -69,7 +68,7 @@ def accuracy_answer(prompt: str) -> str | None:
 
     question = m.group(1).strip()
     right = next((q.answer for q in questions() if q.text == question), None)
-    share = int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    share = int(hashlib.sha256(question.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF  # each question consistently
     if right is None or share < ARGS.wrong:
         return "1" if right == "0" else "0"
     return right
