@@ -21,12 +21,10 @@ __all__ = ["render_rows", "shown_events", "summaries", "to_json"]
 
 def summaries(root: Path) -> list[dict[str, Any]]:
     """One row per session of ``root`` (id, title, started, attempts, events, problems), from the index."""
-    from .store.index import Index
+    from .store.index import current
 
-    with Index(root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            rows = snap.sessions()
+    with current(root) as snap:
+        rows = snap.sessions()
     return [{"id": r["session"], "title": r["title"] if r["title"] is not None else "(no session line)",
              "started": r["started"], "attempts": r["attempts"], "events": r["events"], "problems": r["problems"]}
             for r in rows]
@@ -62,15 +60,13 @@ def render_rows(session_id: str, rows: list[tuple[datetime, str]]) -> str:
 def shown_events(root: Path, session_id: str, take: Callable[[BaseEvent], None]) -> list[str]:
     """Hand ``take`` each event of the session in file order, from the index; returns the session's problems."""
     from .events import event_adapter
-    from .store.index import Index
+    from .store.index import current
 
     adapter = event_adapter()
-    with Index(root) as index:
-        index.refresh([session_id])
-        with index.snapshot() as snap:
-            for row in snap.events(session_id):
-                take(adapter.validate_python(row["event"]))
-            return [str(p) for p in snap.problems(session=session_id)]
+    with current(root, [session_id]) as snap:
+        for row in snap.events(session_id):
+            take(adapter.validate_python(row["event"]))
+        return [str(p) for p in snap.problems(session=session_id)]
 
 
 def to_json(event: BaseEvent) -> str:

@@ -28,19 +28,17 @@ def _kb(root: Path) -> Iterator[Any]:
     from ..builder.frames import make_frames
     from ..builder.index import KBIndex
     from ..builder.load import load
-    from ..store.index import Index
+    from ..store.index import current
 
     if not root.is_dir():
         raise NotFound(f"no sessions directory {root.name}",
                        fix="start logkit mcp with --sessions DIR (or set LOGKIT_SESSIONS) where the sessions are")
-    with Index(root) as db:
-        db.refresh()
-        with db.snapshot() as snap:
-            loaded = load(root, snapshot=snap)
-            try:
-                yield KBIndex(loaded, make_frames(loaded))
-            finally:
-                loaded.resident.release_all()
+    with current(root) as snap:
+        loaded = load(root, snapshot=snap)
+        try:
+            yield KBIndex(loaded, make_frames(loaded))
+        finally:
+            loaded.resident.release_all()
 
 
 def _render(page: Any, ctx: Any) -> str:

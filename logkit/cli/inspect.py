@@ -42,13 +42,11 @@ def register(sub: Any) -> None:
 
 @contextlib.contextmanager
 def _snapshot(args: argparse.Namespace) -> Iterator[tuple[Any, Any]]:
-    from ..store.index import Index
+    from ..store.index import current
 
     st = store(args)
-    with Index(st.root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            yield st, snap
+    with current(st.root) as snap:
+        yield st, snap
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -77,6 +77,7 @@ __all__ = [
     "MIGRATIONS",
     "NETWORK_FS",
     "Snapshot",
+    "current",
     "filesystem_type",
     "index_path",
     "lines_at",
@@ -359,6 +360,15 @@ class Index:
         finally:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def current(root: Path, only: list[str] | None = None) -> Iterator[Snapshot]:
+    """The index of ``root`` brought up to date (``only``: these sessions) and read in one snapshot."""
+    with Index(root) as index:
+        index.refresh(only)
+        with index.snapshot() as snap:
+            yield snap
 
 
 def _unlink(path: Path) -> None:
