@@ -3,15 +3,12 @@
 Contract:
 
 * :func:`quick` is instant (no subprocess) and goes into the attempt line itself.
-* :class:`Probes` runs the slow probes (git, ``nvidia-smi``, ``nvidia-smi topo -m``, the wrapped
-  command's own interpreter) in background threads while the child runs; each one is bounded by a
-  subprocess timeout, and one that fails or cannot run is recorded in ``probes`` with the reason,
-  never raised. :meth:`Probes.result` merges them into the quick dict; the runner writes it as an
-  ``environment`` event for the attempt (it supersedes ``attempt.environment``).
-* The package probe runs the wrapped command's interpreter (``python``, ``env X=1 python3``, or a
-  console script's ``#!`` line) on a short script that reads versions with ``importlib.metadata``
-  and ``torch/version.py``. It never imports torch: that would create a CUDA context on the GPUs
-  the server is about to size its memory pool on. The device capability comes from nvidia-smi.
+* :class:`Probes` runs the slow probes (git, ``nvidia-smi``, ``topo -m``, the command's interpreter) in
+  threads while the child runs, each bounded by a timeout; one that fails is recorded in ``probes``
+  with the reason, never raised. :meth:`Probes.result` merges them into the quick dict.
+* The package probe runs the command's interpreter (``python``, ``env X=1 python3``, a ``#!`` line) on
+  a script reading versions with ``importlib.metadata`` and ``torch/version.py``; it never imports
+  torch (a CUDA context on the GPUs the server is about to size its memory pool on).
 * Values are plain JSON-ready dicts shaped like :class:`logkit.events.Environment`, redacted.
 
 Imports only the standard library.
