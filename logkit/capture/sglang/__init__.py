@@ -1,14 +1,11 @@
 """SGLang awareness for ``logkit run``: the planner the runner loads as ``logkit.capture.sglang:plan``.
 
-Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`). A launch's flags
-are parsed by SGLang's own parser in the command's interpreter (:mod:`logkit.launch`: the cached
-spec answers in milliseconds, the full parse runs beside the launch into a ``launch_config``
-event); one SGLang would reject is refused unless ``--no-preflight``; it is diffed against
-``options["previous_launch"]``. A benchmark without ``--output-file`` gets one in the session (a
-FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user's file is left
-alone) and is linked to the launch it measures. The :class:`~logkit.capture.hooks.Plan` carries
-the matching watcher (:mod:`.watcher`). Any other command gets a latent launch watcher: it
-becomes a launch when its output shows an SGLang server's own lines.
+Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`). A launch's flags are
+parsed by SGLang's own parser (:mod:`logkit.launch`: the cached spec at once, the full parse beside the
+launch); one SGLang would reject is refused unless ``--no-preflight``; it is diffed against
+``options["previous_launch"]``. A benchmark without ``--output-file`` gets one in the session (a FIFO
+whose records are redacted: :mod:`.fifo`) and is linked to the launch it measures. Any other command
+gets a latent launch watcher: a launch once its output shows an SGLang server's own lines.
 """
 
 from __future__ import annotations
@@ -140,9 +137,7 @@ class _Deferred:
 
 
 class _Latent:
-    """The watcher of a command its argv does not show to be SGLang's (``./serve.sh``, an unknown wrapper):
-    it classifies the output and hands over to a :class:`~.watcher.LaunchWatcher` once the output shows
-    an SGLang server's own lines, or at once under ``--role launch``; until then nothing heavy is imported."""
+    """A command's watcher until its output shows an SGLang server (or ``--role launch``): light imports only."""
 
     def __init__(self) -> None:
         self.ctx: Any = None
@@ -191,7 +186,7 @@ class _Latent:
 
 
 def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
-    from .args import parse_bench
+    from .bench import parse_bench
     from .watcher import BenchWatcher
 
     bench = parse_bench(target.args)
@@ -219,8 +214,6 @@ def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict
     server = _server_for(host, port, options.get("session_dir"))
     if server:
         notes.insert(0, f"benchmark of {server} ({host}:{port})")
-    # logkit run --repeat/--warmup (logkit/capture/repeat.py): a warm-up's figures are not recorded,
-    # a measured run's carry its place in the series
     watcher = BenchWatcher(bench, output, server, owned, sink=sink, fallback=fallback,
                            measure=options.get("measure", True), repeat=options.get("repeat"))
     return Plan(role="bench", argv=new_argv, bench=bench, watcher=watcher, notes=notes)
