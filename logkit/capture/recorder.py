@@ -113,8 +113,6 @@ class Recorder:
         self._ph = redactor.placeholder.encode()
         self._window = max(redactor.window - 1, 1)
 
-    # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
-
     def start(self) -> None:
         """Run redaction, log writes, digest and the watcher on a recorder thread, in order."""
         import queue

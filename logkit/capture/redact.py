@@ -86,9 +86,8 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
 def _secret_env(rules: Rules, name: str) -> bool:
     """A secret-looking name is one whatever its prefix (``SGLANG_DB_PASS``), unless listed ``not_secret``."""
     upper = name.upper()
-    if rules.env_re.match(upper) is None:
-        return False
-    return rules.not_secret_re is None or rules.not_secret_re.match(upper) is None
+    return rules.env_re.match(upper) is not None and (rules.not_secret_re is None
+                                                      or rules.not_secret_re.match(upper) is None)
 
 
 def _secret_flag(rules: Rules, flag: str) -> bool:
@@ -152,9 +151,7 @@ def _keep_lines(placeholder: Any, replaced: Any) -> Any:
 
 def _scoped(source: str) -> str:
     """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
-    if source.startswith("(?i)"):
-        return f"(?i:{source[4:]})"
-    return source
+    return f"(?i:{source[4:]})" if source.startswith("(?i)") else source
 
 
 class Redactor:
@@ -318,8 +315,6 @@ class Redactor:
                 literals += _URL_PASSWORD.findall(value)
         return cls(rules, literals)
 
-    # -- classification ------------------------------------------------------------------------
-
     def is_secret_env(self, name: str) -> bool:
         """Whether an environment variable of this name holds a secret."""
         return _secret_env(self.rules, name)
@@ -327,8 +322,6 @@ class Redactor:
     def is_secret_key(self, key: str) -> bool:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
         return is_secret_key(key, self.rules)
-
-    # -- redaction -----------------------------------------------------------------------------
 
     def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, group: str | None = "") -> Any:
         """What replaces one match (str or bytes); ``group``: the one replaced when not the joined regex's."""

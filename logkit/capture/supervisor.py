@@ -161,8 +161,6 @@ class Supervisor:
         self._old_wakeup = -1
         self._wake_r = self._wake_w = -1
 
-    # -- signals: caught from __enter__ to __exit__ -------------------------------------------------
-
     def __enter__(self) -> Supervisor:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -201,8 +199,6 @@ class Supervisor:
             else:
                 self.stopper.received(sig)
         self.stopper.check_deadline()
-
-    # -- the loop -------------------------------------------------------------------------------------
 
     def pump(self) -> int:
         """Run until the child has ended and its output is drained; its Popen returncode."""

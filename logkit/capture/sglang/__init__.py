@@ -72,9 +72,7 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
     if target is None:
         # Not an SGLang command by its argv: what it prints decides (a docker run, a script, make serve).
         return Plan(role="command", watcher=_Latent())
-    if target.kind == "bench":
-        return _plan_bench(argv, env, target, options)
-    return _plan_launch(argv, env, target, options)
+    return (_plan_bench if target.kind == "bench" else _plan_launch)(argv, env, target, options)
 
 
 def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:

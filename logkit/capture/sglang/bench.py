@@ -1,9 +1,8 @@
-"""An SGLang benchmark client: its flags (target and workload) and its results (the JSONL record, or the
-printed result block).
+"""An SGLang benchmark client: its flags (target and workload) and its results (JSONL or printed).
 
 Contract: :func:`parse_bench` reads the flags with :func:`logkit.launch.flags.plain_parse` and fills
-SGLang's bench defaults where a flag is not given. :func:`parse_jsonl` takes the last JSON line of a ``--output-file``, redacts its
-``server_info`` secrets, and returns metrics named with SGLang's JSONL keys plus labels;
+SGLang's bench defaults. :func:`parse_jsonl` takes the last JSON line of a ``--output-file``, redacts
+its ``server_info`` secrets, and returns metrics named with SGLang's JSONL keys plus labels;
 :func:`redact_record` redacts a record before it is stored (:mod:`.fifo`); :func:`parse_text` reads the
 printed "Serving Benchmark Result" block of any version (whatever lines are there);
 :func:`parse_file` tries JSONL first. Pure.
@@ -74,9 +73,7 @@ class BenchResult:
             return UNITS[name]
         if name.endswith("_ms"):
             return "ms"
-        if name.endswith("_throughput") or name == "max_output_tokens_per_s":
-            return "tok/s"
-        return None
+        return "tok/s" if name.endswith("_throughput") or name == "max_output_tokens_per_s" else None
 
 
 def parse_bench(flags: list[str]) -> Any:

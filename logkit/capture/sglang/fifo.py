@@ -85,7 +85,6 @@ class FifoSink:
             fifo.unlink(missing_ok=True)
             raise
 
-    # --- the thread -------------------------------------------------------------------------
     def _deliver(self, line: bytes) -> None:
         if not line.strip():
             return
@@ -123,7 +122,6 @@ class FifoSink:
             os.close(self._fd)
             self._out.close()
 
-    # --- end --------------------------------------------------------------------------------
     def _wake(self, deadline: float) -> None:
         fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:

@@ -307,9 +307,8 @@ def reach(regex: re.Pattern[bytes]) -> int:
         breaks = _breaks(parsed, parsed.state.flags, refs)
     except (ValueError, TypeError, AttributeError):  # an op this check does not know: the safe answer
         return CONTEXT
-    if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs:  # a group's text may hold breaks
-        return CONTEXT
-    return breaks
+    # refs: a back-reference's group may hold breaks
+    return CONTEXT if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs else breaks
 
 
 def literal_prefix(regex: re.Pattern[bytes]) -> bytes:

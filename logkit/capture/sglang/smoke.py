@@ -291,9 +291,7 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
     # characters): its words are read from a window as long as the longest loop looked for
     reach = 32 * int(g["loop_max_words"]) * int(g["line_loop_min_repeats"])
     loop = _word_loop(text[max(0, lo - reach):hi + reach].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
-    if loop is not None:
-        return f"token loop ({' '.join(loop[0])!r} x{loop[1]})"
-    return _salad(text)
+    return f"token loop ({' '.join(loop[0])!r} x{loop[1]})" if loop is not None else _salad(text)
 
 
 @lru_cache(maxsize=1)

@@ -115,7 +115,6 @@ class LaunchWatcher:
         args = (launch or {}).get("args") or {}
         self.api_key = str(args["api_key"]) if args.get("api_key") else None
 
-    # --- hot path ---------------------------------------------------------------------------
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
         self.last_output = time.monotonic()
@@ -223,7 +222,6 @@ class LaunchWatcher:
     def ready(self) -> bool:
         return self.clf.ready or self.http_ready_at is not None
 
-    # --- network thread ---------------------------------------------------------------------
     def _network(self) -> None:
         assert self.ctx is not None and self.base is not None
         try:
@@ -298,7 +296,6 @@ class LaunchWatcher:
         self.ctx.emit(Smoke(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id, prompt=prompt,
                             reply=r.reply, latency_s=r.latency_s, ok=why is None, reason=why))
 
-    # --- end --------------------------------------------------------------------------------
     def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
         for t, text in self._printing:  # the printed flags' launch_config goes before the outcome
