@@ -45,21 +45,15 @@ class SessionView(Slotted):
     path: Path
     root: Path
     session: str
-    #: the inode of the file this view covers (a file replaced since is read again whole)
-    ino: int
-    #: the bytes of the file this view covers (complete lines)
-    size: int
+    ino: int  # the inode of the file this view covers (a file replaced since is read again whole)
+    size: int  # the bytes of the file this view covers (complete lines)
     max_a: int
     max_h: int
     hyps: list[str]
-    #: short id -> attempt event dict, for the attempts without an outcome
-    open: dict[str, dict[str, Any]]
-    #: the last launch attempt's dict, its probed environment in place
-    launch: dict[str, Any] | None
-    #: the bytes of the file the index has ingested (what it lacks: :attr:`behind`)
-    indexed: int
-    #: "scan" (the whole file read) or "index" (the index, and the lines after its offset)
-    source: str
+    open: dict[str, dict[str, Any]]  # short id -> attempt event dict, for the attempts without an outcome
+    launch: dict[str, Any] | None  # the last launch attempt's dict, its probed environment in place
+    indexed: int  # the bytes of the file the index has ingested (what it lacks: :attr:`behind`)
+    source: str  # "scan" (the whole file read) or "index" (the index, and the lines after its offset)
 
     def __init__(self, path: Path, root: Path, session: str) -> None:
         self.path, self.root, self.session = path, root, session

@@ -36,30 +36,23 @@ def python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None:
     return interpreter_of(argv, env)
 
 
-def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
-    if not session_dir:
-        return []
-    path = Path(session_dir) / files.EVENTS_FILE
+def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
+    """The newest launch attempt of the session listening on host:port."""
+    if port is None or not session_dir:
+        return None
     # every attempt (a command's output can make it a launch) and the launch_config events that say so
-    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"kind":' in line
-                        and (b'"launch_config"' in line or b'"kind":"attempt"' in line or b'"kind": "attempt"' in line))
+    found = files.dicts(Path(session_dir) / files.EVENTS_FILE, keep=lambda line: b'"attempt"' in line
+                        and b'"kind":' in line and (b'"launch_config"' in line or b'"kind":"attempt"' in line
+                                                    or b'"kind": "attempt"' in line))
     attempts = {ev.get("short_id"): ev for ev in found if ev.get("kind") == "attempt"}
     for ev in found:  # a command whose output showed an SGLang server became a launch (its printed flags)
         if ev.get("kind") == "launch_config" and ev.get("role") == "launch" and ev.get("attempt") in attempts:
             a = attempts[ev["attempt"]]
             attempts[ev["attempt"]] = {**a, "role": "launch", "launch": ev.get("launch") or a.get("launch")}
-    return [ev for ev in attempts.values() if ev.get("role") == "launch"]
-
-
-def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
-    """The newest launch attempt of the session listening on host:port."""
-    if port is None:
-        return None
-    for ev in reversed(_launch_attempts(session_dir)):
-        launch = ev.get("launch")
-        if not isinstance(launch, dict):
-            continue  # a damaged line: not a launch to link to
-        if launch.get("port") == port and (launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
+    for ev in reversed([ev for ev in attempts.values() if ev.get("role") == "launch"]):
+        launch = ev.get("launch")  # not a dict: a damaged line, not a launch to link to
+        if isinstance(launch, dict) and launch.get("port") == port and (
+                launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
             return ev.get("short_id")
     return None
 
@@ -188,12 +181,8 @@ def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict
     from .watcher import BenchWatcher
 
     bench = parse_bench(target.args)
-    new_argv = None
-    output = bench.output_file
-    owned = False
-    sink = None
+    new_argv, output, owned, sink, fallback = None, bench.output_file, False, None, None
     notes: list[str] = []
-    fallback: str | None = None
     if output is None and target.args_at is not None and options.get("session_dir"):
         logs = Path(options["session_dir"]) / "logs"
         output = str(logs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")

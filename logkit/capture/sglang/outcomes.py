@@ -124,23 +124,18 @@ class Classifier:
     hits: dict[str, list[_Hit]] = field(default_factory=dict)
     ready_line: int | None = None
     ready_text: str | None = None
-    #: the first line that shows the server serving (a batch scheduled, a request answered 200)
-    serving_line: int | None = None
+    serving_line: int | None = None  # the first line showing the server serving (a batch, a request's 200)
     serving_text: str | None = None
-    #: the first line of an ASGI server's start-up finished (``startup_patterns``): readiness only when
-    #: the log shows no SGLang server line (SGLang warms up after uvicorn starts)
+    #: the first line of an ASGI server's start-up finished: readiness only when the log shows no SGLang
+    #: server line (SGLang warms up after uvicorn starts)
     startup_line: int | None = None
     startup_text: str | None = None
-    #: an engine's own start-up line after ``startup_line``: that ASGI server was a wrapper's (MinerU's
-    #: API starting vLLM), no readiness
+    #: an engine's own start-up line after ``startup_line``: that ASGI server was a wrapper's, not ready
     engine_after_startup: int | None = None
-    #: the first line only an SGLang server prints: the output is an SGLang launch's, whatever printed it
-    server_line: int | None = None
-    #: the server's ``server_args=ServerArgs(...)`` line, whole (its flags, as the server resolved them)
-    server_args: str | None = None
+    server_line: int | None = None  # the first line only an SGLang server prints: the output is a launch's
+    server_args: str | None = None  # the server's ``server_args=ServerArgs(...)`` line, whole
     lines: int = 0
-    #: the last lines seen (number, text): what an ``incomplete`` log shows last
-    tail: list[tuple[int, str]] = field(default_factory=list)
+    tail: list[tuple[int, str]] = field(default_factory=list)  # the last lines seen (number, text)
     _kinds: LineKinds | None = field(default=None, repr=False, compare=False)  # made at the first chunk
     _echoes: bool = field(default=False, repr=False, compare=False)  # the last chunk held a request's input
 

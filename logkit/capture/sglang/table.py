@@ -33,19 +33,13 @@ class Signature:
     pattern: str
     priority: int
     weak: bool = False
-    #: a weak row after which the process is dead: weak rows count even after the server was ready
-    fatal: bool = False
+    fatal: bool = False  # a weak row after which the process is dead: it counts even after ready
     source: str = ""
     source_file: str = ""
     detector: str | None = None
-    #: Literals of which every match contains at least one, compared as line shapes: the row reads only
-    #: the lines holding one.
-    needles: tuple[str, ...] = ()
-    #: a row of the generic layer (a shape any program prints, not one library's message)
-    generic: bool = False
-    #: a regex some part of each line the row matches matches: of the lines the prefilter gives the row,
-    #: it reads only those (:meth:`.prefilter.Reading.runs`)
-    gate: str | None = None
+    needles: tuple[str, ...] = ()  # literals, one in every match (as line shapes): the row reads their lines
+    generic: bool = False  # a row of the generic layer (a shape any program prints)
+    gate: str | None = None  # a regex each line the row matches matches in part: it reads only those lines
 
 
 def data(name: str) -> dict[str, Any]:

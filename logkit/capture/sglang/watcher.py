@@ -48,10 +48,7 @@ def probe_url(host: str | None, port: int | None) -> str | None:
     """``http://host:port`` for talking to a server that listens on ``host`` (0.0.0.0 -> loopback)."""
     if port is None:
         return None
-    h = host or "127.0.0.1"
-    if h in ("0.0.0.0", "::", "[::]", ""):
-        h = "127.0.0.1"
-    return f"http://{h}:{port}"
+    return f"http://{'127.0.0.1' if host in (None, '0.0.0.0', '::', '[::]', '') else host}:{port}"
 
 
 def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
@@ -251,10 +248,9 @@ class LaunchWatcher:
             code, body = _get(f"{self.base}{path}")
             if code == 200 and body:
                 try:
-                    info = json.loads(body)
+                    info = redact_info(json.loads(body))
                 except ValueError:
                     continue
-                info = redact_info(info)
                 flat = {k: v for k, v in info.items() if k not in ("internal_states",)}
                 self.ctx.emit(ServerInfo(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                          version=info.get("version"), endpoint=path, resolved=flat,
@@ -288,8 +284,7 @@ class LaunchWatcher:
 
     def _smoke(self, prompt: str) -> None:
         assert self.ctx is not None and self.base is not None
-        model = self._model()
-        r = send(self.base, prompt, model=model, api_key=self.api_key)
+        r = send(self.base, prompt, model=self._model(), api_key=self.api_key)
         why = r.error or degenerate(r.reply, r.logprobs)
         if why and not r.error:
             self.garbage = self.garbage or why
