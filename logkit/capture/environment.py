@@ -97,12 +97,8 @@ def allowed_env(env: Mapping[str, str], redactor: Redactor) -> dict[str, str]:
 def quick(env: Mapping[str, str], redactor: Redactor) -> dict[str, Any]:
     """The part of the environment known without running anything."""
     uname = os.uname()
-    return {
-        "host": uname.nodename,
-        "os": f"{uname.sysname} {uname.release} {uname.machine}",
-        "python": "%d.%d.%d" % sys.version_info[:3],
-        "env": allowed_env(env, redactor),
-    }
+    return {"host": uname.nodename, "os": f"{uname.sysname} {uname.release} {uname.machine}",
+            "python": "%d.%d.%d" % sys.version_info[:3], "env": allowed_env(env, redactor)}
 
 
 def interpreter_of(argv: list[str], env: Mapping[str, str]) -> str | None:
@@ -156,10 +152,8 @@ def parse_gpus(text: str) -> list[dict[str, Any]]:
 
 
 def _run(cmd: list[str], timeout: float, cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=None if env is None else dict(env),
-        stdin=subprocess.DEVNULL, check=False,
-    )
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=None if env is None else dict(env), stdin=subprocess.DEVNULL, check=False)
     if done.returncode != 0:
         err = (done.stderr or done.stdout).strip().splitlines()
         raise RuntimeError(f"{cmd[0]} exited {done.returncode}: {err[-1] if err else ''}".strip())
@@ -220,9 +214,7 @@ class Probes:
                 branch = line.split()[2]
             elif line and not line.startswith("#"):
                 dirty = True
-        if commit == "(initial)":
-            commit = None
-        return {"git": {"commit": commit, "dirty": dirty, "branch": branch}}
+        return {"git": {"commit": None if commit == "(initial)" else commit, "dirty": dirty, "branch": branch}}
 
     def _gpus(self) -> Any:
         smi = shutil.which("nvidia-smi", path=self._env.get("PATH", os.defpath))
@@ -248,11 +240,8 @@ class Probes:
         script_arg = json.dumps(PACKAGES)
         out = _run([interp, "-c", _PACKAGE_SCRIPT, script_arg], PACKAGES_TIMEOUT_S, cwd=self._cwd, env=self._env)
         data = json.loads(out.strip().splitlines()[-1])
-        return {
-            "packages": data.get("packages", {}),
-            "torch_cuda": data.get("torch_cuda"),
-            "interpreter": data.get("executable") or interp,
-        }
+        return {"packages": data.get("packages", {}), "torch_cuda": data.get("torch_cuda"),
+                "interpreter": data.get("executable") or interp}
 
     def join(self, name: str, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for probe ``name`` (``git``, ``gpus``, ``packages``) alone."""

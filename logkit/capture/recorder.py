@@ -45,17 +45,14 @@ _numpy: Any = None
 def newlines(data: bytes) -> int:
     """``data.count(b"\n")``, by numpy on big chunks where numpy imports (pandas needs it)."""
     global _numpy
-    if len(data) >= NUMPY_COUNT_MIN and _numpy is not False:
-        if _numpy is None:
-            try:
-                import numpy
-            except Exception:
-                _numpy = False
-                return data.count(b"\n")
-            _numpy = numpy
-        np = _numpy
-        return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
-    return data.count(b"\n")
+    if _numpy is None and len(data) >= NUMPY_COUNT_MIN:
+        try:
+            import numpy as _numpy
+        except Exception:
+            _numpy = False
+    if len(data) < NUMPY_COUNT_MIN or _numpy is False:
+        return data.count(b"\n")
+    return int(_numpy.count_nonzero(_numpy.frombuffer(data, _numpy.uint8) == 10))
 
 
 class _Hasher:
@@ -165,10 +162,8 @@ class Recorder:
             return
         import queue
 
-        try:
+        with contextlib.suppress(queue.Full):  # busy recording: the next tick will do
             self._queue.put_nowait((None, now, None))
-        except queue.Full:
-            pass  # busy recording: the next tick will do
 
     def _tick(self, now: float) -> None:
         self.flush_stale(now)

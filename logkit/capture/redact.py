@@ -420,10 +420,8 @@ class Redactor:
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """Environment values as they may be stored."""
-        return {
-            name: (self.placeholder if self.is_secret_env(name) and value else self.text(value))
-            for name, value in env.items()
-        }
+        return {name: self.placeholder if self.is_secret_env(name) and value else self.text(value)
+                for name, value in env.items()}
 
     def scrub(self, value: Any) -> Any:
         """Redact a JSON-ready value deeply (an event dict before it is written)."""

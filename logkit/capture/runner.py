@@ -144,10 +144,9 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     redactor = Redactor.for_run(env, argv)
     probes = envmod.Probes(argv, cwd, env, redactor)
     base_env = envmod.quick(env, redactor)
-    options: dict[str, Any] = {
-        "hang_timeout": opts.hang_timeout, "smoke": list(opts.smoke), "smoke_only": opts.smoke_only,
-        "preflight": opts.preflight, "session_dir": str(journal.dir), "grace": opts.grace, **opts.extra,
-    }
+    options: dict[str, Any] = {"hang_timeout": opts.hang_timeout, "smoke": list(opts.smoke), "grace": opts.grace,
+                               "smoke_only": opts.smoke_only, "preflight": opts.preflight,
+                               "session_dir": str(journal.dir), **opts.extra}
     plan = _find_plan(argv, env, options, journal)
     for note in plan.notes:
         print(f"logkit: {note}", file=sys.stderr)
@@ -174,12 +173,10 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         print(f"logkit: error: cannot run {run_argv[0]!r}: {exc.strerror} (exit {code}; nothing was recorded)\n"
               "  fix: check the command name and PATH", file=sys.stderr)
         return RunResult(exit_status=code, session=journal.id)
-    attempt = files.event(
-        "attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
-        started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid, pgid=child.pgid,
-        recorder_pid=os.getpid(), recorder_host=procs.hostname(), launch=_dump_model(plan.launch),
-        bench=_dump_model(plan.bench), label=opts.label,
-    )
+    attempt = files.event("attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
+                          started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid,
+                          pgid=child.pgid, recorder_pid=os.getpid(), recorder_host=procs.hostname(),
+                          launch=_dump_model(plan.launch), bench=_dump_model(plan.bench), label=opts.label)
     problems: list[str] = []
     log_fd: int | None = None
     try:
@@ -270,16 +267,16 @@ class _Recording(Slotted):
             self.probes.join("gpus", GPU_PROBE_WAIT_S)
             _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
         problems.extend(rec.problems)
-        outcome = files.event(
-            "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
-            label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=files.utc(),
-            duration_s=round(duration, 3), exit_code=code, signal=sig,
-            ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
-            evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
-            tail=rec.tail_lines(), timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
-            log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
-            survivors=survivors, capture_truncated="; ".join(problems) or None,
-        )
+        outcome = files.event("outcome", journal.id, attempt=attempt["short_id"],
+                              status=(verdict and verdict.status) or status, label=(verdict and verdict.label) or label,
+                              signature=verdict and verdict.signature, ended=files.utc(), duration_s=round(duration, 3),
+                              exit_code=code, signal=sig,
+                              ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
+                              evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
+                              tail=rec.tail_lines(),
+                              timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
+                              log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
+                              survivors=survivors, capture_truncated="; ".join(problems) or None)
         outcome = redactor.scrub(outcome)
         try:
             outcome = journal.append_outcome(outcome)

@@ -337,17 +337,9 @@ class Classifier:
         lines = [h for hs in self.hits.values() for h in hs[:1] if h.sig.label == "{line}"]
         return min(lines, key=lambda h: h.line).text.strip()[:200] if lines else None
 
-    def decide(
-        self,
-        *,
-        exit_code: int | None = None,
-        signal: int | None = None,
-        stopped_by_logkit: bool = False,
-        finished: bool = True,
-        http_ready: bool = False,
-        hang: str | None = None,
-        launch: bool = True,
-    ) -> Classification:
+    def decide(self, *, exit_code: int | None = None, signal: int | None = None, stopped_by_logkit: bool = False,
+               finished: bool = True, http_ready: bool = False, hang: str | None = None,
+               launch: bool = True) -> Classification:
         """The outcome, for ``logkit run`` (with the exit) and a log read alone (``finished=False``)."""
         # launch=False: a command that showed no SGLang server; exiting 0 it did what it was run for
         ready = self.ready or http_ready
@@ -355,9 +347,8 @@ class Classifier:
         if not launch and finished and ended == "exit_ok":
             return Classification(ended, ended_label, None, [], ready, None, None)
         killed = finished and ended == "killed"
-        ended_badly = (not finished and not ready) or (
-            finished and not stopped_by_logkit and (exit_code not in (0, None) or signal is not None)
-        )
+        ended_badly = (not finished and not ready) or (finished and not stopped_by_logkit
+                                                       and (exit_code not in (0, None) or signal is not None))
         hit = self.best(include_weak=False)
         fatal = any(h.sig.fatal for hs in self.hits.values() for h in hs[:1])
         if hit is None and (ended_badly or (fatal and not stopped_by_logkit)):
