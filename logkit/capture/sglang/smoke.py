@@ -52,10 +52,7 @@ def _never() -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
 
 def _never_char(ch: str) -> bool:
     chars, ranges = _never()
-    if ch in chars or ch.isspace():
-        return True
-    o = ord(ch)
-    return any(a <= o <= b for a, b in ranges)
+    return ch in chars or ch.isspace() or any(a <= ord(ch) <= b for a, b in ranges)
 
 
 @lru_cache(maxsize=16)
@@ -63,12 +60,11 @@ def _unit_re(max_unit: int, reps: int) -> re.Pattern[str]:
     return re.compile(r"(.{1,%d}?)\1{%d,}" % (max_unit, reps - 1), re.S)
 
 
-def _token_at(text: str, start: int, end: int) -> str:
-    a = start
-    while a > 0 and not text[a - 1].isspace():
+def _grown(text: str, a: int, b: int, keep: Any) -> str:
+    """``text[a:b]`` grown both ways over the characters ``keep`` accepts."""
+    while a > 0 and keep(text[a - 1]):
         a -= 1
-    b = end
-    while b < len(text) and not text[b].isspace():
+    while b < len(text) and keep(text[b]):
         b += 1
     return text[a:b]
 
@@ -86,16 +82,11 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
     listed = any(c in unit for c in " ,;")
     if listed and (word in _cfg()["number_words"] or word.replace(".", "").lstrip("-").isdigit()):
         return False  # a tensor or list print: nan, nan, nan / 1, 1, 1
-    token = _token_at(text, m.start(), m.end())
+    token = _grown(text, m.start(), m.end(), lambda c: not c.isspace())
     if _B64_TOKEN.match(token.strip("'\"`,;()[]{}")) and len(m.group(0)) < 0.5 * len(token):
         return False
     if len(unit) == 1 and unit.isalpha() and len(m.group(0)) < 2 * _cfg()["repeat_char_run"]:
-        a, b = m.start(), m.end()  # the word of letters the run is in
-        while a > 0 and text[a - 1].isalpha():
-            a -= 1
-        while b < len(text) and text[b].isalpha():
-            b += 1
-        if any(c.lower() != unit.lower() for c in text[a:b]):
+        if any(c.lower() != unit.lower() for c in _grown(text, m.start(), m.end(), str.isalpha)):
             return False  # dev29: a name spelled with a run of one letter ("jllllll's" wheels), not a letter looping
     if all(c in "0123456789abcdefABCDEF" for c in unit):
         if hexdump or token.lower().startswith("0x") or "0x" in token.lower():
