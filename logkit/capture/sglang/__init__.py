@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -114,17 +115,15 @@ class _Deferred:
     def __init__(self, launch: dict[str, Any] | None, background: Any, printed: bool = False) -> None:
         self._args = (launch, background)
         self._printed = printed
-        self._real: Any = None
 
-    def _get(self) -> Any:
-        if self._real is None:
-            from .watcher import LaunchWatcher
+    @cached_property
+    def _real(self) -> Any:
+        from .watcher import LaunchWatcher
 
-            self._real = LaunchWatcher(*self._args, printed=self._printed)
-        return self._real
+        return LaunchWatcher(*self._args, printed=self._printed)
 
     def __getattr__(self, name: str) -> Any:  # started, feed, tick, finished: the real watcher's
-        return getattr(self._get(), name)
+        return getattr(self._real, name)
 
 
 class _Latent:
