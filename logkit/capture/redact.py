@@ -404,12 +404,9 @@ class Redactor:
     def argv(self, argv: list[str]) -> list[str]:
         """The argv as it may be stored: secret flag values (``-u U:PW``, ``mysql -pPW``) replaced, every word redacted."""
         out = list(argv)
-        for i, _value in _flag_values(self.rules, argv):
-            if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
-                flag = argv[i].partition("=")[0]
-                out[i] = f"{flag}={self.placeholder}"
-            else:
-                out[i] = self.placeholder
+        for i, _value in _flag_values(self.rules, argv):  # --flag=VALUE keeps its flag
+            glued_flag = i < len(argv) and argv[i].startswith("-") and "=" in argv[i]
+            out[i] = f"{argv[i].partition('=')[0]}={self.placeholder}" if glued_flag else self.placeholder
         glued = bool(argv) and argv[0].rpartition("/")[2] in self.rules.glued_password
         for i, word in enumerate(argv):
             if word in self.rules.user_password and i + 1 < len(argv) and ":" in argv[i + 1]:

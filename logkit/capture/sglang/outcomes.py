@@ -260,11 +260,8 @@ class Classifier:
         """The server's first own line (on the lines holding a ``server_needles``) and its args line."""
         server, args, args_literal, needles = server_regexes()
         if self.server_line is None:
-            if reading is None or not needles:
-                runs = [(0, len(chunk), first_line)]
-            else:
-                runs = reading.runs(SERVER_LINES, server)
-            for lo, hi, first in runs:
+            whole = reading is None or not needles
+            for lo, hi, first in [(0, len(chunk), first_line)] if whole else reading.runs(SERVER_LINES, server):
                 m = server.search(chunk, lo, hi)
                 if m:
                     self.server_line = first + chunk.count(b"\n", lo, m.start())

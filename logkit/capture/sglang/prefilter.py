@@ -233,10 +233,8 @@ class Reading:
         context = reach(regex)
         got = self._runs.get((group, context, gate))
         if got is None:
-            if len(kinds) == 1:
-                lines = self.lines[kinds[0]][1]
-            else:
-                lines = sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds))
+            lines = (self.lines[kinds[0]][1] if len(kinds) == 1
+                     else sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds)))
             if gate is not None:
                 search = _gate(gate).search
                 starts = self._line_starts()
