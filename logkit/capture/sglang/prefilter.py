@@ -98,8 +98,17 @@ class LineKinds:
         """No line is read for ``group`` from now on (the server's own lines once one was found)."""
         self.needles = {n: kept for n, owners in self.needles.items() if (kept := tuple(g for g in owners if g != group))}
         self._looked_for = [(needle, needle.translate(SHAPE), owners) for needle, owners in self.needles.items()]
-        self.clean.clear()  # what each kind of line needs is learnt again (once a classifier)
-        self.kinds.clear()
+        for shape, (groups, garbage, checks) in list(self.kinds.items()):
+            if group not in groups and not any(group in gs for _o, _n, by in checks for gs in by.values()):
+                continue
+            groups = tuple(g for g in groups if g != group)
+            checks = tuple((o, n, by) for o, n, by0 in checks
+                           for by in [{k: gs for k, v in by0.items() for gs in [tuple(g for g in v if g != group)] if gs}] if by)
+            if not groups and garbage is False and not checks:
+                del self.kinds[shape]
+                self.clean.add(shape)
+            else:
+                self.kinds[shape] = (groups, garbage, checks)
 
     def learn(self, new: list[bytes]) -> dict[bytes, Kind]:
         """What each of the ``new`` shapes needs (the clean ones left out), remembered while there is room."""
