@@ -114,6 +114,14 @@ def _dump_model(value: Any) -> Any:
     return value.model_dump(mode="json", exclude_none=True) if value is not None else None
 
 
+def _generic_status(info: ExitInfo) -> tuple[str, str]:
+    status, label = statuses.from_exit(info.exit_code, info.signal, stopped_by_logkit=info.stopped_by_logkit,
+                                       reason=info.stop_reason)
+    if info.stopped_by_logkit and info.escalated:
+        label += "; SIGKILLed after the grace period"
+    return status, label
+
+
 def _check_tests(journal: Journal, tests: list[str]) -> None:
     """Refuse ``--tests H9`` when the session has no H9 (a typo would record a wrong link)."""
     known = list(journal.current().hyps)
@@ -246,9 +254,7 @@ class _Recording(Slotted):
         rec.close_log(sync=True)
         info = ExitInfo(exit_code=code, signal=sig, stopped_by_logkit=stop.stopped and stop.reason is not None,
                         lines=rec.lines, stop_reason=stop.reason, escalated=stop.escalated)
-        status, label = statuses.from_exit(code, sig, stopped_by_logkit=info.stopped_by_logkit, reason=stop.reason)
-        if info.stopped_by_logkit and stop.escalated:
-            label += "; SIGKILLed after the grace period"
+        status, label = _generic_status(info)
         if stop.hang:
             status = "hang"
         verdict = None
