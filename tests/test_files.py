@@ -112,7 +112,7 @@ def test_every_reader_applies_the_upgrade_steps(sessions: Path, monkeypatch: pyt
     assert not typed.problems and [e.kind for e in typed.events] == ["session", "attempt", "outcome", "decision"]
     assert typed.events[1].role == "launch" and typed.events[2].status == "arch_mismatch"
     journal = Journal(sessions, "old")
-    assert journal.last_launch()["short_id"] == "A1"  # the run path's reader
+    assert journal.current().launch["short_id"] == "A1"  # the run path's reader
     from logkit.capture.sglang import _server_for
 
     assert _server_for("127.0.0.1", 30000, str(journal.dir)) == "A1"  # the bench planner's reader

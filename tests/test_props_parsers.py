@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from logkit.capture.sglang import args as sgargs
+from logkit.capture.sglang import bench as sgbench
 from logkit.capture.sglang import bench, outcomes
 from logkit.errors import BadInput, LogkitError
 from logkit.events import OUTCOME_STATUSES, Attempt, Decision, Hypothesis, Metric, Outcome
@@ -49,7 +49,7 @@ def test_flag_parsers_never_raise(words: list[str]) -> None:
     cfg = launch_config.plain_config(["python", "-m", "sglang.launch_server", *words])
     assert cfg["parser"] == "plain" and cfg["unresolved"]
     assert cfg["port"] is None or 0 <= cfg["port"] <= 65535
-    sgargs.parse_bench(words)
+    sgbench.parse_bench(words)
 
 
 log_lines = st.lists(

@@ -1,11 +1,9 @@
 """A tiny base for the plain records on the ``logkit run`` path (instead of ``@dataclass``).
 
-Contract: a subclass lists its fields in ``__slots__`` (in order) and the defaults of those a caller
-may leave out in ``_defaults`` (a list or dict default is copied for each instance, and also stands
-for a ``None`` given); :class:`Slotted` gives it a positional-or-keyword ``__init__`` over those
-fields, a ``__repr__`` naming every field and a field-wise ``__eq__`` (same class, same values), as a
-dataclass would. ``dataclasses`` is not used because importing it pulls in ``inspect``, ``ast`` and
-``dis`` (~10 ms of every ``logkit run`` start-up).
+Contract: a subclass lists its fields in ``__slots__`` (in order) and the defaults in ``_defaults`` (a
+list or dict default is copied per instance and also stands for a ``None`` given); :class:`Slotted`
+gives it an ``__init__``, a ``__repr__`` and a field-wise ``__eq__``, as a dataclass would, without
+importing ``dataclasses`` (``inspect``, ``ast``, ``dis``: ~10 ms of every ``logkit run`` start-up).
 """
 
 from __future__ import annotations

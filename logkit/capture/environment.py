@@ -3,15 +3,12 @@
 Contract:
 
 * :func:`quick` is instant (no subprocess) and goes into the attempt line itself.
-* :class:`Probes` runs the slow probes (git, ``nvidia-smi``, ``nvidia-smi topo -m``, the wrapped
-  command's own interpreter) in background threads while the child runs; each one is bounded by a
-  subprocess timeout, and one that fails or cannot run is recorded in ``probes`` with the reason,
-  never raised. :meth:`Probes.result` merges them into the quick dict; the runner writes it as an
-  ``environment`` event for the attempt (it supersedes ``attempt.environment``).
-* The package probe runs the wrapped command's interpreter (``python``, ``env X=1 python3``, or a
-  console script's ``#!`` line) on a short script that reads versions with ``importlib.metadata``
-  and ``torch/version.py``. It never imports torch: that would create a CUDA context on the GPUs
-  the server is about to size its memory pool on. The device capability comes from nvidia-smi.
+* :class:`Probes` runs the slow probes (git, ``nvidia-smi``, ``topo -m``, the command's interpreter) in
+  threads while the child runs, each bounded by a timeout; one that fails is recorded in ``probes``
+  with the reason, never raised. :meth:`Probes.result` merges them into the quick dict.
+* The package probe runs the command's interpreter (``python``, ``env X=1 python3``, a ``#!`` line) on
+  a script reading versions with ``importlib.metadata`` and ``torch/version.py``; it never imports
+  torch (a CUDA context on the GPUs the server is about to size its memory pool on).
 * Values are plain JSON-ready dicts shaped like :class:`logkit.events.Environment`, redacted.
 
 Imports only the standard library.
@@ -100,12 +97,8 @@ def allowed_env(env: Mapping[str, str], redactor: Redactor) -> dict[str, str]:
 def quick(env: Mapping[str, str], redactor: Redactor) -> dict[str, Any]:
     """The part of the environment known without running anything."""
     uname = os.uname()
-    return {
-        "host": uname.nodename,
-        "os": f"{uname.sysname} {uname.release} {uname.machine}",
-        "python": "%d.%d.%d" % sys.version_info[:3],
-        "env": allowed_env(env, redactor),
-    }
+    return {"host": uname.nodename, "os": f"{uname.sysname} {uname.release} {uname.machine}",
+            "python": "%d.%d.%d" % sys.version_info[:3], "env": allowed_env(env, redactor)}
 
 
 def interpreter_of(argv: list[str], env: Mapping[str, str]) -> str | None:
@@ -159,10 +152,8 @@ def parse_gpus(text: str) -> list[dict[str, Any]]:
 
 
 def _run(cmd: list[str], timeout: float, cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=None if env is None else dict(env),
-        stdin=subprocess.DEVNULL, check=False,
-    )
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=None if env is None else dict(env), stdin=subprocess.DEVNULL, check=False)
     if done.returncode != 0:
         err = (done.stderr or done.stdout).strip().splitlines()
         raise RuntimeError(f"{cmd[0]} exited {done.returncode}: {err[-1] if err else ''}".strip())
@@ -223,9 +214,7 @@ class Probes:
                 branch = line.split()[2]
             elif line and not line.startswith("#"):
                 dirty = True
-        if commit == "(initial)":
-            commit = None
-        return {"git": {"commit": commit, "dirty": dirty, "branch": branch}}
+        return {"git": {"commit": None if commit == "(initial)" else commit, "dirty": dirty, "branch": branch}}
 
     def _gpus(self) -> Any:
         smi = shutil.which("nvidia-smi", path=self._env.get("PATH", os.defpath))
@@ -251,11 +240,8 @@ class Probes:
         script_arg = json.dumps(PACKAGES)
         out = _run([interp, "-c", _PACKAGE_SCRIPT, script_arg], PACKAGES_TIMEOUT_S, cwd=self._cwd, env=self._env)
         data = json.loads(out.strip().splitlines()[-1])
-        return {
-            "packages": data.get("packages", {}),
-            "torch_cuda": data.get("torch_cuda"),
-            "interpreter": data.get("executable") or interp,
-        }
+        return {"packages": data.get("packages", {}), "torch_cuda": data.get("torch_cuda"),
+                "interpreter": data.get("executable") or interp}
 
     def join(self, name: str, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for probe ``name`` (``git``, ``gpus``, ``packages``) alone."""

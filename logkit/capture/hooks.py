@@ -1,22 +1,16 @@
 """The seam between the generic recorder (``logkit run``) and what understands a command (SGLang).
 
 The runner knows processes, logs and events, nothing about SGLang. Before spawning it asks every
-:class:`Planner` for a :class:`Plan` for the argv; the first plan wins. A plan can fix the role,
-attach a launch or bench config, rewrite the argv (add ``--output-file``), refuse the launch
-(preflight), and supplies a :class:`Watcher` that sees the output and the clock and finally says
-how the attempt ended.
+:class:`Planner` for a :class:`Plan` for the argv (the first wins): the role, a launch or bench
+config, a rewritten argv, a refusal (preflight), and a :class:`Watcher` that sees the output and the
+clock and finally says how the attempt ended.
 
-Speed contract: :meth:`Watcher.feed` is on the recorder's hot path, with chunks of complete lines
-(up to ~1 MiB): scan them with compiled regexes over the whole chunk, not a Python loop per line.
-Anything slow (HTTP probes, a smoke prompt) belongs in :meth:`Watcher.tick` or a thread of its own.
-
-Threads: :meth:`Watcher.started` and :meth:`Watcher.finished` run on the runner's main thread,
-:meth:`Watcher.feed` and :meth:`Watcher.tick` in order on the recorder thread;
-``WatchContext.emit`` and ``request_stop`` may be called from any thread.
-
-Options (``WatchContext.options`` and the planner's ``options``): ``previous_launch`` (the
-session's last launch attempt, a dict with its ``environment`` event merged in, or None),
-``hang_timeout``, ``smoke`` (prompts), ``smoke_only``, ``preflight``, ``session_dir``, ``grace``.
+Speed: :meth:`Watcher.feed` is on the recorder's hot path (chunks of complete lines, up to ~1 MiB):
+no Python loop per line; anything slow belongs in a thread of its own. Threads: ``started`` and
+``finished`` run on the main thread, ``feed`` and ``tick`` in order on the recorder thread;
+``WatchContext.emit`` and ``request_stop`` may be called from any thread. Options: ``previous_launch``
+(a dict, its environment merged in), ``hang_timeout``, ``smoke``, ``smoke_only``, ``preflight``,
+``session_dir``, ``grace``.
 """
 
 from __future__ import annotations
@@ -39,13 +33,10 @@ class ExitInfo(Slotted):
 
     exit_code: int | None
     signal: int | None
-    #: True when logkit itself sent the stop (user's Ctrl-C, SIGTERM, SIGHUP, --hang-timeout).
-    stopped_by_logkit: bool
+    stopped_by_logkit: bool  # logkit sent the stop (a forwarded Ctrl-C, SIGTERM, SIGHUP, --hang-timeout)
     lines: int
-    #: Why logkit stopped the child, when it did: "SIGINT received", or a watcher's request_stop reason.
-    stop_reason: str | None
-    #: True when logkit had to SIGKILL the group after --grace.
-    escalated: bool
+    stop_reason: str | None  # "SIGINT received", or a watcher's request_stop reason
+    escalated: bool  # logkit had to SIGKILL the group after --grace
 
     _defaults = {"stopped_by_logkit": False, "lines": 0, "stop_reason": None, "escalated": False}
 
@@ -70,14 +61,10 @@ class WatchContext(Slotted):
 
     __slots__ = ("record", "emit", "request_stop", "options", "_attempt")
 
-    #: The attempt line as written (a dict): what a watcher reads before it needs the model.
-    record: dict[str, Any]
-    #: Append an event to the attempt's session (thread-safe: the store locks).
-    emit: Callable[[BaseEvent], None]
-    #: Ask the runner to stop the child's process group (used by --hang-timeout, --smoke-only).
-    request_stop: Callable[[str], None]
-    #: Free-form options from the command line (hang_timeout, smoke prompts, smoke_only, ...).
-    options: dict[str, Any]
+    record: dict[str, Any]  # the attempt line as written: what a watcher reads before it needs the model
+    emit: Callable[[BaseEvent], None]  # append an event to the session (thread-safe)
+    request_stop: Callable[[str], None]  # ask the runner to stop the child's process group
+    options: dict[str, Any]  # from the command line (hang_timeout, smoke prompts, smoke_only, ...)
 
     def __init__(self, attempt: Attempt | dict[str, Any], emit: Callable[[BaseEvent], None],
                  request_stop: Callable[[str], None], options: dict[str, Any] | None = None) -> None:
@@ -120,14 +107,11 @@ class Plan(Slotted):
 
     role: str
     argv: list[str] | None  # rewritten argv, or None to keep it
-    #: A ``LaunchConfig`` or the same as a plain dict (:mod:`logkit.launch` builds dicts: no pydantic).
-    launch: LaunchConfig | dict[str, Any] | None
+    launch: LaunchConfig | dict[str, Any] | None  # a plain dict from logkit.launch (no pydantic)
     bench: BenchConfig | None
     watcher: Watcher | None
-    #: Set to refuse the launch: the message says why and names the fix (preflight).
-    refuse: str | None
-    #: Printed to stderr before launch (warnings, the config diff).
-    notes: list[str]
+    refuse: str | None  # set to refuse the launch: why, and the fix (preflight)
+    notes: list[str]  # printed to stderr before launch (warnings, the config diff)
 
     _defaults = {"role": "command", "argv": None, "launch": None, "bench": None, "watcher": None, "refuse": None,
                  "notes": []}

@@ -2,27 +2,18 @@
 
 Contract:
 
-* Everything about the files (where the store and the current session are, ids, whole-line locked
-  appends, reading lines with ``upgrade()`` applied, who counts as abandoned) is
-  :mod:`logkit.store.files`, the layer the typed :mod:`logkit.store` uses too: this writer and
-  :class:`logkit.store.SessionHandle` writers can share a session.
-* Events are plain dicts built by :func:`logkit.store.files.event` (checked against the models by
-  ``tests/test_files.py``).
-* Bounded before the spawn, whatever the session's size: what the run needs (open attempts, the
-  last launch, hypothesis ids, the highest ``A<n>``) is a :class:`~logkit.capture.sessionview.SessionView`.
-  :meth:`Journal.refresh_index` brings the index up to date in a thread once the child runs; the
-  index only speeds this up: a failure of it falls back to reading the file.
-* Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught
-  up with every line appended before it (a damaged line or a newer schema's still claims its id),
-  and past any ``logs/A<n>.log`` already there: the log is created ``O_EXCL``, never truncated.
-* :meth:`Journal.open` gives the open attempts whose recorder is gone an ``abandoned`` outcome by
-  the store's one rule (:func:`logkit.store.reconcile.reconcile`: pydantic for those attempts only,
-  decided again under the session lock, secrets redacted). A damaged line never stops it (the
-  command must run); it is skipped.
-* Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` next to the log
-  (``logs/.A7.reserve``) and :meth:`append_outcome` frees it before writing, so a log that fills
-  the disk still ends in a whole outcome line; failing that a shortened outcome (no tail, evidence
-  or timeline) is tried, then nothing is written (never a torn line).
+* The files (store, current session, ids, whole-line locked appends, upgrades) are
+  :mod:`logkit.store.files`, the layer :mod:`logkit.store` uses too: both writers can share a session.
+  Events are plain dicts built by :func:`logkit.store.files.event`.
+* Bounded before the spawn, whatever the session's size: what the run needs is a
+  :class:`~logkit.capture.sessionview.SessionView`; :meth:`Journal.refresh_index` brings the index up
+  to date in a thread once the child runs (a failure falls back to reading the file).
+* Ids are allocated by :meth:`Journal.append_attempt` under the session lock, from the view caught up
+  (a damaged line still claims its id), past any ``logs/A<n>.log`` there (created ``O_EXCL``).
+* :meth:`Journal.open` gives the open attempts whose recorder is gone an ``abandoned`` outcome
+  (:func:`logkit.store.reconcile.reconcile`); a damaged line never stops it.
+* Room for the outcome: :meth:`append_attempt` sets aside :data:`RESERVE_BYTES` (``logs/.A7.reserve``),
+  freed before the outcome is written; failing that a shortened outcome is tried (never a torn line).
 """
 
 from __future__ import annotations
@@ -68,8 +59,7 @@ class Journal:
         return SessionView.load(self.root, self.id, self.events_path)
 
     def refresh_index(self, *, launch: bool = False) -> None:
-        """Bring the index up to date in a thread, :data:`REFRESH_DELAY_S` after this call, when the session
-        is read through it and the index lacks more than :data:`REFRESH_BYTES` (anything, for a launch)."""
+        """Refresh the index in a thread when it lacks more than :data:`REFRESH_BYTES` (anything, for a launch)."""
         view = self.view
         if self._refresher is not None or view.size <= SCAN_LIMIT or not view.behind:
             return
@@ -112,19 +102,14 @@ class Journal:
         journal.reconcile("; recording anyway")
         return journal
 
-    def hypothesis_ids(self) -> list[str]:
-        """The session's hypothesis short ids (``H3``), read without validation."""
+    def current(self) -> SessionView:
+        """The view, caught up with every line appended so far (hypothesis ids, open attempts, last launch)."""
         self.view.catch_up()
-        return list(self.view.hyps)
+        return self.view
 
     def reconcile(self, then: str = "") -> None:
         """Mark attempts whose recorder died as abandoned (:func:`logkit.store.reconcile.reconcile`); never raises."""
-        reconcile(self.dir, self.id, self._open_attempts, scrub=_scrub, then=then)
-
-    def _open_attempts(self) -> dict[str, dict[str, Any]]:
-        """Short id -> attempt dict, for the attempts without an outcome (the view, caught up)."""
-        self.view.catch_up()
-        return self.view.open
+        reconcile(self.dir, self.id, lambda: self.current().open, scrub=_scrub, then=then)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[int]:
@@ -191,11 +176,6 @@ class Journal:
             short["capture_truncated"] = "; ".join(filter(None, [outcome.get("capture_truncated"), why]))
             self.append(short, durable=True)
             return short
-
-    def last_launch(self) -> dict[str, Any] | None:
-        """The session's last launch attempt (with its probed environment in place), if any."""
-        self.view.catch_up()
-        return self.view.launch
 
 
 def _scrub(data: Any) -> Any:

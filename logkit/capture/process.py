@@ -2,14 +2,10 @@
 
 Contract:
 
-* :func:`spawn` starts the child with ``start_new_session=True``: it leads a new session and
-  process group (pgid == pid), so a signal to the group reaches it and every descendant that did
-  not call ``setsid``/``setpgid`` itself (SGLang's schedulers and detokenizer stay in the group).
-  A descendant that left the group cannot be tracked by pgid; that limit is documented.
-* ``use_pty``: stdout and stderr are the slave of a fresh pseudo-terminal (output post-processing
-  off, so the master yields the child's own bytes; the window size copied from logkit's terminal).
-  Otherwise stdout and stderr are two pipes (enlarged to 1 MiB), so redirections of logkit's own
-  stdout/stderr keep their meaning. stdin is always inherited: the child reads what logkit would.
+* :func:`spawn` starts the child in a new session and process group (pgid == pid): a signal to the
+  group reaches every descendant that did not leave it (SGLang's schedulers and detokenizer stay).
+* ``use_pty``: stdout and stderr are a fresh pseudo-terminal (output post-processing off, logkit's
+  window size); otherwise two pipes (enlarged to 1 MiB). stdin is always inherited.
 * :func:`exit_status` maps a wait status to the shell's convention (128+N for signal N).
 """
 

@@ -2,24 +2,17 @@
 
 Contract:
 
-* :meth:`Recorder.consume` takes whatever a read returned and stores complete lines, redacted, with
-  one ``os.write`` per call; a partial line waits until it completes, is older than
-  :data:`PARTIAL_AGE_S` (then it is flushed up to its last space or ``\\r``; one without waits, so
-  a token is never written in halves) or longer than :data:`PARTIAL_MAX` (cut after its last space
-  or punctuation). Such a piece reaches ``Watcher.feed`` without its newline; the next piece
-  continues the same line number. Each later part of a line is redacted together with the raw text
-  written so far (up to :data:`CONTEXT_MAX` bytes, from its last ``\\r``): ``password `` then, a
-  second later, ``hunter2`` is redacted.
+* :meth:`Recorder.consume` stores the complete lines of a read, redacted, one ``os.write`` per call; a
+  partial line waits until it completes, is older than :data:`PARTIAL_AGE_S` (flushed up to its last
+  space or ``\\r``: a token is never written in halves) or longer than :data:`PARTIAL_MAX`. A later part
+  of a line is redacted together with the raw text written so far (up to :data:`CONTEXT_MAX` bytes):
+  ``password `` then, a second later, ``hunter2`` is redacted.
 * After :meth:`Recorder.start`, :meth:`submit` and :meth:`tick` hand work, in order, to one recorder
-  thread (``Watcher.feed`` and ``Watcher.tick`` run there); the main thread only reads, echoes and
-  handles signals. At most :data:`QUEUE_CHUNKS` reads wait: a slow recorder slows the pipe, it never
-  drops output.
-* The redaction prefilter runs in :meth:`scan` on the reading thread, overlapping the recorder
-  thread's writes. A read that is not line-aligned can split a trigger, so the last ``window`` bytes
-  of the previous read are rescanned with the start of this one; a chunk's verdict also covers the
-  partial line it leaves behind, which is stored with the next chunk.
-* Nothing here raises: a full disk, a failing watcher or any other error is appended to
-  :attr:`problems` (the outcome's ``capture_truncated``) and the stream goes on.
+  thread (``Watcher.feed`` and ``Watcher.tick`` run there); at most :data:`QUEUE_CHUNKS` reads wait:
+  a slow recorder slows the pipe, it never drops output.
+* The redaction prefilter (:meth:`scan`) runs on the reading thread; the last ``window`` bytes of the
+  previous read are rescanned with this one (a trigger split across reads).
+* Nothing here raises: an error is appended to :attr:`problems` (``capture_truncated``), the stream goes on.
 """
 
 from __future__ import annotations
@@ -44,8 +37,7 @@ CONTEXT_MAX = 4096
 _BREAKS = tuple(bytes([c]) for c in b",;'\"()[]{}<>|`=:/@")
 TAIL_LINES = 20
 TAIL_BYTES = 65536
-#: a stored chunk at least this big has its newlines counted by numpy (4x faster than
-#: ``bytes.count``, which loops byte by byte); numpy is imported on the first one
+#: a stored chunk at least this big has its newlines counted by numpy (4x faster than ``bytes.count``)
 NUMPY_COUNT_MIN = 256 * 1024
 _numpy: Any = None
 
@@ -53,17 +45,14 @@ _numpy: Any = None
 def newlines(data: bytes) -> int:
     """``data.count(b"\n")``, by numpy on big chunks where numpy imports (pandas needs it)."""
     global _numpy
-    if len(data) >= NUMPY_COUNT_MIN and _numpy is not False:
-        if _numpy is None:
-            try:
-                import numpy
-            except Exception:
-                _numpy = False
-                return data.count(b"\n")
-            _numpy = numpy
-        np = _numpy
-        return int(np.count_nonzero(np.frombuffer(data, np.uint8) == 10))
-    return data.count(b"\n")
+    if _numpy is None and len(data) >= NUMPY_COUNT_MIN:
+        try:
+            import numpy as _numpy
+        except Exception:
+            _numpy = False
+    if len(data) < NUMPY_COUNT_MIN or _numpy is False:
+        return data.count(b"\n")
+    return int(_numpy.count_nonzero(_numpy.frombuffer(data, _numpy.uint8) == 10))
 
 
 class _Hasher:
@@ -121,8 +110,6 @@ class Recorder:
         self._ph = redactor.placeholder.encode()
         self._window = max(redactor.window - 1, 1)
 
-    # -- the log side on a thread of its own: the main thread only reads, echoes and signals -------
-
     def start(self) -> None:
         """Run redaction, log writes, digest and the watcher on a recorder thread, in order."""
         import queue
@@ -175,10 +162,8 @@ class Recorder:
             return
         import queue
 
-        try:
+        with contextlib.suppress(queue.Full):  # busy recording: the next tick will do
             self._queue.put_nowait((None, now, None))
-        except queue.Full:
-            pass  # busy recording: the next tick will do
 
     def _tick(self, now: float) -> None:
         self.flush_stale(now)
@@ -281,8 +266,8 @@ class Recorder:
             self._drop_log()
 
     def _store_continued(self, fd: int, raw: bytes) -> None:
-        """Store the next part of a line whose earlier part (the context) is in the log, redacted with that
-        context; a match reaching back into what was written starts the part with the placeholder."""
+        """Store the next part of a line whose earlier part (the context) is in the log, redacted with it."""
+        # a match reaching back into what was written starts the part with the placeholder
         ctx = self._context.pop(fd, b"")
         if ctx:
             before = self.redactor.chunk(ctx)
@@ -308,8 +293,7 @@ class Recorder:
             self._context[fd] = line
 
     def _flush_partial(self, fd: int, buf: bytes, why: str) -> bytes:
-        """Store part of a partial line: all of it (``all``); up to its last space or ``\\r``, else nothing
-        (``age``); up to its last non-token byte (``size``). Returns what is held back."""
+        """Store all of a partial line (``all``), up to its last blank (``age``) or token end (``size``); the rest."""
         if why == "all":
             self._store_continued(fd, buf)
             return b""
@@ -341,8 +325,7 @@ class Recorder:
 
 
 def tail_lines(data: bytes, last: int, *, cut: bool) -> list[dict[str, Any]]:
-    """The last :data:`TAIL_LINES` lines of ``data``, ending at line ``last`` (``cut``: the first may be cut
-    short, and is left out); lines end at "\\n", each shown after its last "\\r" as a terminal shows it."""
+    """The last :data:`TAIL_LINES` lines of ``data``, ending at line ``last`` (``cut``: the first is left out)."""
     text = data.decode("utf-8", "replace")
     lines = [ln.rstrip("\r").rsplit("\r", 1)[-1] for ln in text.split("\n")]
     if text.endswith("\n") or not text:

@@ -2,18 +2,13 @@
 
 Contract:
 
-* The patterns are data, in ``logkit/data/secrets.toml`` (env-var names, flag names, text regexes);
-  this module only compiles them. Every matched value becomes the placeholder ``[REDACTED]``.
-* A :class:`Redactor` made with :meth:`Redactor.for_run` also learns the literal values of the run's
-  secret variables and flags, and URL passwords in its environment, so a child printing
-  ``$HF_TOKEN`` is caught even when the token has no recognisable shape.
-* One engine, ``re``: the patterns and the learned literals, joined in one regex, alone decide what
-  is replaced. Text holding none of the table's ``triggers`` (lowercase substrings, one of which is
-  in every match) nor a learned literal is returned as is without running it.
-* :meth:`Redactor.chunk` is on the recorder's hot path and takes complete lines (a secret is never
-  split across two calls; the recorder redacts a line flushed in parts with its earlier parts).
-* :meth:`Redactor.scrub` walks any JSON-ready value (an event dict): strings are redacted as text,
-  and everything under a secret-looking key (``api_key``), also inside lists, is replaced.
+* The patterns are data (``logkit/data/secrets.toml``: env-var names, flag names, text regexes); every
+  matched value becomes the placeholder ``[REDACTED]``. :meth:`Redactor.for_run` also learns the literal
+  values of the run's secret variables and flags and URL passwords in its environment.
+* One engine, ``re``: the patterns and the learned literals alone decide what is replaced; text holding
+  none of the ``triggers`` (lowercase substrings, one in every match) nor a literal is returned as is.
+* :meth:`Redactor.chunk` (the recorder's hot path) takes complete lines: a secret is never split.
+* :meth:`Redactor.scrub` walks a JSON-ready value: strings redacted, everything under a secret key replaced.
 
 Imports only the standard library (the ``logkit run`` start-up must stay light).
 """
@@ -47,26 +42,16 @@ class Rules(NamedTuple):
     flag_names: frozenset[str]
     flag_pattern: re.Pattern[str]
     min_literal: int
-    #: (name, regex source) in file order
-    patterns: tuple[tuple[str, str], ...]
-    #: per pattern, the lowercase substrings one of which is in each of its matches
-    pattern_triggers: tuple[tuple[bytes, ...], ...]
-    #: regex of the unquoted values that are left alone (``None``, numbers), lowercase
-    harmless: str = _HARMLESS_SOURCE
-    #: environment names that match ``env_re`` but hold no secret (``TOKENIZERS_PARALLELISM``)
-    not_secret_re: re.Pattern[str] | None = None
-    #: flags whose value is a secret in a command line only (``--key``), not as an event's field name
-    argv_flags: frozenset[str] = frozenset()
-    #: flags whose value is ``USER:PASSWORD`` (``curl -u``)
-    user_password: frozenset[str] = frozenset()
-    #: commands whose ``-pPASSWORD`` carries the password glued on (``mysql``)
-    glued_password: frozenset[str] = frozenset()
-    #: per pattern, the lowercase text that ends the region searched for it (a multi-line block), or b""
-    pattern_until: tuple[bytes, ...] = ()
-    #: (header regex, closing text) of the blocks a stream redacts across reads (:meth:`Redactor.stream`)
-    blocks: tuple[tuple[str, bytes], ...] = ()
-    #: needles tested instead of the triggers holding them, in :meth:`Redactor.suspicious` (lowercase)
-    cover: tuple[bytes, ...] = ()
+    patterns: tuple[tuple[str, str], ...]  # (name, regex source) in file order
+    pattern_triggers: tuple[tuple[bytes, ...], ...]  # per pattern, lowercase substrings one of which each match holds
+    harmless: str = _HARMLESS_SOURCE  # unquoted values left alone (None, numbers)
+    not_secret_re: re.Pattern[str] | None = None  # names matching env_re that hold no secret
+    argv_flags: frozenset[str] = frozenset()  # flags secret in a command line only (``--key``)
+    user_password: frozenset[str] = frozenset()  # flags whose value is ``USER:PASSWORD`` (``curl -u``)
+    glued_password: frozenset[str] = frozenset()  # commands whose ``-pPASSWORD`` is glued on (``mysql``)
+    pattern_until: tuple[bytes, ...] = ()  # per pattern, the text ending its region (a multi-line block), or b""
+    blocks: tuple[tuple[str, bytes], ...] = ()  # (header regex, closing text) redacted across reads
+    cover: tuple[bytes, ...] = ()  # needles tested instead of the triggers holding them (lowercase)
 
 
 @lru_cache(maxsize=1)
@@ -101,9 +86,8 @@ _URL_PASSWORD = re.compile(r"://[^/\s:@]*:([^/\s@]+)@")
 def _secret_env(rules: Rules, name: str) -> bool:
     """A secret-looking name is one whatever its prefix (``SGLANG_DB_PASS``), unless listed ``not_secret``."""
     upper = name.upper()
-    if rules.env_re.match(upper) is None:
-        return False
-    return rules.not_secret_re is None or rules.not_secret_re.match(upper) is None
+    return rules.env_re.match(upper) is not None and (rules.not_secret_re is None
+                                                      or rules.not_secret_re.match(upper) is None)
 
 
 def _secret_flag(rules: Rules, flag: str) -> bool:
@@ -167,9 +151,7 @@ def _keep_lines(placeholder: Any, replaced: Any) -> Any:
 
 def _scoped(source: str) -> str:
     """Turn a leading ``(?i)`` into a scoped ``(?i:...)`` so patterns can be joined."""
-    if source.startswith("(?i)"):
-        return f"(?i:{source[4:]})"
-    return source
+    return f"(?i:{source[4:]})" if source.startswith("(?i)") else source
 
 
 class Redactor:
@@ -236,8 +218,7 @@ class Redactor:
         return max((len(t) for t in (*self._triggers, *self._lit_bytes)), default=1)
 
     def suspicious(self, data: bytes) -> bool:
-        """Whether ``data`` holds a trigger (any case) or a learned literal; lines of a shape known clean
-        (:mod:`logkit.capture.shapes`) are not searched again (a needle never spans a line)."""
+        """Whether ``data`` holds a trigger (any case) or a learned literal (known clean shapes skipped)."""
         shapes = self._shapes.shapes(data)
         if self._shapes.all_clean(shapes):
             return False
@@ -248,8 +229,7 @@ class Redactor:
         return False
 
     def redact_chunk(self, data: bytes) -> bytes:
-        """Redact ``data`` (after :meth:`suspicious` said yes): each trigger's line and the next one, with the
-        patterns that trigger starts (the joined regex is slow in ``re``); the rest is copied as is."""
+        """Redact each trigger's line and the next with the patterns it starts (the joined regex is slow)."""
         low = data.lower()
         hits: list[tuple[int, frozenset[int]]] = []
         for needle, patterns, lowered in self._starts:
@@ -306,8 +286,7 @@ class Redactor:
         return regex.sub(lambda m: self._replace(m, self._ph, (b"'", b'"')), data)
 
     def _changes(self, data: bytes, i: int) -> bool:
-        """Whether pattern ``i`` (``-1``: the learned literals) changes anything where it matches: each
-        pattern alone is fast, and every position it matches is tried, so no change is missed."""
+        """Whether pattern ``i`` (``-1``: the learned literals) changes anything where it matches (alone: fast)."""
         if i < 0:
             return True
         found = self._solo.get(i)
@@ -336,8 +315,6 @@ class Redactor:
                 literals += _URL_PASSWORD.findall(value)
         return cls(rules, literals)
 
-    # -- classification ------------------------------------------------------------------------
-
     def is_secret_env(self, name: str) -> bool:
         """Whether an environment variable of this name holds a secret."""
         return _secret_env(self.rules, name)
@@ -345,8 +322,6 @@ class Redactor:
     def is_secret_key(self, key: str) -> bool:
         """Whether a mapping key (``api_key``, ``--hf-token``, ``HF_TOKEN``) names a secret."""
         return is_secret_key(key, self.rules)
-
-    # -- redaction -----------------------------------------------------------------------------
 
     def _replace(self, match: re.Match[Any], placeholder: Any, quotes: Any, group: str | None = "") -> Any:
         """What replaces one match (str or bytes); ``group``: the one replaced when not the joined regex's."""
@@ -380,8 +355,7 @@ class Redactor:
         return self._text_re.sub(lambda m: self._replace(m, self.placeholder, ("'", '"')), value)
 
     def stream(self, data: bytes, suspicious: bool | None = None) -> bytes:
-        """The next complete lines of one stream, redacted (:meth:`chunk`, or the reader's verdict); a block
-        (a private key) opened in this read or an earlier one is replaced up to its closing line (:data:`UNTIL_MAX`)."""
+        """The next complete lines of one stream, redacted; an open block (a private key) up to its closing line."""
         head = b""
         if self._open is not None:
             head, data = self._continue_block(data)
@@ -430,12 +404,9 @@ class Redactor:
     def argv(self, argv: list[str]) -> list[str]:
         """The argv as it may be stored: secret flag values (``-u U:PW``, ``mysql -pPW``) replaced, every word redacted."""
         out = list(argv)
-        for i, _value in _flag_values(self.rules, argv):
-            if i < len(argv) and argv[i].startswith("-") and "=" in argv[i]:
-                flag = argv[i].partition("=")[0]
-                out[i] = f"{flag}={self.placeholder}"
-            else:
-                out[i] = self.placeholder
+        for i, _value in _flag_values(self.rules, argv):  # --flag=VALUE keeps its flag
+            glued_flag = i < len(argv) and argv[i].startswith("-") and "=" in argv[i]
+            out[i] = f"{argv[i].partition('=')[0]}={self.placeholder}" if glued_flag else self.placeholder
         glued = bool(argv) and argv[0].rpartition("/")[2] in self.rules.glued_password
         for i, word in enumerate(argv):
             if word in self.rules.user_password and i + 1 < len(argv) and ":" in argv[i + 1]:
@@ -446,10 +417,8 @@ class Redactor:
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """Environment values as they may be stored."""
-        return {
-            name: (self.placeholder if self.is_secret_env(name) and value else self.text(value))
-            for name, value in env.items()
-        }
+        return {name: self.placeholder if self.is_secret_env(name) and value else self.text(value)
+                for name, value in env.items()}
 
     def scrub(self, value: Any) -> Any:
         """Redact a JSON-ready value deeply (an event dict before it is written)."""

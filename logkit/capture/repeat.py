@@ -1,13 +1,10 @@
 """``logkit run --repeat N [--warmup]``: one benchmark run N times against the same server.
 
-Contract: :func:`run` refuses (before anything runs) a command that is not an SGLang benchmark
-(:mod:`logkit.capture.sglang.detect`), then runs it with :func:`logkit.capture.runner.run`: first
-an optional warm-up run, recorded as an attempt labelled ``warm-up`` whose figures are not
-recorded (its JSONL record stays in the session's logs), then N measured runs, each its own
-attempt labelled ``run i/N`` with a ``repeat`` label (``i/N``) on its metrics. It stops at the
-first run that fails (a dead server is not measured N times). :func:`summary` reads the measured
-runs' metrics back from the session and gives each headline figure as median with its spread
-(:func:`logkit.stats.spread`: min-max, and the bootstrap interval of the median from 5 runs on).
+Contract: :func:`run` refuses a command that is not an SGLang benchmark, then runs it with
+:func:`logkit.capture.runner.run`: an optional ``warm-up`` attempt whose figures are not recorded, then
+N measured attempts labelled ``run i/N`` (a ``repeat`` label on their metrics), stopping at the first
+that fails. :func:`summary` gives each headline figure of the measured runs as the median with its
+spread (:func:`logkit.stats.spread`).
 """
 
 from __future__ import annotations

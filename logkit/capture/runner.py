@@ -2,21 +2,16 @@
 
 Contract:
 
-* Order: plan (planners in :data:`PLANNERS`, imported lazily and only when their argv regex
-  matches) -> confirm (``confirm(plan, environment)``: the environment as a dict, probes waited for up to
-  :data:`CONFIRM_WAIT_S`, only for a launch; ``None`` otherwise) -> spawn -> ``attempt`` line (pid, pgid, recorder pid/host) -> stream ->
-  ``environment`` line (when the background probes finish) -> ``outcome`` line (fsynced, after
-  the log is fsynced). The attempt is written after spawn but before any output is read, so the
-  pgid is on disk before anything can be lost; a logkit SIGKILLed at any later point leaves an
-  attempt the next command marks ``abandoned`` with the group's survivors.
-* Output goes to logkit's stdout/stderr as it arrives, unchanged; the log gets complete lines,
-  redacted, written by the :class:`~logkit.capture.recorder.Recorder` thread.
-* SIGINT/SIGTERM/SIGHUP to logkit are forwarded to the child's group; after ``grace`` seconds the
-  group gets SIGKILL. A third signal kills at once (:mod:`logkit.capture.supervisor`: the loop and
-  the typed stop state). After the child ends, survivors of the group are recorded on the outcome
-  (and, when logkit stopped the group, killed).
-* A failure inside logkit (a watcher raising, the log disk full, an event write failing) never
-  stops the child or its output: it is reported on stderr and in ``outcome.capture_truncated``.
+* Order: plan (:data:`PLANNERS`, imported lazily) -> confirm (``confirm(plan, environment)``: probes
+  waited for up to :data:`CONFIRM_WAIT_S`, for a launch only) -> spawn -> ``attempt`` line (pid, pgid,
+  recorder pid/host) -> stream -> ``environment`` line -> ``outcome`` line (fsynced, after the log).
+  The pgid is on disk before any output is read: a logkit SIGKILLed later leaves an attempt the next
+  command marks ``abandoned`` with the group's survivors.
+* Output goes to logkit's stdout/stderr as it arrives, unchanged; the log gets complete lines, redacted.
+* Signals are forwarded to the child's group, SIGKILL after ``grace`` (:mod:`.supervisor`); survivors
+  of the group are recorded on the outcome (and, when logkit stopped the group, killed).
+* A failure inside logkit never stops the child or its output: it is reported on stderr and in
+  ``outcome.capture_truncated``.
 """
 
 from __future__ import annotations
@@ -46,17 +41,13 @@ from .supervisor import StopState, Supervisor
 
 __all__ = ["PLANNERS", "RunOptions", "RunResult", "run"]
 
-#: (planner "module:function", regex over the joined argv that must match before it is imported).
-#: The SGLang planner sees every command: what a command prints can make it a launch (``docker run``, a script).
+#: (planner "module:function", regex over the joined argv that must match before it is imported); the
+#: SGLang planner sees every command: what a command prints can make it a launch.
 PLANNERS: list[tuple[str, str]] = [("logkit.capture.sglang:plan", r"")]
 
-#: How long the end of an attempt waits for environment probes still running (git, nvidia-smi, the
-#: package probe): the summary comes within a blink of the child's exit; a probe not done by then
-#: is recorded as "still running after Ns" (the environment event says which), never waited for.
+#: How long the end of an attempt waits for probes still running (one not done is recorded "still running")
 PROBE_WAIT_S = 0.1
-#: ...except the GPU probe, waited for up to this long: the GPUs' architecture is what makes a failed
-#: launch count in the matrix (nvidia-smi on a GPU host answers in about a second, long done by the
-#: time a launch fails; without a GPU it fails at once).
+#: ...except the GPU probe: the architecture makes a failed launch count in the matrix (about a second)
 GPU_PROBE_WAIT_S = 5.0
 CONFIRM_WAIT_S = 2.0
 
@@ -92,8 +83,7 @@ class RunResult(Slotted):
     session: str | None
     attempt: dict[str, Any] | None
     outcome: dict[str, Any] | None
-    #: why the command ran unrecorded (said again in the closing summary); None when recorded
-    unrecorded: str | None
+    unrecorded: str | None  # why the command ran unrecorded (said again in the closing summary)
 
     _defaults = {"session": None, "attempt": None, "outcome": None, "unrecorded": None}
 
@@ -111,7 +101,7 @@ def _find_plan(argv: list[str], env: dict[str, str], options: dict[str, Any], jo
         if "previous_launch" not in options and "sglang" in joined:
             # A dict (the stored line, its environment event merged in): no pydantic before the child starts.
             # Only an argv naming SGLang can be a launch by its argv (a launch its output reveals has no diff).
-            options["previous_launch"] = journal.last_launch()
+            options["previous_launch"] = journal.current().launch
         plan = planner(argv, env, options)
         if plan is not None:
             return plan
@@ -134,7 +124,7 @@ def _generic_status(info: ExitInfo) -> tuple[str, str]:
 
 def _check_tests(journal: Journal, tests: list[str]) -> None:
     """Refuse ``--tests H9`` when the session has no H9 (a typo would record a wrong link)."""
-    known = journal.hypothesis_ids()
+    known = list(journal.current().hyps)
     for hyp in tests:
         if "/" not in hyp and hyp not in known:
             raise NotFound(f"--tests {hyp}: session {journal.id} has no hypothesis {hyp}",
@@ -154,10 +144,9 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
     redactor = Redactor.for_run(env, argv)
     probes = envmod.Probes(argv, cwd, env, redactor)
     base_env = envmod.quick(env, redactor)
-    options: dict[str, Any] = {
-        "hang_timeout": opts.hang_timeout, "smoke": list(opts.smoke), "smoke_only": opts.smoke_only,
-        "preflight": opts.preflight, "session_dir": str(journal.dir), "grace": opts.grace, **opts.extra,
-    }
+    options: dict[str, Any] = {"hang_timeout": opts.hang_timeout, "smoke": list(opts.smoke), "grace": opts.grace,
+                               "smoke_only": opts.smoke_only, "preflight": opts.preflight,
+                               "session_dir": str(journal.dir), **opts.extra}
     plan = _find_plan(argv, env, options, journal)
     for note in plan.notes:
         print(f"logkit: {note}", file=sys.stderr)
@@ -184,12 +173,10 @@ def run(argv: list[str], opts: RunOptions, *, confirm: Callable[[Plan, Any], boo
         print(f"logkit: error: cannot run {run_argv[0]!r}: {exc.strerror} (exit {code}; nothing was recorded)\n"
               "  fix: check the command name and PATH", file=sys.stderr)
         return RunResult(exit_status=code, session=journal.id)
-    attempt = files.event(
-        "attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
-        started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid, pgid=child.pgid,
-        recorder_pid=os.getpid(), recorder_host=procs.hostname(), launch=_dump_model(plan.launch),
-        bench=_dump_model(plan.bench), label=opts.label,
-    )
+    attempt = files.event("attempt", journal.id, argv=redactor.argv(run_argv), cwd=cwd, role=opts.role or plan.role,
+                          started=started_wall, tests=list(opts.tests), environment=base_env, pid=child.pid,
+                          pgid=child.pgid, recorder_pid=os.getpid(), recorder_host=procs.hostname(),
+                          launch=_dump_model(plan.launch), bench=_dump_model(plan.bench), label=opts.label)
     problems: list[str] = []
     log_fd: int | None = None
     try:
@@ -280,16 +267,16 @@ class _Recording(Slotted):
             self.probes.join("gpus", GPU_PROBE_WAIT_S)
             _write_environment(journal, attempt, self.probes, self.base_env, problems, wait=PROBE_WAIT_S)
         problems.extend(rec.problems)
-        outcome = files.event(
-            "outcome", journal.id, attempt=attempt["short_id"], status=(verdict and verdict.status) or status,
-            label=(verdict and verdict.label) or label, signature=verdict and verdict.signature, ended=files.utc(),
-            duration_s=round(duration, 3), exit_code=code, signal=sig,
-            ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
-            evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
-            tail=rec.tail_lines(), timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
-            log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
-            survivors=survivors, capture_truncated="; ".join(problems) or None,
-        )
+        outcome = files.event("outcome", journal.id, attempt=attempt["short_id"],
+                              status=(verdict and verdict.status) or status, label=(verdict and verdict.label) or label,
+                              signature=verdict and verdict.signature, ended=files.utc(), duration_s=round(duration, 3),
+                              exit_code=code, signal=sig,
+                              ready_at=verdict.ready_at.isoformat() if verdict and verdict.ready_at else None,
+                              evidence=[_dump_model(e) for e in verdict.evidence] if verdict else [],
+                              tail=rec.tail_lines(),
+                              timeline=[_dump_model(m) for m in verdict.timeline] if verdict else [],
+                              log={"path": attempt["log"]["path"], "size": rec.size, "sha256": rec.sha.hexdigest()},
+                              survivors=survivors, capture_truncated="; ".join(problems) or None)
         outcome = redactor.scrub(outcome)
         try:
             outcome = journal.append_outcome(outcome)

@@ -4,19 +4,13 @@ ingested yet.
 Contract:
 
 * :meth:`SessionView.load` answers, for the bytes ``[0, size)`` of one ``events.jsonl``: the highest
-  ``A<n>``/``H<n>`` any line claims (a damaged line or a newer schema's too: an id is never handed
-  out twice), the hypothesis ids (``--tests H3``), the attempts without an outcome (the abandoned
-  check) and the last launch with its probed environment (the config diff).
-* A file of at most :data:`SCAN_LIMIT` bytes is scanned whole (no SQLite). A bigger one is read
-  from :class:`logkit.store.index.Index` as it stands (no refresh: no pydantic before the spawn),
-  plus the lines appended since the index's offset, when the file has the inode the index saw and
-  the sha256 of the 4 KiB before that offset matches. Anything else (no index, a rewritten file,
-  any error) scans the whole file: slower, never wrong.
-* The scan is bytes and :mod:`json`: ids by :func:`logkit.store.files.short_numbers` over every
-  byte, and only lines of a ``kind`` it needs decoded; a torn last line is read again once it ends.
-* :meth:`SessionView.catch_up` scans what was appended since (the journal calls it under the
-  session lock before it allocates an id); :attr:`SessionView.behind` says how many bytes the index
-  lacks, and :func:`refresh` brings it up to date (validated ingest).
+  ``A<n>``/``H<n>`` any line claims (a damaged line's too), the hypothesis ids, the attempts without
+  an outcome and the last launch with its probed environment.
+* A file of at most :data:`SCAN_LIMIT` bytes is scanned whole. A bigger one is read from
+  :class:`logkit.store.index.Index` as it stands plus the lines appended since its offset, when the
+  inode and the sha256 of the 4 KiB before that offset match; anything else scans the whole file.
+* The scan is bytes and :mod:`json` (only lines of a ``kind`` it needs decoded); :meth:`catch_up`
+  scans what was appended since; :func:`refresh` brings the index up to date (validated ingest).
 """
 
 from __future__ import annotations
@@ -51,21 +45,15 @@ class SessionView(Slotted):
     path: Path
     root: Path
     session: str
-    #: the inode of the file this view covers (a file replaced since is read again whole)
-    ino: int
-    #: the bytes of the file this view covers (complete lines)
-    size: int
+    ino: int  # the inode of the file this view covers (a file replaced since is read again whole)
+    size: int  # the bytes of the file this view covers (complete lines)
     max_a: int
     max_h: int
     hyps: list[str]
-    #: short id -> attempt event dict, for the attempts without an outcome
-    open: dict[str, dict[str, Any]]
-    #: the last launch attempt's dict, its probed environment in place
-    launch: dict[str, Any] | None
-    #: the bytes of the file the index has ingested (what it lacks: :attr:`behind`)
-    indexed: int
-    #: "scan" (the whole file read) or "index" (the index, and the lines after its offset)
-    source: str
+    open: dict[str, dict[str, Any]]  # short id -> attempt event dict, for the attempts without an outcome
+    launch: dict[str, Any] | None  # the last launch attempt's dict, its probed environment in place
+    indexed: int  # the bytes of the file the index has ingested (what it lacks: :attr:`behind`)
+    source: str  # "scan" (the whole file read) or "index" (the index, and the lines after its offset)
 
     def __init__(self, path: Path, root: Path, session: str) -> None:
         self.path, self.root, self.session = path, root, session

@@ -1,17 +1,13 @@
 """Line shapes: the "nothing to see on these lines" test of the classifier and the redactor.
 
-Both look in every chunk of a command's output for literal needles (the classifier's rows' needles,
-:mod:`logkit.capture.sglang.prefilter`, which keeps its own memory of what each shape needs; the
-redactor's triggers and learned secrets, :class:`CleanShapes`), one pass per needle without them:
-dozens of passes per chunk, although a healthy log repeats a few hundred kinds of line. A line's *shape* is
-the line with ASCII letters lowercased and each digit made ``0`` (one ``bytes.translate``). A needle
-in a line is, shaped the same way, in that line's shape; so a shape that holds no shaped needle
-belongs only to lines that hold no needle (whatever their case or digits), and a chunk whose lines'
+Both look in every chunk of output for literal needles (the classifier's rows' needles, with their own
+memory in :mod:`logkit.capture.sglang.prefilter`; the redactor's triggers and learned secrets,
+:class:`CleanShapes`). A line's *shape* is the line with ASCII letters lowercased and each digit made
+``0`` (one ``bytes.translate``); a needle in a line is, shaped, in its shape, so a chunk whose lines'
 shapes are all known clean holds none: a translate, a split and a set lookup per line, in C.
 
-Contract: needles never hold a line break (a needle that does makes :class:`CleanShapes` refuse to
-vouch for anything); what is remembered is bounded (:data:`MAX_SHAPES` shapes of at most
-:data:`MAX_SHAPE_BYTES`): a log of ever-new or very long lines only costs the speed-up.
+Contract: needles never hold a line break (one that does makes :class:`CleanShapes` vouch for nothing);
+at most :data:`MAX_SHAPES` shapes of at most :data:`MAX_SHAPE_BYTES` are remembered.
 """
 
 from __future__ import annotations
@@ -25,15 +21,12 @@ __all__ = ["CleanShapes", "MAX_SHAPES", "MAX_SHAPE_BYTES", "SHAPE"]
 #: ASCII letters lowercased, each digit made ``0``; every other byte kept.
 SHAPE = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 MAX_SHAPES = 8192
-#: at most 16 MiB: lines longer than this are read every time (an SGLang batch line is ~250 bytes,
-#: a request log line with its prompt or a post's joined lines can pass 1 KiB)
+#: at most 16 MiB: longer lines are read every time (a batch line is ~250 bytes, a request line can pass 1 KiB)
 MAX_SHAPE_BYTES = 2048
 
 
 class CleanShapes:
-    """The line shapes known to hold none of ``needles`` (and no offset that ``marks`` yields, when
-    given: ``marks(data)`` gives offsets in ``data`` of what makes a line unclean, never across a
-    line break)."""
+    """The line shapes known to hold none of ``needles`` (nor an offset ``marks(data)`` yields, when given)."""
 
     def __init__(self, needles: Iterable[bytes], marks: Callable[[bytes], Iterable[int]] | None = None) -> None:
         needles = tuple(needles)
@@ -41,9 +34,7 @@ class CleanShapes:
         self.needles = tuple(n.translate(SHAPE) for n in needles)
         self.marks = marks
         self.known: set[bytes] = set()
-        #: shapes found to hold a needle or a mark (not tested again), and those of them with a mark
-        self.unclean: set[bytes] = set()
-        self.marked: set[bytes] = set()
+        self.unclean: set[bytes] = set()  # shapes holding a needle or a mark (not tested again)
 
     def shapes(self, data: bytes) -> list[bytes]:
         """The shape of each line of ``data`` (split at ``\\n``; offsets match ``data``'s)."""
@@ -54,11 +45,7 @@ class CleanShapes:
         return self.usable and self.known.issuperset(shapes)
 
     def learn(self, shapes: list[bytes]) -> bool:
-        """Test the shapes not known yet, remember the clean ones; True when all of ``shapes`` are clean.
-
-        The new shapes are tested together, joined by line breaks: one search per needle (and one
-        ``marks`` call) over all of them, each hit charged to the shape it falls in. Unclean shapes
-        are remembered too, those with a mark also in :attr:`marked`."""
+        """Test the new shapes together (one search per needle); True when all of ``shapes`` are clean."""
         if not self.usable:
             return False
         known, seen_unclean = self.known, self.unclean
@@ -71,25 +58,16 @@ class CleanShapes:
         if len(known) + len(seen_unclean) + len(new) > MAX_SHAPES:
             known.clear()
             seen_unclean.clear()
-            self.marked.clear()
         joined = b"\n".join(new)
         starts = list(itertools.accumulate((len(shape) + 1 for shape in new), initial=0))
         unclean = {bisect.bisect_right(starts, at) - 1 for n in self.needles for at in _finds(joined, n)}
-        marked: set[int] = set()
         if self.marks is not None:
-            marked = {bisect.bisect_right(starts, at) - 1 for at in self.marks(joined)}
-            unclean |= marked
+            unclean |= {bisect.bisect_right(starts, at) - 1 for at in self.marks(joined)}
         clean = not unclean and distinct.isdisjoint(seen_unclean)
         for i, shape in enumerate(new):
-            if i in unclean:
-                if len(shape) <= MAX_SHAPE_BYTES:
-                    seen_unclean.add(shape)
-                    if i in marked:
-                        self.marked.add(shape)
-                continue
             if len(shape) <= MAX_SHAPE_BYTES:
-                known.add(shape)
-            else:
+                (seen_unclean if i in unclean else known).add(shape)
+            elif i not in unclean:
                 clean = False  # clean, but too long to remember: the caller reads it
         return clean
 

@@ -2,22 +2,18 @@
 
 Contract:
 
-* :class:`Stopper` is the one place that signals the child's process group, and its
-  :class:`StopState` (a frozen record, replaced on each transition) says where the stop stands:
-  ``RUNNING`` (logkit asked nothing) -> ``STOPPING`` (a stop signal was sent with a reason; the
-  group gets SIGKILL at ``deadline`` = then + ``grace``) -> ``KILLED`` (the group got SIGKILL: the
-  third forwarded signal, the grace period over, or stragglers after the child ended). A second
-  request while stopping resends its signal but keeps the first reason and deadline. Requests may
-  come from any thread (a watcher's ``request_stop``).
-* :class:`Supervisor` runs on the main thread: it polls the child's outputs, a signal wake-up pipe
-  and the child's pidfd; echoes and hands each read to the :class:`~logkit.capture.recorder.Recorder`
-  (which writes the log on its own thread); forwards SIGINT/SIGTERM/SIGHUP to the group (caught
-  from :meth:`Supervisor.__enter__` on: a Ctrl-C is forwarded, never a traceback), passes
-  SIGUSR1/SIGUSR2/SIGQUIT on as they are (:data:`PASSED`: no stop) and SIGWINCH to a pty; stops a
-  silent command after ``hang_timeout``; and returns the child's returncode once it
-  has ended and its outputs are drained (or :data:`DRAIN_S` after that, when a descendant keeps
-  them open: it is a survivor). Leaving the ``with`` block stops the recorder, restores the signal
-  handlers and closes every fd it was given.
+* :class:`Stopper` is the one place that signals the child's process group; its :class:`StopState` (a
+  frozen record, replaced on each transition) goes ``RUNNING`` -> ``STOPPING`` (a stop signal sent with
+  a reason; SIGKILL at ``deadline`` = then + ``grace``) -> ``KILLED`` (the third forwarded signal, the
+  grace over, or stragglers). A second request resends its signal but keeps the first reason and
+  deadline. Requests may come from any thread.
+* :class:`Supervisor` runs on the main thread: it polls the child's outputs, a signal wake-up pipe and
+  the child's pidfd; echoes and hands each read to the :class:`~logkit.capture.recorder.Recorder`;
+  forwards SIGINT/SIGTERM/SIGHUP to the group (from :meth:`Supervisor.__enter__` on), passes
+  :data:`PASSED` signals on and SIGWINCH to a pty; stops a silent command after ``hang_timeout``; and
+  returns the child's returncode once it has ended and its outputs are drained (or :data:`DRAIN_S`
+  later, when a descendant keeps them open). Leaving the ``with`` block stops the recorder, restores
+  the signal handlers and closes every fd it was given.
 """
 
 from __future__ import annotations
@@ -53,8 +49,7 @@ KILL_AT = 3
 
 
 def _keep_buffers() -> None:
-    """Ask glibc to serve 1 MiB read buffers from the heap and keep what is freed (no ``mmap`` and page
-    faults per read); called on the first big read only (``ctypes`` costs ~4 ms); elsewhere a no-op."""
+    """Ask glibc to keep 1 MiB read buffers on the heap (no ``mmap`` and page faults per read); once."""
     with contextlib.suppress(Exception):  # not glibc (musl, macOS): the default allocator is fine
         import ctypes
 
@@ -75,14 +70,10 @@ class StopState(NamedTuple):
     """A frozen snapshot of the stop (a transition makes a new one: :meth:`replace`)."""
 
     phase: StopPhase = StopPhase.RUNNING
-    #: Why logkit stopped the child: "SIGINT received", "no output for 5s (--hang-timeout)", ...
-    reason: str | None = None
-    #: When the group gets SIGKILL (monotonic clock), once stopping.
-    deadline: float | None = None
-    #: The last signal logkit received and forwarded.
-    signal: int | None = None
-    #: The stop was --hang-timeout's.
-    hang: bool = False
+    reason: str | None = None  # "SIGINT received", "no output for 5s (--hang-timeout)", ...
+    deadline: float | None = None  # when the group gets SIGKILL (monotonic clock), once stopping
+    signal: int | None = None  # the last signal logkit received and forwarded
+    hang: bool = False  # the stop was --hang-timeout's
 
     def replace(self, **changes: Any) -> StopState:
         """A copy with ``changes``."""
@@ -141,8 +132,7 @@ class Stopper:
             self.kill()
 
     def reap(self, poll_s: float = 0.1, kill_wait_s: float = 2.0) -> None:
-        """After the child ended: if logkit stopped it, give the group's stragglers the rest of the grace
-        period, then SIGKILL them and wait up to ``kill_wait_s`` for them to go."""
+        """If logkit stopped the child: stragglers get the rest of the grace, then SIGKILL (and ``kill_wait_s``)."""
         state = self.state
         if not state.stopped:
             return
@@ -170,8 +160,6 @@ class Supervisor:
         self._old_handlers: dict[int, Any] = {}
         self._old_wakeup = -1
         self._wake_r = self._wake_w = -1
-
-    # -- signals: caught from __enter__ to __exit__ -------------------------------------------------
 
     def __enter__(self) -> Supervisor:
         self._wake_r, self._wake_w = os.pipe()
@@ -211,8 +199,6 @@ class Supervisor:
             else:
                 self.stopper.received(sig)
         self.stopper.check_deadline()
-
-    # -- the loop -------------------------------------------------------------------------------------
 
     def pump(self) -> int:
         """Run until the child has ended and its output is drained; its Popen returncode."""

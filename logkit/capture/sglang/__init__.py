@@ -1,14 +1,11 @@
 """SGLang awareness for ``logkit run``: the planner the runner loads as ``logkit.capture.sglang:plan``.
 
-Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`). A launch's flags
-are parsed by SGLang's own parser in the command's interpreter (:mod:`logkit.launch`: the cached
-spec answers in milliseconds, the full parse runs beside the launch into a ``launch_config``
-event); one SGLang would reject is refused unless ``--no-preflight``; it is diffed against
-``options["previous_launch"]``. A benchmark without ``--output-file`` gets one in the session (a
-FIFO whose records are redacted before they are stored: :mod:`.fifo`; a user's file is left
-alone) and is linked to the launch it measures. The :class:`~logkit.capture.hooks.Plan` carries
-the matching watcher (:mod:`.watcher`). Any other command gets a latent launch watcher: it
-becomes a launch when its output shows an SGLang server's own lines.
+Contract: :func:`plan` recognises an SGLang launch or benchmark (:mod:`.detect`). A launch's flags are
+parsed by SGLang's own parser (:mod:`logkit.launch`: the cached spec at once, the full parse beside the
+launch); one SGLang would reject is refused unless ``--no-preflight``; it is diffed against
+``options["previous_launch"]``. A benchmark without ``--output-file`` gets one in the session (a FIFO
+whose records are redacted: :mod:`.fifo`) and is linked to the launch it measures. Any other command
+gets a latent launch watcher: a launch once its output shows an SGLang server's own lines.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -39,30 +37,23 @@ def python_for(target: Any, argv: list[str], env: dict[str, str]) -> str | None:
     return interpreter_of(argv, env)
 
 
-def _launch_attempts(session_dir: str | None) -> list[dict[str, Any]]:
-    if not session_dir:
-        return []
-    path = Path(session_dir) / files.EVENTS_FILE
+def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
+    """The newest launch attempt of the session listening on host:port."""
+    if port is None or not session_dir:
+        return None
     # every attempt (a command's output can make it a launch) and the launch_config events that say so
-    found = files.dicts(path, keep=lambda line: b'"attempt"' in line and b'"kind":' in line
-                        and (b'"launch_config"' in line or b'"kind":"attempt"' in line or b'"kind": "attempt"' in line))
+    found = files.dicts(Path(session_dir) / files.EVENTS_FILE, keep=lambda line: b'"attempt"' in line
+                        and b'"kind":' in line and (b'"launch_config"' in line or b'"kind":"attempt"' in line
+                                                    or b'"kind": "attempt"' in line))
     attempts = {ev.get("short_id"): ev for ev in found if ev.get("kind") == "attempt"}
     for ev in found:  # a command whose output showed an SGLang server became a launch (its printed flags)
         if ev.get("kind") == "launch_config" and ev.get("role") == "launch" and ev.get("attempt") in attempts:
             a = attempts[ev["attempt"]]
             attempts[ev["attempt"]] = {**a, "role": "launch", "launch": ev.get("launch") or a.get("launch")}
-    return [ev for ev in attempts.values() if ev.get("role") == "launch"]
-
-
-def _server_for(host: str | None, port: int | None, session_dir: str | None) -> str | None:
-    """The newest launch attempt of the session listening on host:port."""
-    if port is None:
-        return None
-    for ev in reversed(_launch_attempts(session_dir)):
-        launch = ev.get("launch")
-        if not isinstance(launch, dict):
-            continue  # a damaged line: not a launch to link to
-        if launch.get("port") == port and (launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
+    for ev in reversed([ev for ev in attempts.values() if ev.get("role") == "launch"]):
+        launch = ev.get("launch")  # not a dict: a damaged line, not a launch to link to
+        if isinstance(launch, dict) and launch.get("port") == port and (
+                launch.get("host") in _LOCAL and host in _LOCAL or launch.get("host") == host):
             return ev.get("short_id")
     return None
 
@@ -75,9 +66,7 @@ def plan(argv: list[str], env: dict[str, str], options: dict[str, Any]) -> Plan 
     if target is None:
         # Not an SGLang command by its argv: what it prints decides (a docker run, a script, make serve).
         return Plan(role="command", watcher=_Latent())
-    if target.kind == "bench":
-        return _plan_bench(argv, env, target, options)
-    return _plan_launch(argv, env, target, options)
+    return (_plan_bench if target.kind == "bench" else _plan_launch)(argv, env, target, options)
 
 
 def _plan_launch(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
@@ -126,23 +115,19 @@ class _Deferred:
     def __init__(self, launch: dict[str, Any] | None, background: Any, printed: bool = False) -> None:
         self._args = (launch, background)
         self._printed = printed
-        self._real: Any = None
 
-    def _get(self) -> Any:
-        if self._real is None:
-            from .watcher import LaunchWatcher
+    @cached_property
+    def _real(self) -> Any:
+        from .watcher import LaunchWatcher
 
-            self._real = LaunchWatcher(*self._args, printed=self._printed)
-        return self._real
+        return LaunchWatcher(*self._args, printed=self._printed)
 
     def __getattr__(self, name: str) -> Any:  # started, feed, tick, finished: the real watcher's
-        return getattr(self._get(), name)
+        return getattr(self._real, name)
 
 
 class _Latent:
-    """The watcher of a command its argv does not show to be SGLang's (``./serve.sh``, an unknown wrapper):
-    it classifies the output and hands over to a :class:`~.watcher.LaunchWatcher` once the output shows
-    an SGLang server's own lines, or at once under ``--role launch``; until then nothing heavy is imported."""
+    """A command's watcher until its output shows an SGLang server (or ``--role launch``): light imports only."""
 
     def __init__(self) -> None:
         self.ctx: Any = None
@@ -191,16 +176,12 @@ class _Latent:
 
 
 def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict[str, Any]) -> Plan:
-    from .args import parse_bench
+    from .bench import parse_bench
     from .watcher import BenchWatcher
 
     bench = parse_bench(target.args)
-    new_argv = None
-    output = bench.output_file
-    owned = False
-    sink = None
+    new_argv, output, owned, sink, fallback = None, bench.output_file, False, None, None
     notes: list[str] = []
-    fallback: str | None = None
     if output is None and target.args_at is not None and options.get("session_dir"):
         logs = Path(options["session_dir"]) / "logs"
         output = str(logs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl")
@@ -219,8 +200,6 @@ def _plan_bench(argv: list[str], env: dict[str, str], target: Any, options: dict
     server = _server_for(host, port, options.get("session_dir"))
     if server:
         notes.insert(0, f"benchmark of {server} ({host}:{port})")
-    # logkit run --repeat/--warmup (logkit/capture/repeat.py): a warm-up's figures are not recorded,
-    # a measured run's carry its place in the series
     watcher = BenchWatcher(bench, output, server, owned, sink=sink, fallback=fallback,
                            measure=options.get("measure", True), repeat=options.get("repeat"))
     return Plan(role="bench", argv=new_argv, bench=bench, watcher=watcher, notes=notes)

@@ -1,13 +1,10 @@
 """The accuracy gate: a small shipped question set with exact answers, asked of a ready server.
 
-Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (arithmetic generated with
-a fixed seed, and short factual items), the same on every run; :func:`check` asks each question,
-after the table's few-shot examples (:func:`prompt`), of a server's ``/v1/completions`` (greedy, a
-few tokens, stopped at the line's end), scores the replies by exact match (:func:`matches`) and
-returns an :class:`AccuracyResult` with the score, the threshold and every wrong answer; a reply
-that cannot be had (an HTTP error, a timeout) counts as wrong, the error as its reply. The launch
-watcher (:mod:`.watcher`) runs it after ready for ``logkit run --accuracy`` (or a sweep's
-``accuracy``): the score a metric of the launch, below the threshold the status ``inaccurate``.
+Contract: :func:`questions` is the set of ``logkit/data/accuracy.toml`` (arithmetic from a fixed seed
+and short factual items); :func:`check` asks each (few-shot, :func:`prompt`) of a server's
+``/v1/completions`` (greedy, stopped at the line's end), scores the replies by exact match
+(:func:`matches`; no reply is a wrong one) and returns an :class:`AccuracyResult`. The launch watcher
+runs it after ready for ``--accuracy``: below the threshold the status is ``inaccurate``.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ class AccuracyResult(NamedTuple):
     total: int
     right: int
     threshold: float
-    #: (question, expected, got) for each wrong answer
-    wrong: list[tuple[str, str, str]]
+    wrong: list[tuple[str, str, str]]  # (question, expected, got)
 
     @property
     def score(self) -> float:

@@ -1,12 +1,11 @@
-"""Read SGLang benchmark results: the JSONL record, or failing that the printed result block.
+"""An SGLang benchmark client: its flags (target and workload) and its results (JSONL or printed).
 
-Contract: :func:`parse_jsonl` takes the last JSON line of a ``--output-file`` (SGLang appends),
-redacts the embedded ``server_info`` secrets, and returns metrics named with SGLang's own JSONL
-keys plus labels; :func:`redact_record` is the redaction applied to each record before it is
-stored (:mod:`.fifo`); :func:`parse_text` reads the printed "Serving Benchmark Result" block of any
-version (2024 without max-concurrency, 0.4.0-0.4.4's misspelt "Max reqeuest concurrency", builds
-without TPOT, 2026's peak and P90 lines, posts with padding stripped or cut short: whatever lines
-are there). :func:`parse_file` tries JSONL first. Pure.
+Contract: :func:`parse_bench` reads the flags with :func:`logkit.launch.flags.plain_parse` and fills
+SGLang's bench defaults. :func:`parse_jsonl` takes the last JSON line of a ``--output-file``, redacts
+its ``server_info`` secrets, and returns metrics named with SGLang's JSONL keys plus labels;
+:func:`redact_record` redacts a record before it is stored (:mod:`.fifo`); :func:`parse_text` reads the
+printed "Serving Benchmark Result" block of any version (whatever lines are there);
+:func:`parse_file` tries JSONL first. Pure.
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import BadInput
+from ...launch.flags import plain_parse
 from ..redact import redact_keys as redact_info  # server_info's secret keys (secrets.toml's) blanked
 
-__all__ = ["BenchResult", "parse_file", "parse_jsonl", "parse_text", "redact_info", "redact_record"]
+__all__ = ["BenchResult", "parse_bench", "parse_file", "parse_jsonl", "parse_text", "redact_info", "redact_record"]
 
 #: Printed label -> JSONL key (labels compared lower-case, without the trailing colon).
 TEXT_KEYS: dict[str, str] = {
@@ -73,15 +73,29 @@ class BenchResult:
             return UNITS[name]
         if name.endswith("_ms"):
             return "ms"
-        if name.endswith("_throughput") or name == "max_output_tokens_per_s":
-            return "tok/s"
-        return None
+        return "tok/s" if name.endswith("_throughput") or name == "max_output_tokens_per_s" else None
+
+
+def parse_bench(flags: list[str]) -> Any:
+    """The benchmark client's target and workload (a ``BenchConfig``; SGLang's bench defaults where not given)."""
+    from ...events import BenchConfig
+
+    a = plain_parse(flags)
+    backend, host, port, base_url = a.get("backend", "sglang"), a.get("host", "0.0.0.0"), a.get("port"), a.get("base_url")
+    if port is None and not base_url:
+        port = 8000 if str(backend).startswith("vllm") else 23333 if str(backend).startswith("lmdeploy") else 30000
+    random = str(a.get("dataset_name", "")).startswith("random")
+    labels = {"backend": backend, "dataset": a.get("dataset_name", "sharegpt"), "num_prompts": a.get("num_prompts", 1000),
+              "request_rate": a.get("request_rate", "inf"), "max_concurrency": a.get("max_concurrency"),
+              "random_input_len": a.get("random_input_len", 1024) if random else None,
+              "random_output_len": a.get("random_output_len", 1024) if random else None, "tag": a.get("tag")}
+    return BenchConfig(host=str(host) if host is not None else None, port=int(port) if isinstance(port, int) else None,
+                       base_url=base_url, output_file=a.get("output_file"),
+                       labels={k: v for k, v in labels.items() if v is not None})
 
 
 def redact_record(line: bytes, redactor: Any) -> bytes:
-    """One JSONL record as it may be stored: ``server_info`` secrets and whatever ``redactor``
-    (a :class:`~logkit.capture.redact.Redactor`) finds replaced. A line that is not JSON gets the
-    redactor's text patterns."""
+    """One JSONL record as it may be stored: ``server_info`` secrets and what ``redactor`` finds replaced."""
     try:
         rec = json.loads(line)
     except ValueError:

@@ -1,15 +1,11 @@
 """Recognise SGLang launches and benchmarks in an argv, through the wrappers people put around them.
 
-Contract: :func:`detect` takes the argv ``logkit run`` was given and returns a :class:`Target`
-(kind ``launch`` or ``bench``, the interpreter words, the SGLang flags and where they sit in the
-argv) or ``None``. It looks through ``env [-i] [VAR=...]``, leading ``VAR=value`` words, ``uv run``,
-``torchrun``/``python -m torch.distributed.run`` style launchers, ``nohup``/``time``/``numactl``
-style prefixes, ``bash -c "..."`` / ``sh -c`` (whose script is split with :mod:`shlex`,
-:func:`commands`: the coding-agent hook splits an agent's shell line with it too),
-``docker run``/``podman run`` (their options and the image skipped; ``-e VAR=value`` kept as
-environment), ``docker exec``, ``srun``/``mpirun``/``mpiexec``-style launchers, ``systemd-run``
-and ``conda run``/``mamba run``. A wrapper's option takes the next word as its value unless it is
-a known switch or the next word starts the command (an interpreter, ``sglang``, a prefix). Pure.
+Contract: :func:`detect` returns a :class:`Target` (kind ``launch`` or ``bench``, the interpreter
+words, the SGLang flags and where they sit in the argv) or ``None``, looking through ``env``,
+``VAR=value`` words, ``uv run``, ``torchrun``-style launchers, ``nohup``-style prefixes, ``bash -c``
+(split by :func:`commands`, which the coding-agent hook uses too), ``docker run``/``exec`` (``-e``
+kept as environment), ``srun``/``mpirun``, ``systemd-run`` and ``conda run``. A wrapper's option
+takes the next word as its value unless it is a known switch or the next word starts the command. Pure.
 """
 
 from __future__ import annotations
@@ -94,16 +90,11 @@ class Target(Slotted):
     __slots__ = ("kind", "python", "args", "args_at", "env", "container")
 
     kind: str  # "launch" | "bench"
-    #: The words that start the interpreter (``["python3"]``, ``["/venv/bin/python"]``), if any.
-    python: list[str]
-    #: The SGLang flags (after the module or ``sglang serve``).
-    args: list[str]
-    #: Index in the original argv where the SGLang flags start, or None inside a ``bash -c`` script.
-    args_at: int | None
-    #: Environment assignments seen in the wrapper (``CUDA_VISIBLE_DEVICES=0``).
-    env: dict[str, str]
-    #: True when it runs in a container (``docker run``): its interpreter and files are not this host's.
-    container: bool
+    python: list[str]  # the words that start the interpreter (``["python3"]``), if any
+    args: list[str]  # the SGLang flags (after the module or ``sglang serve``)
+    args_at: int | None  # where they start in the argv; None inside a ``bash -c`` script
+    env: dict[str, str]  # environment assignments seen in the wrapper
+    container: bool  # it runs in a container: its interpreter and files are not this host's
 
     _defaults = {"env": {}, "container": False}
 
@@ -156,15 +147,12 @@ def _strip_env(words: list[str], start: int, env: dict[str, str]) -> int:
 
 
 def command_start(words: list[str]) -> int:
-    """Where the command proper starts in ``words``: past ``VAR=value`` words, ``env``, ``uv run``,
-    ``nohup``-style prefixes and launchers (what :func:`detect` looks through)."""
+    """Where the command proper starts in ``words`` (past what :func:`detect` looks through)."""
     return _strip_env(words, 0, {})
 
 
 def commands(script: str) -> list[list[str]]:
-    """The simple commands of a shell script line, split at ``&&``, ``||``, ``;``, ``|``, ``&`` and
-    parentheses, each as its words without its redirections (``> log``, ``2>&1``); ``[]`` when the
-    line cannot be split (an open quote)."""
+    """The simple commands of a shell line (split at ``&&;|()``), without redirections; ``[]``: unsplittable."""
     try:
         lex = shlex.shlex(script, posix=True, punctuation_chars=True)
         lex.whitespace_split = True

@@ -7,18 +7,15 @@ redacted, to the file.
 
 Contract:
 
-* :meth:`FifoSink.create` makes the FIFO (mode 0600) at the output path in the session, or where
-  that filesystem cannot hold one in a private temporary directory; it opens it ``O_RDWR`` (neither
-  logkit's open nor the client's ``open(path, "a")`` blocks, and no early EOF comes between
-  writers) and starts the reader thread before the child exists. ``OSError`` when no FIFO can be
-  made: the caller falls back to a plain file scrubbed afterwards.
-* The thread reads continuously, splits on newlines, passes every complete record to ``redact``
-  (bytes -> bytes) and appends the result to a hidden ``.<name>.part`` beside the final file.
-  Nothing unredacted is written anywhere.
-* :meth:`FifoSink.close` (idempotent; also run at exit for a run that never spawned) writes a NUL
-  wake-up byte after what the client wrote (JSON never holds a raw NUL), waits up to ``drain_s``
-  for the thread, removes the FIFO (and its directory) and moves the redacted records to the final
-  path. A record cut short by the client's death is redacted as it is. No records: no final file.
+* :meth:`FifoSink.create` makes the FIFO (0600) at the output path in the session, else in a private
+  temporary directory, opens it ``O_RDWR`` (no open blocks, no early EOF between writers) and starts the
+  reader thread before the child exists; ``OSError`` when no FIFO can be made (the caller falls back
+  to a plain file scrubbed afterwards).
+* The thread passes every complete record to ``redact`` and appends the result to a hidden
+  ``.<name>.part`` beside the final file: nothing unredacted is written anywhere.
+* :meth:`FifoSink.close` (idempotent; also run at exit) writes a NUL wake-up byte (JSON never holds
+  one), waits up to ``drain_s``, removes the FIFO and moves the redacted records to the final path
+  (none: no file). A record cut short by the client's death is redacted as it is.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ class FifoSink:
         self.part = final.with_name(f".{final.name}.part")
         self.tmpdir = tmpdir
         self.redact = redact
-        #: Where the FIFO lives and why, for the record ("session" or "temporary directory (...)").
-        self.where = "session" if tmpdir is None else "temporary directory"
+        self.where = "session" if tmpdir is None else "temporary directory"  # where the FIFO is, and why
         self.records = 0
         self.problems: list[str] = []
         self._fd = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
@@ -89,7 +85,6 @@ class FifoSink:
             fifo.unlink(missing_ok=True)
             raise
 
-    # --- the thread -------------------------------------------------------------------------
     def _deliver(self, line: bytes) -> None:
         if not line.strip():
             return
@@ -127,7 +122,6 @@ class FifoSink:
             os.close(self._fd)
             self._out.close()
 
-    # --- end --------------------------------------------------------------------------------
     def _wake(self, deadline: float) -> None:
         fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:

@@ -1,13 +1,10 @@
 """``logkit import LOGFILE --cmd "..."``: add a log written without logkit to a session as an attempt.
 
-Contract: the log is streamed in blocks of whole lines (bounded memory), redacted (the capture
-redactor, plus the secret values of the command's flags), hashed, classified and copied into the
-session's ``logs/`` (under a temporary name, renamed once the attempt's id is allocated), and
-recorded as an ``Attempt`` + ``Outcome`` with ``provenance.source = "imported"`` (detail: the
-original path, which is never modified). The launch config comes from the command by
-:func:`logkit.launch.config.given_only` (the fingerprint a captured or reconstructed attempt of it
-gets); a command not an SGLang launch by its argv is one when the log shows an SGLang server's own
-lines, its flags then the ones the server printed (:func:`logkit.launch.config.printed_config`).
+Contract: the log is streamed in blocks (bounded memory), redacted (plus the secret values of the
+command's flags), hashed, classified, copied into the session's ``logs/`` and recorded as an
+``Attempt`` + ``Outcome`` with ``provenance.source = "imported"`` (the original is never modified).
+The launch config comes from the command (:func:`logkit.launch.config.given_only`), or, for a command
+whose log shows an SGLang server's own lines, from the flags the server printed.
 """
 
 from __future__ import annotations
@@ -67,9 +64,7 @@ def import_log(store: Store, path: str | Path, cmd: str, session_id: str | None 
         role = target.kind
         if target.kind == "launch":
             launch = LaunchConfig.model_validate(given_only(target.args))
-    elif clf.server_line is not None:
-        # What the command printed decides what it was: an SGLang server's own lines make it a launch,
-        # its flags the ones the server printed (as `logkit run` records a wrapped launch).
+    elif clf.server_line is not None:  # an SGLang server's own lines: a launch (as `logkit run` records one)
         role = "launch"
         printed = printed_config(clf.server_args) if clf.server_args else None
         launch = LaunchConfig.model_validate(printed) if printed else None

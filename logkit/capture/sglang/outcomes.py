@@ -2,35 +2,21 @@
 
 Contract:
 
-* The knowledge is data: :file:`logkit/data/signatures.toml` (one row per known failure text:
-  pattern, class, label, priority, weak) and the ready line in :file:`logkit/data/sglang.toml`,
-  loaded and compiled by :mod:`.table`. This module only applies the table.
-* :class:`Classifier` is fed chunks of complete lines as bytes (the recorder's hot path): each
-  signature is a compiled regex run with ``finditer`` (one alternation of all rows measured 7x
-  slower: it defeats the regex engine's literal-prefix search). A row's ``needles`` (literals of
-  which every match contains one, checked on the corpus by ``tests/test_sglang_classify.py``) say
-  which lines it reads: :mod:`.prefilter` finds, once per kind of line (its *shape*, lowercased
-  with digits made 0), the rows whose needles it holds, so a row reads only its own lines, in
-  place, and a line that no row can match costs a set lookup in C. A healthy log repeats a few
-  hundred shapes: its chunks cost a translate, a split and set lookups (the goal: >= 200 MiB/s,
-  ``bench/bench_classify.py``; figures in ``bench/RESULTS.md``); a test replays the corpus with and
-  without the skip.
-* :meth:`Classifier.decide` turns what was seen plus how the process ended into a status from
-  :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority signature wins (the earliest line
-  among equals), so the cause beats the last line; a server that was ready and then failed gets
-  the failure's class with ``ready`` still true; weak signatures count only when the run ended
-  badly and nothing specific matched. The generic layer (``[generic]`` in sglang.toml: a failure
-  line's shape and a family's word) is weak rows like any other, made by :func:`.table.generic_rows`.
-* Evidence beats position: a log that ends without a verdict (cut short, still running, pasted in
-  part) is classified by its strongest failure evidence; ``incomplete`` (with its last lines) when
-  there is none: a log read on its own is never ``abandoned`` (that is a recorder that died). A
-  log that shows the server serving (``serving_patterns`` in sglang.toml) is ready even without
-  the ready line. Degenerate output anywhere in the printed text is ``garbage`` (the ``--smoke``
-  detector, :mod:`.smoke`). An unexplained failure is ``other_crash`` labelled with its exception
-  line ("KeyError: 'x'"), which :func:`error_template` normalises for grouping.
-* :func:`classify_text` / :func:`classify_file` / :func:`classify_stream` do the same for a log
-  written without logkit, reading it in blocks: memory stays bounded whatever the file's size (a
-  line longer than a block is scanned in block-sized pieces).
+* The knowledge is data (signatures.toml, sglang.toml), compiled by :mod:`.table`; this module applies it.
+* :class:`Classifier` is fed chunks of complete lines as bytes (the recorder's hot path): each row is a
+  compiled regex run with ``finditer`` (one alternation of all rows measured 7x slower), reading only
+  the lines whose shape holds one of its ``needles`` (:mod:`.prefilter`): a healthy log's chunks cost a
+  translate, a split and set lookups (goal >= 200 MiB/s, ``bench/bench_classify.py``).
+* :meth:`Classifier.decide` turns what was seen plus how the process ended into a status of
+  :data:`logkit.events.OUTCOME_STATUSES`: the highest-priority row wins (the earliest line among equals);
+  a server ready and then failed gets the failure's class with ``ready`` true; weak rows (the generic
+  layer's too) count only when the run ended badly and nothing specific matched.
+* Evidence beats position: a log read on its own is classified by its strongest failure evidence, else
+  ``incomplete`` (never ``abandoned``); serving lines make it ready without the ready line; degenerate
+  output anywhere is ``garbage`` (:mod:`.smoke`); an unexplained failure is ``other_crash`` labelled with
+  its exception line (:func:`error_template` normalises it for grouping).
+* :func:`classify_text` / :func:`classify_file` / :func:`classify_stream` read a log written without
+  logkit in blocks: bounded memory whatever its size.
 """
 
 from __future__ import annotations
@@ -50,35 +36,14 @@ from ...errorlines import error_template
 from ...errors import BadInput
 from ..shapes import SHAPE
 from .prefilter import INPUT_LINES, OWN_LINES, SERVER_LINES, LineKinds, Reading, needle_key, without_inputs
-from .table import (Signature, compiled, data, engine_startup_regex, extras, input_spans, load_signatures,
-                    server_regexes, startup_regex)
+from .table import Signature, compiled, extras, input_spans, lines_of, load_signatures, server_regexes
 
 if TYPE_CHECKING:  # the models (pydantic) are imported only when evidence is built: `logkit run` of a
     from ...events import EvidenceLine  # command that prints nothing worth reading never loads them
 
 
-def _lines(pairs: Any) -> list[EvidenceLine]:
-    """Evidence lines from ``(number, text)`` pairs (the models imported only when there are some)."""
-    pairs = list(pairs)
-    if not pairs:
-        return []
-    from ...events import EvidenceLine
-
-    return [EvidenceLine(line=n, text=t) for n, t in pairs]
-
-__all__ = [
-    "Classification",
-    "Classifier",
-    "HANG_STOP",
-    "Signature",
-    "blocks",
-    "check_log_path",
-    "classify_file",
-    "classify_stream",
-    "classify_text",
-    "error_template",
-    "load_signatures",
-]
+__all__ = ["Classification", "Classifier", "HANG_STOP", "Signature", "blocks", "check_log_path", "classify_file",
+           "classify_stream", "classify_text", "error_template", "load_signatures"]
 
 #: The signature of logkit's own hang stop (``--hang-timeout``): the log just stops, so a log read alone
 #: cannot show it (``logkit why`` reads it back from the recorded outcome).
@@ -89,10 +54,19 @@ BLOCK = 1 << 20
 #: At most this many evidence lines are kept per signature (a crash loop prints thousands).
 MAX_PER_SIGNATURE = 5
 MAX_LINE_CHARS = 2000
-#: Lines an ``incomplete`` verdict shows: the last ones the log has.
+#: The last lines an ``incomplete`` verdict shows, looked for in a chunk's last TAIL_BYTES first.
 TAIL_LINES = 3
-#: The end of a chunk read for its last lines (all of it when they are longer).
 TAIL_BYTES = 1 << 16
+
+
+def _lines(pairs: Any) -> list[EvidenceLine]:
+    """Evidence lines from ``(number, text)`` pairs (the models imported only when there are some)."""
+    pairs = list(pairs)
+    if not pairs:
+        return []
+    from ...events import EvidenceLine
+
+    return [EvidenceLine(line=n, text=t) for n, t in pairs]
 
 
 @dataclass
@@ -109,26 +83,16 @@ class Classification:
 
 
 def _line_kinds() -> LineKinds:
-    """A classifier's memory of line shapes: each needle's rows, the garbage scan's candidate runs.
-    The ready line's, the server's args line's, the start-up lines' and an engine's own start-up lines'
-    needles are needles too (of no row): a chunk whose lines are all known clean holds none, and is not
-    searched for them."""
+    """A classifier's memory of line shapes (:class:`.prefilter.LineKinds`); own lines' literals are needles."""
     _rows, ready, needles, _whole = compiled()
     _serving, row, scanner = extras()
     owners = dict(needles)
-    startup = startup_regex()
-    engine = engine_startup_regex()
-    for literal in (ready, server_regexes()[2], *(startup[1] if startup else ()), *(engine[1] if engine else ())):
-        if literal:
+    startup, engine = lines_of("startup"), lines_of("engine_startup")
+    own = (ready, server_regexes()[2], *(startup[1] if startup else ()), *(engine[1] if engine else ()))
+    for group, literals in ((OWN_LINES, own), (SERVER_LINES, server_regexes()[3]), (INPUT_LINES, input_spans()[0])):
+        for literal in filter(None, literals):
             key = needle_key(literal)
-            owners[key] = (*owners.get(key, ()), OWN_LINES)
-    for literal in server_regexes()[3]:  # the server's own lines: searched where one of these is
-        key = needle_key(literal)
-        owners[key] = (*owners.get(key, ()), SERVER_LINES)
-    for literal in input_spans()[0]:  # a request's echoed input: no line holding one is clean
-        if literal:
-            key = needle_key(literal)
-            owners[key] = (*owners.get(key, ()), INPUT_LINES)
+            owners[key] = (*owners.get(key, ()), group)
     if row is None or scanner is None:
         return LineKinds(owners, None)
     return LineKinds(owners, scanner.first, scanner.may_hold)
@@ -137,9 +101,7 @@ def _line_kinds() -> LineKinds:
 def _line_at(chunk: bytes, pos: int, limit: int = MAX_LINE_CHARS) -> str:
     start = chunk.rfind(b"\n", 0, pos) + 1
     end = chunk.find(b"\n", pos)
-    if end < 0:
-        end = len(chunk)
-    raw = chunk[start:end]
+    raw = chunk[start:end] if end >= 0 else chunk[start:]
     # Progress bars rewrite a line with carriage returns: keep the segment that matched.
     cr = raw.rfind(b"\r", 0, pos - start)
     if cr >= 0:
@@ -162,38 +124,30 @@ class Classifier:
     hits: dict[str, list[_Hit]] = field(default_factory=dict)
     ready_line: int | None = None
     ready_text: str | None = None
-    #: the first line that shows the server serving (a batch scheduled, a request answered 200)
-    serving_line: int | None = None
+    serving_line: int | None = None  # the first line showing the server serving (a batch, a request's 200)
     serving_text: str | None = None
-    #: the first line of an ASGI server's start-up finished (``startup_patterns``): readiness only when
-    #: the log shows no SGLang server line (SGLang warms up after uvicorn starts)
+    #: the first line of an ASGI server's start-up finished: readiness only when the log shows no SGLang
+    #: server line (SGLang warms up after uvicorn starts)
     startup_line: int | None = None
     startup_text: str | None = None
-    #: the first line of an engine's own start-up (``engine_startup_patterns``) after ``startup_line``: the
-    #: ASGI server that started was a wrapper's (MinerU's API starting vLLM for a request), the engine is
-    #: still starting, so the wrapper's start-up is no readiness
+    #: an engine's own start-up line after ``startup_line``: that ASGI server was a wrapper's, not ready
     engine_after_startup: int | None = None
-    #: the first line only an SGLang server prints (``server_patterns``, the ready line): the
-    #: output is an SGLang launch's, whatever command printed it
-    server_line: int | None = None
-    #: the server's ``server_args=ServerArgs(...)`` line, whole (its flags, as the server resolved them)
-    server_args: str | None = None
+    server_line: int | None = None  # the first line only an SGLang server prints: the output is a launch's
+    server_args: str | None = None  # the server's ``server_args=ServerArgs(...)`` line, whole
     lines: int = 0
-    #: the last lines seen (number, text): what an ``incomplete`` log shows last
-    tail: list[tuple[int, str]] = field(default_factory=list)
-    #: what each line shape needs (:meth:`_lines_to_read`)
+    tail: list[tuple[int, str]] = field(default_factory=list)  # the last lines seen (number, text)
     _kinds: LineKinds | None = field(default=None, repr=False, compare=False)  # made at the first chunk
     _echoes: bool = field(default=False, repr=False, compare=False)  # the last chunk held a request's input
 
-    def _add(self, sig: Signature, line: int, text: str) -> bool:
+    def _add(self, sig: Signature, line: int, text: str, why: str | None = None) -> bool:
         bucket = self.hits.setdefault(sig.id, [])
-        bucket.append(_Hit(sig, line, text))
+        bucket.append(_Hit(sig, line, text, why))
         return len(bucket) >= MAX_PER_SIGNATURE
 
     def feed(self, chunk: bytes, first_line: int) -> None:
-        """Scan complete lines; ``first_line`` is the 1-based number of the chunk's first line. A request's
-        input a server's request log echoes (``input_spans``) is cut out before any row reads it: it is
-        evidence of nothing (the request line itself, read in ``raw``, still shows the server serving)."""
+        """Scan complete lines (``first_line``: the chunk's first line's number, from 1)."""
+        # A request's input a server's log echoes (``input_spans``) is cut out before any row reads it: it is
+        # evidence of nothing (the request line itself, read in ``raw``, still shows the server serving).
         raw = chunk
         sigs, ready, _needles, whole = compiled()
         serving, garbage_row, scanner = extras()
@@ -208,10 +162,7 @@ class Classifier:
                 self._echoes = True
                 norm = chunk.translate(SHAPE)
                 shapes = norm.split(b"\n")
-        # Each row reads the lines whose shape holds one of its needles (a row without needles, or
-        # every row when ``reading`` is None, reads the whole chunk); rows run in file order. A chunk
-        # none of whose lines holds an own line's needle (OWN_LINES) holds neither the ready line, nor the
-        # server's args, nor a start-up line's needle.
+        # A chunk none of whose lines holds an own line's needle (OWN_LINES) holds no ready, args or start-up line.
         scan = (scanner is not None and garbage_row is not None
                 and len(self.hits.get(garbage_row.id, ())) < MAX_PER_SIGNATURE)
         reading = self._lines_to_read(chunk, norm, shapes, first_line, scan=scan)
@@ -226,7 +177,7 @@ class Classifier:
             if m:
                 self.serving_line = first_line + raw.count(b"\n", 0, m.start())
                 self.serving_text = _line_at(raw, m.start())
-        startup = startup_regex() if self.startup_line is None else None
+        startup = lines_of("startup") if self.startup_line is None else None
         if startup is not None and (not startup[1] or not quiet and any(n in chunk for n in startup[1])):
             m = startup[0].search(chunk)
             if m:
@@ -256,16 +207,13 @@ class Classifier:
                 part = chunk[lo:hi]
                 for offset, text, why in scanner.scan(part):
                     line = first + part.count(b"\n", 0, offset)
-                    full = self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS])
-                    self.hits[garbage_row.id][-1].why = why
-                    if full:
+                    if self._add(garbage_row, line, text.rstrip("\r")[:MAX_LINE_CHARS], why):
                         break
         self.lines = max(self.lines, first_line - 2 + len(shapes) + (0 if chunk.endswith(b"\n") or not chunk else 1))
         self._keep_tail(chunk)
 
     def _find(self, regex: re.Pattern[bytes], sig: Signature, chunk: bytes, first: int, lo: int, hi: int) -> bool:
-        """Add ``regex``'s matches in ``chunk[lo:hi]`` (searched in place; line ``first`` at ``lo``);
-        True once the row is full."""
+        """Add ``regex``'s matches in ``chunk[lo:hi]`` (line ``first`` at ``lo``); True once the row is full."""
         pos = lo
         line = first
         for m in regex.finditer(chunk, lo, hi):
@@ -277,20 +225,17 @@ class Classifier:
 
     def _lines_to_read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *,
                        scan: bool = True) -> Reading | None:
-        """The lines of ``chunk`` each row and the garbage scan read (:mod:`.prefilter`); ``norm`` is
-        the chunk's shape, ``shapes`` its lines'; ``scan``: the garbage scan reads this chunk. None:
-        every row and the scan read every line (what a test compares the skip with)."""
+        """The lines each row and the garbage scan read (:mod:`.prefilter`); None (a test's): every line."""
         return self._memory().read(chunk, norm, shapes, first_line, scan=scan)
 
     def _memory(self) -> LineKinds:
-        """This classifier's memory of line shapes (:func:`_line_kinds`), made at its first use."""
         if self._kinds is None:
             self._kinds = _line_kinds()
         return self._kinds
 
     def _engine_startup(self, chunk: bytes, first_line: int) -> None:
         """An engine's own start-up line after the ASGI server's start-up (``startup_line``), if any."""
-        engine = engine_startup_regex()
+        engine = lines_of("engine_startup")
         if engine is None or (engine[1] and not any(n in chunk for n in engine[1])):
             return
         for m in engine[0].finditer(chunk):
@@ -300,10 +245,8 @@ class Classifier:
                 return
 
     def _has_inputs(self, norm: bytes, shapes: list[bytes]) -> bool:
-        """Whether a line of the chunk whose shape is ``norm`` (its lines' ``shapes``) may echo a request's
-        input (``input_spans``): a line not known clean holds the shape of one of their literals (a known
-        clean line holds none: they are needles, :data:`INPUT_LINES`), or a span starts with no literal.
-        A search per literal over every chunk would cost a healthy log half its time."""
+        """Whether a line not known clean may echo a request's input (holds an ``input_spans`` literal's shape)."""
+        # known clean lines hold none (they are needles, INPUT_LINES): a search per chunk would cost half the time
         literals = input_spans()[0]
         if not literals or not all(literals):
             return bool(literals)
@@ -314,16 +257,11 @@ class Classifier:
         return any(needle_key(literal).translate(SHAPE) in rest for literal in literals)
 
     def _server_lines(self, chunk: bytes, first_line: int, quiet: bool, reading: Reading | None) -> None:
-        """The server's first own line and its args line; ``quiet``: the chunk holds no args line
-        when that line starts with a literal (a needle of :func:`_line_kinds`); ``reading``: the lines
-        holding a server line's needle (``server_needles``) are the only ones searched for one."""
+        """The server's first own line (on the lines holding a ``server_needles``) and its args line."""
         server, args, args_literal, needles = server_regexes()
         if self.server_line is None:
-            if reading is None or not needles:
-                runs = [(0, len(chunk), first_line)]
-            else:
-                runs = reading.runs(SERVER_LINES, server)
-            for lo, hi, first in runs:
+            whole = reading is None or not needles
+            for lo, hi, first in [(0, len(chunk), first_line)] if whole else reading.runs(SERVER_LINES, server):
                 m = server.search(chunk, lo, hi)
                 if m:
                     self.server_line = first + chunk.count(b"\n", lo, m.start())
@@ -354,8 +292,7 @@ class Classifier:
 
     @property
     def _started(self) -> bool:
-        """Another server's start-up finished (uvicorn's lifespan), no SGLang server line in the log, and no
-        engine's own start-up line after it (a wrapper's API up while the engine it starts is still starting)."""
+        """Another server's start-up finished, with no SGLang server line and no engine start-up after it."""
         return self.startup_line is not None and self.server_line is None and self.engine_after_startup is None
 
     def best(self, *, include_weak: bool) -> _Hit | None:
@@ -370,8 +307,7 @@ class Classifier:
         return best
 
     def evidence(self, limit: int = 20, first: _Hit | None = None) -> list[EvidenceLine]:
-        """Matching lines (a few per signature) in log order; the deciding signature's lines first
-        in line (they are never crowded out by generic ones)."""
+        """Matching lines (a few per signature) in log order, the deciding row's never crowded out."""
         lines: dict[int, str] = {}
         if first is not None:
             lines.update((h.line, h.text) for h in self.hits.get(first.sig.id, ()))
@@ -383,8 +319,7 @@ class Classifier:
         return _lines(sorted(lines.items())[:limit])
 
     def exception_line(self) -> str | None:
-        """The most informative exception line seen ("KeyError: 'x'"): the first with a message
-        (the cause, in a chain of tracebacks), never a ``raise`` statement quoted by the traceback."""
+        """The first exception line with a message (the cause, in a chain), never a quoted ``raise``."""
         found: list[str] = []
         for h in self.hits.get("python-exception", []):
             for m in _EXC_LINE.finditer(h.text):
@@ -399,30 +334,18 @@ class Classifier:
         lines = [h for hs in self.hits.values() for h in hs[:1] if h.sig.label == "{line}"]
         return min(lines, key=lambda h: h.line).text.strip()[:200] if lines else None
 
-    def decide(
-        self,
-        *,
-        exit_code: int | None = None,
-        signal: int | None = None,
-        stopped_by_logkit: bool = False,
-        finished: bool = True,
-        http_ready: bool = False,
-        hang: str | None = None,
-        launch: bool = True,
-    ) -> Classification:
-        """The outcome: the one function ``logkit run`` (with the exit) and ``logkit classify`` /
-        ``logkit why`` (``finished=False``: no exit is known, a log read on its own) both call.
-        ``launch=False`` is a command that showed no SGLang server (no server lines, no ``--role
-        launch``): exiting 0 it did what it was run for, whatever its output mentions."""
+    def decide(self, *, exit_code: int | None = None, signal: int | None = None, stopped_by_logkit: bool = False,
+               finished: bool = True, http_ready: bool = False, hang: str | None = None,
+               launch: bool = True) -> Classification:
+        """The outcome, for ``logkit run`` (with the exit) and a log read alone (``finished=False``)."""
+        # launch=False: a command that showed no SGLang server; exiting 0 it did what it was run for
         ready = self.ready or http_ready
-        # How the process ended, by the one exit mapping (logkit/data/statuses.toml).
         ended, ended_label = statuses.from_exit(exit_code, signal, stopped_by_logkit=stopped_by_logkit)
         if not launch and finished and ended == "exit_ok":
             return Classification(ended, ended_label, None, [], ready, None, None)
         killed = finished and ended == "killed"
-        ended_badly = (not finished and not ready) or (
-            finished and not stopped_by_logkit and (exit_code not in (0, None) or signal is not None)
-        )
+        ended_badly = (not finished and not ready) or (finished and not stopped_by_logkit
+                                                       and (exit_code not in (0, None) or signal is not None))
         hit = self.best(include_weak=False)
         fatal = any(h.sig.fatal for hs in self.hits.values() for h in hs[:1])
         if hit is None and (ended_badly or (fatal and not stopped_by_logkit)):
@@ -467,9 +390,8 @@ class Classifier:
         return out(ended, ended_label)
 
 
-#: What opens a quotation just before a line's text: a report quoting the ready line ("all 8 workers say 'The server
-#: is fired up and ready to roll!', but the router ...", dev36 hang-sglang-4160) shows no server that printed it. SGLang
-#: prints the line bare after its logger's prefix (http_server.py _wait_and_warmup: logger.info(...)).
+#: What opens a quotation: a report quoting the ready line (dev36 hang-sglang-4160) shows no server that printed
+#: it; SGLang prints it bare after its logger's prefix (http_server.py _wait_and_warmup).
 _QUOTES = (b"'", b'"', b"`", "\u2018".encode(), "\u201c".encode())
 
 
@@ -482,9 +404,7 @@ def _unquoted(chunk: bytes, literal: bytes) -> int:
 
 
 def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[tuple[bytes, int]]:
-    """``(chunk, first_line)`` pieces of a byte stream ending at line ends, at most about ``size``
-    bytes each (a line longer than ``size`` comes in ``size``-byte pieces, cut after whitespace
-    where there is some): bounded memory whatever the input."""
+    """``(chunk, first_line)`` pieces ending at line ends, about ``size`` bytes at most (a longer line cut)."""
     carry = b""
     line = 1
     while True:
@@ -532,8 +452,7 @@ def _is_tty(p: Path) -> bool:
 
 
 def check_log_path(p: Path) -> None:
-    """Refuse what cannot be a log before reading it: a missing path, a directory, a device that
-    never ends (``/dev/zero``; a pipe or a terminal is fine)."""
+    """Refuse a missing path, a directory, a device that never ends (``/dev/zero``; a pipe or tty is fine)."""
     try:
         mode = p.stat().st_mode
     except OSError as exc:
@@ -546,8 +465,7 @@ def check_log_path(p: Path) -> None:
 
 
 def classify_file(path: str | Path) -> Classification:
-    """Classify a log file written without logkit (streamed: any size, bounded memory). A log logkit
-    stored compressed reads the same, named by its recorded path or its ``.gz`` file."""
+    """Classify a log file (streamed), also one logkit stored compressed, named by its path or its ``.gz``."""
     from ...logfiles import SUFFIX, open_log
 
     p = Path(path)

@@ -2,37 +2,20 @@
 
 Contract:
 
-* A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit made
-  ``0``) holds, shaped the same way, every literal the line holds. A row's ``needles``
-  (signatures.toml: literals of which every match contains one, compared as shapes, so a needle
-  may name a shape: ``e0000 00:00:00.``; one holding a digit other than 0 names its digits,
-  :func:`needle_key`) are looked for in the shapes: a row reads only the lines whose shape holds
-  one of its needles (and, for a needle naming digits, whose bytes there are that needle). The
-  ready line's, the server's args line's and the start-up lines' literals are needles of no row
-  (:data:`OWN_LINES`): a chunk none of whose lines holds one holds none of them. An SGLang server's
-  own lines are looked for only on the lines holding one of ``server_needles`` (:data:`SERVER_LINES`),
-  until the first is found (:meth:`LineKinds.forget`). A request's input a server's log echoes is cut
-  out before any row reads the chunk (:func:`without_inputs`): it is evidence of nothing. A chunk is
-  searched for one only when a line not known clean holds the shape of an input's literal
-  (:data:`INPUT_LINES`), or when the chunk before it held one. The garbage scan
-  reads only the lines whose shape holds one of its candidate runs (a run stays a run under the
-  mapping) and may be garbage (``judge``: once per kind, when it comes back), and those holding a
-  run of one repeated digit, which ``0`` hides (:func:`digit_runs`, in the raw bytes).
-* What a shape needs is learnt once per classifier (:class:`LineKinds`): the rows whose needles it
-  holds and whether it holds a candidate run, for all the new shapes of a chunk together (one
-  ``find`` loop per needle, skipped when the chunk lacks one of its bytes, and one candidate search
-  per shape that holds one, over them joined). A chunk whose shapes are all known clean costs a
-  translate, a split and a set lookup per line, in C; any other chunk, one more walk of its lines'
-  shapes picking out the kinds not known clean (a look-up each, driven in C: a search per kind
-  would read the whole chunk once per kind). At most :data:`~logkit.capture.shapes.MAX_SHAPES`
-  shapes of at most :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` are kept; a longer line is
-  read every time.
-* A row whose regex can match no line break and tests for no end of the text (:func:`reach` is 0,
-  read from the parsed regex) reads exactly its lines, searched in place (``finditer(chunk, lo,
-  hi)``: its lookbehinds see the chunk): the matches a scan of the whole chunk finds, since each
-  holds a needle and lies on one line. A row that can match across lines reads :data:`CONTEXT`
-  lines either side of each of its lines; a row without needles (or with one holding a line
-  break) reads the whole chunk.
+* A line's *shape* (:data:`logkit.capture.shapes.SHAPE`: ASCII letters lowercased, each digit ``0``)
+  holds, shaped the same way, every literal the line holds. A row reads only the lines whose shape
+  holds one of its ``needles`` (a needle with a digit other than 0 names its digits: :func:`needle_key`).
+  Own lines' literals (ready, args, start-up: :data:`OWN_LINES`), an SGLang server's ``server_needles``
+  until its first line is found (:data:`SERVER_LINES`, :meth:`LineKinds.forget`) and echoed inputs'
+  literals (:data:`INPUT_LINES`, cut out by :func:`without_inputs`) are needles of no row. The garbage
+  scan reads the lines holding a candidate run that may be garbage (``judge``, once per kind when it
+  comes back) and those holding a run of one repeated digit (:func:`digit_runs`).
+* What a shape needs is learnt once per classifier (:class:`LineKinds`), for a chunk's new shapes
+  together; a chunk of known clean shapes costs a translate, a split and a set lookup per line, in C.
+  At most :data:`~logkit.capture.shapes.MAX_SHAPES` shapes of at most ``MAX_SHAPE_BYTES`` are kept.
+* A row whose regex can match no line break nor test the end of the text (:func:`reach` is 0) reads
+  exactly its lines, in place (its lookbehinds see the chunk); one that can reads :data:`CONTEXT` lines
+  either side; one without needles reads the whole chunk.
 """
 
 from __future__ import annotations
@@ -51,56 +34,39 @@ __all__ = ["CONTEXT", "INPUT_LINES", "LineKinds", "NOTHING", "OWN_LINES", "Readi
 
 #: Lines read either side of a needle's line by a row whose matches can span lines.
 CONTEXT = 2
-#: The group of the needles that are no row's (the ready line, the server's args line: see
-#: :func:`.outcomes._line_kinds`).
-OWN_LINES = -1
-#: The group of the needles of an SGLang server's own lines (``server_needles``): the lines searched for one.
-SERVER_LINES = -2
-#: The group of the literals a request's echoed input starts with (``input_spans``): needles of no row, so a
-#: line holding one is never known clean.
-INPUT_LINES = -3
+#: The groups of needles that are no row's: own lines (ready, args, start-up), an SGLang server's lines, and
+#: the literals a request's echoed input starts with (a line holding one is never known clean).
+OWN_LINES, SERVER_LINES, INPUT_LINES = -1, -2, -3
 
 _ALL_BYTES = bytes(range(256))
 
-#: Where a kind of line holds the shape of needles that name their digits (:func:`needle_key`): the
-#: offset in the line, the needles' length, each needle -> its groups. A line of that kind holds one
-#: when its bytes there, lowercased, are that needle.
+#: Where a kind of line holds the shape of needles naming their digits: offset, length, needle -> groups.
 Check = tuple[int, int, dict[bytes, tuple[int, ...]]]
-#: What a kind of line needs: the groups of rows (rows listing the same needles) whose needles its
-#: shape holds, whether the garbage scan reads it (it holds a candidate run and may be garbage; None:
-#: it holds one, not judged yet), and the needles naming digits that each of its lines may hold.
+#: What a kind of line needs: the groups whose needles its shape holds, whether the garbage scan reads it
+#: (None: it holds a candidate run, not judged yet), and its checks of needles naming digits.
 Kind = tuple[tuple[int, ...], "bool | None", tuple[Check, ...]]
 #: A run of lines to read: (its first byte, its end byte, its first line's number).
 Run = tuple[int, int, int]
 
 
 def line_starts(lines: list[bytes]) -> list[int]:
-    """Where each of ``lines`` starts in them joined by ``\n``, and one past the last: line k spans
-    ``[starts[k], starts[k + 1] - 1)`` (its newline excluded)."""
+    """Where each of ``lines`` starts in them joined by ``\n``, and one past the last."""
     ends = itertools.accumulate(map(len, lines), initial=0)  # the lengths summed, then one newline a line: in C
     return list(map(operator.add, ends, itertools.count()))
 
 
 def without_inputs(chunk: bytes, spans: re.Pattern[bytes] | None) -> bytes:
-    """``chunk`` with each match of ``spans`` (:func:`.table.input_spans`: a request's echoed input, from its
-    start to the literal it ends before on its line or to the line's end) cut out, in one pass in C: each
-    line keeps its place. Nothing cut: ``chunk`` itself."""
+    """``chunk`` with each echoed input (:func:`.table.input_spans`) cut out; ``chunk`` itself when none is."""
     return chunk if spans is None else spans.sub(b"", chunk)
 
 
 def needle_key(literal: bytes) -> bytes:
-    """A needle as the prefilter compares it: lowercased. One whose digits are all ``0`` is its own
-    shape (each ``0`` any digit: ``e0000 00:00:00.`` names glog's E line); one holding another digit
-    names its digits: a line holds it where its shape holds the needle's and its bytes there, lowercased,
-    are the needle (``running: 1``: one request or more, not ``running: 0``)."""
+    """A needle as compared: lowercased (all-``0`` digits stand for any; another digit names its digits)."""
     return literal.lower()
 
 
 def digit_runs(chunk: bytes, norm: bytes) -> list[int]:
-    """Offsets in ``chunk`` of runs of one repeated digit (``111111``, each start of six), which a shape
-    hides. Such a run lies in a number of six digits or more, so a chunk whose shapes ``norm`` hold no
-    ``000000`` holds none (a C search); any other is compared with itself shifted by one byte, as an
-    array (numpy, imported then: every pass in C, none per number)."""
+    """Offsets in ``chunk`` of runs of six of one digit 1-9 (which a shape hides), found with numpy."""
     if b"000000" not in norm:
         return []
     import numpy as np
@@ -120,12 +86,8 @@ class LineKinds:
 
     def __init__(self, needles: dict[bytes, tuple[int, ...]], marks: Callable[[bytes, int], int] | None,
                  judge: Callable[[bytes], bool] | None = None) -> None:
-        """``marks(data, pos)``: the offset of the first garbage candidate run in ``data`` at or after
-        ``pos`` (-1: none; a run never spans a line break); ``judge(shape)``: whether a line of that
-        shape holding a candidate may be garbage (False: none is, whatever its case and digits)."""
-        #: each needle (:func:`needle_key`) -> the groups of rows that list it
-        self.needles = needles
-        #: each needle with its shape (what is looked for in the shapes) and its groups
+        """``marks(data, pos)``: the next candidate run's offset or -1; ``judge(shape)``: may it be garbage."""
+        self.needles = needles  # each needle (needle_key) -> the groups of rows that list it
         self._looked_for = [(needle, needle.translate(SHAPE), owners) for needle, owners in needles.items()]
         self.marks = marks
         self.judge = judge
@@ -133,10 +95,8 @@ class LineKinds:
         self.kinds: dict[bytes, Kind] = {}
 
     def forget(self, group: int) -> None:
-        """No line is read for ``group`` from now on (the server's own lines once one was found): its needles
-        are looked for no more, and a kind of line that only it read is clean."""
-        self.needles = {n: kept for n, owners in self.needles.items() for kept in [tuple(g for g in owners if g != group)]
-                        if kept}
+        """No line is read for ``group`` from now on (the server's own lines once one was found)."""
+        self.needles = {n: kept for n, owners in self.needles.items() if (kept := tuple(g for g in owners if g != group))}
         self._looked_for = [(needle, needle.translate(SHAPE), owners) for needle, owners in self.needles.items()]
         for shape, (groups, garbage, checks) in list(self.kinds.items()):
             if group not in groups and not any(group in gs for _o, _n, by in checks for gs in by.values()):
@@ -190,11 +150,8 @@ class LineKinds:
         return out
 
     def read(self, chunk: bytes, norm: bytes, shapes: list[bytes], first_line: int, *, scan: bool = True) -> Reading:
-        """The lines of ``chunk`` (its first line numbered ``first_line``) that each group of rows and
-        the garbage scan read; ``norm`` is the chunk's shape, ``shapes`` its lines'. ``scan``: the
-        garbage scan reads this chunk (else no kind is judged: every candidate line is given). A kind
-        holding a candidate run is judged when it comes back in a later chunk: a line printed once
-        costs one scan, not a judgement too."""
+        """The lines of ``chunk`` that each group of rows and the garbage scan (``scan``) read."""
+        # a kind holding a candidate run is judged when it comes back: a line printed once costs one scan
         clean = self.clean
         all_clean = clean.issuperset(shapes)
         digits = digit_runs(chunk, norm)
@@ -231,9 +188,7 @@ class LineKinds:
         return Reading(len(chunk), shapes, first_line, read, sorted(garbage.union(_numbers(norm, digits))), clean=not read)
 
     def _judge(self, kind_of: dict[bytes, Kind]) -> None:
-        """Judge once each kind of ``kind_of`` that holds a candidate run not judged yet (``judge``, on
-        the shape: whatever a line of it holds in case and digits), remembered: a kind that is no
-        row's and cannot be garbage is clean from now on, and leaves ``kind_of``."""
+        """Judge each kind holding a candidate run not judged yet; one no row's and no garbage is clean."""
         for shape, (groups, garbage, checks) in list(kind_of.items()):
             if garbage is not None:
                 continue
@@ -266,13 +221,11 @@ class Reading:
 
     def __init__(self, size: int, shapes: list[bytes], first_line: int,
                  lines: dict[object, tuple[tuple[int, ...], list[int]]], garbage: list[int], *, clean: bool = False) -> None:
-        #: every line of the chunk is known clean (it holds no needle; the garbage scan may still read some)
-        self.clean = clean
+        self.clean = clean  # every line holds no needle (the garbage scan may still read some)
         self.size = size
         self.shapes = shapes
         self.first_line = first_line
-        #: each kind of line's groups and lines (numbers from 0)
-        self.lines = lines
+        self.lines = lines  # each kind of line's groups and lines (numbers from 0)
         self.groups: dict[int, list[object]] = {}
         for shape, (groups, _lines) in lines.items():
             for g in groups:
@@ -282,19 +235,15 @@ class Reading:
         self._starts: list[int] | None = None
 
     def runs(self, group: int, regex: re.Pattern[bytes], gate: str | None = None, chunk: bytes = b"") -> list[Run]:
-        """The runs a group of rows reads with ``regex``: its lines, each with the lines either side
-        the regex may reach (:func:`reach`); with a ``gate`` (a row's :attr:`~.table.Signature.gate`),
-        only the lines of ``chunk`` some part of which it matches, tried once for every row sharing it."""
+        """The runs a group reads with ``regex`` (its lines and :func:`reach` either side; a ``gate`` filters)."""
         kinds = self.groups.get(group)
         if not kinds:
             return []
         context = reach(regex)
         got = self._runs.get((group, context, gate))
         if got is None:
-            if len(kinds) == 1:
-                lines = self.lines[kinds[0]][1]
-            else:
-                lines = sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds))
+            lines = (self.lines[kinds[0]][1] if len(kinds) == 1
+                     else sorted(itertools.chain.from_iterable(self.lines[k][1] for k in kinds)))
             if gate is not None:
                 search = _gate(gate).search
                 starts = self._line_starts()
@@ -307,7 +256,6 @@ class Reading:
         return self._spans(self.garbage, 0) if self.garbage else []
 
     def _line_starts(self) -> list[int]:
-        """Each line's start in the chunk (:func:`line_starts`), made once."""
         if self._starts is None:
             self._starts = line_starts(self.shapes)
         return self._starts
@@ -346,10 +294,8 @@ def _gate(pattern: str) -> re.Pattern[bytes]:
 
 @lru_cache(maxsize=None)
 def reach(regex: re.Pattern[bytes]) -> int:
-    """The lines a row reads either side of a line holding one of its needles: the most line breaks a
-    match of ``regex`` (its lookarounds included) can cross, 0 when every match lies on one line;
-    :data:`CONTEXT` when that is more, unbounded or unknown, or when it tests the end of the text or
-    can match nothing."""
+    """The most line breaks a match of ``regex`` can cross (lookarounds too), at most :data:`CONTEXT`."""
+    # CONTEXT also when unbounded or unknown, when it tests the end of the text or can match nothing
     if _p is None:
         return CONTEXT
     try:
@@ -358,14 +304,12 @@ def reach(regex: re.Pattern[bytes]) -> int:
         breaks = _breaks(parsed, parsed.state.flags, refs)
     except (ValueError, TypeError, AttributeError):  # an op this check does not know: the safe answer
         return CONTEXT
-    if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs:  # a group's text may hold breaks
-        return CONTEXT
-    return breaks
+    # refs: a back-reference's group may hold breaks
+    return CONTEXT if parsed.getwidth()[0] == 0 or breaks > CONTEXT or breaks and refs else breaks
 
 
 def literal_prefix(regex: re.Pattern[bytes]) -> bytes:
-    """The literal every match of ``regex`` starts with (case-sensitive; empty when none): a text
-    without it needs no search."""
+    """The literal every match of ``regex`` starts with (case-sensitive; empty when none)."""
     if _p is None or regex.flags & re.IGNORECASE:
         return b""
     out = bytearray()
@@ -397,10 +341,8 @@ _UNBOUNDED = 1 << 30
 
 
 def _breaks(seq: Iterable[tuple[object, object]], flags: int, refs: list[bool]) -> int:
-    """The most line breaks the parsed ``seq`` can match or look at (:data:`_UNBOUNDED`: no bound, or
-    it tests an end of the text: ``$`` without MULTILINE is also before a last newline, ``\\Z``); ``^``
-    and ``\\A`` see the real start even when a search starts later. A back-reference is noted in
-    ``refs`` (the group's text may hold breaks)."""
+    """The most line breaks the parsed ``seq`` can match or look at; a back-reference is noted in ``refs``."""
+    # _UNBOUNDED: no bound, or an end of the text tested (``$`` without MULTILINE is also before a last newline)
     total = 0
     for op, av in seq:
         if op is _c.LITERAL:
@@ -438,8 +380,7 @@ def _breaks(seq: Iterable[tuple[object, object]], flags: int, refs: list[bool]) 
 
 
 def needle_groups(rows: list[tuple[bytes, ...]]) -> tuple[list[int], dict[bytes, tuple[int, ...]]]:
-    """Each row's group (rows with the same needles read the same lines) and each needle -> the
-    groups listing it, from each row's needles (:func:`needle_key`)."""
+    """Each row's group (rows with the same needles) and each needle -> the groups listing it."""
     groups: dict[frozenset[bytes], int] = {}
     of_row = [groups.setdefault(frozenset(needles), len(groups)) for needles in rows]
     owners: dict[bytes, set[int]] = {}

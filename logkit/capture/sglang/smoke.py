@@ -1,17 +1,13 @@
 """Smoke prompts against a ready server, and the one test for degenerate (garbage) output.
 
-Contract: :func:`degenerate` says why a reply is garbage (one character repeated, "!!!!!!", a
-short unit repeated, "ToToTo", empty output, a token loop, U+FFFD replacement characters, NaN
-log-probabilities, word salad) or returns None. :func:`degenerate_line` applies the same tests to
-one printed line, with absolute thresholds and what is never output excluded (rules, progress
-bars, carets, ellipses, masks, hex dumps, base64 blobs, numbers in key=value pairs, tensor
-prints). :class:`GarbageScanner` finds such lines in a chunk of log bytes: one regex scan for
-candidate runs, then :func:`degenerate_line` on the few candidate lines, so a healthy stream pays
-one scan; :func:`may_degenerate` judges a line *shape* once (False: no line of it, in any case and
-with any digits, is degenerate), so the classifier's prefilter stops scanning a healthy kind of
-line. Thresholds are in ``logkit/data/sglang.toml`` ``[garbage]``. :func:`send` posts one
-prompt to ``/v1/chat/completions`` (falling back to ``/v1/completions``) with the standard library
-only, and returns reply, latency, logprobs and error.
+Contract: :func:`degenerate` says why a reply is garbage (a character or short unit repeated, empty
+output, a token loop, U+FFFD characters, NaN log-probabilities, word salad) or returns None;
+:func:`degenerate_line` applies the same tests to one printed line, with absolute thresholds and what
+is never output excluded (rules, progress bars, masks, hex dumps, base64 blobs, numbers, tensor
+prints). :class:`GarbageScanner` finds such lines in a chunk (one regex scan for candidate runs, then
+:func:`degenerate_line` on their lines); :func:`may_degenerate` judges a line *shape* once, so the
+prefilter stops scanning a healthy kind of line. Thresholds: ``sglang.toml`` ``[garbage]``.
+:func:`send` posts one prompt to ``/v1/chat/completions`` (else ``/v1/completions``); never raises.
 """
 
 from __future__ import annotations
@@ -56,10 +52,7 @@ def _never() -> tuple[frozenset[str], tuple[tuple[int, int], ...]]:
 
 def _never_char(ch: str) -> bool:
     chars, ranges = _never()
-    if ch in chars or ch.isspace():
-        return True
-    o = ord(ch)
-    return any(a <= o <= b for a, b in ranges)
+    return ch in chars or ch.isspace() or any(a <= ord(ch) <= b for a, b in ranges)
 
 
 @lru_cache(maxsize=16)
@@ -67,12 +60,11 @@ def _unit_re(max_unit: int, reps: int) -> re.Pattern[str]:
     return re.compile(r"(.{1,%d}?)\1{%d,}" % (max_unit, reps - 1), re.S)
 
 
-def _token_at(text: str, start: int, end: int) -> str:
-    a = start
-    while a > 0 and not text[a - 1].isspace():
+def _grown(text: str, a: int, b: int, keep: Any) -> str:
+    """``text[a:b]`` grown both ways over the characters ``keep`` accepts."""
+    while a > 0 and keep(text[a - 1]):
         a -= 1
-    b = end
-    while b < len(text) and not text[b].isspace():
+    while b < len(text) and keep(text[b]):
         b += 1
     return text[a:b]
 
@@ -90,16 +82,11 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
     listed = any(c in unit for c in " ,;")
     if listed and (word in _cfg()["number_words"] or word.replace(".", "").lstrip("-").isdigit()):
         return False  # a tensor or list print: nan, nan, nan / 1, 1, 1
-    token = _token_at(text, m.start(), m.end())
+    token = _grown(text, m.start(), m.end(), lambda c: not c.isspace())
     if _B64_TOKEN.match(token.strip("'\"`,;()[]{}")) and len(m.group(0)) < 0.5 * len(token):
         return False
     if len(unit) == 1 and unit.isalpha() and len(m.group(0)) < 2 * _cfg()["repeat_char_run"]:
-        a, b = m.start(), m.end()  # the word of letters the run is in
-        while a > 0 and text[a - 1].isalpha():
-            a -= 1
-        while b < len(text) and text[b].isalpha():
-            b += 1
-        if any(c.lower() != unit.lower() for c in text[a:b]):
+        if any(c.lower() != unit.lower() for c in _grown(text, m.start(), m.end(), str.isalpha)):
             return False  # dev29: a name spelled with a run of one letter ("jllllll's" wheels), not a letter looping
     if all(c in "0123456789abcdefABCDEF" for c in unit):
         if hexdump or token.lower().startswith("0x") or "0x" in token.lower():
@@ -117,8 +104,7 @@ def _run_is_output(text: str, m: re.Match[str], hexdump: bool) -> bool:
 
 
 def _word_loop(words: list[str], n: int, numbers: frozenset[str]) -> tuple[list[str], int] | None:
-    """The longest-running n-gram (up to ``loop_max_words`` words, with a real word in it) repeated at
-    least ``n`` times back to back, and its repeat count; or None."""
+    """The longest-running n-gram (with a real word) repeated ``n`` times or more back to back, and its count."""
     best: tuple[list[str], int] | None = None
     for size in range(1, int(_cfg()["loop_max_words"]) + 1):
         i = 0
@@ -146,8 +132,7 @@ def _why_run(unit: str, reps: int) -> str:
 
 
 def _special_token() -> str:
-    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's full-width ``<｜end▁of▁sentence｜>``);
-    non-ASCII characters as alternatives, so it reads as bytes too."""
+    """One special token (``<|im_end|>``, ``<unk>``, DeepSeek's ``<｜end▁of▁sentence｜>``), as text or bytes."""
     bar, mark = "(?:\\||\uff5c)?", "\u2581"
     return r"<%s[A-Za-z_](?:[\w.-]|%s){0,40}%s>" % (bar, mark, bar)
 
@@ -179,8 +164,7 @@ def _script(ch: str, ranges: tuple[tuple[int, int, str], ...]) -> str | None:
 
 
 def _salad(text: str) -> str | None:
-    """Why one line reads as sampled tokens with no language (word salad, scripts mixed inside
-    words, mojibake, one special token looping), or None. Thresholds in sglang.toml [garbage]."""
+    """Why one line reads as sampled tokens (word salad, scripts mixed in words, mojibake, a special token looping)."""
     g = _cfg()
     function, ranges, mojibake, special = _salad_cfg()
     m = special.search(text)
@@ -226,8 +210,7 @@ def _salad(text: str) -> str | None:
 
 
 def _doubled(text: str) -> tuple[int, int, set[str]]:
-    """Words written twice back to back: (the words of letters, the pairs, the doubled words lowercased);
-    read by :func:`_stutter` on a line and by :func:`may_degenerate` on a shape."""
+    """Words written twice back to back: (the words of letters, the pairs, the doubled words lowercased)."""
     tokens = [t for t in (t.strip("'\"`,;.:!?()[]{}*|\u2502") for t in text.split()) if t]
     words = sum(1 for t in tokens if any(c.isalpha() for c in t))
     i = pairs = 0
@@ -243,9 +226,8 @@ def _doubled(text: str) -> tuple[int, int, set[str]]:
 
 
 def _stutter(text: str) -> str | None:
-    """Each word written twice ("parsing parsing and and environment environment"): a stream whose
-    every piece was emitted twice. Pairs of one word back to back, of several words, making up much
-    of the line (prose doubles a word by mistake once; a table repeats one value)."""
+    """Each word written twice ("parsing parsing and and"): a stream whose every piece was emitted twice."""
+    # several words doubled, much of the line (prose doubles a word by mistake once; a table repeats one value)
     g = _cfg()
     words, pairs, seen = _doubled(text)
     if pairs >= g["stutter_pairs"] and len(seen) >= g["stutter_words"] and 2 * pairs >= g["stutter_share"] * words:
@@ -283,8 +265,7 @@ def degenerate(reply: str | None, logprobs: list[float | None] | None = None) ->
 
 
 def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | None:
-    """Why one printed line carries degenerate output, or None; ``span`` limits the search for repeated
-    runs (the scanner's candidates), the line's context is still read whole."""
+    """Why one printed line carries degenerate output, or None; ``span`` limits the search for repeated runs."""
     g = _cfg()
     text = _ANSI.sub("", line).rsplit("\r", 1)[-1]
     if text.count("\ufffd") >= g["line_replacement_chars"]:
@@ -301,9 +282,7 @@ def degenerate_line(line: str, span: tuple[int, int] | None = None) -> str | Non
     # characters): its words are read from a window as long as the longest loop looked for
     reach = 32 * int(g["loop_max_words"]) * int(g["line_loop_min_repeats"])
     loop = _word_loop(text[max(0, lo - reach):hi + reach].split(), g["line_loop_min_repeats"], frozenset(g["number_words"]))
-    if loop is not None:
-        return f"token loop ({' '.join(loop[0])!r} x{loop[1]})"
-    return _salad(text)
+    return f"token loop ({' '.join(loop[0])!r} x{loop[1]})" if loop is not None else _salad(text)
 
 
 @lru_cache(maxsize=1)
@@ -329,9 +308,7 @@ def _gate() -> re.Pattern[bytes]:
 
 @lru_cache(maxsize=1)
 def _shape_runs() -> re.Pattern[str]:
-    """In a shape: a unit of up to ``line_unit_max`` characters repeated (each length tried at each
-    start), neither all ``0`` (digits, read apart) nor all characters never output (``never_units``,
-    blanks; ``0`` excepted: in a shape it may stand for any digit); or a run of digits after a quote."""
+    """In a shape: a unit repeated, neither all ``0`` nor all never-output characters; or digits after a quote."""
     g = _cfg()
     reps = min(g["repeat_char_run"], g["line_unit_repeats"])
     never = re.escape("".join(sorted(set(g["never_units"]) - {"0"})))
@@ -342,8 +319,7 @@ def _shape_runs() -> re.Pattern[str]:
 
 @lru_cache(maxsize=1)
 def _shape_runs_near() -> re.Pattern[str]:
-    """What :func:`_shape_runs` needs, found faster: such a run, from its unit's first character that
-    is not ``0`` on, repeats one time less (a unit all ``0`` never starts one)."""
+    """A faster necessary condition of :func:`_shape_runs`: from its first non-``0`` on, one repeat less."""
     g = _cfg()
     reps = min(g["repeat_char_run"], g["line_unit_repeats"])
     return re.compile(r"([^0].{0,%d}?)\1{%d}|['\"`]0{%d}" % (int(g["line_unit_max"]) - 1, reps - 2, reps), re.S)
@@ -354,17 +330,10 @@ _SHAPE_TOKEN_EDGES = "'\"`,;()[]{}"
 
 
 def may_degenerate(shape: str) -> bool:
-    """Whether some printed line whose shape (:data:`logkit.capture.shapes.SHAPE`, decoded) is
-    ``shape`` may be degenerate (:func:`degenerate_line`, with any span): False only where every
-    test of that function finds nothing in every line of that shape. A shape lowercases ASCII letters
-    and makes each digit ``0``, changing no other character, so whatever repeats in a line repeats
-    in its shape and each test is read there loosened: a non-ASCII line (replacement characters,
-    mojibake, writing systems) is always judged per line; a unit repeated back to back counts unless
-    it is all characters never output (``0`` excepted: any digit) or all ``0``, and then (a run of
-    digits) only when its token is all digits or it follows a quote; a word loop counts with any
-    word; words doubled count their pairs only; word salad its words of letters only; a special
-    token anywhere counts (its run may reach the next lines). Read on a line of at most
-    :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` (its loop window is the whole line)."""
+    """Whether some line of this shape may be degenerate (:func:`degenerate_line`, any span); False: none is."""
+    # Whatever repeats in a line repeats in its shape, so each test is read there loosened: a non-ASCII line is
+    # judged per line; a unit run counts unless all never-output or all 0 (digits: only a whole token or quoted);
+    # any word loop counts; doubled words count their pairs; salad its words of letters; a special token anywhere.
     g = _cfg()
     text = _ANSI.sub("", shape).rsplit("\r", 1)[-1]
     if not text.isascii() or _SHAPE_SPECIAL.search(text):
@@ -392,8 +361,7 @@ class GarbageScanner:
     """Finds degenerate output in chunks of complete log lines (the classifier's hot path)."""
 
     def may_hold(self, shape: bytes) -> bool:
-        """Whether a line of this shape may be degenerate (:func:`may_degenerate`); a line longer
-        than :data:`~logkit.capture.shapes.MAX_SHAPE_BYTES` always may."""
+        """Whether a line of this shape may be degenerate (a line longer than MAX_SHAPE_BYTES always may)."""
         return len(shape) > MAX_SHAPE_BYTES or may_degenerate(shape.decode("utf-8", "replace"))
 
     def candidates(self, data: bytes) -> list[int]:

@@ -17,7 +17,7 @@ from ... import statuses
 from ...errors import BadInput
 from ..shapes import SHAPE
 
-__all__ = ["DETECTORS", "Signature", "compiled", "data", "extras", "load_signatures", "server_regexes"]
+__all__ = ["DETECTORS", "Signature", "compiled", "data", "extras", "lines_of", "load_signatures", "server_regexes"]
 
 #: Detectors a signature row may name instead of a pattern.
 DETECTORS = ("degenerate",)
@@ -33,29 +33,13 @@ class Signature:
     pattern: str
     priority: int
     weak: bool = False
-    #: a weak row after which the process is dead: weak rows count even after the server was ready
-    fatal: bool = False
+    fatal: bool = False  # a weak row after which the process is dead: it counts even after ready
     source: str = ""
     source_file: str = ""
     detector: str | None = None
-    #: Literals of which every match contains at least one, compared as line shapes (case ignored,
-    #: any digit for a digit): the row reads only the lines holding one.
-    needles: tuple[str, ...] = ()
-    #: a row of the generic layer: a shape any program prints (an exception line, a kill), not one
-    #: library's message; ``bench/bench_generic.py`` measures the classifier with these rows alone
-    generic: bool = False
-    #: a regex some part of each line the row matches matches (the generic layer's failure-line shapes,
-    #: shared by its families): of the lines the prefilter gives the row, it reads only those, and the
-    #: rows sharing a gate try it once a line (:meth:`.prefilter.Reading.runs`)
-    gate: str | None = None
-
-
-def _scoped(pattern: str) -> str:
-    """Turn a leading global inline flag ``(?i)x`` into a scoped one ``(?i:x)`` so rows combine."""
-    m = re.match(r"^\(\?([aimsux]+)\)", pattern)
-    if m:
-        return f"(?{m.group(1)}:{pattern[m.end():]})"
-    return f"(?:{pattern})"
+    needles: tuple[str, ...] = ()  # literals, one in every match (as line shapes): the row reads their lines
+    generic: bool = False  # a row of the generic layer (a shape any program prints)
+    gate: str | None = None  # a regex each line the row matches matches in part: it reads only those lines
 
 
 def data(name: str) -> dict[str, Any]:
@@ -66,64 +50,47 @@ def data(name: str) -> dict[str, Any]:
         raise BadInput(f"logkit/data/{name}: {exc}", fix="fix the TOML syntax at that line") from exc
 
 
+def _bad(sid: str, problem: str, fix: str) -> BadInput:
+    return BadInput(f"logkit/data/signatures.toml: signature {sid}: {problem}", fix=fix)
+
+
 @lru_cache(maxsize=1)
 def load_signatures() -> tuple[Signature, ...]:
     """The signature table, validated (a bad row names its id and the problem)."""
-    rows = data("signatures.toml").get("signature", [])
     out: list[Signature] = []
     seen: set[str] = set()
-    for i, row in enumerate(rows, 1):
+    for i, row in enumerate(data("signatures.toml").get("signature", []), 1):
         sid = row.get("id") or f"#{i}"
         if row.get("class") not in statuses.names():
-            raise BadInput(
-                f"logkit/data/signatures.toml: signature {sid}: class {row.get('class')!r} is not an outcome status",
-                fix=f"use one of {', '.join(statuses.names())}",
-            )
+            raise _bad(sid, f"class {row.get('class')!r} is not an outcome status",
+                       f"use one of {', '.join(statuses.names())}")
         if sid in seen:
             raise BadInput(f"logkit/data/signatures.toml: duplicate signature id {sid!r}", fix="give each row its own id")
         seen.add(sid)
         if not row.get("source_file"):
-            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: no source_file",
-                           fix="cite the file the message comes from (repository:path)")
-        if row.get("detector") is not None:
-            if row["detector"] not in DETECTORS:
-                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: unknown detector {row['detector']!r}",
-                               fix=f"use one of {', '.join(DETECTORS)}")
-        else:
+            raise _bad(sid, "no source_file", "cite the file the message comes from (repository:path)")
+        if row.get("detector") is not None and row["detector"] not in DETECTORS:
+            raise _bad(sid, f"unknown detector {row['detector']!r}", f"use one of {', '.join(DETECTORS)}")
+        if row.get("detector") is None:
             try:
-                re.compile(_scoped(row["pattern"]).encode())
+                re.compile(row["pattern"].encode())
             except (KeyError, re.error) as exc:
-                raise BadInput(f"logkit/data/signatures.toml: signature {sid}: bad pattern: {exc}", fix="fix the regex") from exc
+                raise _bad(sid, f"bad pattern: {exc}", "fix the regex") from exc
         needles = row.get("needles", [])
         if not isinstance(needles, list) or not all(isinstance(n, str) and len(n) >= 3 for n in needles):
-            raise BadInput(f"logkit/data/signatures.toml: signature {sid}: needles {needles!r} is not a list of literals",
-                           fix="list literals of 3+ characters, one of which every match contains, or drop the key")
-        out.append(
-            Signature(
-                id=sid,
-                status=row["class"],
-                label=row.get("label", sid),
-                pattern=row.get("pattern", ""),
-                priority=int(row.get("priority", 50)),
-                weak=bool(row.get("weak", False)),
-                fatal=bool(row.get("fatal", False)),
-                source=row.get("source", ""),
-                source_file=row["source_file"],
-                detector=row.get("detector"),
-                needles=tuple(needles),
-                generic=bool(row.get("generic", False)),
-            )
-        )
+            raise _bad(sid, f"needles {needles!r} is not a list of literals",
+                      "list literals of 3+ characters, one of which every match contains, or drop the key")
+        out.append(Signature(id=sid, status=row["class"], label=row.get("label", sid), pattern=row.get("pattern", ""),
+                             priority=int(row.get("priority", 50)), weak=bool(row.get("weak", False)),
+                             fatal=bool(row.get("fatal", False)), source=row.get("source", ""),
+                             source_file=row["source_file"], detector=row.get("detector"), needles=tuple(needles),
+                             generic=bool(row.get("generic", False))))
     return tuple(out) + generic_rows()
 
 
 def generic_rows() -> tuple[Signature, ...]:
-    """The generic layer (``[generic]`` in :file:`logkit/data/sglang.toml`) as weak rows: each family
-    takes a *failure line* (one of ``failure_lines``' shapes, case-sensitive) that holds one of its
-    words (case-insensitive), the whole line matched; a family with ``words = []`` takes any failure line,
-    one with no ``words`` at all has only its own lines.
-    A family's ``lines`` are its own evidence on any line, failure-shaped or not (``line_needles``: the
-    prefilter words one of which such a line holds), a second row ``<id>-line``."""
+    """The generic layer (``[generic]`` in sglang.toml) as weak rows: a family's words on a failure line."""
+    # words = []: any failure line; no words: only its own ``lines`` (evidence on any line, a row ``<id>-line``)
     cfg = data("sglang.toml").get("generic")
     if not cfg:
         return ()
@@ -160,8 +127,7 @@ def generic_rows() -> tuple[Signature, ...]:
 
 
 def _title_row(fam: dict, words: str, title: dict, hedges: str) -> Signature:
-    """A family's words in a report's title (``[generic.title]``): a ``# `` heading that claims a failure,
-    is no change's or feature request's, and holds one of the words with no hedge before it."""
+    """A family's words in a report's ``# `` title claiming a failure, no change's, with no hedge before."""
     claims = "|".join(f"(?:{c})" for c in title["claims"])
     hedges = "|".join([hedges, *(f"(?:{h})" for h in title.get("hedges", []))])
     changes = "|".join(f"(?:{n})" for n in title.get("not", [])) or "(?!)"
@@ -175,15 +141,13 @@ def _title_row(fam: dict, words: str, title: dict, hedges: str) -> Signature:
 
 
 def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Signature, ...]:
-    """A family's own lines (``lines``) as one weak row ``<id>-line``: evidence on any line, failure-shaped
-    or not; ``line_fatal`` makes it read even after the server served (a report that the run stalled)."""
+    """A family's own ``lines`` as one weak row ``<id>-line`` (``line_fatal``: read even after serving)."""
     own = "|".join(f"(?:{w})" for w in fam["lines"])
     # a hedge tempers its own sentence only: the evidence may follow the end of a sentence that held one ("if I
     # send X, the request hangs. Subsequent requests then all hang")
     sentence = r"(?:[^\r\n]{0,2000}?[.!?][ \t]+(?=(?-i:[A-Z])))?"
-    # the gate: a line where no own line matches at all needs no try of the whole pattern (its sentences, each
-    # tried with every hedge before every own line: a millisecond on a long line of prose); only for own lines
-    # that stay on one line, as the gate tries each line alone
+    # the gate spares a line with no own line the whole pattern (a millisecond on a long line of prose); only
+    # for own lines that stay on one line, as the gate tries each line alone
     from .prefilter import reach
 
     gate = f"(?im)(?:{own})"
@@ -197,16 +161,14 @@ def _own_lines_row(fam: dict, cfg: dict, benign: str, hedges: str) -> tuple[Sign
                       generic=True, gate=gate if reach(re.compile(gate.encode())) == 0 else None),)
 
 
-#: A compiled row: its regex, its signature, its needles as shapes (None: no needles), whether it
-#: reads only the lines holding a needle (:mod:`.prefilter`; else every line), and its group of rows
-#: (:func:`.prefilter.needle_groups`).
+#: A compiled row: regex, signature, needles as shapes (None: none), whether it reads only the lines
+#: holding a needle, and its group of rows (:func:`.prefilter.needle_groups`).
 _Row = tuple[re.Pattern[bytes], Signature, "tuple[bytes, ...] | None", bool, int]
 
 
 @lru_cache(maxsize=1)
 def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], tuple[_Row, ...]]:
-    """The rows (:data:`_Row`), the ready line, each needle (:func:`.prefilter.needle_key`) -> the
-    groups of rows that list it, and the rows that read every line."""
+    """The rows (:data:`_Row`), the ready line, each needle -> its groups, and the rows that read every line."""
     from .prefilter import needle_groups, needle_key
 
     cfg = data("sglang.toml")
@@ -227,10 +189,8 @@ def compiled() -> tuple[tuple[_Row, ...], bytes, dict[bytes, tuple[int, ...]], t
 
 @lru_cache(maxsize=1)
 def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple[bytes, ...]]:
-    """The regexes of an SGLang server's own lines (``server_patterns``, the ready line) and of its
-    ``server_args``, the literal that regex starts with (a chunk without it needs no search), and the
-    literals one of which each server line holds (``server_needles`` and the ready line's; empty: not
-    known, every line is searched)."""
+    """An SGLang server's own lines' regex, its ``server_args`` regex and literal prefix, its line needles."""
+    # the needles: ``server_needles`` and the ready line (empty: not known, every line is searched)
     from .prefilter import literal_prefix
 
     cfg = data("sglang.toml")
@@ -243,9 +203,8 @@ def server_regexes() -> tuple[re.Pattern[bytes], re.Pattern[bytes], bytes, tuple
 
 @lru_cache(maxsize=1)
 def input_spans() -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
-    """The spans of a line that echo a request's input (``input_spans``): the literal each one's start
-    begins with (empty: none), and one regex matching every span, from its start to the literal it ends
-    before on its line (``until``) or to the line's end (None: no span)."""
+    """The literals echoed inputs (``input_spans``) start with, and one regex of every span (None: none)."""
+    # a span runs from its start to the literal it ends before on its line (``until``) or to the line's end
     from .prefilter import literal_prefix
 
     literals, spans = [], []
@@ -256,27 +215,13 @@ def input_spans() -> tuple[tuple[bytes, ...], re.Pattern[bytes] | None]:
     return tuple(literals), re.compile(b"|".join(spans)) if spans else None
 
 
-def _kind_of_line(name: str) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
-    """The regex of ``<name>_patterns`` (sglang.toml, one alternation, multiline) and ``<name>_needles``, the
-    literals one of which each such line holds; None when there are no patterns."""
+@lru_cache(maxsize=None)
+def lines_of(name: str) -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
+    """``<name>_patterns`` (``startup``, ``engine_startup``) as one regex and ``<name>_needles``; None: none."""
     cfg = data("sglang.toml")
     pats = [p.encode() for p in cfg.get(f"{name}_patterns", [])]
     needles = tuple(n.encode() for n in cfg.get(f"{name}_needles", []))
     return (re.compile(b"|".join(b"(?:%s)" % p for p in pats), re.M), needles) if pats else None
-
-
-@lru_cache(maxsize=1)
-def startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
-    """A server's start-up finished (``startup_patterns``: readiness for a launch that is not SGLang's,
-    outcomes.Classifier.ready) and its needles."""
-    return _kind_of_line("startup")
-
-
-@lru_cache(maxsize=1)
-def engine_startup_regex() -> tuple[re.Pattern[bytes], tuple[bytes, ...]] | None:
-    """An engine's own start-up lines (``engine_startup_patterns``: an engine still starting after an ASGI
-    server's start-up finished, outcomes.Classifier._started) and their needles."""
-    return _kind_of_line("engine_startup")
 
 
 @lru_cache(maxsize=1)

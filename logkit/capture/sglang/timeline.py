@@ -49,9 +49,7 @@ class Timeline:
             for m in regex.finditer(chunk):
                 line += chunk.count(b"\n", pos, m.start())
                 pos = m.start()
-                start = chunk.rfind(b"\n", 0, m.start()) + 1
-                prefix = chunk[start : m.start()]
-                stamp = _STAMP.search(prefix)
+                stamp = _STAMP.search(chunk, chunk.rfind(b"\n", 0, m.start()) + 1, m.start())  # on the line, before
                 rank_m = _RANK.search(stamp.group(3)) if stamp and stamp.group(3) else None
                 rank = rank_m.group(1).decode() if rank_m else None
                 if (stage, rank) in self._seen:
@@ -71,9 +69,6 @@ class Timeline:
     def with_seconds(self, started: datetime | None) -> list[Milestone]:
         """Milestones with ``seconds`` since ``started`` (or since the first stamped one)."""
         base = started or next((m.at for m in self.milestones if m.at is not None), None)
-        out = []
-        for m in self.milestones:
-            # Log stamps have whole seconds: a stage in the launch's first second is at 0, not < 0.
-            secs = max(0.0, round((m.at - base).total_seconds(), 3)) if (m.at and base) else None
-            out.append(m.model_copy(update={"seconds": secs}))
-        return out
+        # Log stamps have whole seconds: a stage in the launch's first second is at 0, not < 0.
+        return [m.model_copy(update={"seconds": max(0.0, round((m.at - base).total_seconds(), 3)) if m.at and base
+                                     else None}) for m in self.milestones]

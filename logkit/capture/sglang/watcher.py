@@ -2,16 +2,13 @@
 hang detection, smoke prompts and the accuracy gate (launches); metric events (benchmarks).
 
 Contract: :meth:`LaunchWatcher.feed` only scans bytes (classifier + timeline). Everything that
-waits on the network runs in one daemon thread started by :meth:`started`: it polls ``/ready``
-(``/health`` on old versions) until ready, emits a redacted ``ServerInfo`` (``/server_info``, or
-``/get_server_info``), sends the ``--smoke`` prompts as ``Smoke`` events (a degenerate reply makes
-the attempt ``garbage``), runs ``--accuracy`` (:mod:`.accuracy`: the score a metric, the wrong
-answers a note, below the threshold ``inaccurate``), and with ``--smoke-only`` asks the runner to
-stop. :meth:`tick` detects a hang (no output for ``hang_timeout`` seconds before ready, or the
-ready endpoint silent that long after the server listens) and asks the runner to stop.
-:class:`BenchWatcher` closes the benchmark's output FIFO (:mod:`.fifo`) when the client ends and
-reads the redacted record (a ``--warmup`` run records no figures; ``--repeat N`` labels each
-metric ``repeat=i/N``). A failure inside the thread is recorded in a note, never raised.
+waits on the network runs in one daemon thread: it polls ``/ready`` (``/health`` on old versions),
+emits a redacted ``ServerInfo``, sends the ``--smoke`` prompts (a degenerate reply: ``garbage``), runs
+``--accuracy`` (:mod:`.accuracy`; below the threshold: ``inaccurate``), and with ``--smoke-only``
+asks the runner to stop. :meth:`tick` detects a hang (no output for ``hang_timeout`` before ready, or
+``/ready`` silent that long after the server listens). :class:`BenchWatcher` closes the benchmark's
+output FIFO (:mod:`.fifo`) when the client ends and reads the redacted record (a ``--warmup`` run
+records no figures). A failure inside a thread is recorded in a note, never raised.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import statuses
-from ...events import AttemptLaunch, BenchConfig, EvidenceLine, LaunchConfig, Metric, Milestone, Note, ServerInfo, Smoke
+from ...events import AttemptLaunch, BenchConfig, LaunchConfig, Metric, Milestone, Note, ServerInfo, Smoke
 from ...launch.config import from_full, printed_args, printed_config, valid_port
 from ...launch.flags import fingerprint
 from ...launch.sglang import Background
@@ -40,11 +37,10 @@ from .timeline import Timeline
 __all__ = ["BenchWatcher", "LaunchWatcher", "http_ready", "probe_url"]
 
 POLL_S = 1.0
-#: How long the end of a launch waits for SGLang's full parse still running beside it: not at all (a
-#: dead launch must not hold the terminal); it is cancelled with a note, the cached spec's parse stands.
+#: How long the end of a launch waits for SGLang's full parse: not at all (a dead launch must not hold
+#: the terminal); it is cancelled with a note, the cached spec's parse stands.
 PARSE_WAIT_S = 0.0
-#: How long the end of a launch waits for the ``launch_config`` of the flags the server printed (a
-#: wrapped launch's only record of what ran): long enough for the first build of the parser spec.
+#: ... and for the ``launch_config`` of the flags the server printed: the first build of the parser spec.
 PRINTED_WAIT_S = 10.0
 
 
@@ -52,10 +48,7 @@ def probe_url(host: str | None, port: int | None) -> str | None:
     """``http://host:port`` for talking to a server that listens on ``host`` (0.0.0.0 -> loopback)."""
     if port is None:
         return None
-    h = host or "127.0.0.1"
-    if h in ("0.0.0.0", "::", "[::]", ""):
-        h = "127.0.0.1"
-    return f"http://{h}:{port}"
+    return f"http://{'127.0.0.1' if host in (None, '0.0.0.0', '::', '[::]', '') else host}:{port}"
 
 
 def _get(url: str, timeout: float = 3.0) -> tuple[int, bytes]:
@@ -84,9 +77,7 @@ def _note(ctx: WatchContext | None, text: str) -> None:
         ctx.emit(Note(session=ctx.attempt.session, text=text, refs=[ctx.attempt.short_id]))
 
 
-#: signature -> status of the findings logkit's own probes make once a server is ready, which its
-#: log cannot show: a degenerate smoke reply, wrong answers to the accuracy set (``logkit why``
-#: reads them back from the recorded outcome)
+#: signature -> status of what logkit's own probes find once a server is ready, which its log cannot show
 PROBE_FINDINGS = {"logkit-smoke": "garbage", "logkit-accuracy": "inaccurate"}
 
 
@@ -96,21 +87,16 @@ class LaunchWatcher:
     def __init__(self, launch: dict[str, Any] | None, background: Background | None = None, *,
                  latent: bool = False, printed: bool = False, classifier: Classifier | None = None) -> None:
         self.launch = launch
-        #: A command not recognised as a launch by its argv (``./serve.sh``, ``make serve``): it becomes
-        #: one when its output shows an SGLang server's own lines (:meth:`_promote`) or ``--role launch``.
+        #: a command its argv does not show to be a launch: one once its output shows an SGLang server
         self.latent = latent
-        #: True once the attempt is a launch whose flags are read from the server_args line it prints
-        #: (a promoted command, ``--role launch``, a ``docker run``).
+        #: a launch whose flags are read from the server_args line it prints (promoted, --role launch, docker)
         self.promoted = printed
         self._printing = []
-        #: the server_args texts whose ``launch_config`` has been emitted (by its thread, or by :meth:`finished`)
-        self._printed_texts: set[str | None] = set()
+        self._printed_texts: set[str | None] = set()  # the server_args texts whose launch_config is emitted
         self._printed_lock = threading.Lock()
-        #: SGLang's full parse running beside the launch; its config lands in a ``launch_config`` event.
-        self.background = background
+        self.background = background  # SGLang's full parse running beside the launch
         self._parse_thread: threading.Thread | None = None
-        #: the one classifier; a latent watcher's own (:class:`logkit.capture.sglang._Latent`) is handed over
-        self.clf = classifier if classifier is not None else Classifier()
+        self.clf = classifier if classifier is not None else Classifier()  # a latent watcher's, handed over
         self.timeline = Timeline()
         self.base = probe_url(launch.get("host") if launch else None, launch.get("port") if launch else None)
         self.ctx: WatchContext | None = None
@@ -120,14 +106,12 @@ class LaunchWatcher:
         self.hang: str | None = None
         self.listening_at: float | None = None
         self.garbage: str | None = None
-        #: the accuracy gate's verdict when it failed (``logkit run --accuracy``): the outcome's label
-        self.inaccurate: str | None = None
+        self.inaccurate: str | None = None  # the accuracy gate's verdict when it failed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         args = (launch or {}).get("args") or {}
         self.api_key = str(args["api_key"]) if args.get("api_key") else None
 
-    # --- hot path ---------------------------------------------------------------------------
     def started(self, ctx: WatchContext) -> None:
         self.ctx = ctx
         self.last_output = time.monotonic()
@@ -135,8 +119,7 @@ class LaunchWatcher:
             self.latent = False  # --role launch: a launch, its flags read from its output when it prints them
             self.promoted = True
         if self.base:
-            self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
-            self._thread.start()
+            self._start_network()
         if self.background is not None:
             self._parse_thread = threading.Thread(target=self._full_parse, name="logkit-sglang-parse", daemon=True)
             self._parse_thread.start()
@@ -176,9 +159,12 @@ class LaunchWatcher:
     _printed = False
     _printing: list[tuple[threading.Thread, str | None]]
 
+    def _start_network(self) -> None:
+        self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
+        self._thread.start()
+
     def _promote(self) -> None:
-        """The output shows an SGLang server: the attempt is a launch (``launch_config``, ``role="launch"``),
-        its flags read from the printed ``server_args`` line once seen; readiness and ``--smoke`` as for any launch."""
+        """The output shows an SGLang server: a launch, its flags read from its ``server_args`` line once seen."""
         if self.ctx is None:
             return
         if self.clf.server_args is None and not self.latent:
@@ -195,8 +181,7 @@ class LaunchWatcher:
                 key = args.get("api_key")
                 self.api_key = str(key) if key and "*" not in str(key) and "REDACTED" not in str(key) else None
                 if self.base and self._thread is None:
-                    self._thread = threading.Thread(target=self._network, name="logkit-sglang", daemon=True)
-                    self._thread.start()
+                    self._start_network()
         if first or text is not None:
             t = threading.Thread(target=self._record_printed, args=(text,), name="logkit-sglang-printed", daemon=True)
             self._printing.append((t, text))
@@ -234,7 +219,6 @@ class LaunchWatcher:
     def ready(self) -> bool:
         return self.clf.ready or self.http_ready_at is not None
 
-    # --- network thread ---------------------------------------------------------------------
     def _network(self) -> None:
         assert self.ctx is not None and self.base is not None
         try:
@@ -264,10 +248,9 @@ class LaunchWatcher:
             code, body = _get(f"{self.base}{path}")
             if code == 200 and body:
                 try:
-                    info = json.loads(body)
+                    info = redact_info(json.loads(body))
                 except ValueError:
                     continue
-                info = redact_info(info)
                 flat = {k: v for k, v in info.items() if k not in ("internal_states",)}
                 self.ctx.emit(ServerInfo(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id,
                                          version=info.get("version"), endpoint=path, resolved=flat,
@@ -301,15 +284,13 @@ class LaunchWatcher:
 
     def _smoke(self, prompt: str) -> None:
         assert self.ctx is not None and self.base is not None
-        model = self._model()
-        r = send(self.base, prompt, model=model, api_key=self.api_key)
+        r = send(self.base, prompt, model=self._model(), api_key=self.api_key)
         why = r.error or degenerate(r.reply, r.logprobs)
         if why and not r.error:
             self.garbage = self.garbage or why
         self.ctx.emit(Smoke(session=self.ctx.attempt.session, attempt=self.ctx.attempt.short_id, prompt=prompt,
                             reply=r.reply, latency_s=r.latency_s, ok=why is None, reason=why))
 
-    # --- end --------------------------------------------------------------------------------
     def finished(self, exit_info: ExitInfo) -> WatchResult:
         self._stop.set()
         for t, text in self._printing:  # the printed flags' launch_config goes before the outcome
@@ -333,28 +314,21 @@ class LaunchWatcher:
         if self.latent and d.signature is None:
             return WatchResult()  # a plain command nothing in its output explains: the runner's exit answer
         status, label, sig = d.status, d.label, d.signature
-        # A degenerate reply is the finding unless the run failed in its own right (a status of
-        # class failure): a server that was stopped or killed after replying garbage is garbage.
-        if self.garbage and statuses.row(status).klass != "failure":
-            sig, label = "logkit-smoke", f"degenerate smoke reply: {self.garbage}"
-            status = PROBE_FINDINGS[sig]
-        # Wrong answers to the accuracy set likewise, unless the run failed in its own right.
-        if self.inaccurate and statuses.row(status).klass != "failure":
-            sig, label = "logkit-accuracy", self.inaccurate
-            status = PROBE_FINDINGS[sig]
+        # A degenerate reply, then wrong answers, are the finding unless the run failed in its own right (a
+        # status of class failure): a server stopped or killed after replying garbage is garbage.
+        for probe, finding in (("logkit-smoke", self.garbage and f"degenerate smoke reply: {self.garbage}"),
+                               ("logkit-accuracy", self.inaccurate)):
+            if finding and statuses.row(status).klass != "failure":
+                sig, label, status = probe, finding, PROBE_FINDINGS[probe]
         ready_at = self.log_ready_at or self.http_ready_at
         if ready_at is None:
             ready_at = next((m.at for m in self.timeline.milestones if m.stage == "ready"), None)
-        evidence = list(d.evidence)
-        if d.ready_line and not any(e.line == d.ready_line for e in evidence):
-            evidence.append(EvidenceLine(line=d.ready_line, text=d.ready_text or ""))
-            evidence.sort(key=lambda e: e.line)
         started = self.ctx.attempt.started if self.ctx else None
         timeline = self.timeline.with_seconds(started)
         if self.http_ready_at is not None and not self.clf.ready:
             secs = round((self.http_ready_at - started).total_seconds(), 3) if started else None
             timeline.append(Milestone(stage="ready", at=self.http_ready_at, seconds=secs, detail={"via": "HTTP /ready"}))
-        return WatchResult(status=status, label=label, signature=sig, evidence=evidence,
+        return WatchResult(status=status, label=label, signature=sig, evidence=d.evidence,  # the ready line in it
                        timeline=timeline, ready_at=ready_at if d.ready else None)
 
 
@@ -365,14 +339,11 @@ class BenchWatcher:
                  owned: bool = False, sink: FifoSink | None = None, fallback: str | None = None,
                  measure: bool = True, repeat: str | None = None) -> None:
         self.bench = bench
-        #: False for a warm-up run (``logkit run --warmup``): its figures are not recorded
-        self.measure = measure
-        #: ``i/N`` for a run of ``logkit run --repeat N``, a label on each of its metrics
-        self.repeat = repeat
+        self.measure = measure  # False for a warm-up run: its figures are not recorded
+        self.repeat = repeat  # ``i/N`` of ``--repeat N``, a label on each metric
         self.output_file = output_file
-        #: True when logkit chose the output file (inside the session). With ``sink`` the client writes
-        #: into its FIFO and only redacted records reach ``output_file``; without (no FIFO possible,
-        #: ``fallback`` says why) the file is redacted in place when the client exits.
+        #: logkit chose the output file: with ``sink`` only redacted records reach it; without (no FIFO,
+        #: ``fallback`` says why) it is redacted in place when the client exits
         self.owned = owned
         self.sink = sink
         self.fallback = fallback
@@ -404,11 +375,8 @@ class BenchWatcher:
         if self.output_file and Path(self.output_file).is_file():
             with contextlib.suppress(Exception):  # fall back to the printed block
                 return parse_file(self.output_file)
-        if self._tail:
-            try:
-                return parse_text(b"".join(self._tail).decode("utf-8", "replace"))
-            except ValueError:
-                return None
+        with contextlib.suppress(ValueError):  # no tail, or no figures in it
+            return parse_text(b"".join(self._tail).decode("utf-8", "replace"))
         return None
 
     def _redact_output(self) -> None:
