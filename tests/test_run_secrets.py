@@ -52,6 +52,34 @@ def test_planted_secrets_appear_in_no_file(sessions: Path, logkit) -> None:
     assert ENV_TOKEN not in done.stderr.split("\n")[-2]  # the --json summary is redacted too
 
 
+REGISTRY_PW = "planted-registry-pw-4411"
+WANDB_KEY = "0123456789abcdef0123456789abcdef0badc0de"
+
+
+def test_login_commands_store_no_password_or_key(sessions: Path, logkit, tmp_path: Path) -> None:
+    """`docker login -p PW` and `wandb login KEY`, run through logkit (here they fail: no docker, no wandb) and
+    printed by a script: neither the recorded argv nor the log holds the secret."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("docker", "wandb"):  # stand-ins on PATH that print their command line, as a shell's `set -x` does
+        script = bin_dir / tool
+        script.write_text(f'#!/bin/sh\necho "+ {tool} $*"\nexit 1\n')
+        script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    assert logkit("session", "start", "logins").returncode == 0
+    for argv in (["docker", "login", "-u", "bob", "-p", REGISTRY_PW, "registry.example.com"],
+                 ["docker", "login", f"--password={REGISTRY_PW}", "quay.io"],
+                 ["wandb", "login", "--relogin", WANDB_KEY]):
+        done = logkit("run", "--", *argv, env=env)
+        assert done.returncode == 1, done.stderr
+    for path in (p for p in sessions.rglob("*") if p.is_file()):
+        for secret in (REGISTRY_PW, WANDB_KEY):
+            assert secret.encode() not in path.read_bytes(), f"{secret} leaked into {path}"
+    (sid,) = Store(sessions).session_ids()
+    logs = sorted((sessions / sid / "logs").glob("A*.log"))
+    assert len(logs) == 3 and all(b"[REDACTED]" in p.read_bytes() for p in logs)
+
+
 def test_redactor_keeps_harmless_values() -> None:
     r = Redactor.for_run({}, [])
     line = "Prefill batch, #new-seq: 1, #new-token: 5, #cached-token: 0, token usage: 0.01, #token: 123"

@@ -49,6 +49,8 @@ class Rules(NamedTuple):
     argv_flags: frozenset[str] = frozenset()  # flags secret in a command line only (``--key``)
     user_password: frozenset[str] = frozenset()  # flags whose value is ``USER:PASSWORD`` (``curl -u``)
     glued_password: frozenset[str] = frozenset()  # commands whose ``-pPASSWORD`` is glued on (``mysql``)
+    login_password: frozenset[str] = frozenset()  # commands whose ``login -p PASSWORD`` is a secret (``docker``)
+    login_key: frozenset[str] = frozenset()  # commands whose ``login KEY`` is a secret (``wandb``)
     pattern_until: tuple[bytes, ...] = ()  # per pattern, the text ending its region (a multi-line block), or b""
     blocks: tuple[tuple[str, bytes], ...] = ()  # (header regex, closing text) redacted across reads
     cover: tuple[bytes, ...] = ()  # needles tested instead of the triggers holding them (lowercase)
@@ -68,6 +70,8 @@ def load_rules() -> Rules:
         argv_flags=frozenset(n.lower() for n in data["flags"].get("argv_names", [])),
         user_password=frozenset(data["flags"].get("user_password", [])),
         glued_password=frozenset(data["flags"].get("glued_password", [])),
+        login_password=frozenset(data["flags"].get("login_password", [])),
+        login_key=frozenset(data["flags"].get("login_key", [])),
         pattern_until=tuple(p.get("until", "").lower().encode() for p in text["patterns"]),
         blocks=tuple((p["opens"], p["until"].lower().encode()) for p in text["patterns"] if "opens" in p),
         cover=tuple(c.lower().encode() for c in text.get("cover", [])),
@@ -413,6 +417,16 @@ class Redactor:
                 out[i + 1] = argv[i + 1].partition(":")[0] + ":" + self.placeholder
             elif glued and word.startswith("-p") and len(word) > 2:
                 out[i] = "-p" + self.placeholder
+        login = argv.index("login") if "login" in argv else -1
+        tools = {w.rpartition("/")[2] for w in argv[:max(login, 0)]}
+        for i in range(login + 1, len(argv) if login > 0 else 0):
+            word = argv[i]
+            if tools & self.rules.login_password and word in ("-p", "--password") and i + 1 < len(argv):
+                out[i + 1] = self.placeholder
+            elif tools & self.rules.login_password and word.startswith(("-p=", "--password=")):
+                out[i] = word.partition("=")[0] + "=" + self.placeholder
+            elif tools & self.rules.login_key and len(word) >= 32 and not word.startswith("-"):
+                out[i] = self.placeholder
         return [self.text(word) if word != self.placeholder else word for word in out]
 
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
