@@ -1,29 +1,20 @@
 """Stage 3, charts: Vega-Lite charts of the metrics, rendered to SVG files at build time.
 
-Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
-GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
-against concurrency, throughput per item such as a prompt, best throughput per configuration at
-each workload measured for more than one: figures of two workloads are never ranked together),
-each with the numbers as a table. A ranking whose every bar would be a point the throughput chart
-already draws (the same configurations, the same figures at that concurrency) is its table alone,
-which says so: a chart that repeats another draws nothing new. A chart draws only what was measured: points on a log2
-concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
-line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
-are SVG files (no browser, no CDN: the site needs no JavaScript to show them),
-``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
-its file name. Every kind the builder makes (these and the sweep chart) is drawn from its spec in
-Python (:mod:`.svgchart`, under a millisecond each); a spec of another kind would be rendered with
-vl-convert (50-110 ms each, imported only then), through a cache directory that lets a rebuild skip it.
-The specs are plain dicts (:mod:`.vlspec`: the ones Altair would write, without its object model).
-A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
-from, so a rebuild makes specs only for charts whose data changed.
+Contract: :func:`metrics_pages` makes one :class:`MetricsPage` per model x GPU with up to five
+charts, each with its numbers as a table: throughput, TTFT and ITL against concurrency per
+configuration (points on a log2 axis, joined only between measured concurrencies at most
+``join_ratio`` apart; one concurrency: the table alone), throughput per item (a prompt), and best
+throughput per configuration at each workload (two workloads are never ranked together; a ranking
+whose bars are all points of the throughput chart is its table alone, which says so). Charts are
+``<docs>/assets/charts/<hash of the spec>.svg`` (no JavaScript needed), drawn in Python
+(:mod:`.svgchart`); a spec of another kind goes to vl-convert through a cache directory. Specs are
+plain dicts (:mod:`.vlspec`); a :class:`SpecCache` keeps the last build's by a digest of their data.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +25,7 @@ from ..launch.flags import workload_order, workload_text
 from ..stats import figure
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import Frames, MetricRow
+from .incremental import read_state, write_state
 from .load import metric_label, tables
 from . import vlspec as vl
 from .paths import metrics_path
@@ -45,13 +37,8 @@ ChartJob = tuple[str, dict[str, Any]]
 
 
 class SpecCache:
-    """The Vega-Lite specs of the last build, by a digest of what each chart was made from.
-
-    Kept in ``<docs>/.logkit-chart-specs.json`` with the builder's key (:func:`.incremental.build_key`):
-    another key, a file that does not parse or an entry that is not a spec is made again. A spec is
-    stored in its JSON form, and a fresh one is used in that form too, so a kept spec is the one a
-    fresh build would make, with the same chart file name.
-    """
+    """The last build's Vega-Lite specs (in their JSON form, as a fresh one is used) by a digest of
+    their data, under the builder's key (:func:`.incremental.build_key`); anything else is made again."""
 
     FILE = ".logkit-chart-specs.json"
     _FORMAT = 3  # 2: legends under the chart, named series, axes from zero; 3: digests of the rows' JSON
@@ -62,12 +49,8 @@ class SpecCache:
         self.old: dict[str, Any] = {}
         self.new: dict[str, dict[str, Any]] = {}
         self.made = 0
-        try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            return
-        if isinstance(data, dict) and data.get("format") == self._FORMAT and data.get("key") == key \
-                and isinstance(data.get("specs"), dict):
+        data = read_state(self.path, self._FORMAT, key)
+        if data is not None and isinstance(data.get("specs"), dict):
             self.old = data["specs"]
 
     def spec(self, kind: str, rows: list[dict[str, Any]], labels: tuple[str, ...],
@@ -83,13 +66,7 @@ class SpecCache:
 
     def save(self) -> None:
         """Write the specs this build used (best effort: without them the next build makes them again)."""
-        tmp = self.path.with_name(f"{self.FILE}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps({"format": self._FORMAT, "key": self.key, "specs": self.new},
-                                      separators=(",", ":"), default=str), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        write_state(self.path, {"format": self._FORMAT, "key": self.key, "specs": self.new})
 
 
 def _plain(spec: dict[str, Any]) -> dict[str, Any]:
@@ -98,8 +75,7 @@ def _plain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _config_label(frames: Frames, ref: str) -> str:
-    """The launch's configuration (:func:`logkit.launch.flags.configuration`, as the facts keep it)
-    but the model, which the page names: two configurations never share a series."""
+    """The launch's configuration but the model (which the page names): one series per configuration."""
     f = frames.facts[ref]
     rules = launch_table()["fingerprint"]
     short = {v: k for k, v in (rules.get("aliases") or {}).items()}
@@ -123,8 +99,7 @@ Rows = list[dict[str, Any]]
 
 
 def _segments(rows: Rows) -> Rows:
-    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per
-    configuration: the rows sorted by configuration and concurrency, each with its ``segment``."""
+    """The rows by configuration and concurrency, each with its ``segment`` (neighbours ``join_ratio`` apart at most)."""
     ratio = float(tables()["metrics"].get("join_ratio", 4))
     out: Rows = []
     segment, last = 0, None
@@ -138,8 +113,7 @@ def _segments(rows: Rows) -> Rows:
 
 
 def _figures(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
-    """The figure of each ``key``: the median of its runs (:func:`logkit.stats.figure`, the rule of
-    every page and ranking), in the order each key was first measured."""
+    """The figure (:func:`logkit.stats.figure` of its runs) of each ``key``, in the order first measured."""
     runs: dict[tuple[Any, ...], list[float]] = {}
     for row in sorted(rows, key=lambda r: r.ts):
         runs.setdefault(key(row), []).append(row.value)
@@ -155,8 +129,7 @@ _LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 0}
 
 
 def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
-    """A legend label per series: the parts of its configuration and workload that differ between
-    the series of one page (``moe_runner=triton``), not ``C1``; whole when there is one series."""
+    """A legend label per series: the parts of it that differ between the page's series (one series: whole)."""
     if len(parts) < 2:
         return {full: full for full in parts}
     common = set.intersection(*(set(p) for p in parts.values()))
@@ -312,14 +285,9 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
 
 
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
-    """Write every chart's SVG under ``docs`` that is not there yet; returns how many were missing.
-
-    A chart's file name is its spec's hash: an existing file is that chart. Each file is written
-    atomically (a temporary file outside ``docs``, then a rename, so MkDocs never lists a
-    half-written one): drawn by :func:`.svgchart.draw`; a spec of a kind it does not draw from
-    ``cache`` when it holds it, else rendered with vl-convert and put in ``cache``. A chart that cannot render becomes a small "chart unavailable" SVG and a warning; it
-    never stops the build.
-    """
+    """Write every chart's SVG under ``docs`` that is not there yet (its name is its spec's hash); how many."""
+    # written outside ``docs`` then renamed: MkDocs never lists a half-written file. A chart that
+    # cannot render becomes a "chart unavailable" SVG and a warning, never a failed build.
     todo = {src: spec for src, spec in jobs if not (docs / src).exists()}
     if not todo:
         return 0

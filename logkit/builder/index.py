@@ -10,6 +10,7 @@ derives the other direction so both pages show the link and it can never be one-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..events import Decision
@@ -22,7 +23,6 @@ from .load import Loaded, Workload
 from .paths import attempt_ref, decision_href, session_href
 
 __all__ = ["KBIndex", "provenance_text"]
-
 
 
 def provenance_text(provenance: Any) -> str | None:
@@ -82,6 +82,13 @@ class KBIndex:
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
         self._superseded_by = supersession(d for d, _sid in self.decisions.values())
+        self._memo: dict[str, Any] = {}
+
+    def once(self, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per index under ``name`` (what several pages compute alike)."""
+        if name not in self._memo:
+            self._memo[name] = make()
+        return self._memo[name]
 
     def attempt(self, ref: str, session: str) -> AttemptFacts | None:
         """The attempt ``ref`` names, read in ``session``; None if no such attempt exists."""

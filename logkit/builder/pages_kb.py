@@ -35,7 +35,6 @@ from ..logfiles import log_file
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
 
-
 def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
     return [
         MetricRow(m.name, m.value, m.unit, m.concurrency)
@@ -77,36 +76,29 @@ def home_page(index: KBIndex) -> HomePage:
     rows.sort(key=lambda r: (r.date, r.id), reverse=True)
     best: list[BestRow] = []
     metrics = frames.metrics
-    if metrics:
-        for name in tables()["metrics"]["throughput"]:
-            # only a working configuration's figures (the ones its page shows): never a launch still
-            # running, nor one that failed after its benchmark, whose configuration has no page
-            chosen = [r for r in metrics if r.name == name and r.server is not None
-                      and r.server in frames.facts and working_config(frames.facts[r.server])]
-            if not chosen:
-                continue
-            # "best" is per model, GPU and workload: figures of two workloads are never ranked; a
-            # configuration's figure is the median of its runs there, as its page shows it
-            # (pages_configs._metric_table), never its luckiest run
-            per_config: dict[tuple[Any, ...], list[Any]] = {}
-            for r in chosen:
+    for name in tables()["metrics"]["throughput"]:
+        # only a working configuration's figures (the ones its page shows): never a launch still
+        # running, nor one that failed after its benchmark, whose configuration has no page
+        per_config: dict[tuple[Any, ...], list[Any]] = {}
+        for r in metrics:
+            if r.name == name and r.server in frames.facts and working_config(frames.facts[r.server]):
                 per_config.setdefault((r.model, r.gpu, *r.workload, frames.facts[r.server].fp_hash or ""), []).append(r)
-            top: dict[tuple[Any, ...], tuple[float, str, str | None]] = {}
-            medians = []
-            for key, runs in per_config.items():
-                medians.append((key[:-1], figure([r.value for r in runs]), runs[-1].server,
-                                next((r.unit for r in runs if r.unit is not None), None)))
-            for key, value, server_ref, unit in sorted(medians, key=lambda t: -t[1]):  # the highest median
-                top.setdefault(key, (value, server_ref, unit))
-            found = []
-            for key, (value, server_ref, unit) in top.items():
-                server = frames.facts[server_ref]
-                work = tuple(key[2:])
-                found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
-                    model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
-                    value=float(value), unit=unit, concurrency=work[0],
-                    config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
-                )))
+        # "best" is per model, GPU and workload; a configuration's figure is the median of its runs
+        # there, as its page shows it (pages_configs._metric_table), never its luckiest run
+        medians = sorted(((key[:-1], figure([r.value for r in runs]), runs) for key, runs in per_config.items()),
+                         key=lambda t: -t[1])
+        top: dict[tuple[Any, ...], tuple[float, list[Any]]] = {}
+        for key, value, runs in medians:  # the highest median
+            top.setdefault(key, (value, runs))
+        found = []
+        for key, (value, runs) in top.items():
+            server, work = frames.facts[runs[-1].server], tuple(key[2:])
+            found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
+                model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
+                value=float(value), unit=next((r.unit for r in runs if r.unit is not None), None), concurrency=work[0],
+                config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
+            )))
+        if found:
             best = [row for _key, row in sorted(found, key=lambda kv: kv[0])]
             break
     sources: dict[str, int] = {}
@@ -137,8 +129,7 @@ def home_page(index: KBIndex) -> HomePage:
 
 
 def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None:
-    """An attempt's raw log as the events name it (relative to the session directory) and the href
-    of the site's copy (:func:`.site.publish_logs`); None without a log on disk, plain or compressed."""
+    """An attempt's raw log (relative to its session) and its published copy's href; None without one on disk."""
     rel = _log_path(facts)
     if rel is None or log_file(index.loaded.root / facts.session, rel) is None:
         return None
@@ -193,17 +184,10 @@ def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[Ali
 
 def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: False,
                    ) -> Iterator[tuple[DecisionPage | AliasPage | None, set[str] | None, str]]:
-    """One page per decision id, and one per id that moved or that several sessions recorded.
-
-    A record that shares its (older, sequential) id with an earlier session's gets its page at a
-    longer form of its own id (what ``logkit decision renumber`` would give it); the shared id's
-    page names it. An id that moved gets a page leading to where it went (a redirect when it went
-    to one record), so every id ever cited keeps resolving.
-
-    Yields ``(page, deps, path)`` one page at a time, made when asked for: a record page with the
-    sessions it read (its own and those its references name), an alias page with None, and for a
-    record page ``keep`` kept (not made: the last build's Markdown stands) ``(None, None, path)``.
-    """
+    """``(page, the sessions it read, path)`` per decision id, made when asked for (an alias page: no deps;
+    a page ``keep`` keeps: ``(None, None, path)``), and per id that moved or several sessions recorded."""
+    # a later record of a shared (older, sequential) id gets a longer form of its own id, which the
+    # shared id's page names; a moved id's page leads to where it went: every id cited resolves
 
     def record(did: str, d: Decision, sid: str, also: list[AliasTarget],
                ) -> tuple[DecisionPage | None, set[str] | None, str]:
@@ -428,9 +412,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
 
 def session_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _sid: False,
                   ) -> Iterator[list[tuple[SessionPage, set[str]]]]:
-    """The pages of every session not kept from the last build, each with the sessions it references:
-    one list per session, made when asked for (a caller that writes each list before asking for the
-    next holds one session's pages at a time, and its events are let go after)."""
+    """Per session not kept, its pages with the sessions each references, made when asked for (one at a time)."""
     for s in index.loaded.sessions.values():
         if keep(s.id):
             continue
