@@ -26,8 +26,7 @@ __all__ = ["KBIndex", "provenance_text"]
 
 
 def provenance_text(provenance: Any) -> str | None:
-    """How a page says where facts come from (an event's provenance, or a line's as a dict); None
-    for plain live capture."""
+    """How a page says where facts come from (a provenance or its dict); None for plain live capture."""
     if provenance is None:
         return None
     if isinstance(provenance, dict):
@@ -128,8 +127,7 @@ class KBIndex:
         )
 
     def decisions_digest(self) -> str:
-        """A digest of what a decision page shows of other decisions (ids, titles, statuses, dates,
-        sessions, supersedes links, shared and moved ids): a kept decision page needs it unchanged."""
+        """A digest of what a decision page shows of other decisions (a kept one needs it unchanged)."""
         import hashlib
         import json
 
