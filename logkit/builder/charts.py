@@ -48,7 +48,6 @@ class SpecCache:
         self.key = key
         self.old: dict[str, Any] = {}
         self.new: dict[str, dict[str, Any]] = {}
-        self.made = 0
         data = read_state(self.path, self._FORMAT, key)
         if data is not None and isinstance(data.get("specs"), dict):
             self.old = data["specs"]
@@ -60,7 +59,6 @@ class SpecCache:
         spec = self.old.get(digest)
         if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
             spec = _plain(make())
-            self.made += 1
         self.new[digest] = spec
         return spec
 

@@ -401,9 +401,10 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     )
 
 
-def excerpt(outcome: dict[str, Any] | None) -> list[Line]:
-    """The first evidence lines of an outcome's line."""
-    return [Line(e["line"], e["text"]) for e in (outcome or {}).get("evidence", [])[:12]]
+def excerpt(outcome: dict[str, Any] | None, tail: bool = False, limit: int = 12) -> list[Line]:
+    """An outcome's first evidence lines, else (with ``tail``) the last lines of its log."""
+    picked = (outcome or {}).get("evidence") or ((outcome or {}).get("tail", [])[-limit:] if tail else [])
+    return [Line(e["line"], e["text"]) for e in picked[:limit]]
 
 
 def _session_hypotheses(index: KBIndex, sid: str) -> list[HypRef]:

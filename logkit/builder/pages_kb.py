@@ -13,7 +13,7 @@ from typing import Any
 
 from ..events import DECISION_STATUSES, Decision, Hypothesis, Note, Session, Todo, Verdict
 from .contexts import (
-    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
 from .contexts_kb import DiffRow
@@ -22,7 +22,7 @@ from ..launch.flags import workload_text
 from ..stats import figure
 from ..statuses import is_failure
 from .frames import AttemptFacts
-from .pages_configs import working_config
+from .pages_configs import excerpt, working_config
 from .index import KBIndex, provenance_text
 from .load import Event, SessionData, tables
 from .render import figure_text
@@ -51,14 +51,6 @@ def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]
         table.setdefault(r.concurrency, {})[r.name] = figure_text(r.value) + unit
     order = sorted(table, key=lambda c: (c is None, c or 0))
     return names, [("—" if c is None else f"{c:g}", [table[c].get(n, "") for n in names]) for c in order]
-
-
-def _lines(outcome: Event | None, limit: int = 12) -> list[Line]:
-    """An outcome's log excerpt: its evidence lines, else the last lines of its log."""
-    if outcome is None:
-        return []
-    picked = outcome.get("evidence") or outcome.get("tail", [])[-limit:]
-    return [Line(e["line"], e["text"]) for e in picked[:limit]]
 
 
 def _log_path(facts: AttemptFacts) -> str | None:
@@ -142,7 +134,7 @@ def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
         attempt=attempt_ref(facts),
         signature=facts.signature,
         metrics=_metric_rows(index.loaded.sessions[facts.session], facts.short_id),
-        lines=_lines(facts.outcome),
+        lines=excerpt(facts.outcome, tail=True),
         log=_log_path(facts),
         log_href=log[1] if log else None,
     )
@@ -334,7 +326,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
                 kind="attempt", ts=ts, anchor=short, title=f"{short} · {event.get('role', 'command')}",
                 provenance=provenance_text(event.get("provenance")),
                 attempt=attempt_ref(facts), command=facts.command, versions=versions, diff=diff, diff_against=against,
-                lines=_lines(outcome), metric_names=names, metric_rows=rows, extra=extra,
+                lines=excerpt(outcome, tail=True), metric_names=names, metric_rows=rows, extra=extra,
                 text=event.get("label"), log=published_log(index, facts),
             ))
             part_of.append(part)

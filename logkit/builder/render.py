@@ -195,9 +195,8 @@ class Renderer:
         """Keep a page written by an earlier build as it is (:meth:`prune` leaves it)."""
         self.written.append(self.docs / path)
 
-    def write(self, pages: Iterable[tuple[Page, Any]], texts: dict[str, str] | None = None) -> int:
-        """Render and write every page (its Markdown into ``texts`` by path, if given); how many changed."""
-        changed = 0
+    def write(self, pages: Iterable[tuple[Page, Any]], texts: dict[str, str] | None = None) -> None:
+        """Render and write every page whose Markdown changed (all of it into ``texts`` by path, if given)."""
         for page, ctx in pages:
             text = self.render(page, ctx)
             if texts is not None:
@@ -211,15 +210,10 @@ class Renderer:
                 pass
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-            changed += 1
-        return changed
 
-    def prune(self) -> int:
-        """Delete generated Markdown files that this build did not write; returns how many."""
+    def prune(self) -> None:
+        """Delete generated Markdown files that this build did not write."""
         keep = set(self.written)  # the paths rglob gives: docs / a page's path (no link resolved, no stat)
-        removed = 0
         for path in self.docs.rglob("*.md"):
             if path not in keep:
                 path.unlink()
-                removed += 1
-        return removed

@@ -99,8 +99,8 @@ def _copy_redacted(src: Any, out: Any) -> None:
         out.write(redactor.stream(rest))
 
 
-def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
-    """Copy each session's raw logs, redacted again, where pages link them (:func:`.paths.log_href`); how many."""
+def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> None:
+    """Copy each session's raw logs, redacted again, where pages link them (:func:`.paths.log_href`)."""
     # a compressed log is published as its text under the name the events give it, so a link holds
     # whenever it was compressed. A copy as new as its source is left (unless secrets.toml changed:
     # :data:`LOGS_STAMP`), one no session has any more removed.
@@ -110,7 +110,6 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
 
     target_root = docs / LOGS_DIR
     wanted: set[Path] = set()
-    copied = 0
     # a copy made under other secret patterns is made again (the copies are redacted by today's)
     stamp_file = docs / LOGS_STAMP
     stamp = _patterns_stamp()
@@ -141,7 +140,6 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
                 _copy_redacted(fh, out)
             os.utime(tmp, (st.st_atime, st.st_mtime))
             os.replace(tmp, dest)
-            copied += 1
     if target_root.is_dir():
         for old in target_root.rglob("*"):
             if old.is_file() and old not in wanted:
@@ -149,7 +147,6 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
     if not same_patterns:
         docs.mkdir(parents=True, exist_ok=True)
         stamp_file.write_text(stamp, encoding="utf-8")
-    return copied
 
 
 def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -> Any:
