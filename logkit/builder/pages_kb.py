@@ -35,14 +35,6 @@ from ..logfiles import log_file
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
 
-def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
-    return [
-        MetricRow(m.name, m.value, m.unit, m.concurrency)
-        for m in session.metric_rows
-        if short_id in (m.attempt, m.server_attempt)
-    ]
-
-
 def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]]]:
     names = list(dict.fromkeys(r.name for r in rows))
     table: dict[float | None, dict[str, str]] = {}
@@ -130,14 +122,10 @@ def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None
 
 def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
     log = published_log(index, facts)
-    return EvidenceCtx(
-        attempt=attempt_ref(facts),
-        signature=facts.signature,
-        metrics=_metric_rows(index.loaded.sessions[facts.session], facts.short_id),
-        lines=excerpt(facts.outcome, tail=True),
-        log=_log_path(facts),
-        log_href=log[1] if log else None,
-    )
+    metrics = [MetricRow(m.name, m.value, m.unit, m.concurrency) for m in index.loaded.sessions[facts.session].metric_rows
+               if facts.short_id in (m.attempt, m.server_attempt)]
+    return EvidenceCtx(attempt=attempt_ref(facts), signature=facts.signature, metrics=metrics,
+                       lines=excerpt(facts.outcome, tail=True), log=_log_path(facts), log_href=log[1] if log else None)
 
 
 def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[AliasTarget]) -> DecisionPage:
@@ -267,6 +255,10 @@ def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
             + [f"{c['content']}: {c['from']} → {c['to']}" for c in d["changed"]])
 
 
+def _links(index: KBIndex, refs: list[str], sid: str) -> list[tuple[str, str]]:
+    return [(r, attempt_href(f.session, f.short_id)) for r in refs if (f := index.attempt(r, sid))]
+
+
 def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     """The session's page; several when its story holds more than ``PART_ATTEMPTS`` attempts."""
     entries: list[Entry] = []
@@ -279,10 +271,8 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     measured_by: dict[str, set[str]] = {}
     own_metrics: dict[str, list[MetricRow]] = {}
     for m in session.metric_rows:
-        owner = m.attempt or m.server_attempt
-        if owner:
+        if owner := m.attempt or m.server_attempt:
             own_metrics.setdefault(owner, []).append(MetricRow(m.name, m.value, m.unit, m.concurrency))
-    for m in session.metric_rows:
         if m.server_attempt and m.attempt and m.attempt != m.server_attempt:
             measured_by.setdefault(m.server_attempt, set()).add(m.attempt)
     heavy = session.heavy
@@ -337,8 +327,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,
                                  title=f"{event.short_id} [{event.priority}]", text=event.text, provenance=prov))
         elif isinstance(event, Verdict):
-            links = [(r, attempt_href(f.session, f.short_id))
-                     for r in event.evidence if (f := index.attempt(r, session.id))]
+            links = _links(index, event.evidence, session.id)
             was = next((v.verdict for v in session.verdicts.get(event.hypothesis, []) if v.id == event.replaces), None)
             entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}"
                                  + (f" (replaces {was})" if was else ""),
@@ -352,8 +341,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="decision", ts=event.ts, anchor=event.decision_id,
                                  title=f"{event.decision_id} [{event.status}]", text=event.title, provenance=prov))
         elif isinstance(event, Note):
-            links = [(r, attempt_href(f.session, f.short_id))
-                     for r in event.refs if (f := index.attempt(r, session.id))]
+            links = _links(index, event.refs, session.id)
             entries.append(Entry(kind="note", ts=event.ts, title="note", text=event.text, provenance=prov, links=links))
         elif isinstance(event, Session):
             continue
