@@ -40,6 +40,7 @@ def _redactor() -> Any:
     return Redactor()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # titles, tags and chart labels repeat from page to page
 def redacted(text: str) -> str:
     """Raw ``text`` (before escaping) redacted again with today's secret patterns."""
     # a session was redacted as written, by the patterns of then (an older logkit, a teammate's clone)
@@ -76,6 +77,7 @@ def _esc_str(text: str) -> Markup:
     return Markup(text)
 
 
+_HREF = re.compile(r"[A-Za-z0-9._/#%-]*")
 _IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
 
 
@@ -125,9 +127,9 @@ def fence(value: Any, lang: str = "text", *, clean: bool = False) -> Markup:
     return Markup(f"{ticks} {lang}\n{text}\n{ticks}")
 
 
-def link(label: Any, href: str, title: str | None = None) -> Markup:
+def link(label: Any, href: str) -> Markup:
     """A Markdown link to a page the builder generated; ``href`` is builder-made, never user text."""
-    if not re.fullmatch(r"[A-Za-z0-9._/#%-]*", href):
+    if not _HREF.fullmatch(href):
         raise ValueError(f"refusing to link to a non-generated path: {href!r}")
     return Markup(f"[{esc(label)}]({href})")
 
