@@ -179,8 +179,6 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
     pages: list[MetricsPage] = []
     jobs: list[ChartJob] = []
     index_rows: list[tuple[str, str, int, str]] = []
-    if not m:
-        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
     servers = dict.fromkeys(row.server for row in m)  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
     label_of = {r: frames.facts[r].name for r in servers}

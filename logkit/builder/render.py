@@ -179,15 +179,11 @@ class Renderer:
 
         body = self.env.get_template(page.template).render(ctx=ctx, link=page_link, url=url, code=code, aref=aref,
                                                           count=count)
-        front = {"title": html_text(page.title)}
-        if page.tags:
-            front["tags"] = [html_text(t) for t in page.tags]
-        lines = ["---", f"title: {json.dumps(front['title'])}"]
+        lines = ["---", f"title: {json.dumps(html_text(page.title))}"]
         if not _HEADING.search(body):
             lines += ["hide:", "  - toc"]  # nothing to list: give the page's tables the room
         if page.tags:
-            lines.append("tags:")
-            lines += [f"  - {json.dumps(t)}" for t in front["tags"]]
+            lines += ["tags:", *(f"  - {json.dumps(html_text(t))}" for t in page.tags)]
         if page.no_search or not fits_search(body):
             lines += ["search:", "  exclude: true"]
         lines.append("---")
