@@ -40,7 +40,6 @@ def _redactor() -> Any:
     return Redactor()
 
 
-@functools.lru_cache(maxsize=1 << 16)  # titles, tags and chart labels repeat from page to page
 def redacted(text: str) -> str:
     """Raw ``text`` (before escaping) redacted again with today's secret patterns."""
     # a session was redacted as written, by the patterns of then (an older logkit, a teammate's clone)

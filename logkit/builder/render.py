@@ -101,11 +101,7 @@ def _excerpt(lines: Any) -> Markup:
 
 def _cell(value: Any) -> Markup:
     """Escaped text for a table cell, never empty (the row keeps its shape), identifiers whole (:func:`keep_words`)."""
-    return _cell_text(str(esc(value)))
-
-
-@functools.lru_cache(maxsize=1 << 16)  # statuses, figures and versions repeat from row to row
-def _cell_text(text: str) -> Markup:
+    text = str(esc(value))
     return Markup(keep_words(text)) if text else Markup("&nbsp;")
 
 
