@@ -331,16 +331,15 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                 if shown == "works":
                     href = config_href(cell_works(hits))
                 else:
-                    neg = _negative(index, model, axis, value, arch, shown, hits, compared, cell)
+                    neg = _negative(index, model, axis, value, arch, shown, hits, compared)
                     negatives.append(neg)
                     neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", shown, neg.page.path))
                     href = neg.page.path
                 row_cells.append(CellCtx(shown, icons.get(shown, shown), href, detail))
             rows.append(MatrixRow(axis, value, row_cells))
         tables_out.append(MatrixTable(model or "unknown model", model_archs, rows))
-    legend = [(k, v) for k, v in icons.items()]
-    page = Page("backends/index.md", "Refuted backends", "matrix.md.j2")
-    return MatrixPage(page=page, tables=tables_out, legend=legend, negatives=neg_list), negatives
+    return MatrixPage(page=Page("backends/index.md", "Refuted backends", "matrix.md.j2"), tables=tables_out,
+                      legend=list(icons.items()), negatives=neg_list), negatives
 
 
 def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
@@ -349,7 +348,7 @@ def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
 
 
 def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
-              hits: list[AttemptFacts], compared: str | None = None, cell: matrix.Cell | None = None) -> NegativePage:
+              hits: list[AttemptFacts], compared: str | None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
     # the log excerpt: the last failed attempt's outcome with one, read alone (this page shows no other event)
@@ -381,9 +380,8 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
                      if m == model and a == axis and v == value for f in fs
                      if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
     title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
-    if cell is not None and cell.state == "conflicting":
-        good = cell_works(hits)
-        retry.insert(0, f"conflicting evidence: it also worked in {good.ref}; compare the two launches")
+    if category == "conflicting":  # the cell's state (a refuted cell shows its class, a working one works or slow)
+        retry.insert(0, f"conflicting evidence: it also worked in {cell_works(hits).ref}; compare the two launches")
     return NegativePage(
         page=Page(negative_path(axis, value, arch, model), title, "negative.md.j2", tags=[arch, category]),
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
