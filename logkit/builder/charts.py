@@ -171,13 +171,17 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                   ) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
     """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
 
-    def spec(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
-        return specs.spec(kind, rows, labels, make) if specs is not None else _plain(make())
+    pages: list[MetricsPage] = []
+    jobs: list[ChartJob] = []
+
+    def draw(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> str:
+        """The chart's SVG file, its job added (its spec from ``specs`` when kept)."""
+        src, job = chart_job(specs.spec(kind, rows, labels, make) if specs is not None else _plain(make()))
+        jobs.append(job)
+        return src
 
     names = tables()["metrics"]
     m = [row for row in frames.metrics if row.server is not None]
-    pages: list[MetricsPage] = []
-    jobs: list[ChartJob] = []
     index_rows: list[tuple[str, str, int, str]] = []
     servers = dict.fromkeys(row.server for row in m)  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
@@ -222,9 +226,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             concs = sorted({r["concurrency"] for r in sel})
             if len(concs) > 1:
                 y, title = metric_label(name), f"{metric_label(name)} against concurrency"
-                src, job = chart_job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
-                jobs.append(job)
-                note = None
+                src, note = draw("line", sel, (y, title), lambda: _line(sel, y, title)), None
                 drawn[name] = (title, latest)
             columns = sorted({r["config"] for r in sel})
             charts.append(ChartCtx(
@@ -240,8 +242,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             latest = _figures(item_rows, lambda r: (r.item, config[id(r)]))
             items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
-            src, job = chart_job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
-            jobs.append(job)
+            src = draw("per_item", items, (x, title), lambda: _per_item(items, x, title))
             columns = sorted({r["config"] for r in items})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
@@ -264,16 +265,14 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                     # every bar would be a point the line chart above draws: the table ranks them
                     src, note = None, f"no chart: these are the points at {workload_text(work)} of “{line[0]}” above, ranked"
                 else:
-                    src, job = chart_job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
-                    jobs.append(job)
-                    note = None
+                    src, note = draw("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)), None
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", metric_label(name)],
                     rows=[[str(r["config"]), f"{r['value']:,.1f}"] for r in sorted(best, key=lambda r: -r["value"])],
                     note=note,
                 ))
-        path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
+        path = metrics_path(model, gpu)
         pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
         index_rows.append((model_s, gpu_s, len(group), path))
