@@ -3,21 +3,16 @@
 Contract: :func:`build` is one linear function of named stages, in one process; every stage but
 the writes is a pure function of the previous one's output:
 
-1. ``load``     refresh the index (:mod:`logkit.store.index`) and take ONE snapshot of it for the
-                whole build (a ``logkit run`` appending meanwhile changes nothing this build sees);
-                its attempt and metric rows and each session's few events (:mod:`.load`; a
-                session's many events are read from the snapshot when its page is written); bad
-                lines (the index's problems) warned about and skipped
-2. ``frames``   the facts of every attempt and the metric rows joined to their launches (:mod:`.frames`)
-3. ``charts``   Altair specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
-4. ``pages``    one typed context per page (:mod:`.pages_kb`, :mod:`.pages_configs`,
-                :mod:`.pages_signatures`, :mod:`.pages_sweeps`), rendered by Jinja2 to Markdown in ``docs`` (:mod:`.render`)
-                kind by kind, so what is held is one kind's contexts, never every page's
-5. ``sessions`` session pages, one session at a time (its many events read, its pages written, the
-                events let go), and decision records; both kept when the index says their inputs
-                did not change (:mod:`.incremental`)
-6. ``svg``      the charts to SVG files, in this process, each drawn from its spec (:mod:`.svgchart`);
-                a spec of no kind it draws goes to vl-convert through the chart cache
+1. ``load``     ONE snapshot of the refreshed index for the whole build (:mod:`.load`): attempt and
+                metric rows, each session's few events; bad lines warned about and skipped
+2. ``frames``   the facts of every attempt, the metric rows joined to their launches (:mod:`.frames`)
+3. ``charts``   Vega-Lite specs per model x GPU, kept by a digest of their data (:mod:`.charts`)
+4. ``pages``    one typed context per aggregate page (:mod:`.pages_kb`, :mod:`.pages_configs`,
+                :mod:`.pages_signatures`, :mod:`.pages_sweeps`), rendered to Markdown (:mod:`.render`)
+                kind by kind, so one kind's contexts are held at a time
+5. ``sessions`` session pages one session at a time (its many events read, then let go), and
+                decision records; both kept when their inputs did not change (:mod:`.incremental`)
+6. ``svg``      the charts' SVG files, drawn from their specs in this process (:mod:`.svgchart`)
 7. ``mkdocs``   ``mkdocs build`` with Material beside ``out``, swapped in when whole (:mod:`.site`)
 
 :func:`generate` runs stages 1-6 (``logkit serve`` and the tests use it); :func:`build` runs it,
@@ -86,15 +81,13 @@ class _Stages:
 
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
              templates: Path | None = None, chart_cache: Path | None = None, progress: Any = None) -> BuildResult:
-    """Stages 1-6: write the Markdown knowledge base of ``sessions``, charts included, into ``docs``
-    (``progress``: :mod:`.progress`'s live view of the stages, or None)."""
+    """Stages 1-6: the Markdown knowledge base of ``sessions``, charts included, into ``docs``."""
     from ..store.index import Index
 
     sessions, docs = Path(sessions), Path(docs)  # a script may pass strings
     result = BuildResult(docs=docs, out=None)
     stages = _Stages(result, warn, progress)
 
-    # 1-2. load, frames: one snapshot of the refreshed index for the whole build
     with Index(sessions) as db:
         db.refresh()
         with db.snapshot() as snap:

@@ -1,29 +1,20 @@
 """Stage 3, charts: Vega-Lite charts of the metrics, rendered to SVG files at build time.
 
-Contract: :func:`metrics_pages` turns the metrics frame into one :class:`MetricsPage` per model x
-GPU with up to five charts (throughput against concurrency per configuration, TTFT and ITL
-against concurrency, throughput per item such as a prompt, best throughput per configuration at
-each workload measured for more than one: figures of two workloads are never ranked together),
-each with the numbers as a table. A ranking whose every bar would be a point the throughput chart
-already draws (the same configurations, the same figures at that concurrency) is its table alone,
-which says so: a chart that repeats another draws nothing new. A chart draws only what was measured: points on a log2
-concurrency axis, joined only between neighbouring measured concurrencies at most ``join_ratio`` (4x) apart (no
-line through concurrencies nobody ran); figures at a single concurrency get the table alone. Charts
-are SVG files (no browser, no CDN: the site needs no JavaScript to show them),
-``<docs>/assets/charts/<hash>.svg``; the hash is of the chart spec, so an unchanged chart keeps
-its file name. Every kind the builder makes (these and the sweep chart) is drawn from its spec in
-Python (:mod:`.svgchart`, under a millisecond each); a spec of another kind would be rendered with
-vl-convert (50-110 ms each, imported only then), through a cache directory that lets a rebuild skip it.
-The specs are plain dicts (:mod:`.vlspec`: the ones Altair would write, without its object model).
-A :class:`SpecCache` keeps the last build's specs by a digest of the data and labels each was made
-from, so a rebuild makes specs only for charts whose data changed.
+Contract: :func:`metrics_pages` makes one :class:`MetricsPage` per model x GPU with up to five
+charts, each with its numbers as a table: throughput, TTFT and ITL against concurrency per
+configuration (points on a log2 axis, joined only between measured concurrencies at most
+``join_ratio`` apart; one concurrency: the table alone), throughput per item (a prompt), and best
+throughput per configuration at each workload (two workloads are never ranked together; a ranking
+whose bars are all points of the throughput chart is its table alone, which says so). Charts are
+``<docs>/assets/charts/<hash of the spec>.svg`` (no JavaScript needed), drawn in Python
+(:mod:`.svgchart`); a spec of another kind goes to vl-convert through a cache directory. Specs are
+plain dicts (:mod:`.vlspec`); a :class:`SpecCache` keeps the last build's by a digest of their data.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +25,7 @@ from ..launch.flags import workload_order, workload_text
 from ..stats import figure
 from .contexts import ChartCtx, MetricsIndex, MetricsPage, Page
 from .frames import Frames, MetricRow
+from .incremental import read_state, write_state
 from .load import metric_label, tables
 from . import vlspec as vl
 from .paths import metrics_path
@@ -45,13 +37,8 @@ ChartJob = tuple[str, dict[str, Any]]
 
 
 class SpecCache:
-    """The Vega-Lite specs of the last build, by a digest of what each chart was made from.
-
-    Kept in ``<docs>/.logkit-chart-specs.json`` with the builder's key (:func:`.incremental.build_key`):
-    another key, a file that does not parse or an entry that is not a spec is made again. A spec is
-    stored in its JSON form, and a fresh one is used in that form too, so a kept spec is the one a
-    fresh build would make, with the same chart file name.
-    """
+    """The last build's Vega-Lite specs (in their JSON form, as a fresh one is used) by a digest of
+    their data, under the builder's key (:func:`.incremental.build_key`); anything else is made again."""
 
     FILE = ".logkit-chart-specs.json"
     _FORMAT = 3  # 2: legends under the chart, named series, axes from zero; 3: digests of the rows' JSON
@@ -61,13 +48,8 @@ class SpecCache:
         self.key = key
         self.old: dict[str, Any] = {}
         self.new: dict[str, dict[str, Any]] = {}
-        self.made = 0
-        try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            return
-        if isinstance(data, dict) and data.get("format") == self._FORMAT and data.get("key") == key \
-                and isinstance(data.get("specs"), dict):
+        data = read_state(self.path, self._FORMAT, key)
+        if data is not None and isinstance(data.get("specs"), dict):
             self.old = data["specs"]
 
     def spec(self, kind: str, rows: list[dict[str, Any]], labels: tuple[str, ...],
@@ -77,19 +59,12 @@ class SpecCache:
         spec = self.old.get(digest)
         if not (isinstance(spec, dict) and ("mark" in spec or "layer" in spec)):
             spec = _plain(make())
-            self.made += 1
         self.new[digest] = spec
         return spec
 
     def save(self) -> None:
         """Write the specs this build used (best effort: without them the next build makes them again)."""
-        tmp = self.path.with_name(f"{self.FILE}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps({"format": self._FORMAT, "key": self.key, "specs": self.new},
-                                      separators=(",", ":"), default=str), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        write_state(self.path, {"format": self._FORMAT, "key": self.key, "specs": self.new})
 
 
 def _plain(spec: dict[str, Any]) -> dict[str, Any]:
@@ -98,8 +73,7 @@ def _plain(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _config_label(frames: Frames, ref: str) -> str:
-    """The launch's configuration (:func:`logkit.launch.flags.configuration`, as the facts keep it)
-    but the model, which the page names: two configurations never share a series."""
+    """The launch's configuration but the model (which the page names): one series per configuration."""
     f = frames.facts[ref]
     rules = launch_table()["fingerprint"]
     short = {v: k for k, v in (rules.get("aliases") or {}).items()}
@@ -123,8 +97,7 @@ Rows = list[dict[str, Any]]
 
 
 def _segments(rows: Rows) -> Rows:
-    """Number the runs of neighbouring measured concurrencies (``join_ratio`` apart at most) per
-    configuration: the rows sorted by configuration and concurrency, each with its ``segment``."""
+    """The rows by configuration and concurrency, each with its ``segment`` (neighbours ``join_ratio`` apart at most)."""
     ratio = float(tables()["metrics"].get("join_ratio", 4))
     out: Rows = []
     segment, last = 0, None
@@ -138,8 +111,7 @@ def _segments(rows: Rows) -> Rows:
 
 
 def _figures(rows: list[MetricRow], key: Callable[[MetricRow], tuple[Any, ...]]) -> dict[tuple[Any, ...], float]:
-    """The figure of each ``key``: the median of its runs (:func:`logkit.stats.figure`, the rule of
-    every page and ranking), in the order each key was first measured."""
+    """The figure (:func:`logkit.stats.figure` of its runs) of each ``key``, in the order first measured."""
     runs: dict[tuple[Any, ...], list[float]] = {}
     for row in sorted(rows, key=lambda r: r.ts):
         runs.setdefault(key(row), []).append(row.value)
@@ -155,8 +127,7 @@ _LEGEND = {"orient": "bottom", "direction": "vertical", "labelLimit": 0}
 
 
 def _series_names(parts: dict[str, tuple[str, ...]]) -> dict[str, str]:
-    """A legend label per series: the parts of its configuration and workload that differ between
-    the series of one page (``moe_runner=triton``), not ``C1``; whole when there is one series."""
+    """A legend label per series: the parts of it that differ between the page's series (one series: whole)."""
     if len(parts) < 2:
         return {full: full for full in parts}
     common = set.intersection(*(set(p) for p in parts.values()))
@@ -200,16 +171,18 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                   ) -> tuple[list[MetricsPage], MetricsIndex, list[ChartJob]]:
     """Metric pages with their chart contexts, and the charts still to render (specs from ``specs`` when kept)."""
 
-    def spec(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> dict[str, Any]:
-        return specs.spec(kind, rows, labels, make) if specs is not None else _plain(make())
+    pages: list[MetricsPage] = []
+    jobs: list[ChartJob] = []
+
+    def draw(kind: str, rows: Rows, labels: tuple[str, ...], make: Callable[[], Any]) -> str:
+        """The chart's SVG file, its job added (its spec from ``specs`` when kept)."""
+        src, job = chart_job(specs.spec(kind, rows, labels, make) if specs is not None else _plain(make()))
+        jobs.append(job)
+        return src
 
     names = tables()["metrics"]
     m = [row for row in frames.metrics if row.server is not None]
-    pages: list[MetricsPage] = []
-    jobs: list[ChartJob] = []
     index_rows: list[tuple[str, str, int, str]] = []
-    if not m:
-        return pages, MetricsIndex(Page("metrics/index.md", "Metrics", "metrics_index.md.j2"), index_rows), jobs
     servers = dict.fromkeys(row.server for row in m)  # a launch has many figures: label each launch once
     config_of = {r: _config_label(frames, r) for r in servers}
     label_of = {r: frames.facts[r].name for r in servers}
@@ -253,9 +226,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             concs = sorted({r["concurrency"] for r in sel})
             if len(concs) > 1:
                 y, title = metric_label(name), f"{metric_label(name)} against concurrency"
-                src, job = chart_job(spec("line", sel, (y, title), lambda: _line(sel, y, title)))
-                jobs.append(job)
-                note = None
+                src, note = draw("line", sel, (y, title), lambda: _line(sel, y, title)), None
                 drawn[name] = (title, latest)
             columns = sorted({r["config"] for r in sel})
             charts.append(ChartCtx(
@@ -271,8 +242,7 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
             latest = _figures(item_rows, lambda r: (r.item, config[id(r)]))
             items = [{"item": i, "config": c, "value": v} for (i, c), v in latest.items()]
             x, title = metric_label(name), f"{metric_label(name)} per prompt"
-            src, job = chart_job(spec("per_item", items, (x, title), lambda: _per_item(items, x, title)))
-            jobs.append(job)
+            src = draw("per_item", items, (x, title), lambda: _per_item(items, x, title))
             columns = sorted({r["config"] for r in items})
             charts.append(ChartCtx(
                 title=f"{metric_label(name)} per prompt", src=src, alt=f"{name} per prompt for {model_s} on {gpu_s}",
@@ -295,16 +265,14 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
                     # every bar would be a point the line chart above draws: the table ranks them
                     src, note = None, f"no chart: these are the points at {workload_text(work)} of “{line[0]}” above, ranked"
                 else:
-                    src, job = chart_job(spec("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)))
-                    jobs.append(job)
-                    note = None
+                    src, note = draw("best", best, (title, name), lambda b=best, t=title: _best_chart(b, t, name)), None
                 charts.append(ChartCtx(
                     title=title, src=src, alt=f"backend comparison for {model_s} on {gpu_s} at {workload_text(work)}",
                     headers=["configuration", metric_label(name)],
                     rows=[[str(r["config"]), f"{r['value']:,.1f}"] for r in sorted(best, key=lambda r: -r["value"])],
                     note=note,
                 ))
-        path = metrics_path(model_s if isinstance(model, str) else None, gpu_s if isinstance(gpu, str) else None)
+        path = metrics_path(model, gpu)
         pages.append(MetricsPage(Page(path, f"Metrics: {model_s} on {gpu_s}", "metrics.md.j2", no_search=True), model_s, gpu_s, charts,
                                  key=[(short, full) for full, short in key.items()]))
         index_rows.append((model_s, gpu_s, len(group), path))
@@ -312,14 +280,9 @@ def metrics_pages(frames: Frames, specs: SpecCache | None = None,
 
 
 def render_svgs(jobs: list[ChartJob], docs: Path, cache: Path | None, warn: Callable[[str], None]) -> int:
-    """Write every chart's SVG under ``docs`` that is not there yet; returns how many were missing.
-
-    A chart's file name is its spec's hash: an existing file is that chart. Each file is written
-    atomically (a temporary file outside ``docs``, then a rename, so MkDocs never lists a
-    half-written one): drawn by :func:`.svgchart.draw`; a spec of a kind it does not draw from
-    ``cache`` when it holds it, else rendered with vl-convert and put in ``cache``. A chart that cannot render becomes a small "chart unavailable" SVG and a warning; it
-    never stops the build.
-    """
+    """Write every chart's SVG under ``docs`` that is not there yet (its name is its spec's hash); how many."""
+    # written outside ``docs`` then renamed: MkDocs never lists a half-written file. A chart that
+    # cannot render becomes a "chart unavailable" SVG and a warning, never a failed build.
     todo = {src: spec for src, spec in jobs if not (docs / src).exists()}
     if not todo:
         return 0

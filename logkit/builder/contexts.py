@@ -12,30 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = [
-    "AliasPage",
-    "AliasTarget",
-    "AttemptRef",
-    "BestRow",
-    "ChartCtx",
-    "DecisionPage",
-    "DecisionRow",
-    "DecisionsIndex",
-    "Entry",
-    "EvidenceCtx",
-    "HomePage",
-    "HypRef",
-    "Line",
-    "MetricRow",
-    "MetricsIndex",
-    "MetricsPage",
-    "OptionCtx",
-    "Page",
-    "SessionPage",
-    "SessionPart",
-    "SessionRow",
-    "SessionsIndex",
-]
+__all__ = ["AliasPage", "AliasTarget", "AttemptRef", "BestRow", "ChartCtx", "DecisionPage", "DecisionRow",
+           "DecisionsIndex", "Entry", "EvidenceCtx", "HomePage", "HypRef", "Line", "MetricRow", "MetricsIndex",
+           "MetricsPage", "OptionCtx", "Page", "SessionPage", "SessionPart", "SessionRow", "SessionsIndex"]
 
 
 @dataclass
@@ -281,13 +260,8 @@ class SessionPart:
 
 @dataclass
 class SessionPage:
-    """``sessions/<id>/`` (and ``sessions/<id>/part-<n>/``): the story of one session in time order.
-
-    A session of more than ``paths.PART_ATTEMPTS`` attempts is split: each part is a page of its
-    own with the same header, ``entries`` holds that part's story only, and ``parts`` lists every
-    part (all pages link all parts). Part 1 also lists the session's hypotheses (``#H3`` anchors
-    resolve there, wherever the story shows them).
-    """
+    """``sessions/<id>/`` (and ``part-<n>/``, each part's story only, when it has more than
+    ``paths.PART_ATTEMPTS`` attempts): the story of one session in time order."""
 
     page: Page
     id: str
@@ -303,7 +277,7 @@ class SessionPage:
     #: which part this page is (1: the session page) and every part, when the story is split
     part: int = 1
     parts: list[SessionPart] = field(default_factory=list)
-    #: on part 1 of a split story: (anchor, title, text) of every hypothesis
+    #: on part 1 of a split story: (anchor, title, text) of every hypothesis (``#H3`` resolves there)
     hypotheses: list[tuple[str, str, str]] = field(default_factory=list)
     #: attempts per part (``paths.PART_ATTEMPTS``): part 1 sends an old ``#A777`` link to its part
     part_attempts: int = 0

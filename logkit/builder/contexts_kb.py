@@ -11,22 +11,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: contexts imports this module
     from .contexts import AttemptRef, HypRef, Line, Page
 
-__all__ = [
-    "CellCtx",
-    "ConfigCtx",
-    "ConfigPage",
-    "ConfigRow",
-    "ConfigsIndex",
-    "DiffRow",
-    "MatrixPage",
-    "MatrixRow",
-    "MatrixTable",
-    "NegativePage",
-    "SignaturePage",
-    "SignatureRow",
-    "SignaturesIndex",
-    "UnexplainedRow",
-]
+__all__ = ["CellCtx", "ConfigCtx", "ConfigPage", "ConfigRow", "ConfigsIndex", "DiffRow", "MatrixPage",
+           "MatrixRow", "MatrixTable", "NegativePage", "SignaturePage", "SignatureRow", "SignaturesIndex",
+           "UnexplainedRow"]
 
 
 @dataclass

@@ -41,15 +41,13 @@ def _redactor() -> Any:
 
 
 def redacted(text: str) -> str:
-    """``text`` redacted again with the secret patterns of today: what a session holds was redacted as it
-    was written, by the patterns of then (a session of an older logkit, merged from a teammate's clone).
-    Raw text only (before escaping): a placeholder already there stays as it is."""
+    """Raw ``text`` (before escaping) redacted again with today's secret patterns."""
+    # a session was redacted as written, by the patterns of then (an older logkit, a teammate's clone)
     return _redactor().text(text)
 
 
 def redacted_argv(words: list[str]) -> list[str]:
-    """A command's words redacted again with today's patterns (as :func:`redacted`), each word on its own
-    (before they are quoted: redacting the quoted command would cut across the quoting)."""
+    """A command's words redacted as :func:`redacted`, each alone (redacting the quoted command would cut its quoting)."""
     return _redactor().argv(words)
 
 
@@ -78,6 +76,7 @@ def _esc_str(text: str) -> Markup:
     return Markup(text)
 
 
+_HREF = re.compile(r"[A-Za-z0-9._/#%-]*")
 _IDENT = re.compile(r"(?<!\S)(\S*[-_/.]\S*)")
 
 
@@ -88,17 +87,14 @@ def _nowrap(match: re.Match[str]) -> str:
 
 
 def keep_words(text: str) -> str:
-    """Escaped ``text`` with each identifier-like word (with ``-``, ``_``, ``/`` or ``.``: a flag,
-    an id, a model name, a path) kept on one line (``lk-nw``): a line breaks between words, never
-    inside ``--fp4-gemm-backend``."""
+    """Escaped ``text`` with each word holding ``-``, ``_``, ``/`` or ``.`` (a flag, an id, a path) kept on one line."""
     if "-" in text or "_" in text or "/" in text or "." in text:
         return _IDENT.sub(_nowrap, text)
     return text
 
 
 def text_block(value: Any) -> Markup:
-    """Multi-line prose as one escaped paragraph, its line breaks kept as ``<br>``, identifiers
-    (flags, ids, paths) never broken across lines (:func:`keep_words`)."""
+    """Multi-line prose as one escaped paragraph, its line breaks kept as ``<br>`` (:func:`keep_words`)."""
     if value is None:
         return Markup("")
     lines = [keep_words(str(esc(line))) for line in str(value).splitlines() if line.strip()]
@@ -111,11 +107,7 @@ def html_text(value: Any) -> str:
 
 
 def code(value: Any) -> Markup:
-    """An inline code span that keeps its text literal, also inside a table cell.
-
-    A span of several words (a configuration, a command) may wrap at its spaces, each word kept
-    whole (``lk-wrap``/``lk-nw`` in the stylesheet): a flag or value is never cut in two.
-    """
+    """An inline code span that keeps its text literal, also in a table cell; several words wrap between words."""
     if value is None or value == "":
         return Markup("")
     text = str(esc(value))
@@ -126,8 +118,7 @@ def code(value: Any) -> Markup:
 
 
 def fence(value: Any, lang: str = "text", *, clean: bool = False) -> Markup:
-    """A fenced code block (top level only) whose fence no backtick run inside can close; ``clean``: its
-    text was redacted already (a command redacted word by word, then quoted)."""
+    """A fenced code block no backtick run inside can close; ``clean``: its text was redacted already."""
     text = str(value or "")
     text = _CONTROL.sub(" ", _ANSI.sub("", text if clean else redacted(text)))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -135,9 +126,9 @@ def fence(value: Any, lang: str = "text", *, clean: bool = False) -> Markup:
     return Markup(f"{ticks} {lang}\n{text}\n{ticks}")
 
 
-def link(label: Any, href: str, title: str | None = None) -> Markup:
+def link(label: Any, href: str) -> Markup:
     """A Markdown link to a page the builder generated; ``href`` is builder-made, never user text."""
-    if not re.fullmatch(r"[A-Za-z0-9._/#%-]*", href):
+    if not _HREF.fullmatch(href):
         raise ValueError(f"refusing to link to a non-generated path: {href!r}")
     return Markup(f"[{esc(label)}]({href})")
 

@@ -1,12 +1,10 @@
 """Stage 2, frames: the facts of every attempt, outcome and metric as plain Python rows.
 
 Contract: :func:`make_frames` is a pure function of :class:`~logkit.builder.load.Loaded`. Each
-``attempts`` row of the index becomes one :class:`AttemptFacts` (:func:`facts_of`: every fact as
-the index derived it, :func:`logkit.store.derive.attempt_row`; nothing derived again); every
-``metrics`` row one :class:`MetricRow` joined to the launch it measured. Missing data stays
-``None``; nothing is guessed. No pandas: the pages aggregate a few thousand rows at most per page,
-and importing pandas and NumPy cost a build ~90 MB of memory (issue 19's memory goal) and a
-second.
+``attempts`` row of the index becomes one :class:`AttemptFacts` (every fact as the index derived
+it, nothing derived again); every ``metrics`` row one :class:`MetricRow` joined to the launch it
+measured. Missing data stays ``None``. No pandas: a page aggregates a few thousand rows at most,
+and pandas and NumPy cost a build ~90 MB and a second.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ def ref_of(session: str, short_id: str) -> str:
 
 @dataclass(eq=False, slots=True)
 class AttemptFacts:
-    """What the site says about one attempt (an ``attempts`` row of the index): the aggregate pages
-    read these; :attr:`attempt` and :attr:`outcome` read the session's lines on first use."""
+    """One ``attempts`` row of the index; :attr:`attempt` and :attr:`outcome` read its lines on first use."""
 
     ref: str
     session: str
@@ -73,8 +70,7 @@ class AttemptFacts:
         return self.data.heavy.outcomes.get(self.short_id)
 
     def outcome_alone(self) -> Event | None:
-        """:attr:`outcome`, without reading the session's other lines when they are not in memory
-        (:meth:`~logkit.builder.load.SessionData.outcome_of`)."""
+        """:attr:`outcome`, without reading the session's other lines when they are not in memory."""
         if self.status is None or self.data is None:
             return None
         return self.data.outcome_of(self.short_id)
@@ -87,10 +83,8 @@ class AttemptFacts:
         return f"{self.gpu_count}x {self.gpu_name}" if self.gpu_count > 1 else self.gpu_name
 
 
-
 class MetricRow(NamedTuple):
-    """One figure joined to the launch it measured (``server``: the launch's reference and its
-    model, GPU label and configuration key; None when the figure names no known launch)."""
+    """One figure joined to its launch (``server``: its reference, then its model, GPU and key; None: unknown)."""
 
     session: str
     name: str
@@ -130,9 +124,7 @@ FACT_COLUMNS = ("session", "short_id", "role", "started", "command", "model", "g
 
 
 def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, Any] | None = None) -> AttemptFacts:
-    """The facts of one ``attempts`` row of the index (every fact derived there, once). With ``memo``,
-    one object per distinct string and JSON dict the rows repeat (models, GPUs, versions,
-    configurations: the pages read them and never change them)."""
+    """The facts of one ``attempts`` row; ``memo`` shares one object per repeated string or JSON dict."""
     memo = {} if memo is None else memo
 
     def _json(text: str | None) -> dict[str, Any]:
@@ -146,32 +138,16 @@ def facts_of(row: dict[str, Any], session: SessionData | None, memo: dict[Any, A
     row = {k: memo.setdefault(v, v) if type(v) is str and k not in ("started", "ended", "short_id") else v
            for k, v in row.items()}
     smoke_failed = row["smoke_ok"] == 0
-    category = with_smoke(row["category"], smoke_failed)  # the matrix cell's rule, one owner
     return AttemptFacts(
-        ref=ref_of(row["session"], row["short_id"]),
-        session=row["session"],
-        short_id=row["short_id"],
-        role=row["role"] or "",
-        started=parse_time(row["started"]),
-        command=row["command"] or "",
-        model=row["model"],
-        gpu_name=row["gpu"],
-        gpu_count=row["gpu_count"] or 0,
-        arch=row["arch"],
-        versions=_json(row["versions"]),
-        fingerprint=_json(row["configuration"]),
-        fp_hash=row["config_key"],
-        backends=_json(row["backends"]),
-        status=row["status"],
-        category=category,
-        smoke_failed=smoke_failed,
-        source=row["source"] or "captured",
-        name=row["label"],
-        label=row["outcome_label"],
-        signature=row["signature"],
-        ended=parse_time(row["ended"]) if row["ended"] else None,
-        data=session,
-    )
+        ref=ref_of(row["session"], row["short_id"]), session=row["session"], short_id=row["short_id"],
+        role=row["role"] or "", started=parse_time(row["started"]), command=row["command"] or "",
+        model=row["model"], gpu_name=row["gpu"], gpu_count=row["gpu_count"] or 0, arch=row["arch"],
+        versions=_json(row["versions"]), fingerprint=_json(row["configuration"]), fp_hash=row["config_key"],
+        backends=_json(row["backends"]), status=row["status"],
+        category=with_smoke(row["category"], smoke_failed),  # the matrix cell's rule, one owner
+        smoke_failed=smoke_failed, source=row["source"] or "captured", name=row["label"],
+        label=row["outcome_label"], signature=row["signature"],
+        ended=parse_time(row["ended"]) if row["ended"] else None, data=session)
 
 
 @gc_paused()  # many rows, no cycles

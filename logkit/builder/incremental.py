@@ -1,23 +1,14 @@
 """What a rebuild may keep: session and decision pages whose inputs have not changed since the last build.
 
-Contract:
-
-* A session page is a function of its own session's events and of the sessions its references
-  name (``other-session/A4`` in a verdict's evidence or a note's refs; a name that did not resolve
-  counts too, so the page is redone once it does). :class:`Manifest` records, per session page, what
-  the index knows of each of those ``events.jsonl`` files as ingested (inode, size, mtime and the
-  hash of its tail: :attr:`logkit.builder.load.Loaded.digests`; nothing is read to know it) and
-  the sha256 of the Markdown written.
-* A decision record's page is a function of its session, of the sessions its evidence and options
-  name (the same rule), and of what it shows of other decisions (titles, statuses, supersedes
-  links, shared and moved ids: :meth:`~logkit.builder.index.KBIndex.decisions_digest`); the
-  manifest records those too.
-* A page is kept when the build key (logkit's version, the builder's code, its templates, a user's
-  template overrides, the knowledge tables) is the same, every dependency has the same content, and
-  the Markdown file on disk is still the one written. Anything else renders it again; an
-  unreadable or foreign manifest keeps nothing. Index, configuration, matrix, signature, metrics
-  and alias pages aggregate the whole store and are always rendered; MkDocs always runs in full.
-* The manifest lives next to the Markdown it describes: ``<docs>/.logkit-pages.json``.
+Contract: a session page is a function of its session and of the sessions its references name (a
+name that did not resolve counts too, so the page is redone once it does); a decision page also of
+what it shows of other decisions (:meth:`~logkit.builder.index.KBIndex.decisions_digest`).
+:class:`Manifest` (``<docs>/.logkit-pages.json``) records per page what the index knows of each of
+those ``events.jsonl`` files (:attr:`logkit.builder.load.Loaded.digests`: nothing is read to know
+it) and the sha256 of the Markdown written. A page is kept when the build key (logkit's version,
+the builder's code, its templates and a user's overrides, the knowledge tables) is the same, every
+dependency has the same content and the file on disk is the one written; an unreadable or foreign
+manifest keeps nothing. Aggregate and alias pages are always rendered; MkDocs always runs in full.
 """
 
 from __future__ import annotations
@@ -29,10 +20,29 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MANIFEST", "Manifest", "build_key"]
+__all__ = ["MANIFEST", "Manifest", "build_key", "read_state", "write_state"]
 
 MANIFEST = ".logkit-pages.json"
 _FORMAT = 3
+
+
+def read_state(path: Path, fmt: int, key: str) -> dict[str, Any] | None:
+    """A build's state file of format ``fmt`` made under build key ``key``; None for any other."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == fmt and data.get("key") == key else None
+
+
+def write_state(path: Path, data: dict[str, Any]) -> None:
+    """Write a state file atomically, best effort (without it the next build does the work again)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, separators=(",", ":"), default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def build_key(templates: Path | None) -> str:
@@ -67,12 +77,8 @@ class Manifest:
         self.decisions: dict[str, dict[str, Any]] = {}
         self._old_decisions: dict[str, dict[str, Any]] = {}
         self._recorded: set[str] = set()  # sessions recorded in this build (their later parts join them)
-        try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError, RecursionError):
-            return
-        if isinstance(data, dict) and data.get("format") == _FORMAT and data.get("key") == key \
-                and isinstance(data.get("pages"), dict):
+        data = read_state(self.path, _FORMAT, key)
+        if data is not None and isinstance(data.get("pages"), dict):
             self._old = {k: v for k, v in data["pages"].items() if _well_formed(v)}
             old = data.get("decisions")
             if isinstance(old, dict):
@@ -96,8 +102,7 @@ class Manifest:
         return [entry["path"], *entry.get("parts", {})] if entry else []
 
     def record(self, session_id: str, path: str, deps: set[str], text: str) -> None:
-        """Note a page just rendered for ``session_id`` and the sessions it depends on (a split
-        session records its session page first, then each further part)."""
+        """Note a page just rendered for ``session_id`` (its session page first, then its other parts) and its deps."""
         deps = deps | {session_id}
         entry = self.pages.get(session_id)
         if entry is not None and session_id in self._recorded and entry["path"] != path:
@@ -111,8 +116,7 @@ class Manifest:
         }
 
     def decision_unchanged(self, path: str, table: str) -> bool:
-        """Whether the decision page at ``path`` can be kept: the same decision table, the same
-        content of every session it read, and the Markdown on disk the one written."""
+        """Whether the decision page at ``path`` can be kept (see the module contract)."""
         old = self._old_decisions.get(path)
         if old is None or old["table"] != table or not self._same_deps(old["deps"]) \
                 or not self._same_file(path, old["sha256"]):
@@ -137,14 +141,8 @@ class Manifest:
                                 "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
     def save(self) -> None:
-        """Write the manifest (best effort: without it the next build renders everything)."""
-        tmp = self.path.with_name(f"{MANIFEST}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps({"format": _FORMAT, "key": self.key, "pages": self.pages, "decisions": self.decisions},
-                                      separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        """Write the manifest."""
+        write_state(self.path, {"format": _FORMAT, "key": self.key, "pages": self.pages, "decisions": self.decisions})
 
 
 def _well_formed(entry: object) -> bool:

@@ -10,6 +10,7 @@ derives the other direction so both pages show the link and it can never be one-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..events import Decision
@@ -24,10 +25,8 @@ from .paths import attempt_ref, decision_href, session_href
 __all__ = ["KBIndex", "provenance_text"]
 
 
-
 def provenance_text(provenance: Any) -> str | None:
-    """How a page says where facts come from (an event's provenance, or a line's as a dict); None
-    for plain live capture."""
+    """How a page says where facts come from (a provenance or its dict); None for plain live capture."""
     if provenance is None:
         return None
     if isinstance(provenance, dict):
@@ -82,6 +81,13 @@ class KBIndex:
         #: while not None, :meth:`attempt` adds every session a reference names (the sessions a page depends on)
         self.touched: set[str] | None = None
         self._superseded_by = supersession(d for d, _sid in self.decisions.values())
+        self._memo: dict[str, Any] = {}
+
+    def once(self, name: str, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per index under ``name`` (what several pages compute alike)."""
+        if name not in self._memo:
+            self._memo[name] = make()
+        return self._memo[name]
 
     def attempt(self, ref: str, session: str) -> AttemptFacts | None:
         """The attempt ``ref`` names, read in ``session``; None if no such attempt exists."""
@@ -121,8 +127,7 @@ class KBIndex:
         )
 
     def decisions_digest(self) -> str:
-        """A digest of what a decision page shows of other decisions (ids, titles, statuses, dates,
-        sessions, supersedes links, shared and moved ids): a kept decision page needs it unchanged."""
+        """A digest of what a decision page shows of other decisions (a kept one needs it unchanged)."""
         import hashlib
         import json
 

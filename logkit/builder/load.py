@@ -1,17 +1,13 @@
 """Stage 1, load: the knowledge base as one snapshot of the index (:mod:`logkit.store.index`).
 
-Contract: :func:`load` reads one :class:`~logkit.store.index.Snapshot` (a read transaction: every
-query of the build sees the same state, however many lines a running ``logkit run`` appends
-meanwhile). What the aggregate pages read are the index's rows: :func:`attempt_rows` (the
-``attempts`` rows, :func:`logkit.store.derive.attempt_row`) and each session's
-:attr:`SessionData.metric_rows` (the ``metrics`` rows as :class:`MetricFact`). A session's few
-events (every kind but :data:`HEAVY`: its session line, hypotheses, verdicts, decisions, todos,
-notes, sweeps; about 2% of the lines) are typed with it, since the cross-session checks and the
-reasoning rules take events. Its many (:data:`HEAVY`, per attempt) are never validated again: the
-index validated every line once, at ingest, and a page reads the line as the index ingested it, a
-plain dict (:class:`Heavy`), read from the snapshot when a page first needs it and let go when
-more than a few sessions hold theirs (:class:`Resident`), so memory does not grow with the store.
-Bad lines are the index's ``problems`` rows: each is warned about as ``file:line: message`` and
+Contract: :func:`load` reads one :class:`~logkit.store.index.Snapshot` (a read transaction: a
+``logkit run`` appending meanwhile changes nothing the build sees). The aggregate pages read the
+index's rows: :func:`attempt_rows` and each session's :attr:`SessionData.metric_rows`. A session's
+few events (every kind but :data:`HEAVY`, ~2% of the lines) are typed with it, since the
+cross-session checks and the reasoning rules take events. Its many (:data:`HEAVY`) are read as the
+plain dicts the index validated at ingest (:class:`Heavy`), when a page first needs them, and let
+go when more than a few sessions hold theirs (:class:`Resident`), so memory does not grow with the
+store. Bad lines (the index's ``problems``) are warned about as ``file:line: message`` and
 skipped; with ``strict=True`` any raises :class:`~logkit.errors.BadInput`.
 """
 
@@ -22,7 +18,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,8 +52,7 @@ Workload = tuple[float | None, str | None, float | None, float | None]
 
 
 def parse_time(text: str | None) -> datetime:
-    """An ISO 8601 time of a line or an index row as the event models read it: in UTC (a naive one
-    taken as UTC; none sorts last)."""
+    """An ISO 8601 time as the event models read it, in UTC (naive: taken as UTC; none sorts last)."""
     if not text:
         return datetime.max.replace(tzinfo=UTC)
     when = datetime.fromisoformat(text)
@@ -88,9 +82,8 @@ class MetricFact(NamedTuple):
 
 @dataclass(eq=False, slots=True)
 class Heavy:
-    """A session's attempts (SGLang's full parse and the role its output showed merged in), the
-    last outcome and the smoke tests of each, as the dicts of their lines; and the (source, detail)
-    of every provenance its events name."""
+    """A session's attempts (SGLang's full parse and role merged in), last outcomes and smoke tests, as
+    the dicts of their lines; and the (source, detail) of every provenance its events name."""
 
     attempts: dict[str, Event] = field(default_factory=dict)
     #: attempt short id -> (time, line): where its entry goes in the session's story
@@ -101,8 +94,7 @@ class Heavy:
 
 
 class Resident:
-    """The sessions whose :class:`Heavy` part is in memory: at most ``limit`` (the least recently
-    used is let go first), so a build's memory does not grow with the store."""
+    """The sessions whose :class:`Heavy` part is in memory: at most ``limit``, least recently used let go first."""
 
     def __init__(self, limit: int = 8) -> None:
         self.limit = limit
@@ -126,8 +118,7 @@ class Resident:
 
 @dataclass(eq=False)
 class SessionData:
-    """One session: its few events typed and grouped, its metric rows, and its many events
-    (:class:`Heavy`) read on first use and let go when :class:`Resident` says."""
+    """One session: its few events typed and grouped, its metric rows, its many events (:class:`Heavy`)."""
 
     id: str
     path: Path
@@ -166,8 +157,7 @@ class SessionData:
         return self.heavy_part
 
     def launches(self, only: Collection[str]) -> dict[str, Event]:
-        """The attempts ``only`` names (at least) as :attr:`Heavy.attempts` gives them, read with
-        only their ``launch_config`` events when the many events are not in memory (nothing kept)."""
+        """:attr:`Heavy.attempts` (at least those ``only`` names; read alone, not kept, when not in memory)."""
         if self.heavy_part is not None or self.reader is None:
             return self.heavy.attempts
         wanted = sorted(set(only))
@@ -180,8 +170,7 @@ class SessionData:
         return attempts
 
     def outcome_of(self, short_id: str) -> Event | None:
-        """The outcome of attempt ``short_id``, read alone when the many events are not in memory (a
-        page that shows one attempt's log excerpt does not read its whole session)."""
+        """The outcome of attempt ``short_id`` (read alone when the many events are not in memory)."""
         if self.heavy_part is not None or self.reader is None:
             return self.heavy.outcomes.get(short_id)
         return self.reader("kind = 'outcome' AND attempt = ?", (short_id,)).outcomes.get(short_id)
@@ -203,13 +192,12 @@ class Loaded:
     digests: dict[str, str] = field(default_factory=dict)
     #: the snapshot's connection (its read transaction) the rows and heavy parts are read from
     conn: Any = field(default=None, repr=False)
-    #: the index and snapshot :func:`load` opened itself (held open while this is in use)
+    #: the index and snapshot :func:`load` opened itself, held open while this is in use
     _hold: Any = field(default=None, repr=False)
 
 
 def attempt_rows(conn: Any, columns: tuple[str, ...]) -> Any:
-    """The cursor of ``columns`` of every ``attempts`` row, as tuples in (session, line) order: one
-    scan of the table (its key); what a build reads of every attempt (``bench/bench_index.py`` times it)."""
+    """The cursor of ``columns`` of every ``attempts`` row in (session, line) order: one scan of its key."""
     return conn.execute(f"SELECT {', '.join(columns)} FROM attempts ORDER BY session, line")
 
 
@@ -219,14 +207,12 @@ METRIC_FACT_COLUMNS = ("session", "name", "value", "unit", "attempt", "server_at
 
 
 def metric_rows(conn: Any) -> Any:
-    """The cursor of :data:`METRIC_FACT_COLUMNS` of every ``metrics`` row, as tuples, each session's
-    in time order: what a build reads of every metric (``bench/bench_index.py`` times it)."""
+    """The cursor of :data:`METRIC_FACT_COLUMNS` of every ``metrics`` row, each session's in time order."""
     return conn.execute(f"SELECT {', '.join(METRIC_FACT_COLUMNS)} FROM metrics ORDER BY session, ts, line")
 
 
 def _heavy_of(lines: Iterable[tuple[int, Event]]) -> Heavy:
-    """The many events of a session, ``(line, event)``, grouped in time order: a later outcome of an
-    attempt replaces an earlier one, SGLang's full parse (``launch_config``) the quick one."""
+    """A session's ``(line, event)`` grouped in time order: a later outcome or full parse replaces an earlier one."""
     part = Heavy()
     for line, event in sorted(lines, key=lambda pair: (parse_time(pair[1].get("ts")), pair[0])):
         kind, ref = event["kind"], event.get("attempt")
@@ -247,9 +233,7 @@ def _heavy_of(lines: Iterable[tuple[int, Event]]) -> Heavy:
 
 
 def _heavy(conn: Any, root: Path, sid: str, where: str = "", args: tuple[Any, ...] = ()) -> Heavy:
-    """The :class:`Heavy` part of ``sid`` from its lines of the :data:`HEAVY` kinds the ``events``
-    rows ``where`` selects (all of them: ``""``), as the index ingested them; with all of them, the
-    provenance every line of the session names."""
+    """The :class:`Heavy` part of ``sid`` from the lines ``where`` selects (all, and their provenance: ``""``)."""
     kinds = "kind IN ('attempt', 'outcome', 'smoke', 'launch_config')"
     rows = conn.execute(f"SELECT id, offset, length, line FROM events WHERE session = ? AND {kinds} AND ({where or 1}) "
                         "ORDER BY line", (sid, *args)).fetchall()
@@ -343,8 +327,7 @@ def from_snapshot(root: Path, snap: Any) -> Loaded:
 
 def load(root: Path | str, *, strict: bool = False, warn: Callable[[str], None] = lambda _m: None,
          snapshot: Any = None) -> Loaded:
-    """The knowledge base under ``root``: ``snapshot``, or a snapshot of its refreshed index held
-    open by the result; bad lines are warned about and skipped (or fatal with ``strict``)."""
+    """The knowledge base under ``root``: ``snapshot``, or one of its refreshed index held open by the result."""
     root = Path(root)
     hold = None
     if snapshot is None:

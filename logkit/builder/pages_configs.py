@@ -1,21 +1,14 @@
 """Stage 4b, contexts of the working-configuration, compatibility-matrix and negative-result pages.
 
-Contract: pure functions of :class:`KBIndex`. Only ``launch`` attempts with a launch config count
-for configurations and the matrix. A configuration is one launch fingerprint that worked for a
-model x GPU x SGLang version; it is *stale* when a later launch with the same fingerprint on the
-same GPU failed in a way the matrix holds against it (:func:`logkit.reasoning.matrix.category`: not
-an import error, nor a hang under a ``--hang-timeout`` the user shortened). A matrix cell (backend axis=value x architecture x model) is
-:mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts: works, the refuted class,
-conflicting, with the count of each; a ``works`` cell reads ``slow`` only when
-:func:`logkit.reasoning.matrix.compare` finds its runs slower than a working launch of the same
-model and GPU that differs in that one value with every other chosen value equal (the intervals
-do not overlap), and the cell shows both figures, by how much and on how many runs; where the
-intervals overlap it says ``tied`` with both figures. Failing and slow cells get a negative-result
-page.
-
-Figures are compared only at one workload (:func:`logkit.launch.flags.workload`: concurrency,
-dataset, input/output lengths): a configuration's figures are listed per workload, the best of a
-page is given per workload, and ``slow`` compares two launches at a workload both were measured at.
+Contract: pure functions of :class:`KBIndex`; only ``launch`` attempts with a configuration count.
+A configuration is one launch fingerprint that worked for a model x GPU x SGLang version; it is
+*stale* when a later launch of it on the same GPU failed in a way the matrix holds against it
+(:func:`logkit.reasoning.matrix.category`). A matrix cell (backend axis=value x architecture x
+model) is :mod:`logkit.reasoning.matrix`'s cell of all its attributable attempts; a ``works`` cell
+reads ``slow`` only when :func:`logkit.reasoning.matrix.compare` finds its runs slower than a
+working launch of the same model and GPU differing in that one value alone (``tied`` where the
+intervals overlap), with both figures. Failing and slow cells get a negative-result page. Figures
+are compared only at one workload (:func:`logkit.launch.flags.workload`).
 """
 
 from __future__ import annotations
@@ -44,19 +37,14 @@ __all__ = ["cell_works", "config_pages", "configs_index", "excerpt", "launches",
 
 
 def working_config(f: AttemptFacts) -> bool:
-    """Whether ``f`` is a launch that a configuration page shows (a launch with a configuration that
-    worked): the launches whose figures the home page may call best, as the pages do."""
+    """Whether ``f`` is a launch a configuration page shows (one whose figures the home page may call best)."""
     return f.role == "launch" and bool(f.fp_hash) and f.category == "works"
 
 
 def launches(index: KBIndex) -> list[AttemptFacts]:
     """The launches with a configuration, by start time (made once per index)."""
-    cached = getattr(index, "_launches", None)
-    if cached is None:
-        cached = sorted((f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash),
-                        key=lambda f: (f.started, f.ref))
-        index._launches = cached  # type: ignore[attr-defined]
-    return cached
+    return index.once("launches", lambda: sorted(
+        (f for f in index.frames.facts.values() if f.role == "launch" and f.fp_hash), key=lambda f: (f.started, f.ref)))
 
 
 #: every run's throughput per launch reference, per workload (``logkit run --repeat``: several)
@@ -64,8 +52,7 @@ Runs = dict[str, dict[Workload, list[float]]]
 
 
 def _runs(index: KBIndex) -> Runs:
-    """The throughput of every benchmark run against each launch attempt at each workload, by its
-    reference (the first throughput name of the metrics table that was measured)."""
+    """Every run's throughput (the first name of the table measured) by launch reference and workload."""
     for name in tables()["metrics"]["throughput"]:
         runs: Runs = {}
         for ref, rows in index.metrics_by_server.items():
@@ -78,10 +65,7 @@ def _runs(index: KBIndex) -> Runs:
 
 
 def _best_text(runs: Runs, configs: list[list[str]]) -> str:
-    """``172.0 at concurrency 1; 71.9 at workload not recorded``: per workload, the best of the
-    configurations' figures, each the median of its runs (as its page shows it: :func:`_metric_table`;
-    a repeated benchmark's best run would be its luckiest, not its figure). ``configs``: each
-    configuration's launch references."""
+    """``172.0 at concurrency 1; ...``: per workload, the best configuration's figure (the median of its runs)."""
     top: dict[Workload, float] = {}
     for refs in configs:
         pooled: dict[Workload, list[float]] = {}
@@ -94,9 +78,8 @@ def _best_text(runs: Runs, configs: list[list[str]]) -> str:
 
 
 def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
-    """The figure per workload of the first throughput / TTFT / ITL names measured: one run's value,
-    or, with several runs at that workload (``logkit run --repeat``, a benchmark run again), their
-    median and spread as the sweep shows them (:func:`logkit.sweep.state.point_text`)."""
+    """The throughput / TTFT / ITL figure per workload: one run's value, or several runs' median and
+    spread (:func:`logkit.sweep.state.point_text`)."""
     from ..sweep.state import point_text
 
     runs: dict[tuple[tuple[Workload, str], str], list[float]] = {}  # (workload, prompt), name
@@ -121,9 +104,8 @@ def _metric_table(index: KBIndex, refs: list[str]) -> tuple[list[str], list[tupl
 
 
 def config_pages(index: KBIndex, metrics: set[str] | None = None) -> list[ConfigPage]:
-    """One page per model x GPU x SGLang version with working launches; ``metrics``: the paths of
-    the metrics pages written (a page links its charts only when there are some: a launch never
-    benchmarked has none, and a dead link fails ``build --strict``)."""
+    """One page per model x GPU x SGLang version with working launches, linking charts only where
+    ``metrics`` (the metrics pages written) has them: a dead link fails ``build --strict``."""
     groups: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     failures: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for f in launches(index):
@@ -175,9 +157,7 @@ def _by_fp(works: list[AttemptFacts]) -> dict[str, list[AttemptFacts]]:
 
 
 def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
-    """Each launch's full parsed arguments by reference, read session by session with only the
-    events that make a session's attempts (:meth:`.load.SessionData.launches`), not its every
-    event: the session pages read those later, one session at a time."""
+    """Each launch's full parsed arguments by reference, session by session (:meth:`.load.SessionData.launches`)."""
     args: dict[str, dict[str, Any]] = {}
     by_session: dict[str, list[AttemptFacts]] = defaultdict(list)
     for f in launches:
@@ -192,9 +172,8 @@ def _launch_args(launches: list[AttemptFacts]) -> dict[str, dict[str, Any]]:
 
 
 def _headings(configs: list[ConfigCtx], chosen: dict[str, dict[str, object]]) -> None:
-    """Give each configuration its heading: its backend values, each named by its axis
-    (``flashinfer_cutlass MoE + trtllm NSA decode``), and where another configuration of
-    the page has the same ones, the chosen values that differ between them (``mem_fraction_static=0.92``)."""
+    """Give each configuration its heading: its backend values by axis, and the chosen values that
+    tell it from another of the page with the same ones (``mem_fraction_static=0.92``)."""
     same: dict[str, list[ConfigCtx]] = defaultdict(list)
     for c in configs:
         same[describe(dict(c.backends)) or "configuration"].append(c)  # each value with its axis
@@ -244,14 +223,8 @@ def _rest_key(f: AttemptFacts, axis: str) -> tuple:
 
 def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[AttemptFacts]],
              runs: Runs) -> tuple[matrix.Comparison, AttemptFacts, Workload] | None:
-    """``f``'s runs compared (:func:`logkit.reasoning.matrix.compare`) with the fastest working launch
-    of the same model and GPU that differs from it in ``axis`` only (every other chosen value
-    equal), at the first workload both were measured at; None without such a launch.
-
-    ``peers``: the measured working launches of that model and GPU by their chosen values but
-    ``axis`` and by workload (:func:`_peers`), so a launch is compared with its candidates only, not
-    with every launch of the model (quadratic in a team's year of sessions).
-    """
+    """``f``'s runs compared with the fastest working launch of ``peers`` (:func:`_peers`) differing
+    in ``axis`` alone, at the first workload both were measured at; None without one."""
     for work, mine in sorted(runs.get(f.ref, {}).items(), key=lambda kv: _work_order(kv[0])):
         if not mine:
             continue
@@ -263,8 +236,7 @@ def _against(f: AttemptFacts, axis: str, value: str, peers: dict[tuple, list[Att
 
 
 def _peers(works: list[AttemptFacts], axis: str, runs: Runs) -> dict[tuple, list[AttemptFacts]]:
-    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest (by median) at
-    that workload first (ties in their order)."""
+    """The measured launches of ``works`` by (:func:`_rest_key`, workload), fastest first."""
     out: dict[tuple, list[AttemptFacts]] = defaultdict(list)
     for g in works:
         for work, values in runs.get(g.ref, {}).items():
@@ -285,24 +257,24 @@ def matrix_row(f: AttemptFacts) -> matrix.Row:
 
 
 def site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFacts]]]:
-    """The matrix cells by (model, axis, value, arch or ``unknown``): of several SGLang/flashinfer
-    versions, the one tested last; with its attempts' facts (computed once per index)."""
-    cached = getattr(index, "_site_cells", None)
-    if cached is None:
-        by_ref = {f.ref: f for f in launches(index)}
-        cached = {}
-        for cell in matrix.cells(matrix_row(f) for f in by_ref.values()).values():
-            key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
-            have = cached.get(key)
-            if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
-                cached[key] = (cell, [by_ref[r.ref] for r in cell.rows])
-        index._site_cells = cached  # type: ignore[attr-defined]
-    return cached
+    """The matrix cells by (model, axis, value, arch or ``unknown``), each with its attempts' facts;
+    of several SGLang/flashinfer versions, the one tested last (computed once per index)."""
+    return index.once("site_cells", lambda: _site_cells(index))
+
+
+def _site_cells(index: KBIndex) -> dict[tuple, tuple[matrix.Cell, list[AttemptFacts]]]:
+    by_ref = {f.ref: f for f in launches(index)}
+    found: dict[tuple, tuple[matrix.Cell, list[AttemptFacts]]] = {}
+    for cell in matrix.cells(matrix_row(f) for f in by_ref.values()).values():
+        key = (cell.model, cell.axis, cell.value, cell.arch or "unknown")
+        have = found.get(key)
+        if have is None or (cell.latest.started, cell.latest.ref) > (have[0].latest.started, have[0].latest.ref):
+            found[key] = (cell, [by_ref[r.ref] for r in cell.rows])
+    return found
 
 
 def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
-    """The compatibility matrix (:mod:`logkit.reasoning.matrix` cells) and the negative-result page
-    of every refuted, conflicting or slow cell."""
+    """The compatibility matrix and the negative-result page of every refuted, conflicting or slow cell."""
     icons = tables()["matrix"]["icons"]
     runs = _runs(index)
     found = site_cells(index)
@@ -359,16 +331,15 @@ def matrix_page(index: KBIndex) -> tuple[MatrixPage, list[NegativePage]]:
                 if shown == "works":
                     href = config_href(cell_works(hits))
                 else:
-                    neg = _negative(index, model, axis, value, arch, shown, hits, compared, cell)
+                    neg = _negative(index, model, axis, value, arch, shown, hits, compared)
                     negatives.append(neg)
                     neg_list.append((f"{axis}={value} on {arch} ({model or 'unknown model'})", shown, neg.page.path))
                     href = neg.page.path
                 row_cells.append(CellCtx(shown, icons.get(shown, shown), href, detail))
             rows.append(MatrixRow(axis, value, row_cells))
         tables_out.append(MatrixTable(model or "unknown model", model_archs, rows))
-    legend = [(k, v) for k, v in icons.items()]
-    page = Page("backends/index.md", "Refuted backends", "matrix.md.j2")
-    return MatrixPage(page=page, tables=tables_out, legend=legend, negatives=neg_list), negatives
+    return MatrixPage(page=Page("backends/index.md", "Refuted backends", "matrix.md.j2"), tables=tables_out,
+                      legend=list(icons.items()), negatives=neg_list), negatives
 
 
 def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
@@ -377,7 +348,7 @@ def cell_works(hits: list[AttemptFacts]) -> AttemptFacts:
 
 
 def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: str, category: str,
-              hits: list[AttemptFacts], compared: str | None = None, cell: matrix.Cell | None = None) -> NegativePage:
+              hits: list[AttemptFacts], compared: str | None) -> NegativePage:
     failed = [h for h in hits if h.category not in ("works", None)] or hits
     last = failed[-1]
     # the log excerpt: the last failed attempt's outcome with one, read alone (this page shows no other event)
@@ -409,9 +380,8 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
                      if m == model and a == axis and v == value for f in fs
                      if f.category == "works" and f.arch and f.arch != arch})  # elsewhere: other architectures
     title = f"{axis}={value} on {arch}: {category} ({model or 'unknown model'})"
-    if cell is not None and cell.state == "conflicting":
-        good = cell_works(hits)
-        retry.insert(0, f"conflicting evidence: it also worked in {good.ref}; compare the two launches")
+    if category == "conflicting":  # the cell's state (a refuted cell shows its class, a working one works or slow)
+        retry.insert(0, f"conflicting evidence: it also worked in {cell_works(hits).ref}; compare the two launches")
     return NegativePage(
         page=Page(negative_path(axis, value, arch, model), title, "negative.md.j2", tags=[arch, category]),
         axis=axis, value=value, arch=arch, model=model or "unknown model", category=category,
@@ -429,28 +399,20 @@ def _negative(index: KBIndex, model: str | None, axis: str, value: str, arch: st
     )
 
 
-def excerpt(outcome: dict[str, Any] | None) -> list[Line]:
-    """The first evidence lines of an outcome's line."""
-    return [Line(e["line"], e["text"]) for e in (outcome or {}).get("evidence", [])[:12]]
+def excerpt(outcome: dict[str, Any] | None, tail: bool = False, limit: int = 12) -> list[Line]:
+    """An outcome's first evidence lines, else (with ``tail``) the last lines of its log."""
+    picked = (outcome or {}).get("evidence") or ((outcome or {}).get("tail", [])[-limit:] if tail else [])
+    return [Line(e["line"], e["text"]) for e in picked[:limit]]
 
 
 def _session_hypotheses(index: KBIndex, sid: str) -> list[HypRef]:
     """Every hypothesis of a session with its verdict (computed once per session)."""
-    cache = index.__dict__.setdefault("_hyps", {})
-    if sid not in cache:
-        session = index.loaded.sessions[sid]
-        cache[sid] = [h for h in (index.hypothesis(hid, sid) for hid in session.hypotheses) if h is not None]
-    return cache[sid]
+    hyps = index.loaded.sessions[sid].hypotheses
+    return index.once(f"hypotheses/{sid}", lambda: [h for hid in hyps if (h := index.hypothesis(hid, sid)) is not None])
 
 
 def _decision_options(index: KBIndex) -> list[tuple[str, object, set[str]]]:
     """(decision id, option, the attempt references it cites), computed once."""
-    cached = index.__dict__.get("_options")
-    if cached is None:
-        cached = []
-        for did, (d, sid) in sorted(index.decisions.items()):
-            for opt in d.options:
-                refs = {f.ref for r in opt.attempts if (f := index.attempt(r, sid)) is not None}
-                cached.append((did, opt, refs))
-        index.__dict__["_options"] = cached
-    return cached
+    return index.once("options", lambda: [
+        (did, opt, {f.ref for r in opt.attempts if (f := index.attempt(r, sid)) is not None})
+        for did, (d, sid) in sorted(index.decisions.items()) for opt in d.options])

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..events import DECISION_STATUSES, Decision, Hypothesis, Note, Session, Todo, Verdict
 from .contexts import (
-    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, Line, MetricRow, OptionCtx,
+    AliasPage, AliasTarget, BestRow, DecisionPage, DecisionsIndex, Entry, EvidenceCtx, HomePage, MetricRow, OptionCtx,
     Page, SessionPage, SessionPart, SessionRow, SessionsIndex,
 )
 from .contexts_kb import DiffRow
@@ -22,7 +22,7 @@ from ..launch.flags import workload_text
 from ..stats import figure
 from ..statuses import is_failure
 from .frames import AttemptFacts
-from .pages_configs import working_config
+from .pages_configs import excerpt, working_config
 from .index import KBIndex, provenance_text
 from .load import Event, SessionData, tables
 from .render import figure_text
@@ -35,15 +35,6 @@ from ..logfiles import log_file
 __all__ = ["decision_pages", "decisions_index", "home_page", "session_pages", "sessions_index"]
 
 
-
-def _metric_rows(session: SessionData, short_id: str) -> list[MetricRow]:
-    return [
-        MetricRow(m.name, m.value, m.unit, m.concurrency)
-        for m in session.metric_rows
-        if short_id in (m.attempt, m.server_attempt)
-    ]
-
-
 def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]]]:
     names = list(dict.fromkeys(r.name for r in rows))
     table: dict[float | None, dict[str, str]] = {}
@@ -52,14 +43,6 @@ def _pivot(rows: list[MetricRow]) -> tuple[list[str], list[tuple[str, list[str]]
         table.setdefault(r.concurrency, {})[r.name] = figure_text(r.value) + unit
     order = sorted(table, key=lambda c: (c is None, c or 0))
     return names, [("—" if c is None else f"{c:g}", [table[c].get(n, "") for n in names]) for c in order]
-
-
-def _lines(outcome: Event | None, limit: int = 12) -> list[Line]:
-    """An outcome's log excerpt: its evidence lines, else the last lines of its log."""
-    if outcome is None:
-        return []
-    picked = outcome.get("evidence") or outcome.get("tail", [])[-limit:]
-    return [Line(e["line"], e["text"]) for e in picked[:limit]]
 
 
 def _log_path(facts: AttemptFacts) -> str | None:
@@ -77,36 +60,29 @@ def home_page(index: KBIndex) -> HomePage:
     rows.sort(key=lambda r: (r.date, r.id), reverse=True)
     best: list[BestRow] = []
     metrics = frames.metrics
-    if metrics:
-        for name in tables()["metrics"]["throughput"]:
-            # only a working configuration's figures (the ones its page shows): never a launch still
-            # running, nor one that failed after its benchmark, whose configuration has no page
-            chosen = [r for r in metrics if r.name == name and r.server is not None
-                      and r.server in frames.facts and working_config(frames.facts[r.server])]
-            if not chosen:
-                continue
-            # "best" is per model, GPU and workload: figures of two workloads are never ranked; a
-            # configuration's figure is the median of its runs there, as its page shows it
-            # (pages_configs._metric_table), never its luckiest run
-            per_config: dict[tuple[Any, ...], list[Any]] = {}
-            for r in chosen:
+    for name in tables()["metrics"]["throughput"]:
+        # only a working configuration's figures (the ones its page shows): never a launch still
+        # running, nor one that failed after its benchmark, whose configuration has no page
+        per_config: dict[tuple[Any, ...], list[Any]] = {}
+        for r in metrics:
+            if r.name == name and r.server in frames.facts and working_config(frames.facts[r.server]):
                 per_config.setdefault((r.model, r.gpu, *r.workload, frames.facts[r.server].fp_hash or ""), []).append(r)
-            top: dict[tuple[Any, ...], tuple[float, str, str | None]] = {}
-            medians = []
-            for key, runs in per_config.items():
-                medians.append((key[:-1], figure([r.value for r in runs]), runs[-1].server,
-                                next((r.unit for r in runs if r.unit is not None), None)))
-            for key, value, server_ref, unit in sorted(medians, key=lambda t: -t[1]):  # the highest median
-                top.setdefault(key, (value, server_ref, unit))
-            found = []
-            for key, (value, server_ref, unit) in top.items():
-                server = frames.facts[server_ref]
-                work = tuple(key[2:])
-                found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
-                    model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
-                    value=float(value), unit=unit, concurrency=work[0],
-                    config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
-                )))
+        # "best" is per model, GPU and workload; a configuration's figure is the median of its runs
+        # there, as its page shows it (pages_configs._metric_table), never its luckiest run
+        medians = sorted(((key[:-1], figure([r.value for r in runs]), runs) for key, runs in per_config.items()),
+                         key=lambda t: -t[1])
+        top: dict[tuple[Any, ...], tuple[float, list[Any]]] = {}
+        for key, value, runs in medians:  # the highest median
+            top.setdefault(key, (value, runs))
+        found = []
+        for key, (value, runs) in top.items():
+            server, work = frames.facts[runs[-1].server], tuple(key[2:])
+            found.append(((server.model or "", server.gpu_label or "", _work_order(work)), BestRow(
+                model=server.model or "unknown model", gpu=server.gpu_label or "unknown GPU", metric=name,
+                value=float(value), unit=next((r.unit for r in runs if r.unit is not None), None), concurrency=work[0],
+                config_href=config_href(server), attempt=attempt_ref(server), workload=workload_text(work),
+            )))
+        if found:
             best = [row for _key, row in sorted(found, key=lambda kv: kv[0])]
             break
     sources: dict[str, int] = {}
@@ -137,8 +113,7 @@ def home_page(index: KBIndex) -> HomePage:
 
 
 def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None:
-    """An attempt's raw log as the events name it (relative to the session directory) and the href
-    of the site's copy (:func:`.site.publish_logs`); None without a log on disk, plain or compressed."""
+    """An attempt's raw log (relative to its session) and its published copy's href; None without one on disk."""
     rel = _log_path(facts)
     if rel is None or log_file(index.loaded.root / facts.session, rel) is None:
         return None
@@ -147,14 +122,10 @@ def published_log(index: KBIndex, facts: AttemptFacts) -> tuple[str, str] | None
 
 def _evidence(index: KBIndex, facts: AttemptFacts) -> EvidenceCtx:
     log = published_log(index, facts)
-    return EvidenceCtx(
-        attempt=attempt_ref(facts),
-        signature=facts.signature,
-        metrics=_metric_rows(index.loaded.sessions[facts.session], facts.short_id),
-        lines=_lines(facts.outcome),
-        log=_log_path(facts),
-        log_href=log[1] if log else None,
-    )
+    metrics = [MetricRow(m.name, m.value, m.unit, m.concurrency) for m in index.loaded.sessions[facts.session].metric_rows
+               if facts.short_id in (m.attempt, m.server_attempt)]
+    return EvidenceCtx(attempt=attempt_ref(facts), signature=facts.signature, metrics=metrics,
+                       lines=excerpt(facts.outcome, tail=True), log=_log_path(facts), log_href=log[1] if log else None)
 
 
 def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[AliasTarget]) -> DecisionPage:
@@ -193,17 +164,10 @@ def _record_page(index: KBIndex, did: str, d: Decision, sid: str, also: list[Ali
 
 def decision_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _path: False,
                    ) -> Iterator[tuple[DecisionPage | AliasPage | None, set[str] | None, str]]:
-    """One page per decision id, and one per id that moved or that several sessions recorded.
-
-    A record that shares its (older, sequential) id with an earlier session's gets its page at a
-    longer form of its own id (what ``logkit decision renumber`` would give it); the shared id's
-    page names it. An id that moved gets a page leading to where it went (a redirect when it went
-    to one record), so every id ever cited keeps resolving.
-
-    Yields ``(page, deps, path)`` one page at a time, made when asked for: a record page with the
-    sessions it read (its own and those its references name), an alias page with None, and for a
-    record page ``keep`` kept (not made: the last build's Markdown stands) ``(None, None, path)``.
-    """
+    """``(page, the sessions it read, path)`` per decision id, made when asked for (an alias page: no deps;
+    a page ``keep`` keeps: ``(None, None, path)``), and per id that moved or several sessions recorded."""
+    # a later record of a shared (older, sequential) id gets a longer form of its own id, which the
+    # shared id's page names; a moved id's page leads to where it went: every id cited resolves
 
     def record(did: str, d: Decision, sid: str, also: list[AliasTarget],
                ) -> tuple[DecisionPage | None, set[str] | None, str]:
@@ -291,6 +255,10 @@ def _todo_changes(prev: Todo | None, cur: Todo) -> list[str]:
             + [f"{c['content']}: {c['from']} → {c['to']}" for c in d["changed"]])
 
 
+def _links(index: KBIndex, refs: list[str], sid: str) -> list[tuple[str, str]]:
+    return [(r, attempt_href(f.session, f.short_id)) for r in refs if (f := index.attempt(r, sid))]
+
+
 def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     """The session's page; several when its story holds more than ``PART_ATTEMPTS`` attempts."""
     entries: list[Entry] = []
@@ -303,10 +271,8 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
     measured_by: dict[str, set[str]] = {}
     own_metrics: dict[str, list[MetricRow]] = {}
     for m in session.metric_rows:
-        owner = m.attempt or m.server_attempt
-        if owner:
+        if owner := m.attempt or m.server_attempt:
             own_metrics.setdefault(owner, []).append(MetricRow(m.name, m.value, m.unit, m.concurrency))
-    for m in session.metric_rows:
         if m.server_attempt and m.attempt and m.attempt != m.server_attempt:
             measured_by.setdefault(m.server_attempt, set()).add(m.attempt)
     heavy = session.heavy
@@ -350,7 +316,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
                 kind="attempt", ts=ts, anchor=short, title=f"{short} · {event.get('role', 'command')}",
                 provenance=provenance_text(event.get("provenance")),
                 attempt=attempt_ref(facts), command=facts.command, versions=versions, diff=diff, diff_against=against,
-                lines=_lines(outcome), metric_names=names, metric_rows=rows, extra=extra,
+                lines=excerpt(outcome, tail=True), metric_names=names, metric_rows=rows, extra=extra,
                 text=event.get("label"), log=published_log(index, facts),
             ))
             part_of.append(part)
@@ -361,8 +327,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="hypothesis", ts=event.ts, anchor=event.short_id,
                                  title=f"{event.short_id} [{event.priority}]", text=event.text, provenance=prov))
         elif isinstance(event, Verdict):
-            links = [(r, attempt_href(f.session, f.short_id))
-                     for r in event.evidence if (f := index.attempt(r, session.id))]
+            links = _links(index, event.evidence, session.id)
             was = next((v.verdict for v in session.verdicts.get(event.hypothesis, []) if v.id == event.replaces), None)
             entries.append(Entry(kind="verdict", ts=event.ts, title=f"{event.hypothesis} {event.verdict}"
                                  + (f" (replaces {was})" if was else ""),
@@ -376,8 +341,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
             entries.append(Entry(kind="decision", ts=event.ts, anchor=event.decision_id,
                                  title=f"{event.decision_id} [{event.status}]", text=event.title, provenance=prov))
         elif isinstance(event, Note):
-            links = [(r, attempt_href(f.session, f.short_id))
-                     for r in event.refs if (f := index.attempt(r, session.id))]
+            links = _links(index, event.refs, session.id)
             entries.append(Entry(kind="note", ts=event.ts, title="note", text=event.text, provenance=prov, links=links))
         elif isinstance(event, Session):
             continue
@@ -428,9 +392,7 @@ def _session_page(index: KBIndex, session: SessionData) -> list[SessionPage]:
 
 def session_pages(index: KBIndex, keep: Callable[[str], bool] = lambda _sid: False,
                   ) -> Iterator[list[tuple[SessionPage, set[str]]]]:
-    """The pages of every session not kept from the last build, each with the sessions it references:
-    one list per session, made when asked for (a caller that writes each list before asking for the
-    next holds one session's pages at a time, and its events are let go after)."""
+    """Per session not kept, its pages with the sessions each references, made when asked for (one at a time)."""
     for s in index.loaded.sessions.values():
         if keep(s.id):
             continue

@@ -84,10 +84,10 @@ def unexplained_failures(index: KBIndex) -> list[UnexplainedRow]:
     return rows
 
 
-def signatures_index(pages: list[SignaturePage], index: KBIndex | None = None) -> SignaturesIndex:
+def signatures_index(pages: list[SignaturePage], index: KBIndex) -> SignaturesIndex:
     """The table of signatures, most hit first, and the unexplained failures grouped by template."""
     rows = [SignatureRow(p.signature, p.label, p.total, ", ".join(p.archs), p.cleared_total, p.page.path)
             for p in pages]
     rows.sort(key=lambda r: (-r.count, r.signature))
     return SignaturesIndex(page=Page("signatures/index.md", "Failure signatures", "signatures_index.md.j2"), rows=rows,
-                           unexplained=unexplained_failures(index) if index is not None else [])
+                           unexplained=unexplained_failures(index))

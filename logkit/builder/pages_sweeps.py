@@ -120,9 +120,7 @@ def _chart(sweep: Sweep, results: list[SweepCellResult]) -> tuple[ChartCtx | Non
 
 
 def _versus(row: RankRow) -> str:
-    """A working cell against the first-ranked one, as :func:`logkit.sweep.state.ranking` compared
-    them (the one rule, :func:`logkit.reasoning.matrix.compare`): ``tied: ...`` or ``slower than
-    #1: ...``; ``""`` for the first."""
+    """A working cell against the first-ranked one, as :func:`logkit.sweep.state.ranking` compared them."""
     v = row.versus
     if v is None:
         return ""

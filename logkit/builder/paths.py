@@ -64,8 +64,7 @@ def attempt_href(session_id: str, short_id: str) -> str:
 
 
 def log_href(session_id: str, file: str) -> str:
-    """An attempt's raw log as the site publishes it (``file``: the name the events give it, relative
-    to the session directory, ``logs/A7.log``, compressed on disk or not; :func:`logkit.builder.site.publish_logs`)."""
+    """An attempt's raw log as the site publishes it (``file`` as the events name it: ``logs/A7.log``)."""
     return f"logs/{session_id}/{file}"
 
 

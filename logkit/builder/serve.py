@@ -22,8 +22,7 @@ __all__ = ["serve"]
 
 
 def check_addr(addr: str) -> None:
-    """:class:`BadInput` unless ``addr`` is ``HOST:PORT`` that can be bound now (checked before the
-    slow generation, so a typo costs nothing)."""
+    """:class:`BadInput` unless ``addr`` is a ``HOST:PORT`` that can be bound now (before the slow generation)."""
     host, sep, port = addr.rpartition(":")
     fix = "--addr 127.0.0.1:8000 (a port from 1 to 65535 that nothing else listens on)"
     if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:

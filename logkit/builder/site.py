@@ -78,8 +78,7 @@ def _patterns_stamp() -> str:
 
 
 def _copy_redacted(src: Any, out: Any) -> None:
-    """Copy a log's text, redacted again by today's patterns (it was redacted as it was written, by the
-    patterns of then: a session of an older logkit, or merged from a teammate's clone)."""
+    """Copy a log's text, redacted again by today's patterns (:func:`.escape.redacted`)."""
     from ..capture.redact import Redactor
 
     redactor = Redactor()
@@ -100,20 +99,17 @@ def _copy_redacted(src: Any, out: Any) -> None:
         out.write(redactor.stream(rest))
 
 
-def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
-    """Copy each session's raw logs (``<session>/logs/*``, redacted as written, and again) to
-    ``<docs>/logs/<session>/logs/`` under the name the events give them, where pages link them
-    (:func:`.paths.log_href`): a compressed log is published as its text, so a page's link holds
-    whether the log was compressed before or after the page was made. A copy as new as its source
-    is left, one no session has any more is removed (and every copy is made again when secrets.toml
-    changed: :data:`LOGS_STAMP`). Returns how many were copied."""
+def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> None:
+    """Copy each session's raw logs, redacted again, where pages link them (:func:`.paths.log_href`)."""
+    # a compressed log is published as its text under the name the events give it, so a link holds
+    # whenever it was compressed. A copy as new as its source is left (unless secrets.toml changed:
+    # :data:`LOGS_STAMP`), one no session has any more removed.
     from ..abandon import confined_log
     from ..store.files import LOGS_DIR
     from ..logfiles import SUFFIX, open_log
 
     target_root = docs / LOGS_DIR
     wanted: set[Path] = set()
-    copied = 0
     # a copy made under other secret patterns is made again (the copies are redacted by today's)
     stamp_file = docs / LOGS_STAMP
     stamp = _patterns_stamp()
@@ -144,7 +140,6 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
                 _copy_redacted(fh, out)
             os.utime(tmp, (st.st_atime, st.st_mtime))
             os.replace(tmp, dest)
-            copied += 1
     if target_root.is_dir():
         for old in target_root.rglob("*"):
             if old.is_file() and old not in wanted:
@@ -152,7 +147,6 @@ def publish_logs(sessions: Path, docs: Path, session_ids: list[str]) -> int:
     if not same_patterns:
         docs.mkdir(parents=True, exist_ok=True)
         stamp_file.write_text(stamp, encoding="utf-8")
-    return copied
 
 
 def load_site_config(config: Path | None, docs: Path, out: Path, **extra: Any) -> Any:
@@ -203,8 +197,7 @@ class _Collect(logging.Handler):
 
 
 def _exchange(new: Path, out: Path) -> None:
-    """Put ``new`` where ``out`` is in one step: ``renameat2(RENAME_EXCHANGE)`` where the kernel has it
-    (a reader sees the old site or the new one, never neither), else two renames."""
+    """Put ``new`` where ``out`` is in one step where the kernel can (``renameat2(RENAME_EXCHANGE)``), else two."""
     try:
         import ctypes
 
@@ -230,12 +223,8 @@ def swap_in(new: Path, out: Path) -> None:
 
 
 def run_mkdocs(config: Path | None, docs: Path, out: Path, *, quiet: bool = True) -> list[str]:
-    """``mkdocs build --clean`` of ``docs`` into ``out``, as configured; returns MkDocs' warnings (also logged).
-
-    The site is built beside ``out`` (``.<out>.<pid>.new``) and swapped in when whole: a build that
-    is killed or fails leaves the previous site as it was, and a reader never sees half a site.
-    An unwritable or full filesystem is a :class:`~logkit.errors.BadInput` naming the directory.
-    """
+    """``mkdocs build --clean`` of ``docs`` into ``out``, as configured; returns MkDocs' warnings."""
+    # built beside ``out`` and swapped in when whole: a killed or failed build leaves the old site
     from ..procs import alive
 
     check_dirs(docs, out)

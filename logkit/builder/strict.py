@@ -20,8 +20,7 @@ __all__ = ["knowledge_problems", "refuse"]
 
 def knowledge_problems(sessions: Path, unresolved: Iterable[tuple[str, str, list[str]]],
                        schemas: Path = Path("schemas")) -> list[str]:
-    """Duplicate or dangling ids and stale schemas, one line each; ``unresolved`` holds, per record
-    page that cites what no session records, its id, its session's title and those references."""
+    """Duplicate or dangling ids and stale schemas, one line each (``unresolved``: (id, title, refs) per record page)."""
     from ..reasoning.decisions import check
     from ..store import Store
 

@@ -1,28 +1,13 @@
 """The site's charts drawn as SVG in Python, from their Vega-Lite specs: no Vega, no vl-convert.
 
 Contract: :func:`draw` takes a chart's Vega-Lite spec (:mod:`.vlspec`) and returns its SVG, or None
-for a spec that is none of the kinds the builder makes (those are drawn by vl-convert):
-
-* *line*: a figure against concurrency (:func:`.charts._line`): log2 x, a line per segment, points;
-* *bars*: a bar per configuration, ranked (:func:`.charts._best_chart`);
-* *grouped bars*: a bar per item and configuration (:func:`.charts._per_item`, ``yOffset``);
-* *sweep*: throughput per user against total, a point per bench point shaped by whether it is on the
-  Pareto front, the front as a dashed line (:func:`.pages_sweeps._chart`).
-
-The spec stays the chart's definition: its hash names the SVG file and keys the spec cache, and what
-is drawn is read from it (data, fields, titles, the x ticks asked for), never from elsewhere.
-
-The drawing follows what Vega draws for these specs with its default theme (layout, scales, ticks,
-number formats, label overlap and flush, colours, symbols, fonts; ``tests/test_build_charts.py``
-holds each kind against vl-convert's drawing of the same spec), without running Vega: vl-convert
-spends 50-110 ms a chart in its JavaScript runtime, holds the GIL throughout and adds ~120 MB to the
-build, while this takes under a millisecond. Text is laid out by the reader's browser; its width is
-estimated (Helvetica's metrics) only to lay out the axes, legends and the SVG's size.
-
-One owner per part, shared by the kinds: scales (:func:`_linear`, d3's nice domains and ticks, and
-the log2 one of the line chart), the axes (:func:`_axes`: grid, ticks, labels, titles), the legends
-(:func:`_legends`), the title and the size (:class:`_Canvas`: Vega's bounds-based layout, 5 px of
-padding).
+for a spec that is none of the kinds the builder makes (those go to vl-convert): *line* (a figure
+against concurrency, :func:`.charts._line`), *bars* and *grouped bars* (:func:`.charts._best_chart`,
+:func:`.charts._per_item`) and *sweep* (points over a dashed Pareto front, :func:`.pages_sweeps._chart`).
+What is drawn is read from the spec alone, whose hash names the SVG file. The drawing follows what
+Vega draws for these specs with its default theme (``tests/test_build_charts.py`` holds each kind
+against vl-convert's drawing) in under a millisecond, where vl-convert spends 50-110 ms a chart and
+~120 MB. Text widths are estimated (Helvetica's metrics) only to lay out axes, legends and size.
 """
 
 from __future__ import annotations
@@ -30,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import Any
+
+from .escape import html_text as escape  # redacted again, as every page's text is
 
 __all__ = ["draw"]
 
@@ -43,14 +30,6 @@ Row = dict[str, Any]
 #: a legend: its title (or ""), its entries (label, its symbol's SVG given the symbol's centre), whether
 #: vertical, and the entries' height and pitch
 Legend = tuple[str, list[tuple[str, Callable[[float, float], str]]], bool, float, float]
-
-
-def escape(text: str) -> str:
-    """``text`` for an SVG text node or attribute (``xml.sax.saxutils`` would import urllib and http),
-    redacted again as every page's text is (:func:`logkit.builder.escape.redacted`)."""
-    from .escape import redacted
-
-    return redacted(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
 def _num(x: float) -> str:
@@ -74,8 +53,7 @@ def _text_width(text: str, size: float, bold: bool = False) -> float:
 
 
 def _truncate(text: str, limit: float) -> tuple[str, float]:
-    """``text`` cut to ``limit`` px at 10 px with an ellipsis, as Vega cuts labels (0: no limit), and
-    its width as Vega lays it out (a cut label: the limit)."""
+    """``text`` cut to ``limit`` px (0: none) with an ellipsis as Vega cuts labels, and its laid-out width."""
     width = _text_width(text, 10)
     if not limit or width <= limit:
         return text, width
@@ -123,9 +101,7 @@ def _ticks(start: float, stop: float, count: int) -> tuple[list[float], int]:
 
 def _linear(values: list[float], length: float, zero: bool, flip: bool = False,
             ) -> tuple[Callable[[float], float], list[tuple[float, str]]]:
-    """A linear scale of ``values`` onto ``length`` px as Vega makes it (from zero when ``zero``, its
-    domain nice, ceil(length / 40) ticks, d3's format): the scale, and its ticks (position, label).
-    ``flip``: the y axis, whose values grow upwards."""
+    """Vega's linear scale of ``values`` onto ``length`` px (``flip``: upwards) and its (position, label) ticks."""
     lo, hi = min(values), max(values)
     if zero:
         lo, hi = min(lo, 0.0), max(hi, 0.0)
@@ -146,10 +122,8 @@ def _linear(values: list[float], length: float, zero: bool, flip: bool = False,
 # -- the canvas: what is drawn, and the bounds Vega lays the view out by --------------------------------
 
 class _Canvas:
-    """The plot area (``width`` x ``height`` px, origin at its top left) and everything drawn around it.
-
-    Each part widens the bounds it occupies; the SVG's size and the plot's offset are those bounds
-    plus Vega's padding, as Vega's ``autosize: pad`` makes them."""
+    """The plot area (origin at its top left) and what is drawn around it, which widens its bounds
+    (Vega's ``autosize: pad``: the SVG is those bounds plus the padding)."""
 
     def __init__(self, width: float, height: float) -> None:
         self.w, self.h = width, height
@@ -178,8 +152,7 @@ class _Canvas:
 
 
 def _thin(labels: list[tuple[float, float, str, str, float]], greedy: bool) -> list[tuple[float, float, str, str, float]]:
-    """Vega's label overlap removal on an x axis, labels as (x1, x2, anchor, text, x): ``parity`` (keep
-    every other label until none overlap) or ``greedy`` (drop each label overlapping the last kept)."""
+    """Vega's label overlap removal on an x axis, labels as (x1, x2, anchor, text, x): parity or greedy."""
     if greedy:
         kept = labels[:1]
         for label in labels[1:]:
@@ -193,9 +166,7 @@ def _thin(labels: list[tuple[float, float, str, str, float]], greedy: bool) -> l
 
 def _axes(c: _Canvas, x: tuple[list[tuple[float, str]], str, bool], y: tuple[list[tuple[float, str]], str, bool],
           *, greedy: bool = False, y_limit: float = 0) -> None:
-    """The bottom x axis and the left y axis, each (ticks as (position, label), title, grid lines):
-    grid, ticks, labels (x labels flush at the range's ends, thinned where they overlap; y labels cut
-    at ``y_limit`` px), domain lines, titles (none when empty)."""
+    """The bottom x and left y axes, each (ticks as (position, label), title, grid lines), as Vega draws them."""
     (xt, xtitle, xgrid), (yt, ytitle, ygrid) = x, y
     h, w = c.h, c.w
     out = c.out
@@ -241,8 +212,7 @@ def _axes(c: _Canvas, x: tuple[list[tuple[float, str]], str, bool], y: tuple[lis
 
 
 def _legends(c: _Canvas, legends: list[Legend]) -> None:
-    """Legends under the chart, left to right: each its bold title (when not empty), then its entries,
-    one a line (vertical) or side by side (horizontal), each a symbol and its label."""
+    """Legends under the chart, left to right: a bold title (if any), then its entries (symbol, label)."""
     x, y = 0.0, c.y2 + 18  # Vega's legend offset under the x axis
     for title, entries, vertical, entry_h, pitch in legends:
         top = 16 if title else 0
@@ -352,8 +322,7 @@ def _line(spec: dict[str, Any]) -> str | None:
 
 
 def _bars(spec: dict[str, Any]) -> str | None:
-    """Horizontal bars (:func:`.charts._best_chart`, :func:`.charts._per_item`): a band per y value
-    (grouped by ``yOffset``, coloured by ``color`` when given), bars from zero to x."""
+    """Horizontal bars from zero, a band per y value (grouped by ``yOffset``, coloured by ``color``)."""
     enc = spec["encoding"]
     xf, yf = enc["x"]["field"], enc["y"]["field"]
     of = enc.get("yOffset", {}).get("field")
@@ -400,8 +369,7 @@ def _bars(spec: dict[str, Any]) -> str | None:
 
 
 def _sweep(spec: dict[str, Any]) -> str | None:
-    """Points of y against x, coloured and shaped by two fields, over a dashed line through some of
-    them (:func:`.pages_sweeps._chart`: the Pareto front)."""
+    """Points coloured and shaped by two fields over a dashed line (the Pareto front, :func:`.pages_sweeps._chart`)."""
     line, point = spec["layer"]
     enc = point["encoding"]
     xf, yf, cf, shf = (enc[k]["field"] for k in ("x", "y", "color", "shape"))
