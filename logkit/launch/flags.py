@@ -27,30 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "backend_axes",
-    "chosen",
-    "coerce",
-    "config_key",
-    "configuration",
-    "describe",
-    "diff",
-    "diff_note",
-    "fingerprint",
-    "ignored",
-    "is_backend",
-    "model_of",
-    "plain_parse",
-    "table",
-    "watched_env",
-    "workload",
-    "workload_order",
-    "workload_text",
-]
+__all__ = ["backend_axes", "chosen", "coerce", "config_key", "configuration", "describe", "diff", "diff_note",
+           "fingerprint", "ignored", "is_backend", "model_of", "plain_parse", "table", "watched_env", "workload",
+           "workload_order", "workload_text"]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
 
@@ -141,37 +126,27 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
+_KEY_ENCODE = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def config_key(launch: dict[str, Any] | None, conf: dict[str, Any] | None = None) -> str | None:
     """A short hash of :func:`configuration` (None when nothing was given); ``conf``: that configuration, if at hand."""
-    import hashlib
-
     conf = configuration(launch) if conf is None else conf
-    if not conf:
-        return None
-    return hashlib.sha1(_key_encoder()(conf).encode()).hexdigest()[:10]
-
-
-@functools.cache
-def _key_encoder() -> Any:
-    """The encoder of :func:`config_key` (``json.dumps(conf, sort_keys=True, default=str)``), made once."""
-    import json
-
-    return json.JSONEncoder(sort_keys=True, default=str).encode
+    return hashlib.sha1(_KEY_ENCODE(conf).encode()).hexdigest()[:10] if conf else None
 
 
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
-    """A benchmark's workload (concurrency, dataset, input length, output length) from a metric's labels
-    (``[workload]``; ``concurrency`` where only it was kept), None for a part not recorded."""
+    """(concurrency, dataset, input, output length) from a metric's labels (``[workload]``), None where not recorded."""
     labels = labels or {}
     parts: list[Any] = []
     for name, keys in table()["workload"].items():
+        # the first recorded (a loop, not a generator: this runs for every metric the index ingests)
         value = None
-        for k in keys:  # the first recorded (a loop: this runs for every metric the index ingests)
-            found = labels.get(k)
-            if found is not None and found != "":
-                value = found
+        for k in keys:
+            if labels.get(k) not in (None, ""):
+                value = labels[k]
                 break
-        if name == "concurrency" and value is None:
+        if name == "concurrency" and value is None:  # only the concurrency was kept
             value = concurrency
         if isinstance(value, str):
             value = coerce(value)
@@ -195,8 +170,7 @@ def workload_text(work: tuple[Any, ...]) -> str:
         parts.append(str(dataset))
     if inp is not None or outp is not None:
         parts.append(f"in/out {'?' if inp is None else f'{inp:g}'}/{'?' if outp is None else f'{outp:g}'}")
-    text = ", ".join(p for p in parts if p)
-    return text or "workload not recorded"
+    return ", ".join(p for p in parts if p) or "workload not recorded"
 
 
 def ignored(value: Any) -> bool:
@@ -205,21 +179,16 @@ def ignored(value: Any) -> bool:
 
 
 def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:
-    """The backend values a launch chose: given backend flags, and for one left ``auto`` what ``resolved``
-    (``/server_info``) says it became; never ``auto``/``none`` nor SGLang's default (in ``args``, not ``non_default``)."""
+    """The backend values a launch chose, and for one left ``auto`` what ``resolved`` (``/server_info``) says."""
+    # never auto/none, nor SGLang's default (in args, not in non_default)
     launch = launch or {}
     fp = launch.get("fingerprint") or {}
     args, nd = launch.get("args") or {}, launch.get("non_default") or {}
-    out = {k: str(v) for k, v in fp.items()
-           if is_backend(k) and not ignored(v) and (k not in args or k in nd)}
-    if resolved:
-        args = launch.get("args") or {}
-        for key, value in resolved.items():
-            if not is_backend(key) or key in out or ignored(value) or not isinstance(value, str):
-                continue
-            mine = fp.get(key, args.get(key, "auto"))
-            if ignored(mine):  # left to SGLang: the server says what it picked
-                out[key] = value
+    out = {k: str(v) for k, v in fp.items() if is_backend(k) and not ignored(v) and (k not in args or k in nd)}
+    for key, value in (resolved or {}).items():
+        if is_backend(key) and key not in out and isinstance(value, str) and not ignored(value) \
+                and ignored(fp.get(key, args.get(key, "auto"))):  # left to SGLang: the server says what it picked
+            out[key] = value
     return dict(sorted(out.items()))
 
 
@@ -249,8 +218,7 @@ def watched_env(env: dict[str, Any] | None) -> dict[str, Any]:
 
 def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, Any] | None = None,
          packages: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """What ``new`` (a launch config dict) changed against ``previous`` (an attempt dict with its ``launch``
-    and ``environment``), as a ``ConfigDiff`` dict, or None; ``env``: the new side as it will be recorded."""
+    """A ``ConfigDiff`` dict of launch config ``new`` against attempt dict ``previous``; ``env``: the new side's."""
     if not previous or not previous.get("launch"):
         return None
     skip = set(table()["diff"]["skip"])
@@ -276,8 +244,7 @@ def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, An
 
 
 def diff_note(d: dict[str, Any], redactor: Any = None) -> str:
-    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``; with the run's
-    ``redactor`` a secret says only that it changed and every value is redacted (stderr is often captured)."""
+    """``vs A7: nsa_decode_backend flashinfer -> trtllm``; ``redactor`` hides secrets (stderr is often captured)."""
     secret = redactor.is_secret_key if redactor is not None else (lambda _k: False)
     hidden = redactor.placeholder if redactor is not None else ""
     parts = [f"{k} changed" if secret(k) else f"{k} {a} -> {b}" for k, (a, b) in d["changed"].items()]

@@ -30,6 +30,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ._argscript import _Parser, _Refused  # the one refusing parser, also run inside the command's interpreter
+
 __all__ = ["Background", "cache_dir", "cached_spec", "forget", "full_parse", "probe", "quick_parse", "store_spec",
            "suggest"]
 
@@ -196,13 +198,9 @@ class Background:
         self._done = True
 
 
-class _Refused(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override] - argparse hook
-        raise _Refused(f"{self.prog}: error: {message}")
+#: argparse actions of the kinds rebuilt as they are (``_argscript.KINDS``); help and version store a switch
+_ACTIONS: dict[str, Any] = {"store_true": "store_true", "help": "store_true", "version": "store_true", "count": "count",
+                            "store_false": "store_false", "boolean_optional": argparse.BooleanOptionalAction}
 
 
 def _build(spec: dict[str, Any]) -> _Parser:
@@ -210,25 +208,20 @@ def _build(spec: dict[str, Any]) -> _Parser:
     for a in spec["actions"]:
         kw: dict[str, Any] = {"dest": a["dest"], "default": argparse.SUPPRESS}
         kind = a["action"]
-        if kind in ("store_true", "store_false", "help", "version"):
-            parser.add_argument(*a["opts"], action="store_false" if kind == "store_false" else "store_true", **kw)
+        if kind in _ACTIONS:
+            kw["action"] = _ACTIONS[kind]
         elif kind in ("store_const", "append_const"):
-            parser.add_argument(*a["opts"], action=kind, const=a.get("const"), **kw)
-        elif kind == "count":
-            parser.add_argument(*a["opts"], action="count", **kw)
-        elif kind == "boolean_optional":
-            parser.add_argument(*a["opts"], action=argparse.BooleanOptionalAction, **kw)
+            kw.update(action=kind, const=a.get("const"))
         elif a.get("nargs") == 0:  # a custom flag without a value (SGLang's deprecated switches)
-            parser.add_argument(*a["opts"], action="store_const", const=True if a.get("const") is None else a["const"], **kw)
+            kw.update(action="store_const", const=True if a.get("const") is None else a["const"])
         else:
-            known = a.get("type") in _TYPES
-            typed = _TYPES.get(a.get("type"), str)
+            kw.update(action="append" if kind == "append" else "store", type=_TYPES.get(a.get("type"), str),
+                      required=bool(a.get("required")))
             if a.get("nargs") is not None:
                 kw["nargs"] = a["nargs"]
-            if a.get("choices") is not None and known:
+            if a.get("choices") is not None and a.get("type") in _TYPES:
                 kw["choices"] = a["choices"]
-            parser.add_argument(*a["opts"], action="append" if kind == "append" else "store", type=typed,
-                                required=bool(a.get("required")), **kw)
+        parser.add_argument(*a["opts"], **kw)
     return parser
 
 

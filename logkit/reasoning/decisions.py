@@ -2,22 +2,18 @@
 
 Contract:
 
-* A decision's id is drawn from its own random event id (:func:`permanent_id`, :mod:`.ledger`), so
-  no counter is shared between hosts; it is printed once and never changes (a clash between two
-  hosts, 1 in 33 million per pair, leaves each record reachable by a longer prefix of its own id,
-  which :func:`resolve` accepts). Older sequential ids (``DR-0001``) stay those records' ids;
+* A decision's id is drawn from its own random event id (:func:`permanent_id`, :mod:`.ledger`): no
+  counter is shared between hosts; a clash (1 in 33 million per pair) leaves each record reachable
+  by a longer prefix of its own id (:func:`resolve`). Older sequential ids (``DR-0001``) stay;
   ``logkit decide --id DR-0001`` keeps the id a reconstructed record already has.
-* :func:`record` appends the ``decision`` event and its ledger line (:mod:`.ledger`) under
-  :meth:`Store.locked`.
-* :func:`draft` is the record :func:`record` would write, checked the same way, nothing written
-  (an agent's ``draft_decision`` previews it).
-* :func:`record` refuses a decision whose title and body (context, decision, options, evidence,
-  consequences, supersedes) an existing record already has: one draft recorded twice.
+* :func:`record` appends the ``decision`` event and its ledger line under :meth:`Store.locked`;
+  :func:`draft` is the record it would write, checked alike, nothing written. Both refuse a decision
+  whose title and body an existing record already has (one draft recorded twice).
 * :func:`parse_option` reads ``--option "NAME: why it lost (H2, A4)"``.
 
-This module records; the rest lives beside it and is re-exported here: ids and the ledger file in
-:mod:`.ledger`; reading, :func:`supersession` (the one answer to "which record replaces which")
-and :func:`resolve` in :mod:`.lookup`; :func:`check` and :func:`renumber` in :mod:`.ledgercheck`.
+The rest is re-exported here: ids and the ledger in :mod:`.ledger`; reading, :func:`supersession`
+(the one answer to "which record replaces which") and :func:`resolve` in :mod:`.lookup`;
+:func:`check` and :func:`renumber` in :mod:`.ledgercheck`.
 """
 
 from __future__ import annotations
@@ -29,26 +25,17 @@ from ..errors import BadInput, NotFound
 from ..events import Decision, DecisionOption, new_id
 from ..store import SessionHandle, Store, files
 from .common import check_refs, now, provenance
-from .ledger import (
-    aliases,
-    append_ledger,
-    known_ids,
-    ledger_line,
-    normalize_id,
-    permanent_id,
-    refuse_unmerged,
-)
+from .ledger import aliases, append_ledger, known_ids, ledger_line, normalize_id, permanent_id, refuse_unmerged
 from .ledgercheck import check, renumber
 from .lookup import decisions_by_id, resolve, resolve_longer, supersession
 
-__all__ = [
-    "aliases", "check", "decisions_by_id", "draft", "known_ids", "normalize_id", "parse_option", "permanent_id",
-    "record", "renumber", "resolve", "supersession",
-]
+__all__ = ["aliases", "check", "decisions_by_id", "draft", "known_ids", "normalize_id", "parse_option",
+           "permanent_id", "record", "renumber", "resolve", "supersession"]
+
 
 def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
     """``"flashinfer_trtllm: SM100-only kernels (H2, A4)"`` -> an option that lost, citing H2 and A4."""
-    name, sep, why = text.partition(":")
+    name, _, why = text.partition(":")
     name, why = name.strip(), why.strip()
     if not name:
         raise BadInput(f"--option {text!r} has no name", fix='--option "flashinfer_trtllm: SM100-only kernels (H2, A4)"')
@@ -62,13 +49,8 @@ def parse_option(text: str, chosen: set[str] | None = None) -> DecisionOption:
             attempts = [r for r in refs if r.rpartition("/")[2].startswith("A")]
             why = why[: tail.start()].rstrip()
     is_chosen = name in (chosen or set())
-    return DecisionOption(
-        name=name,
-        chosen=is_chosen,
-        why_not=None if is_chosen else (why or None),
-        hypotheses=hypotheses,
-        attempts=attempts,
-    )
+    return DecisionOption(name=name, chosen=is_chosen, why_not=None if is_chosen else (why or None),
+                          hypotheses=hypotheses, attempts=attempts)
 
 
 def _body(d: Decision) -> tuple[Any, ...]:
@@ -89,23 +71,11 @@ def _refuse_duplicate(store: Store, event: Decision) -> None:
                     f"--supersedes {did}; otherwise edit the title or body so they say what differs")
 
 
-def draft(
-    handle: SessionHandle,
-    title: str,
-    *,
-    context: str | None = None,
-    decision: str | None = None,
-    options: list[str] | None = None,
-    chosen: list[str] | None = None,
-    evidence: list[str] | None = None,
-    consequences: str | None = None,
-    supersedes: str | None = None,
-    status: str = "accepted",
-    tags: list[str] | None = None,
-    at: str | None = None,
-    reconstructed: str | None = None,
-    decision_id: str | None = None,
-) -> Decision:
+def draft(handle: SessionHandle, title: str, *, context: str | None = None, decision: str | None = None,
+          options: list[str] | None = None, chosen: list[str] | None = None, evidence: list[str] | None = None,
+          consequences: str | None = None, supersedes: str | None = None, status: str = "accepted",
+          tags: list[str] | None = None, at: str | None = None, reconstructed: str | None = None,
+          decision_id: str | None = None) -> Decision:
     """The decision :func:`record` would write, checked alike, nothing written (its id drawn again then)."""
     if not title.strip():
         raise BadInput("a decision needs a title", fix='logkit decide "Use flashinfer_cutlass for MoE on SM120" ...')
@@ -142,22 +112,10 @@ def draft(
     if wanted is not None and wanted in taken:
         raise BadInput(f"--id {wanted} is taken in {store.root}", fix="see 'logkit decision list'")
     event_id = new_id()
-    event = Decision(
-        id=event_id,
-        session=handle.id,
-        ts=when,
-        decision_id=wanted or permanent_id(event_id, taken),
-        title=title.strip(),
-        status=status,  # type: ignore[arg-type]
-        context=context,
-        decision=decision,
-        options=parsed,
-        evidence=refs,
-        consequences=consequences,
-        supersedes=target,
-        tags=list(tags or []),
-        provenance=prov,
-    )
+    event = Decision(id=event_id, session=handle.id, ts=when, decision_id=wanted or permanent_id(event_id, taken),
+                     title=title.strip(), status=status, context=context, decision=decision,  # type: ignore[arg-type]
+                     options=parsed, evidence=refs, consequences=consequences, supersedes=target,
+                     tags=list(tags or []), provenance=prov)
     _refuse_duplicate(store, event)
     return event
 
