@@ -136,7 +136,7 @@ def config_key(launch: dict[str, Any] | None, conf: dict[str, Any] | None = None
 
 
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
-    """(concurrency, dataset, input, output length) from a metric's labels (``[workload]``), None where not recorded."""
+    """(concurrency, dataset, input, output length) of a metric's labels (``[workload]``), None if not recorded."""
     labels = labels or {}
     parts: list[Any] = []
     for name, keys in table()["workload"].items():

@@ -199,8 +199,9 @@ class Background:
 
 
 #: argparse actions of the kinds rebuilt as they are (``_argscript.KINDS``); help and version store a switch
-_ACTIONS: dict[str, Any] = {"store_true": "store_true", "help": "store_true", "version": "store_true", "count": "count",
-                            "store_false": "store_false", "boolean_optional": argparse.BooleanOptionalAction}
+_ACTIONS: dict[str, Any] = {"store_true": "store_true", "help": "store_true", "version": "store_true",
+                            "count": "count", "store_false": "store_false",
+                            "boolean_optional": argparse.BooleanOptionalAction}
 
 
 def _build(spec: dict[str, Any]) -> _Parser:

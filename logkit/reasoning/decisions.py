@@ -156,13 +156,14 @@ def check(store: Store) -> list[LedgerProblem]:
     rows, bad = ledger_rows(store)
     for number, line in bad:
         if line.startswith(CONFLICT_MARKERS):
-            problems.append(LedgerProblem(f"{path}:{number}", "unresolved git merge conflict marker",
-                                          "keep the lines of both sides, delete the <<<<<<< ======= >>>>>>> markers, then "
-                                          "rerun 'logkit decision check' (sessions/.gitattributes merges the ledger "
-                                          "without conflicts: commit it)"))
+            problems.append(LedgerProblem(
+                f"{path}:{number}", "unresolved git merge conflict marker",
+                "keep the lines of both sides, delete the <<<<<<< ======= >>>>>>> markers, then rerun "
+                "'logkit decision check' (sessions/.gitattributes merges the ledger without conflicts: commit it)"))
         else:
             shape = "DR-<id><TAB>session<TAB>title[<TAB>moved to DR-<id>]"
-            problems.append(LedgerProblem(f"{path}:{number}", f"not '{shape}': {line[:80]!r}", "fix or delete that line"))
+            problems.append(LedgerProblem(f"{path}:{number}", f"not '{shape}': {line[:80]!r}",
+                                          "fix or delete that line"))
     ledger: dict[str, set[str]] = {}
     for row in rows:
         ledger.setdefault(row.id, set()).add(row.session)
@@ -173,10 +174,10 @@ def check(store: Store) -> list[LedgerProblem]:
             keep = min(events, key=lambda e: (e.ts, e.session))
             others = sorted({e.session for e in events if e.session != keep.session})
             users = ", ".join(f"{e.session} ({e.title!r})" for e in events)
+            renumber_them = "; ".join(f"logkit decision renumber {s} {did}" for s in others)
             problems.append(LedgerProblem(did, f"used by {len(sessions)} sessions' decisions: {users}",
-                                          f"the earliest ({keep.session}) keeps {did}; give the other a longer form of "
-                                          "its own id (the old id keeps resolving): "
-                                          + "; ".join(f"logkit decision renumber {s} {did}" for s in others)))
+                                          f"the earliest ({keep.session}) keeps {did}; give the other a longer "
+                                          f"form of its own id (the old id keeps resolving): {renumber_them}"))
         for sid in sessions if path.exists() else []:  # a store from before the ledger has none to drift
             if sid not in ledger.get(did, set()):
                 problems.append(LedgerProblem(did, f"{sid} records {did} but {path.name} does not list it",

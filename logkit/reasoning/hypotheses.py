@@ -105,8 +105,8 @@ def _only_testing(session: str, events: list[BaseEvent], hypothesis: str, verdic
             f"is an attempt of session {other}, so it tested that session's hypotheses"
         cite = (f"cite an attempt that tested it ({', '.join(testing)})" if testing else
                 f"no attempt tested {hypothesis} yet: run one with 'logkit run --tests {hypothesis} -- ...'")
-        alone = f"logkit hypothesis {_verb(verdict)} {hypothesis} --because '...'"
-        raise BadInput(f"{ref} did not test {hypothesis}: it {tested}", fix=f"{cite}; or give the reason alone: {alone}")
+        alone = f"or give the reason alone: logkit hypothesis {_verb(verdict)} {hypothesis} --because '...'"
+        raise BadInput(f"{ref} did not test {hypothesis}: it {tested}", fix=f"{cite}; {alone}")
 
 
 def current_verdict(verdicts: Iterable[Verdict]) -> Verdict | None:

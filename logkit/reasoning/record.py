@@ -45,7 +45,8 @@ def session(store: Store, title: str, *, session_id: str | None, goal: str | Non
 
 
 def environment(*, gpu: str | None, compute_cap: str | None, count: int, first_index: int = 0,
-                packages: dict[str, str | None] | None = None, env: dict[str, str] | None = None) -> Environment | None:
+                packages: dict[str, str | None] | None = None,
+                env: dict[str, str] | None = None) -> Environment | None:
     """An environment made of what an account states (GPUs, packages, environment variables)."""
     if count < 1:
         raise BadInput(f"--count {count} must be at least 1", fix="--count 8")

@@ -65,7 +65,7 @@ def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: 
 
 def cells_in(snap: Any, backends: dict[str, Any], arch: str, model: str | None = None,
              sglang: str | None = None) -> list[matrix.Cell]:
-    """:func:`launch_cells` of an index snapshot, in its order (counts per category, the latest of each if not works)."""
+    """:func:`launch_cells` of an index snapshot, in its order (the latest of each category if not ``works``)."""
     arch = arch_name(arch) or arch
     counts: dict[matrix.Key, dict[str, int]] = {}
     for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(backends, arch, model=model,

@@ -199,7 +199,8 @@ def render(data: dict[str, Any]) -> str:
     if data["proposals"]:
         out += ["", "proposed (accept with the command shown):"]
         for p in data["proposals"]:
-            out += [f"  {p['attempt']} tested {p['hypothesis']} and ended {p['status']}: refute it?", f"    {p['command']}"]
+            out += [f"  {p['attempt']} tested {p['hypothesis']} and ended {p['status']}: refute it?",
+                    f"    {p['command']}"]
     if data.get("conflicting"):
         out += ["", "conflicting evidence (nothing proposed):"]
         for c in data["conflicting"]:

@@ -151,7 +151,8 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
 
 
 def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) -> dict[str, Any] | None:
-    """The outcome of the attempt whose own log is ``asked`` when logkit found the failure outside it (probes, hang stop)."""
+    """The outcome of the attempt whose own log is ``asked``, when its failure was found outside the log."""
+    # by logkit's probes after ready, or its hang stop (the log just stops)
     from ..capture.sglang.watcher import PROBE_FINDINGS
 
     for signature, status in {**PROBE_FINDINGS, HANG_STOP: "hang"}.items():

@@ -165,7 +165,7 @@ def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event
 
 
 def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
-    """Why the server on ``port`` is not this launch's (None: it is, or it cannot be told), so none other is credited."""
+    """Why the server on ``port`` is not this launch's (None: it is, or it cannot be told): none other is credited."""
     # foreign: a process outside the launch's group listens there and started before the launch (a
     # container's port proxy, started by the launch, is not foreign)
     pgid = (attempt or {}).get("pgid")
@@ -277,8 +277,8 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["port"] = time.monotonic() - t0
     tail = Tail(Path(ctx.sessions) / ctx.session / "events.jsonl")
     tail.poll()
-    args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}", "--grace", f"{ctx.grace:g}",
-            *(w for prompt in ctx.smoke for w in ("--smoke", prompt))]
+    args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}",
+            "--grace", f"{ctx.grace:g}", *(w for prompt in ctx.smoke for w in ("--smoke", prompt))]
     if ctx.accuracy is not None:
         args += ["--accuracy", f"{ctx.accuracy:g}"]
     ctx.phase("launching")

@@ -6,22 +6,18 @@ Contract:
   with ``new=True``). Running a spec whose sweep exists resumes it: only cells without a
   ``sweep_cell`` result run, so a crash, a Ctrl-C or a SIGKILL loses at most the running cell.
 * Known outcomes first: a cell SGLang's parser refuses is refuted at once (``preflight``, never
-  launched); a cell in a ``refuted`` matrix cell for this GPU architecture
-  (:func:`known_refuted`: the same model and SGLang version where both are known; never a
-  ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
+  launched); a cell in a ``refuted`` matrix cell (:func:`known_refuted`, as the pre-launch check
+  matches) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
-  cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
-  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise:
-  inconclusive too when the value's cells are ``conflicting`` once its failure counts, the working
-  launch named, as ``status`` proposes nothing there), then its
-  ``sweep_cell`` result.
+  cell), closed by a verdict citing its attempts: confirmed when it launched, passed the smoke
+  prompts and ran its benchmarks; else refuted, or inconclusive where the matrix's rule says the
+  failure refutes nothing or the value's cells are ``conflicting`` once it counts (the working
+  launch named, as ``status`` proposes nothing there); then its ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent plus the mean cell time so far would pass it;
   the rest stay pending (a budget of 0 records the sweep and runs none).
-* One run of a spec at a time (:func:`logkit.store.shared.running_lock`): a second is refused
-  naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) goes through the recorder's
-  redactor.
-* SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (no result written) and end the run with
-  status 130; rerunning the spec resumes.
+* One run of a spec at a time (:func:`logkit.store.shared.running_lock`). The sweep log
+  (``logs/sweep-SW-*.log``) goes through the recorder's redactor. SIGINT/SIGTERM/SIGHUP stop the
+  current cell cleanly (no result written) and end the run with status 130; a rerun resumes.
 """
 
 from __future__ import annotations
@@ -70,8 +66,7 @@ class SweepReport:
     ran: int
     interrupted: bool
     budget_left: int
-    #: Seconds spent per cell besides the launch and bench ``logkit run`` processes it waited on.
-    overhead_s: list[float]
+    overhead_s: list[float]  # per cell, besides the launch and bench ``logkit run`` processes it waited on
 
 
 def _values(metrics: list[dict[str, Any]], name: str) -> list[float]:
@@ -128,10 +123,8 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
         n += 1
         sweep_id = f"{base}-{n}"
     session = opts.session or spec.session
-    if session:
-        handle = store.open(session)
-    else:
-        handle = store.create(f"sweep: {spec.title}", tags=["sweep"], make_current=False)
+    handle = (store.open(session) if session
+              else store.create(f"sweep: {spec.title}", tags=["sweep"], make_current=False))
     event = Sweep(session=handle.id, sweep=sweep_id, title=spec.title, spec_hash=spec_hash, spec_path=spec.path,
                   argv=spec.argv, axes=grid.axes, smoke=spec.smoke, bench_argv=spec.bench_argv,
                   bench_axes=spec.bench_axes, limit_metric=spec.limit_metric, limit_max=spec.limit_max,
@@ -143,8 +136,9 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
 
 @contextlib.contextmanager
 def _redacted_log(path: Path, redactor: Redactor) -> Iterator[IO[bytes]]:
-    """A pipe whose bytes reach ``path`` (appended) through the recorder's redactor: the sweep log holds the
-    ``logkit run`` command lines and what they print (a server's ``api_key='...'``), and is committed."""
+    """A pipe whose bytes reach ``path`` (appended) through the recorder's redactor."""
+    # the sweep log holds the logkit run command lines and what they print (a server's api_key='...'),
+    # and is committed
     from ..capture.recorder import Recorder
 
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -253,26 +247,27 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                        overhead_s=overhead)
 
 
-def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
-    """The refuted matrix cells ``cell`` falls in, as the pre-launch check reads them: its backend values
-    on ``arch`` for its model and SGLang version where both are known (a conflicting cell, one refuted
-    on another SGLang or for another model, is worth trying)."""
+def _launch_cells(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The matrix cells ``cell`` falls in on ``arch`` (its model, ``sglang``), as the pre-launch check reads them."""
     from ..launch.flags import backend_axes, model_of
-    from ..reasoning.refuted import check
-
-    launch = {"fingerprint": cell.fingerprint}
-    return check(backend_axes(launch), arch, store, model=model_of(launch), sglang=sglang)
-
-
-def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
-    """``flashinfer_cutedsl MoE worked in S/A3`` when every matrix cell ``cell``'s launch falls in is
-    ``conflicting`` once its failure is counted (the value also worked); ``""`` otherwise."""
-    from ..launch.flags import backend_axes, describe, model_of
     from ..reasoning.refuted import launch_cells
 
     launch = {"fingerprint": cell.fingerprint}
-    backends = backend_axes(launch)
-    found = launch_cells(backends, arch, store.root, model_of(launch), sglang) if backends and arch else []
+    return launch_cells(backend_axes(launch), arch, store.root, model_of(launch), sglang)
+
+
+def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The refuted matrix cells ``cell`` falls in (a conflicting one, or one of another SGLang or model, is tried)."""
+    from ..reasoning.refuted import run_of
+
+    return [run_of(c) for c in _launch_cells(cell, arch, store, sglang) if c.state == "refuted"]
+
+
+def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
+    """``flashinfer_cutedsl MoE worked in S/A3`` when every cell ``cell`` falls in is ``conflicting``, else ``""``."""
+    from ..launch.flags import describe
+
+    found = _launch_cells(cell, arch, store, sglang)
     if not found or any(c.state != "conflicting" for c in found):
         return ""
     return "; ".join(f"{describe({c.axis: c.value})} worked in {c.working[-1].ref}" for c in found if c.working)
