@@ -1,26 +1,23 @@
 """Launch flags as data: the plain parser, the fingerprint rule, the config diff (no SGLang needed).
 
-Contract:
+Contract (plain dicts, a stored ``LaunchConfig`` dumped to JSON, so the run path imports no
+pydantic; the table ``logkit/data/launch.toml`` is read once with stdlib tomllib):
 
 * :func:`plain_parse` reads flags as given: ``--tp-size 2`` and ``--tp-size=2`` -> ``{"tp_size": 2}``
   (numbers become ``int`` then ``float``, the one typing rule everywhere a parser is missing), a
   flag followed by another flag or nothing -> ``True``, several values -> a list. Words before the
   first ``--flag`` are skipped.
-* :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a fingerprint key of
-  ``logkit/data/launch.toml`` ``[fingerprint]`` (every ``*_backend`` plus ``keys``). Resolved
-  defaults are never in a fingerprint: they live in the launch's full ``args``.
+* :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a ``[fingerprint]``
+  key (every ``*_backend`` plus ``keys``); resolved defaults never are (they live in ``args``).
 * :func:`configuration` is a launch's configuration, the one rule every reader applies (capture,
-  the pre-launch check, the sweep, the site): every flag the user gave (``non_default`` and
-  ``fingerprint`` as stored; a plain parse's ``args``), short spellings by SGLang's name
-  (``[fingerprint.aliases]``: ``tp`` -> ``tp_size``), without the run-specific values
-  (``[fingerprint] run_specific``: port, host, log and tokenizer paths). It reads the stored given
-  flags, so records of older logkits get the same rule. :func:`config_key` is its short hash.
+  the pre-launch check, the sweep, the site): every flag the user gave, short spellings by
+  SGLang's name (``[fingerprint.aliases]``: ``tp`` -> ``tp_size``), without the run-specific values
+  (``[fingerprint] run_specific``); it reads the stored given flags, so older records get the same
+  rule. :func:`config_key` is its short hash.
 * :func:`workload` is a benchmark's workload (concurrency, dataset, input/output lengths) from a
   metric's labels: figures are compared only at one workload.
 * :func:`diff` compares two launch configs like with like (their chosen flags, ``{**non_default,
   **fingerprint}``), and the watched environment variables of both sides as recorded.
-* Everything here works on plain dicts (a stored ``LaunchConfig`` dumped to JSON), so the run path
-  imports no pydantic; the table is read once with stdlib tomllib.
 """
 
 from __future__ import annotations
@@ -62,25 +59,21 @@ def _is_flag(word: str) -> bool:
 def plain_parse(flags: list[str]) -> dict[str, Any]:
     """The flags as given: ``--tp-size 2`` -> ``{"tp_size": 2}``; a bare flag -> True."""
     out: dict[str, Any] = {}
-    i = 0
-    while i < len(flags):
-        word = flags[i]
-        if not word.startswith("--") or word == "--":
-            i += 1
-            continue
-        name, eq, value = word[2:].partition("=")
-        key = name.replace("-", "_")
-        if eq:
-            out[key] = coerce(value)
-            i += 1
-            continue
-        vals: list[str] = []
-        j = i + 1
-        while j < len(flags) and not _is_flag(flags[j]):
-            vals.append(flags[j])
-            j += 1
-        out[key] = True if not vals else (coerce(vals[0]) if len(vals) == 1 else [coerce(v) for v in vals])
-        i = j
+    key: str | None = None  # the flag whose values the words that follow are
+    vals: list[str] = []
+    for word in [*flags, "--"]:
+        if _is_flag(word):
+            if key is not None:
+                out[key] = True if not vals else coerce(vals[0]) if len(vals) == 1 else [coerce(v) for v in vals]
+            key, vals = None, []
+            if word.startswith("--") and word != "--":
+                name, eq, value = word[2:].partition("=")
+                if eq:
+                    out[name.replace("-", "_")] = coerce(value)
+                else:
+                    key = name.replace("-", "_")
+        elif key is not None:
+            vals.append(word)
     return out
 
 

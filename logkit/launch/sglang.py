@@ -2,14 +2,12 @@
 
 Contract:
 
-* :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms): the installed sglang
-  version, the mtime of its ``server_args.py``, the kernel-deciding package versions.
-* :func:`cached_spec` returns the parser's options (names, dest, nargs, type, choices, defaults)
-  from ``$XDG_CACHE_HOME/logkit/sglang-parser/`` (default ``~/.cache``), one entry per interpreter
-  path, valid while the interpreter's mtime, the sglang version and the mtimes of its
-  ``server_args.py`` and of the probed packages' ``.dist-info`` directories are unchanged (checked
-  with ``stat``: a warm launch runs nothing before the child starts). A damaged, foreign or
-  mismatched cache file is rebuilt, never trusted; a cache that cannot be written is skipped.
+* :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms).
+* :func:`cached_spec` returns the parser's options from ``$XDG_CACHE_HOME/logkit/sglang-parser/``
+  (default ``~/.cache``), one entry per interpreter path, valid while the interpreter's mtime, the
+  sglang version and the probe's ``stamps`` are unchanged (checked with ``stat``: a warm launch runs
+  nothing before the child starts). A damaged, foreign or mismatched cache file is rebuilt, never
+  trusted; a cache that cannot be written is skipped.
 * :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s), with ``spec=True`` the
   spec too. :class:`Background` runs the same parse as a niced child beside the launch.
 * :func:`quick_parse` parses flags with an argparse parser rebuilt from the spec, in logkit's own
@@ -75,13 +73,11 @@ def _path(python: str, env: dict[str, str] | None = None) -> Path:
 def _valid(spec: Any) -> bool:
     if not isinstance(spec, dict) or not isinstance(spec.get("actions"), list) or not spec["actions"]:
         return False
-    for a in spec["actions"]:
-        if not (isinstance(a, dict) and isinstance(a.get("opts"), list) and a["opts"]
-                and all(isinstance(o, str) and o.startswith("-") for o in a["opts"])
-                and isinstance(a.get("dest"), str) and isinstance(a.get("action"), str)
-                and (a.get("choices") is None or isinstance(a["choices"], list))):
-            return False
-    return isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
+    return all(isinstance(a, dict) and isinstance(a.get("opts"), list) and a["opts"]
+               and all(isinstance(o, str) and o.startswith("-") for o in a["opts"])
+               and isinstance(a.get("dest"), str) and isinstance(a.get("action"), str)
+               and (a.get("choices") is None or isinstance(a["choices"], list)) for a in spec["actions"]) \
+        and isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
 
 
 def cached_spec(python: str, probed: dict[str, Any] | None = None,
