@@ -36,8 +36,7 @@ __all__ = ["Background", "cache_dir", "cached_spec", "forget", "full_parse", "pr
 SCRIPT = Path(__file__).with_name("_argscript.py")
 TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 10.0
-#: Bumped when the spec's shape changes: older cache files are then rebuilt.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 1  # bumped when the spec's shape changes: older cache files are then rebuilt
 _TYPES: dict[str, Any] = {"int": int, "float": float, "str": str}
 
 

@@ -43,13 +43,10 @@ LEDGER_HEADER = (
     "# (a 4th column 'moved to DR-<id>' marks an id that moved). Tracked in git; merged with git's union driver\n"
     "# (.gitattributes). After a merge, 'logkit decision check' confirms the ids are unique.\n"
 )
-#: Crockford's base32 alphabet: no I, L, O, U (read as 1, 1, 0 and never written).
-CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-#: Digits of a new id: 32**5, about 33.5 million.
-SHORT = 5
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # base32 without I, L, O, U (read as 1, 1, 0; never written)
+SHORT = 5  # digits of a new id: 32**5, about 33.5 million
 _MOVED = re.compile(rf"^moved to ({DECISION_ID_BODY})$")
-#: Lines git leaves in a file it could not merge.
-CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
+CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")  # lines git leaves in a file it could not merge
 
 
 def id_digits(event_id: str) -> str:
@@ -210,11 +207,9 @@ class Resolved:
 
     decision: Decision
     cited: str
-    #: "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
-    how: str
+    how: str  # "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
     others: tuple[Decision, ...] = ()
-    #: the decisions that replace the record (:func:`supersession`), none when it stands
-    superseded_by: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()  # the decisions that replace the record (supersession()), none if it stands
 
 
 def resolve(store: Store, text: str) -> Resolved:

@@ -24,8 +24,7 @@ from typing import Any
 
 __all__ = ["VERDICTS", "cell_json", "check_argv", "launch_confirmer"]
 
-#: what :func:`check_argv` can conclude, worst first
-VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")
+VERDICTS = ("refuted", "conflicting", "works", "untested", "unknown_arch", "no_backend")  # worst first
 
 
 def launch_confirmer(sessions: str | None) -> Callable[[Any, Any], bool]:

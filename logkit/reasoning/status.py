@@ -34,8 +34,7 @@ from .hypotheses import standing
 
 __all__ = ["PROBLEMS_KEPT", "current_status", "render", "session_status", "status"]
 
-#: problems named word for word (the others are counted)
-PROBLEMS_KEPT = 200
+PROBLEMS_KEPT = 200  # problems named word for word (the others are counted)
 
 
 def _changed(attempt: dict[str, Any]) -> dict[str, Any]:
