@@ -74,8 +74,7 @@ def normalize_id(text: str) -> str | None:
     raw = text.strip().upper()
     if not raw.startswith("DR-"):
         return None
-    body = raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
-    candidate = "DR-" + body
+    candidate = "DR-" + raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
     return candidate if DECISION_ID_RE.match(candidate) else None
 
 
@@ -134,10 +133,8 @@ def refuse_unmerged(store: Store) -> None:
     _rows, bad = ledger_rows(store)
     for number, line in bad:
         if line.startswith(CONFLICT_MARKERS):
-            raise BadInput(
-                f"{ledger_path(store)}:{number}: unresolved git merge conflict in the decision ledger",
-                fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'",
-            )
+            raise BadInput(f"{ledger_path(store)}:{number}: unresolved git merge conflict in the decision ledger",
+                           fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'")
 
 
 def known_ids(store: Store) -> set[str]:
