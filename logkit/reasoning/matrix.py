@@ -184,12 +184,8 @@ def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
 
 
 def _order(row: Row) -> tuple[str, str, int]:
-    return (row.started, row.session, _num(row.attempt))
-
-
-def _num(short: str) -> int:
-    digits = short.lstrip("A")
-    return int(digits) if digits.isdigit() else 0
+    digits = row.attempt.lstrip("A")
+    return (row.started, row.session, int(digits) if digits.isdigit() else 0)
 
 
 @dataclass(frozen=True)

@@ -173,9 +173,7 @@ def point_text(value: float | None, runs: list[float]) -> str:
 def table(view: SweepView) -> str:
     """The ranking as a plain-text table (what ``logkit sweep`` prints at the end)."""
     rows = ranking(view)
-    labels: list[str] = []
-    for row in rows:
-        labels.extend(k for k in row.throughput if k not in labels)
+    labels = list(dict.fromkeys(k for row in rows for k in row.throughput))
     sweep = view.sweep
     limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else None
     head = ["#", "cell", "result"] + [f"tok/s {k}" for k in labels] + ["vs #1"] + (
