@@ -120,15 +120,9 @@ def match(items: list[TodoItem], hypotheses: list[Hypothesis]) -> list[Match]:
             matches.append(Match(index, item.content, explicit.group(1), 1.0, f"explicit {explicit.group(1)}: prefix"))
             continue
         mine = tokens(item.content)
-        best: tuple[float, int, str] | None = None
-        for hid, theirs in hyp_tokens.items():
-            shared = len(mine & theirs)
-            if not shared or not mine or not theirs:
-                continue
-            score = shared / min(len(mine), len(theirs))
-            candidate = (score, shared, hid)
-            if best is None or candidate[:2] > best[:2]:
-                best = candidate
+        scored = [(shared / min(len(mine), len(theirs)), shared, hid) for hid, theirs in hyp_tokens.items()
+                  if (shared := len(mine & theirs))]
+        best = max(scored, key=lambda c: c[:2], default=None)  # the first of the best: hypotheses in order
         if best and best[0] >= threshold and best[1] >= min_shared:
             score, shared, hid = best
             matches.append(Match(index, item.content, hid, round(score, 2), f"{shared} shared words, overlap {score:.2f}"))
