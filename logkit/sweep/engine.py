@@ -189,19 +189,14 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
     done = set(load(store, sweep.sweep).results)
     by_key = {c.key: c for c in grid.cells}
     todo = [(c, by_key.get(c.key)) for c in sweep.cells if c.id not in done]
-    stop = threading.Event()
-    received: list[int] = []
-
-    def on_signal(sig: int, _frame: Any) -> None:
-        received.append(sig)
-        stop.set()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    stop = threading.Event()  # set by a signal; Interrupted is raised only once it is
+    old = {s: signal.signal(s, lambda _sig, _frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     prog = progress or make(len(sweep.cells), len(done))
     log_path = handle.log_path(f"sweep-{sweep.sweep}.log")
     started = time.monotonic()
-    ran, overhead, durations = 0, [], []
-    interrupted, left = False, 0
+    overhead: list[float] = []
+    durations: list[float] = []  # of the cells that launched
+    left = 0
     try:
         redactor = Redactor.for_run(env, [*spec.argv, *spec.bench_argv, *spec.smoke])
         with _redacted_log(log_path, redactor) as log, prog:
@@ -211,7 +206,6 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                               warmup=spec.warmup)
             for n, (recorded, cell) in enumerate(todo):
                 if stop.is_set():
-                    interrupted = True
                     break
                 if spec.budget_s is not None and (durations or spec.budget_s == 0):
                     mean = sum(durations) / len(durations) if durations else 0.0  # budget 0: no cell starts
@@ -226,7 +220,6 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                 try:
                     result, wrapped = _one(handle, store, spec, grid, sweep, recorded, cell, arch, ctx, opts)
                 except Interrupted:
-                    interrupted = True
                     break
                 seconds = time.monotonic() - t0
                 result.duration_s = round(seconds, 3)
@@ -234,17 +227,15 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                 if wrapped is not None:  # the overhead includes writing the cell's result
                     durations.append(seconds)
                     overhead.append(max(0.0, time.monotonic() - t0 - wrapped))
-                    ran += 1
                 prog.ended(recorded.key, result.status, result.reason if result.status != "works" else None,
                            seconds, wrapped is not None)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    interrupted = interrupted or stop.is_set()  # a signal during the last cell's last steps is still one
-    if interrupted:
+    if stop.is_set():  # a signal during the last cell's last steps is still one
         prog.say(f"interrupted: the current cell was stopped cleanly; rerun the same sweep to resume ({sweep.sweep})")
-    return SweepReport(view=load(store, sweep.sweep), ran=ran, interrupted=interrupted, budget_left=left,
-                       overhead_s=overhead)
+    return SweepReport(view=load(store, sweep.sweep), ran=len(durations), interrupted=stop.is_set(),
+                       budget_left=left, overhead_s=overhead)
 
 
 def _launch_cells(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
