@@ -90,9 +90,7 @@ def draft(handle: SessionHandle, title: str, *, context: str | None = None, deci
                        fix="drop --id (a new decision draws its own permanent id), or add --reconstructed ACCOUNT")
     chosen_set = {c.strip() for c in chosen or [] if c.strip()}
     parsed = [parse_option(o, chosen_set) for o in options or []]
-    names = [o.name for o in parsed]
-    for name in sorted(chosen_set - set(names)):
-        parsed.append(DecisionOption(name=name, chosen=True))
+    parsed += [DecisionOption(name=name, chosen=True) for name in sorted(chosen_set - {o.name for o in parsed})]
     events = handle.read().events
     refs = list(evidence or [])
     check_refs(handle, events, refs, allow="A")

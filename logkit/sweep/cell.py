@@ -233,15 +233,13 @@ def _await(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt:
 
 def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -> dict[str, Any] | None:
     """The attempt line of ``proc`` (None if it ended without recording one)."""
-    while True:
-        attempt = _attempt_of(tail, proc)
-        if attempt is not None:
-            return attempt
+    while (attempt := _attempt_of(tail, proc)) is None:
         if proc.poll() is not None:
             return _attempt_of(tail, proc)
         if ctx.stop.is_set():
             return None
         time.sleep(POLL_S / 2)
+    return attempt
 
 
 def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothesis: str) -> tuple[
