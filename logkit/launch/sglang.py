@@ -86,16 +86,13 @@ def cached_spec(python: str, probed: dict[str, Any] | None = None,
         data = json.loads(_path(python, env).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("python") != python:
-        return None
-    seen = data.get("probe")
-    if not isinstance(seen, dict) or not seen.get("version") or not isinstance(seen.get("stamps"), dict):
-        return None
-    if data.get("python_mtime") != _mtime(python) or not _valid(data.get("spec")):
-        return None
-    if any(_mtime(path) != stamp for path, stamp in seen["stamps"].items()):
-        return None  # something was upgraded or reinstalled
-    if probed is not None and (probed.get("version") != seen["version"] or probed.get("stamp") != seen.get("stamp")):
+    seen = data.get("probe") if isinstance(data, dict) else None
+    if (not isinstance(seen, dict) or data.get("format") != CACHE_FORMAT or data.get("python") != python
+            or not seen.get("version") or not isinstance(seen.get("stamps"), dict)
+            or data.get("python_mtime") != _mtime(python) or not _valid(data.get("spec"))
+            or any(_mtime(path) != stamp for path, stamp in seen["stamps"].items())  # upgraded or reinstalled
+            or (probed is not None
+                and (probed.get("version"), probed.get("stamp")) != (seen["version"], seen.get("stamp")))):
         return None
     return data["spec"], seen
 

@@ -190,7 +190,8 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
     by_key = {c.key: c for c in grid.cells}
     todo = [(c, by_key.get(c.key)) for c in sweep.cells if c.id not in done]
     stop = threading.Event()  # set by a signal; Interrupted is raised only once it is
-    old = {s: signal.signal(s, lambda _sig, _frame: stop.set()) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    old = {s: signal.signal(s, lambda _sig, _frame: stop.set())
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     prog = progress or make(len(sweep.cells), len(done))
     log_path = handle.log_path(f"sweep-{sweep.sweep}.log")
     started = time.monotonic()
