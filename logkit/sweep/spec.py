@@ -67,11 +67,9 @@ class SweepSpec:
 
 def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> float:
     """``3600``, ``"90m"``, ``"4h"`` -> seconds; ``0`` too with ``zero`` (a budget that runs nothing)."""
-    if isinstance(value, bool):
-        raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
-    if isinstance(value, (int, float)) and (value > 0 or (zero and value == 0)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (value > 0 or (zero and value == 0)):
         return float(value)
-    match = _DURATION.match(str(value))
+    match = None if isinstance(value, bool) else _DURATION.match(str(value))
     if not match or float(match.group(1)) < 0 or (float(match.group(1)) == 0 and not zero):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
     return float(match.group(1)) * _UNITS[match.group(2)]
