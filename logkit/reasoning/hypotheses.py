@@ -136,20 +136,16 @@ def states(events: list[BaseEvent]) -> list[HypothesisState]:
     """Every hypothesis of a session with its current verdict and the attempts testing it."""
     by_id = {e.short_id: HypothesisState(e) for e in events if isinstance(e, Hypothesis)}
     ended = {e.attempt: e.status for e in events if isinstance(e, Outcome)}
-    verdicts: dict[str, list[Verdict]] = {}
-    for event in events:
-        if isinstance(event, Verdict) and event.hypothesis in by_id:
-            verdicts.setdefault(event.hypothesis, []).append(event)
-        elif isinstance(event, Attempt):
-            for state in filter(None, map(by_id.get, event.tests)):
-                state.tests.append(event.short_id)
-                if event.short_id in ended:
-                    state.outcomes[event.short_id] = ended[event.short_id]
-                else:
-                    state.pending.append(event.short_id)
-    for hid, found in verdicts.items():
-        state = by_id[hid]
-        state.verdict = current_verdict(found)
-        if state.verdict is not None and state.verdict.replaces:
-            state.replaced = next((v for v in found if v.id == state.verdict.replaces), None)
+    for attempt in (e for e in events if isinstance(e, Attempt)):
+        for state in filter(None, map(by_id.get, attempt.tests)):
+            state.tests.append(attempt.short_id)
+            if attempt.short_id in ended:
+                state.outcomes[attempt.short_id] = ended[attempt.short_id]
+            else:
+                state.pending.append(attempt.short_id)
+    verdicts = [e for e in events if isinstance(e, Verdict) and e.hypothesis in by_id]
+    for hid, verdict in standing(verdicts).items():
+        by_id[hid].verdict = verdict
+        if verdict.replaces:
+            by_id[hid].replaced = next((v for v in verdicts if v.id == verdict.replaces and v.hypothesis == hid), None)
     return list(by_id.values())
