@@ -111,7 +111,6 @@ def ranking(view: SweepView) -> list[RankRow]:
                       hypothesis=result.hypothesis, refuted_by=result.refuted_by)
         if result.status != "works" and result.outcome and result.outcome not in (row.why or ""):
             row.why = f"{result.outcome}: {row.why}" if row.why else result.outcome
-        within: list[bool] = []
         for point in result.points:
             name = _label(point.labels)
             row.throughput[name] = point.output_throughput
@@ -119,11 +118,10 @@ def ranking(view: SweepView) -> list[RankRow]:
                 row.runs[name] = list(point.runs) or [point.output_throughput]
             row.per_user[name] = point.per_user
             row.latency[name] = point.latency
-            if point.within_limit is not None:
-                within.append(point.within_limit)
-            if point.output_throughput is not None and point.within_limit is not False:
-                if point.output_throughput > (row.best or 0.0):
-                    row.best, row.best_at = point.output_throughput, name
+            if (point.output_throughput is not None and point.within_limit is not False
+                    and point.output_throughput > (row.best or 0.0)):
+                row.best, row.best_at = point.output_throughput, name
+        within = [p.within_limit for p in result.points if p.within_limit is not None]
         row.within_limit = all(within) if within else None
         rows.append(row)
     order = {"works": 0, "failed": 1, "preflight": 2, "skipped": 3, "pending": 4}
