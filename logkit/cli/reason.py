@@ -278,7 +278,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 
 def cmd_decision_list(args: argparse.Namespace) -> int:
-    from ..reasoning.lookup import decisions_by_id, latest_per_session, supersession
+    from ..reasoning.decisions import decisions_by_id, latest_per_session, supersession
 
     by_id = decisions_by_id(store(args))
     replaced = supersession(e for events in by_id.values() for e in events)

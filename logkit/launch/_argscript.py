@@ -3,16 +3,14 @@
 Standard library only besides SGLang, so it runs in any venv; never starts anything.
 
 * ``python -I _argscript.py --probe`` prints ``{"python", "version", "stamp", "packages",
-  "stamps"}``: the installed sglang version, the mtime of its ``srt/server_args.py`` (found without
-  importing sglang), the versions of the packages that decide kernels (importlib.metadata) and
-  the mtimes of their ``.dist-info`` directories and of ``server_args.py`` (``stamps``: logkit
-  checks them with ``stat`` to know its cache still holds, without running the interpreter).
-* ``python -I _argscript.py`` reads a JSON list of flags on stdin (or ``{"flags": [...],
-  "spec": true}``) and prints ``{"ok", "version", "args", "defaults", "given", "error",
-  "packages"}``: SGLang's full parse (``ServerArgs.add_cli_args``), ``given`` being the dests of
-  the flags on the command line; with ``"spec": true`` also ``"spec"``, the parser's options
-  (names, dest, nargs, type, choices, default, action kind) that logkit caches to refuse invalid
-  flags on later launches without importing SGLang.
+  "stamps"}``: the sglang version, the mtime of its ``srt/server_args.py`` (found without importing
+  sglang), the versions of the kernel-deciding packages, and ``stamps``: the mtimes of their
+  ``.dist-info`` directories and of ``server_args.py`` (logkit ``stat`` s them to know its cache holds).
+* ``python -I _argscript.py`` reads a JSON list of flags on stdin (or ``{"flags": [...], "spec":
+  true}``) and prints ``{"ok", "version", "args", "defaults", "given", "error", "packages"}``:
+  SGLang's full parse, ``given`` the dests of the flags on the command line; with ``"spec"`` also
+  the parser's options (names, dest, nargs, type, choices, default, action kind) that logkit
+  caches to refuse invalid flags on later launches without importing SGLang.
 """
 
 import argparse
@@ -23,12 +21,10 @@ import sys
 PACKAGES = ("sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin", "torch", "triton",
             "transformers", "deep-gemm", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
 #: argparse action classes -> the kind logkit rebuilds (checked in order: subclasses first).
-KINDS = (
-    ("BooleanOptionalAction", "boolean_optional"), ("_StoreTrueAction", "store_true"),
-    ("_StoreFalseAction", "store_false"), ("_StoreConstAction", "store_const"), ("_AppendConstAction", "append_const"),
-    ("_AppendAction", "append"), ("_CountAction", "count"), ("_HelpAction", "help"), ("_VersionAction", "version"),
-    ("_StoreAction", "store"),
-)
+KINDS = (("BooleanOptionalAction", "boolean_optional"), ("_StoreTrueAction", "store_true"),
+         ("_StoreFalseAction", "store_false"), ("_StoreConstAction", "store_const"),
+         ("_AppendConstAction", "append_const"), ("_AppendAction", "append"), ("_CountAction", "count"),
+         ("_HelpAction", "help"), ("_VersionAction", "version"), ("_StoreAction", "store"))
 TYPES = {int: "int", float: "float", str: "str", None: "str"}
 
 
@@ -91,10 +87,7 @@ def _jsonable(value):
 
 def _kind(action):
     names = {cls.__name__ for cls in type(action).__mro__}
-    for cls_name, kind in KINDS:
-        if cls_name in names:
-            return kind
-    return "custom"
+    return next((kind for cls_name, kind in KINDS if cls_name in names), "custom")
 
 
 def _spec(parser):

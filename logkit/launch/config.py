@@ -3,20 +3,17 @@
 
 Contract:
 
-* :func:`for_run` is the runner's path (the command's own interpreter): with the parser's spec
-  cached it parses in-process (:func:`~.sglang.quick_parse`, milliseconds), refuses what SGLang
-  would refuse, and leaves a :class:`~.sglang.Background` full parse to start once preflight
-  passed; without a cache it runs the full parse once (seconds) and caches the spec. Where SGLang
-  is not importable: a plain parse (``parser="plain"``, ``unresolved=True``).
-* :func:`for_check` is the pre-launch check's path: the runner's, or without running the
-  interpreter the cached spec's quick parse, else a plain parse.
-* :func:`given_only` is for launches logkit did not run (imported logs, reconstructed accounts):
-  SGLang's names and types from the SGLang installed beside logkit, only the flags given (no
-  resolved default, no version, ``unresolved=True``); flags SGLang refuses are kept as given.
-* :func:`printed_config` is for a launch seen only through its output (a ``docker run``, a
-  script): the flags of the ``server_args=ServerArgs(...)`` line it printed (``parser="printed"``,
-  the server's resolved values), fingerprinted by those that differ from the installed SGLang's
-  defaults (all of them with no SGLang here).
+* :func:`for_run` (the runner, in the command's own interpreter): with the parser's spec cached, an
+  in-process :func:`~.sglang.quick_parse` that refuses what SGLang would, leaving a
+  :class:`~.sglang.Background` full parse to start once preflight passed; without, one full parse
+  (seconds) that caches the spec; without SGLang, a plain parse (``parser="plain"``, ``unresolved``).
+* :func:`for_check` (the pre-launch check): the runner's, or without running the interpreter the
+  cached spec's quick parse, else a plain parse.
+* :func:`given_only` (imported logs, reconstructed accounts): only the flags given, named and typed
+  by the SGLang installed beside logkit (``unresolved``); flags SGLang refuses are kept as given.
+* :func:`printed_config` (a launch seen only through its output): the ``server_args=ServerArgs(...)``
+  line's values (``parser="printed"``), fingerprinted by those that differ from the installed
+  SGLang's defaults (all of them with no SGLang here).
 * Every path fingerprints by one rule (:func:`~.flags.fingerprint` of the flags given, typed by the
   spec), so a captured, an imported and a reconstructed attempt of one argv share it. Configs are
   plain dicts shaped like :class:`~logkit.events.LaunchConfig` (no pydantic here).
@@ -44,15 +41,11 @@ class Parsed:
     __slots__ = ("config", "error", "packages", "background", "notes", "quick")
 
     def __init__(self, config: dict[str, Any], error: str | None = None, packages: dict[str, str] | None = None,
-                 notes: list[str] | None = None) -> None:
-        self.config = config
-        self.error = error
-        self.packages = packages
-        #: SGLang's full parse still to run beside the launch (a cached spec answered preflight).
-        self.background: sg.Background | None = None
+                 notes: list[str] | None = None, quick: bool = False) -> None:
+        self.config, self.error, self.packages = config, error, packages
         self.notes = [] if notes is None else notes
-        #: True when the cached spec answered (SGLang's full parse has not run yet).
-        self.quick = False
+        self.quick = quick  # the cached spec answered: SGLang's full parse has not run yet
+        self.background: sg.Background | None = None  # that full parse, running beside the launch
 
 
 def valid_port(value: Any) -> int | None:
@@ -119,9 +112,8 @@ def for_run(flag_words: list[str], python: str | None) -> Parsed:
         given, error = sg.quick_parse(flag_words, spec)
         if error is not None:
             return Parsed(plain_config(flag_words, version), _refusal(error, spec), packages)
-        parsed = Parsed(_from_spec(given or {}, spec, version), None, packages)
-        parsed.quick = True  # the full parse is started by the caller once preflight passed: start_background
-        return parsed
+        # the full parse is started by the caller once preflight passed: start_background
+        return Parsed(_from_spec(given or {}, spec, version), None, packages, quick=True)
     probed = sg.probe(python)
     if not probed or not probed.get("version"):
         return Parsed(plain_config(flag_words), packages=(probed or {}).get("packages"), notes=[_NO_SGLANG])
@@ -145,8 +137,7 @@ _NO_SGLANG = "SGLang is not importable in the command's interpreter: flags recor
 
 
 def for_check(flag_words: list[str], python: str | None, *, run_parser: bool = True) -> Parsed:
-    """The config a pre-launch check compares: :func:`for_run`'s, nothing started beside it; without
-    ``run_parser`` nothing runs in the interpreter (the cached spec's quick parse, else the flags as given)."""
+    """:func:`for_run`'s config, nothing started beside it; without ``run_parser`` nothing runs in ``python``."""
     if not run_parser and (not python or sg.cached_spec(python) is None):
         return Parsed(plain_config(flag_words), notes=[_NOT_PARSED])
     return for_run(flag_words, python)
@@ -188,8 +179,7 @@ def given_only(flag_words: list[str]) -> dict[str, Any]:
 
 
 def printed_args(line: str) -> dict[str, Any] | None:
-    """The fields of a printed ``ServerArgs(...)`` repr, or None when the line holds none; a field whose
-    value is not a Python literal, or that the line cuts off, is left out."""
+    """The literal fields of a printed ``ServerArgs(...)`` repr (one cut off is left out), or None without one."""
     import ast
     import re
 
@@ -220,8 +210,7 @@ def printed_args(line: str) -> dict[str, Any] | None:
 
 
 def printed_config(line: str, *, defaults: bool = True) -> dict[str, Any] | None:
-    """A config from the ``server_args=ServerArgs(...)`` line a server printed (see the contract), or None;
-    ``defaults=False`` (or no SGLang to ask) keeps every printed field, marked unresolved."""
+    """A config from a printed ``ServerArgs(...)`` line, or None; ``defaults=False`` keeps every field, unresolved."""
     args = printed_args(line)
     if args is None:
         return None

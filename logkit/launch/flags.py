@@ -1,56 +1,38 @@
 """Launch flags as data: the plain parser, the fingerprint rule, the config diff (no SGLang needed).
 
-Contract:
+Contract (plain dicts, a stored ``LaunchConfig`` dumped to JSON, so the run path imports no
+pydantic; the table ``logkit/data/launch.toml`` is read once with stdlib tomllib):
 
 * :func:`plain_parse` reads flags as given: ``--tp-size 2`` and ``--tp-size=2`` -> ``{"tp_size": 2}``
   (numbers become ``int`` then ``float``, the one typing rule everywhere a parser is missing), a
   flag followed by another flag or nothing -> ``True``, several values -> a list. Words before the
   first ``--flag`` are skipped.
-* :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a fingerprint key of
-  ``logkit/data/launch.toml`` ``[fingerprint]`` (every ``*_backend`` plus ``keys``). Resolved
-  defaults are never in a fingerprint: they live in the launch's full ``args``.
+* :func:`fingerprint` keeps the *chosen* values (the flags given) whose key is a ``[fingerprint]``
+  key (every ``*_backend`` plus ``keys``); resolved defaults never are (they live in ``args``).
 * :func:`configuration` is a launch's configuration, the one rule every reader applies (capture,
-  the pre-launch check, the sweep, the site): every flag the user gave (``non_default`` and
-  ``fingerprint`` as stored; a plain parse's ``args``), short spellings by SGLang's name
-  (``[fingerprint.aliases]``: ``tp`` -> ``tp_size``), without the run-specific values
-  (``[fingerprint] run_specific``: port, host, log and tokenizer paths). It reads the stored given
-  flags, so records of older logkits get the same rule. :func:`config_key` is its short hash.
+  the pre-launch check, the sweep, the site): every flag the user gave, short spellings by
+  SGLang's name (``[fingerprint.aliases]``: ``tp`` -> ``tp_size``), without the run-specific values
+  (``[fingerprint] run_specific``); it reads the stored given flags, so older records get the same
+  rule. :func:`config_key` is its short hash.
 * :func:`workload` is a benchmark's workload (concurrency, dataset, input/output lengths) from a
   metric's labels: figures are compared only at one workload.
 * :func:`diff` compares two launch configs like with like (their chosen flags, ``{**non_default,
   **fingerprint}``), and the watched environment variables of both sides as recorded.
-* Everything here works on plain dicts (a stored ``LaunchConfig`` dumped to JSON), so the run path
-  imports no pydantic; the table is read once with stdlib tomllib.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "backend_axes",
-    "chosen",
-    "coerce",
-    "config_key",
-    "configuration",
-    "describe",
-    "diff",
-    "diff_note",
-    "fingerprint",
-    "ignored",
-    "is_backend",
-    "model_of",
-    "plain_parse",
-    "table",
-    "watched_env",
-    "workload",
-    "workload_order",
-    "workload_text",
-]
+__all__ = ["backend_axes", "chosen", "coerce", "config_key", "configuration", "describe", "diff", "diff_note",
+           "fingerprint", "ignored", "is_backend", "model_of", "plain_parse", "table", "watched_env", "workload",
+           "workload_order", "workload_text"]
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "launch.toml"
 
@@ -77,25 +59,21 @@ def _is_flag(word: str) -> bool:
 def plain_parse(flags: list[str]) -> dict[str, Any]:
     """The flags as given: ``--tp-size 2`` -> ``{"tp_size": 2}``; a bare flag -> True."""
     out: dict[str, Any] = {}
-    i = 0
-    while i < len(flags):
-        word = flags[i]
-        if not word.startswith("--") or word == "--":
-            i += 1
-            continue
-        name, eq, value = word[2:].partition("=")
-        key = name.replace("-", "_")
-        if eq:
-            out[key] = coerce(value)
-            i += 1
-            continue
-        vals: list[str] = []
-        j = i + 1
-        while j < len(flags) and not _is_flag(flags[j]):
-            vals.append(flags[j])
-            j += 1
-        out[key] = True if not vals else (coerce(vals[0]) if len(vals) == 1 else [coerce(v) for v in vals])
-        i = j
+    key: str | None = None  # the flag whose values the words that follow are
+    vals: list[str] = []
+    for word in [*flags, "--"]:
+        if _is_flag(word):
+            if key is not None:
+                out[key] = True if not vals else coerce(vals[0]) if len(vals) == 1 else [coerce(v) for v in vals]
+            key, vals = None, []
+            if word.startswith("--") and word != "--":
+                name, eq, value = word[2:].partition("=")
+                if eq:
+                    out[name.replace("-", "_")] = coerce(value)
+                else:
+                    key = name.replace("-", "_")
+        elif key is not None:
+            vals.append(word)
     return out
 
 
@@ -141,37 +119,27 @@ def configuration(launch: dict[str, Any] | None) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
+_KEY_ENCODE = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def config_key(launch: dict[str, Any] | None, conf: dict[str, Any] | None = None) -> str | None:
     """A short hash of :func:`configuration` (None when nothing was given); ``conf``: that configuration, if at hand."""
-    import hashlib
-
     conf = configuration(launch) if conf is None else conf
-    if not conf:
-        return None
-    return hashlib.sha1(_key_encoder()(conf).encode()).hexdigest()[:10]
-
-
-@functools.cache
-def _key_encoder() -> Any:
-    """The encoder of :func:`config_key` (``json.dumps(conf, sort_keys=True, default=str)``), made once."""
-    import json
-
-    return json.JSONEncoder(sort_keys=True, default=str).encode
+    return hashlib.sha1(_KEY_ENCODE(conf).encode()).hexdigest()[:10] if conf else None
 
 
 def workload(labels: dict[str, Any] | None, concurrency: float | None = None) -> tuple[Any, ...]:
-    """A benchmark's workload (concurrency, dataset, input length, output length) from a metric's labels
-    (``[workload]``; ``concurrency`` where only it was kept), None for a part not recorded."""
+    """(concurrency, dataset, input, output length) of a metric's labels (``[workload]``), None if not recorded."""
     labels = labels or {}
     parts: list[Any] = []
     for name, keys in table()["workload"].items():
+        # the first recorded (a loop, not a generator: this runs for every metric the index ingests)
         value = None
-        for k in keys:  # the first recorded (a loop: this runs for every metric the index ingests)
-            found = labels.get(k)
-            if found is not None and found != "":
-                value = found
+        for k in keys:
+            if labels.get(k) not in (None, ""):
+                value = labels[k]
                 break
-        if name == "concurrency" and value is None:
+        if name == "concurrency" and value is None:  # only the concurrency was kept
             value = concurrency
         if isinstance(value, str):
             value = coerce(value)
@@ -195,8 +163,7 @@ def workload_text(work: tuple[Any, ...]) -> str:
         parts.append(str(dataset))
     if inp is not None or outp is not None:
         parts.append(f"in/out {'?' if inp is None else f'{inp:g}'}/{'?' if outp is None else f'{outp:g}'}")
-    text = ", ".join(p for p in parts if p)
-    return text or "workload not recorded"
+    return ", ".join(p for p in parts if p) or "workload not recorded"
 
 
 def ignored(value: Any) -> bool:
@@ -205,21 +172,16 @@ def ignored(value: Any) -> bool:
 
 
 def backend_axes(launch: dict[str, Any] | None, resolved: dict[str, Any] | None = None) -> dict[str, str]:
-    """The backend values a launch chose: given backend flags, and for one left ``auto`` what ``resolved``
-    (``/server_info``) says it became; never ``auto``/``none`` nor SGLang's default (in ``args``, not ``non_default``)."""
+    """The backend values a launch chose, and for one left ``auto`` what ``resolved`` (``/server_info``) says."""
+    # never auto/none, nor SGLang's default (in args, not in non_default)
     launch = launch or {}
     fp = launch.get("fingerprint") or {}
     args, nd = launch.get("args") or {}, launch.get("non_default") or {}
-    out = {k: str(v) for k, v in fp.items()
-           if is_backend(k) and not ignored(v) and (k not in args or k in nd)}
-    if resolved:
-        args = launch.get("args") or {}
-        for key, value in resolved.items():
-            if not is_backend(key) or key in out or ignored(value) or not isinstance(value, str):
-                continue
-            mine = fp.get(key, args.get(key, "auto"))
-            if ignored(mine):  # left to SGLang: the server says what it picked
-                out[key] = value
+    out = {k: str(v) for k, v in fp.items() if is_backend(k) and not ignored(v) and (k not in args or k in nd)}
+    for key, value in (resolved or {}).items():
+        if is_backend(key) and key not in out and isinstance(value, str) and not ignored(value) \
+                and ignored(fp.get(key, args.get(key, "auto"))):  # left to SGLang: the server says what it picked
+            out[key] = value
     return dict(sorted(out.items()))
 
 
@@ -249,8 +211,7 @@ def watched_env(env: dict[str, Any] | None) -> dict[str, Any]:
 
 def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, Any] | None = None,
          packages: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """What ``new`` (a launch config dict) changed against ``previous`` (an attempt dict with its ``launch``
-    and ``environment``), as a ``ConfigDiff`` dict, or None; ``env``: the new side as it will be recorded."""
+    """A ``ConfigDiff`` dict of launch config ``new`` against attempt dict ``previous``; ``env``: the new side's."""
     if not previous or not previous.get("launch"):
         return None
     skip = set(table()["diff"]["skip"])
@@ -276,8 +237,7 @@ def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, An
 
 
 def diff_note(d: dict[str, Any], redactor: Any = None) -> str:
-    """One line for the terminal: ``vs A7: nsa_decode_backend flashinfer -> trtllm``; with the run's
-    ``redactor`` a secret says only that it changed and every value is redacted (stderr is often captured)."""
+    """``vs A7: nsa_decode_backend flashinfer -> trtllm``; ``redactor`` hides secrets (stderr is often captured)."""
     secret = redactor.is_secret_key if redactor is not None else (lambda _k: False)
     hidden = redactor.placeholder if redactor is not None else ""
     parts = [f"{k} changed" if secret(k) else f"{k} {a} -> {b}" for k, (a, b) in d["changed"].items()]

@@ -2,14 +2,12 @@
 
 Contract:
 
-* :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms): the installed sglang
-  version, the mtime of its ``server_args.py``, the kernel-deciding package versions.
-* :func:`cached_spec` returns the parser's options (names, dest, nargs, type, choices, defaults)
-  from ``$XDG_CACHE_HOME/logkit/sglang-parser/`` (default ``~/.cache``), one entry per interpreter
-  path, valid while the interpreter's mtime, the sglang version and the mtimes of its
-  ``server_args.py`` and of the probed packages' ``.dist-info`` directories are unchanged (checked
-  with ``stat``: a warm launch runs nothing before the child starts). A damaged, foreign or
-  mismatched cache file is rebuilt, never trusted; a cache that cannot be written is skipped.
+* :func:`probe` runs ``_argscript.py --probe`` in ``python`` (tens of ms).
+* :func:`cached_spec` returns the parser's options from ``$XDG_CACHE_HOME/logkit/sglang-parser/``
+  (default ``~/.cache``), one entry per interpreter path, valid while the interpreter's mtime, the
+  sglang version and the probe's ``stamps`` are unchanged (checked with ``stat``: a warm launch runs
+  nothing before the child starts). A damaged, foreign or mismatched cache file is rebuilt, never
+  trusted; a cache that cannot be written is skipped.
 * :func:`full_parse` runs SGLang's parser itself (imports SGLang: ~3 s), with ``spec=True`` the
   spec too. :class:`Background` runs the same parse as a niced child beside the launch.
 * :func:`quick_parse` parses flags with an argparse parser rebuilt from the spec, in logkit's own
@@ -30,14 +28,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ._argscript import _Parser, _Refused  # the one refusing parser, also run inside the command's interpreter
+
 __all__ = ["Background", "cache_dir", "cached_spec", "forget", "full_parse", "probe", "quick_parse", "store_spec",
            "suggest"]
 
 SCRIPT = Path(__file__).with_name("_argscript.py")
 TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 10.0
-#: Bumped when the spec's shape changes: older cache files are then rebuilt.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 1  # bumped when the spec's shape changes: older cache files are then rebuilt
 _TYPES: dict[str, Any] = {"int": int, "float": float, "str": str}
 
 
@@ -73,13 +72,11 @@ def _path(python: str, env: dict[str, str] | None = None) -> Path:
 def _valid(spec: Any) -> bool:
     if not isinstance(spec, dict) or not isinstance(spec.get("actions"), list) or not spec["actions"]:
         return False
-    for a in spec["actions"]:
-        if not (isinstance(a, dict) and isinstance(a.get("opts"), list) and a["opts"]
-                and all(isinstance(o, str) and o.startswith("-") for o in a["opts"])
-                and isinstance(a.get("dest"), str) and isinstance(a.get("action"), str)
-                and (a.get("choices") is None or isinstance(a["choices"], list))):
-            return False
-    return isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
+    return all(isinstance(a, dict) and isinstance(a.get("opts"), list) and a["opts"]
+               and all(isinstance(o, str) and o.startswith("-") for o in a["opts"])
+               and isinstance(a.get("dest"), str) and isinstance(a.get("action"), str)
+               and (a.get("choices") is None or isinstance(a["choices"], list)) for a in spec["actions"]) \
+        and isinstance(spec.get("prog"), str) and isinstance(spec.get("defaults"), dict)
 
 
 def cached_spec(python: str, probed: dict[str, Any] | None = None,
@@ -89,16 +86,13 @@ def cached_spec(python: str, probed: dict[str, Any] | None = None,
         data = json.loads(_path(python, env).read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or data.get("python") != python:
-        return None
-    seen = data.get("probe")
-    if not isinstance(seen, dict) or not seen.get("version") or not isinstance(seen.get("stamps"), dict):
-        return None
-    if data.get("python_mtime") != _mtime(python) or not _valid(data.get("spec")):
-        return None
-    if any(_mtime(path) != stamp for path, stamp in seen["stamps"].items()):
-        return None  # something was upgraded or reinstalled
-    if probed is not None and (probed.get("version") != seen["version"] or probed.get("stamp") != seen.get("stamp")):
+    seen = data.get("probe") if isinstance(data, dict) else None
+    if (not isinstance(seen, dict) or data.get("format") != CACHE_FORMAT or data.get("python") != python
+            or not seen.get("version") or not isinstance(seen.get("stamps"), dict)
+            or data.get("python_mtime") != _mtime(python) or not _valid(data.get("spec"))
+            or any(_mtime(path) != stamp for path, stamp in seen["stamps"].items())  # upgraded or reinstalled
+            or (probed is not None
+                and (probed.get("version"), probed.get("stamp")) != (seen["version"], seen.get("stamp")))):
         return None
     return data["spec"], seen
 
@@ -196,13 +190,10 @@ class Background:
         self._done = True
 
 
-class _Refused(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override] - argparse hook
-        raise _Refused(f"{self.prog}: error: {message}")
+#: argparse actions of the kinds rebuilt as they are (``_argscript.KINDS``); help and version store a switch
+_ACTIONS: dict[str, Any] = {"store_true": "store_true", "help": "store_true", "version": "store_true",
+                            "count": "count", "store_false": "store_false",
+                            "boolean_optional": argparse.BooleanOptionalAction}
 
 
 def _build(spec: dict[str, Any]) -> _Parser:
@@ -210,25 +201,20 @@ def _build(spec: dict[str, Any]) -> _Parser:
     for a in spec["actions"]:
         kw: dict[str, Any] = {"dest": a["dest"], "default": argparse.SUPPRESS}
         kind = a["action"]
-        if kind in ("store_true", "store_false", "help", "version"):
-            parser.add_argument(*a["opts"], action="store_false" if kind == "store_false" else "store_true", **kw)
+        if kind in _ACTIONS:
+            kw["action"] = _ACTIONS[kind]
         elif kind in ("store_const", "append_const"):
-            parser.add_argument(*a["opts"], action=kind, const=a.get("const"), **kw)
-        elif kind == "count":
-            parser.add_argument(*a["opts"], action="count", **kw)
-        elif kind == "boolean_optional":
-            parser.add_argument(*a["opts"], action=argparse.BooleanOptionalAction, **kw)
+            kw.update(action=kind, const=a.get("const"))
         elif a.get("nargs") == 0:  # a custom flag without a value (SGLang's deprecated switches)
-            parser.add_argument(*a["opts"], action="store_const", const=True if a.get("const") is None else a["const"], **kw)
+            kw.update(action="store_const", const=True if a.get("const") is None else a["const"])
         else:
-            known = a.get("type") in _TYPES
-            typed = _TYPES.get(a.get("type"), str)
+            kw.update(action="append" if kind == "append" else "store", type=_TYPES.get(a.get("type"), str),
+                      required=bool(a.get("required")))
             if a.get("nargs") is not None:
                 kw["nargs"] = a["nargs"]
-            if a.get("choices") is not None and known:
+            if a.get("choices") is not None and a.get("type") in _TYPES:
                 kw["choices"] = a["choices"]
-            parser.add_argument(*a["opts"], action="append" if kind == "append" else "store", type=typed,
-                                required=bool(a.get("required")), **kw)
+        parser.add_argument(*a["opts"], **kw)
     return parser
 
 

@@ -6,8 +6,8 @@ Contract:
   else the wall clock. A fixed ``$LOGKIT_NOW``/``--at`` makes generated sessions reproducible.
 * :func:`open_store` is the store every command writes to, each event redacted before it is written.
 * :func:`provenance` turns ``--reconstructed "seed 000: ..."`` into a ``reconstructed`` provenance.
-* :func:`check_refs` validates ``A7``, ``H3`` and
-  ``other-session/A4`` references, raising :class:`~logkit.errors.NotFound` with the ids that exist.
+* :func:`check_refs` validates ``A7``, ``H3`` and ``other-session/A4`` references, raising
+  :class:`~logkit.errors.NotFound` with the ids that exist.
 """
 
 from __future__ import annotations
@@ -15,18 +15,14 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from ..store import files
 from ..errors import BadInput, NotFound
 from ..events import Attempt, BaseEvent, Hypothesis, Provenance
-from ..store import SessionHandle, Store
+from ..store import SessionHandle, Store, files
 
-__all__ = [
-    "ENV_NOW", "check_refs", "now", "open_store", "parse_time", "provenance", "split_ids",
-]
+__all__ = ["ENV_NOW", "check_refs", "now", "open_store", "parse_time", "provenance", "split_ids"]
 
 ENV_NOW = "LOGKIT_NOW"
-_ATTEMPT = files.ATTEMPT_ID_RE
-_HYPOTHESIS = files.HYPOTHESIS_ID_RE
+_ID_RE = {"A": files.ATTEMPT_ID_RE, "H": files.HYPOTHESIS_ID_RE}
 
 
 def open_store(sessions: str | None) -> Store:
@@ -38,14 +34,14 @@ def open_store(sessions: str | None) -> Store:
 
 def parse_time(text: str, *, what: str = "--at") -> datetime:
     """An ISO 8601 time (``2026-11-14T09:30:00Z``); naive times are UTC."""
+    fix = f"use e.g. {what} 2026-11-14T09:30:00Z"
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except ValueError:
-        raise BadInput(f"{what} {text!r} is not an ISO 8601 time", fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
+        raise BadInput(f"{what} {text!r} is not an ISO 8601 time", fix=fix) from None
     except OverflowError:  # 0001-01-01T00:00:00+05:00 is before the first UTC instant, 9999-12-31...-05:00 after the last
-        raise BadInput(f"{what} {text!r} is outside the range of UTC times (years 1 to 9999)",
-                       fix=f"use e.g. {what} 2026-11-14T09:30:00Z") from None
+        raise BadInput(f"{what} {text!r} is outside the range of UTC times (years 1 to 9999)", fix=fix) from None
 
 
 def now(at: str | None = None) -> datetime:
@@ -78,9 +74,9 @@ def _ids(events: list[BaseEvent], prefix: str) -> list[str]:
     return [e.short_id for e in events if isinstance(e, kind)]
 
 
-#: per ref prefix: what it names, in the singular and the plural, and where the known ones are listed
-_REF_KINDS = {"A": ("attempt", "attempts", "'logkit status'"),
-              "H": ("hypothesis", "hypotheses", "'logkit hypothesis list'")}
+# per ref prefix: what it names (singular, plural), where the known ones are listed, an example
+_REF_KINDS = {"A": ("attempt", "attempts", "'logkit status'", "an attempt (A7)"),
+              "H": ("hypothesis", "hypotheses", "'logkit hypothesis list'", "a hypothesis (H3)")}
 
 
 def _known(ids: list[str]) -> str:
@@ -93,7 +89,7 @@ def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], 
     for ref in refs:
         if "/" in ref:
             other, _, short = ref.rpartition("/")
-            if not (_ATTEMPT.match(short) or _HYPOTHESIS.match(short)):
+            if not (_ID_RE["A"].match(short) or _ID_RE["H"].match(short)):
                 raise BadInput(f"{ref!r} is not SESSION/A<n> or SESSION/H<n>", fix="e.g. 2026-11-14-glm5/A4")
             store: Store = handle.store
             pool = _ids(store.handle(other).read().events, short[0])
@@ -101,11 +97,10 @@ def check_refs(handle: SessionHandle, events: list[BaseEvent], refs: list[str], 
                 raise NotFound(f"session {other!r} has no {short}", fix=f"known there: {_known(pool)}")
             continue
         kind = ref[:1]
-        if kind in allow and (_ATTEMPT if kind == "A" else _HYPOTHESIS).match(ref):
-            if ref not in known[kind]:
-                name, plural, see = _REF_KINDS[kind]
-                raise NotFound(f"no {name} {ref} in session {handle.id}",
-                               fix=f"known {plural}: {_known(known[kind])} (see {see})")
-        else:
-            kinds = " or ".join({"A": "an attempt (A7)", "H": "a hypothesis (H3)"}[k] for k in allow)
+        if not (kind and kind in allow and _ID_RE[kind].match(ref)):
+            kinds = " or ".join(_REF_KINDS[k][3] for k in allow)
             raise BadInput(f"{ref!r} is not {kinds}", fix="use ids as 'logkit status' prints them")
+        if ref not in known[kind]:
+            name, plural, see, _ = _REF_KINDS[kind]
+            raise NotFound(f"no {name} {ref} in session {handle.id}",
+                           fix=f"known {plural}: {_known(known[kind])} (see {see})")

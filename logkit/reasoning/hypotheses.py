@@ -3,17 +3,14 @@
 Contract:
 
 * :func:`add` allocates the next ``H<n>`` under the session lock and appends a ``hypothesis`` event.
-* :func:`close` appends a ``verdict``; the hypothesis and every evidence ref must exist (clear
-  :class:`~logkit.errors.NotFound` otherwise), and a verdict cites only attempts that tested the
-  hypothesis (their ``tests`` names it: ``logkit run --tests H3``): anything else is refused,
-  naming the attempt, what it tested and the attempts that did test it. A verdict on a hypothesis
-  that already has one is a new event whose ``replaces`` names the earlier verdict's event id.
-* :func:`current_verdict` is the one rule for which verdict stands: the latest (by time, then by
-  order in the file) that no other verdict replaces; a hypothesis on which none stands is open.
-  ``hypothesis list``, ``status`` (through :func:`standing`) and the site read it.
-* :func:`states` folds a session's events into one :class:`HypothesisState` per hypothesis:
-  its current verdict (and the one it replaced), the attempts that test it and which of those are
-  still pending (no outcome yet).
+* :func:`close` appends a ``verdict``: the hypothesis and every evidence ref must exist, and the
+  evidence must be attempts that tested it (``logkit run --tests H3``); anything else is refused,
+  naming what the attempt tested and which attempts did test it. A verdict on a hypothesis that
+  has one is a new event whose ``replaces`` names the earlier verdict's event id.
+* :func:`current_verdict` is the one rule for which verdict stands: the latest (by time, then file
+  order) that no other verdict replaces; none standing = open (``hypothesis list``, ``status``
+  through :func:`standing`, the site).
+* :func:`states` folds a session's events into one :class:`HypothesisState` per hypothesis.
 """
 
 from __future__ import annotations
@@ -38,14 +35,10 @@ class HypothesisState:
 
     hypothesis: Hypothesis
     verdict: Verdict | None = None
-    #: The verdict the current one replaced, if it replaced one.
-    replaced: Verdict | None = None
-    #: Attempts that test it (their ``tests`` names it), in order.
-    tests: list[str] = field(default_factory=list)
-    #: Of those, the ones without an outcome yet.
-    pending: list[str] = field(default_factory=list)
-    #: attempt -> outcome status, for those that ended.
-    outcomes: dict[str, str] = field(default_factory=dict)
+    replaced: Verdict | None = None  # the verdict the current one replaced
+    tests: list[str] = field(default_factory=list)  # attempts whose ``tests`` names it, in order
+    pending: list[str] = field(default_factory=list)  # of those, the ones without an outcome yet
+    outcomes: dict[str, str] = field(default_factory=dict)  # attempt -> outcome status, for those that ended
 
     @property
     def status(self) -> str:
@@ -54,62 +47,32 @@ class HypothesisState:
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready summary."""
-        return {
-            "id": self.hypothesis.short_id,
-            "text": self.hypothesis.text,
-            "priority": self.hypothesis.priority,
-            "tags": self.hypothesis.tags,
-            "status": self.status,
-            "evidence": self.verdict.evidence if self.verdict else [],
-            "because": self.verdict.because if self.verdict else None,
-            "replaces": {"verdict": self.replaced.verdict, "evidence": self.replaced.evidence,
-                         "id": self.replaced.id} if self.replaced else None,
-            "tests": self.tests,
-            "pending": self.pending,
-            "outcomes": self.outcomes,
-        }
+        h, v, r = self.hypothesis, self.verdict, self.replaced
+        return {"id": h.short_id, "text": h.text, "priority": h.priority, "tags": h.tags, "status": self.status,
+                "evidence": v.evidence if v else [], "because": v.because if v else None,
+                "replaces": {"verdict": r.verdict, "evidence": r.evidence, "id": r.id} if r else None,
+                "tests": self.tests, "pending": self.pending, "outcomes": self.outcomes}
 
 
-def add(
-    handle: SessionHandle,
-    text: str,
-    *,
-    priority: str = "medium",
-    tags: list[str] | None = None,
-    at: str | None = None,
-    reconstructed: str | None = None,
-) -> Hypothesis:
+def add(handle: SessionHandle, text: str, *, priority: str = "medium", tags: list[str] | None = None,
+        at: str | None = None, reconstructed: str | None = None) -> Hypothesis:
     """Record a new hypothesis; returns it (with its ``H<n>``)."""
     if not text.strip():
         raise BadInput("a hypothesis needs its claim", fix='logkit hypothesis add "flashinfer_trtllm MoE runs on SM120"')
     when, prov = now(at), provenance(reconstructed)
 
     def build(txn: Txn) -> Hypothesis:
-        return Hypothesis(
-            session=handle.id,
-            ts=when,
-            short_id=txn.next_short_id("H"),
-            text=text.strip(),
-            priority=priority,  # type: ignore[arg-type]
-            tags=list(tags or []),
-            provenance=prov,
-        )
+        return Hypothesis(session=handle.id, ts=when, short_id=txn.next_short_id("H"), text=text.strip(),
+                          priority=priority, tags=list(tags or []), provenance=prov)  # type: ignore[arg-type]
 
     event = handle.append_new(build)
     assert isinstance(event, Hypothesis)
     return event
 
 
-def close(
-    handle: SessionHandle,
-    hypothesis: str,
-    verdict: str,
-    *,
-    evidence: list[str] | None = None,
-    because: str | None = None,
-    at: str | None = None,
-    reconstructed: str | None = None,
-) -> tuple[Verdict, Verdict | None]:
+def close(handle: SessionHandle, hypothesis: str, verdict: str, *, evidence: list[str] | None = None,
+          because: str | None = None, at: str | None = None,
+          reconstructed: str | None = None) -> tuple[Verdict, Verdict | None]:
     """Close ``hypothesis`` as ``verdict`` citing ``evidence``; the new verdict and the one it replaces (or None)."""
     if verdict not in VERDICTS:
         raise BadInput(f"unknown verdict {verdict!r}", fix="one of: " + ", ".join(VERDICTS))
@@ -118,22 +81,13 @@ def close(
     check_refs(handle, events, [hypothesis], allow="H")
     check_refs(handle, events, refs, allow="A")
     if not refs and not (because and because.strip()):
-        raise BadInput(
-            f"a verdict on {hypothesis} needs --evidence or --because",
-            fix=f"logkit hypothesis {_verb(verdict)} {hypothesis} --evidence A7 [--because '...']",
-        )
+        raise BadInput(f"a verdict on {hypothesis} needs --evidence or --because",
+                       fix=f"logkit hypothesis {_verb(verdict)} {hypothesis} --evidence A7 [--because '...']")
     _only_testing(handle.id, events, hypothesis, verdict, refs)
     earlier = current_verdict(e for e in events if isinstance(e, Verdict) and e.hypothesis == hypothesis)
-    event = Verdict(
-        session=handle.id,
-        ts=now(at),
-        hypothesis=hypothesis,
-        verdict=verdict,  # type: ignore[arg-type]
-        evidence=refs,
-        because=because,
-        replaces=earlier.id if earlier is not None else None,
-        provenance=provenance(reconstructed),
-    )
+    event = Verdict(session=handle.id, ts=now(at), hypothesis=hypothesis, verdict=verdict,  # type: ignore[arg-type]
+                    evidence=refs, because=because, replaces=earlier.id if earlier is not None else None,
+                    provenance=provenance(reconstructed))
     handle.append(event)
     return event, earlier
 
@@ -151,10 +105,8 @@ def _only_testing(session: str, events: list[BaseEvent], hypothesis: str, verdic
             f"is an attempt of session {other}, so it tested that session's hypotheses"
         cite = (f"cite an attempt that tested it ({', '.join(testing)})" if testing else
                 f"no attempt tested {hypothesis} yet: run one with 'logkit run --tests {hypothesis} -- ...'")
-        raise BadInput(
-            f"{ref} did not test {hypothesis}: it {tested}",
-            fix=f"{cite}; or give the reason alone: logkit hypothesis {_verb(verdict)} {hypothesis} --because '...'",
-        )
+        alone = f"or give the reason alone: logkit hypothesis {_verb(verdict)} {hypothesis} --because '...'"
+        raise BadInput(f"{ref} did not test {hypothesis}: it {tested}", fix=f"{cite}; {alone}")
 
 
 def current_verdict(verdicts: Iterable[Verdict]) -> Verdict | None:
@@ -184,23 +136,16 @@ def states(events: list[BaseEvent]) -> list[HypothesisState]:
     """Every hypothesis of a session with its current verdict and the attempts testing it."""
     by_id = {e.short_id: HypothesisState(e) for e in events if isinstance(e, Hypothesis)}
     ended = {e.attempt: e.status for e in events if isinstance(e, Outcome)}
-    verdicts: dict[str, list[Verdict]] = {}
-    for event in events:
-        if isinstance(event, Verdict) and event.hypothesis in by_id:
-            verdicts.setdefault(event.hypothesis, []).append(event)
-        elif isinstance(event, Attempt):
-            for ref in event.tests:
-                state = by_id.get(ref)
-                if state is None:
-                    continue
-                state.tests.append(event.short_id)
-                if event.short_id in ended:
-                    state.outcomes[event.short_id] = ended[event.short_id]
-                else:
-                    state.pending.append(event.short_id)
-    for hid, found in verdicts.items():
-        state = by_id[hid]
-        state.verdict = current_verdict(found)
-        if state.verdict is not None and state.verdict.replaces:
-            state.replaced = next((v for v in found if v.id == state.verdict.replaces), None)
+    for attempt in (e for e in events if isinstance(e, Attempt)):
+        for state in filter(None, map(by_id.get, attempt.tests)):
+            state.tests.append(attempt.short_id)
+            if attempt.short_id in ended:
+                state.outcomes[attempt.short_id] = ended[attempt.short_id]
+            else:
+                state.pending.append(attempt.short_id)
+    verdicts = [e for e in events if isinstance(e, Verdict) and e.hypothesis in by_id]
+    for hid, verdict in standing(verdicts).items():
+        by_id[hid].verdict = verdict
+        if verdict.replaces:
+            by_id[hid].replaced = next((v for v in verdicts if v.id == verdict.replaces and v.hypothesis == hid), None)
     return list(by_id.values())

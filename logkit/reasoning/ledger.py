@@ -1,35 +1,41 @@
-"""Permanent decision ids (``DR-7K3FQ``) and the ledger that lists every id ever handed out.
+"""Permanent decision ids (``DR-7K3FQ``), the ledger that lists every id ever handed out, and reading
+the records.
 
 Contract:
 
 * :func:`permanent_id` draws an id from a decision's own random event id: ``DR-`` and the first
   five Crockford base32 digits of it, lengthened while it clashes with an id in ``taken`` (the
-  store's sessions and ledger: :func:`known_ids`, which brings the index up to date and queries its
-  decisions; called under the store's lock, it sees a decision another process appended a moment
-  ago). :func:`normalize_id` reads what a person typed.
+  store's sessions and ledger: :func:`known_ids`, which brings the index up to date; called under
+  the store's lock, it sees a decision another process appended a moment ago). :func:`normalize_id`
+  reads what a person typed.
 * The ledger ``<sessions>/DECISIONS.tsv`` (tracked in git) has one line per id,
   ``DR-7K3FQ<TAB>session<TAB>title``, a 4th column ``moved to DR-...`` marking an id that moved
   (:func:`aliases`). :func:`append_ledger` writes ``<sessions>/.gitattributes`` beside it so git's
   ``union`` driver merges concurrent decisions without a conflict; :func:`refuse_unmerged` stops a
   write into a ledger with conflict markers left in it.
+* :func:`decisions_by_id` reads the index's ``decisions`` table: every record grouped by id (more
+  than one: a collision), in (session, line) order. :func:`supersession` is the one answer to
+  "which record replaces which" (``supersedes`` is written once, on the newer record).
+  :func:`resolve` accepts an id, a longer form of a record's own id (how two records that drew one
+  short id stay reachable), or an id that moved.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store import files, shared
-from ..errors import BadInput, StoreError
-from ..events import DECISION_ID_BODY, DECISION_ID_RE
-from ..store import Store
+from ..errors import BadInput, NotFound, StoreError
+from ..events import DECISION_ID_BODY, DECISION_ID_RE, Decision
+from ..store import Store, files, shared
 
-__all__ = [
-    "CONFLICT_MARKERS", "CROCKFORD", "LEDGER", "LedgerRow", "aliases", "append_ledger", "id_digits", "known_ids",
-    "ledger_line", "ledger_path", "ledger_rows", "normalize_id", "permanent_id", "refuse_unmerged",
-]
+__all__ = ["CONFLICT_MARKERS", "CROCKFORD", "LEDGER", "LedgerRow", "Resolved", "aliases", "append_ledger",
+           "decisions_by_id", "id_digits", "known_ids", "latest_per_session", "ledger_line", "ledger_path",
+           "ledger_rows", "normalize_id", "permanent_id", "refuse_unmerged", "resolve", "resolve_longer",
+           "supersession"]
 
 LEDGER = "DECISIONS.tsv"
 LEDGER_HEADER = (
@@ -37,13 +43,10 @@ LEDGER_HEADER = (
     "# (a 4th column 'moved to DR-<id>' marks an id that moved). Tracked in git; merged with git's union driver\n"
     "# (.gitattributes). After a merge, 'logkit decision check' confirms the ids are unique.\n"
 )
-#: Crockford's base32 alphabet: no I, L, O, U (read as 1, 1, 0 and never written).
-CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-#: Digits of a new id: 32**5, about 33.5 million.
-SHORT = 5
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # base32 without I, L, O, U (read as 1, 1, 0; never written)
+SHORT = 5  # digits of a new id: 32**5, about 33.5 million
 _MOVED = re.compile(rf"^moved to ({DECISION_ID_BODY})$")
-#: Lines git leaves in a file it could not merge.
-CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")
+CONFLICT_MARKERS = ("<<<<<<<", "=======", ">>>>>>>")  # lines git leaves in a file it could not merge
 
 
 def id_digits(event_id: str) -> str:
@@ -71,8 +74,7 @@ def normalize_id(text: str) -> str | None:
     raw = text.strip().upper()
     if not raw.startswith("DR-"):
         return None
-    body = raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
-    candidate = "DR-" + body
+    candidate = "DR-" + raw[3:].translate(str.maketrans({"I": "1", "L": "1", "O": "0"}))
     return candidate if DECISION_ID_RE.match(candidate) else None
 
 
@@ -131,23 +133,14 @@ def refuse_unmerged(store: Store) -> None:
     _rows, bad = ledger_rows(store)
     for number, line in bad:
         if line.startswith(CONFLICT_MARKERS):
-            raise BadInput(
-                f"{ledger_path(store)}:{number}: unresolved git merge conflict in the decision ledger",
-                fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'",
-            )
+            raise BadInput(f"{ledger_path(store)}:{number}: unresolved git merge conflict in the decision ledger",
+                           fix="keep the lines of both sides, delete the markers, then run 'logkit decision check'")
 
 
 def known_ids(store: Store) -> set[str]:
     """Every decision id the store's sessions record (the index, refreshed) or its ledger ever listed."""
-    from ..store.index import Index
-
-    with Index(store.root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            ids = {row["decision_id"] for row in snap.decisions()}
     rows, _bad = ledger_rows(store)
-    ids.update(r.id for r in rows)
-    return ids
+    return set(decisions_by_id(store)) | {r.id for r in rows}
 
 
 def aliases(store: Store) -> dict[str, list[tuple[str, str]]]:
@@ -158,3 +151,87 @@ def aliases(store: Store) -> dict[str, list[tuple[str, str]]]:
         if row.moved_to:
             moved.setdefault(row.id, []).append((row.session, row.moved_to))
     return moved
+
+
+def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
+    """Every decision of the store by id (more than one: a collision), from the index, in (session, line) order."""
+    from ..store.index import Index
+
+    with Index(store.root) as index:
+        index.refresh()
+        with index.snapshot() as snap:
+            rows = snap.decisions()
+    found: dict[str, list[Decision]] = {}
+    for row in rows:  # validated at ingest: the model is made again from the stored event, not checked anew
+        found.setdefault(row["decision_id"], []).append(Decision.model_validate(row["event"]))
+    return found
+
+
+def supersession(records: Iterable[Decision]) -> dict[str, list[str]]:
+    """Decision id -> the sorted ids whose ``supersedes`` names it (a record naming its own id replaces nothing)."""
+    by: dict[str, set[str]] = {}
+    for d in records:
+        if d.supersedes and d.supersedes != d.decision_id:
+            by.setdefault(d.supersedes, set()).add(d.decision_id)
+    return {did: sorted(ids) for did, ids in by.items()}
+
+
+def latest_per_session(records: Iterable[Decision]) -> dict[str, Decision]:
+    """The latest of one id's records in each session (sessions in the order they first appear)."""
+    out: dict[str, Decision] = {}
+    for d in records:
+        if d.session not in out or d.ts > out[d.session].ts:
+            out[d.session] = d
+    return out
+
+
+def _longer_matches(decisions: list[Decision], cited: str) -> list[Decision]:
+    """The records whose own event id spells ``cited`` (a longer form of their permanent id)."""
+    body = cited[3:]
+    return [d for d in decisions if len(body) > len(d.decision_id) - 3 and id_digits(d.id).startswith(body)
+            and body.startswith(d.decision_id[3:])]
+
+
+def resolve_longer(store: Store, cited: str) -> str | None:
+    """The one record whose own id ``cited`` is a longer form of, if exactly one."""
+    found = _longer_matches([d for ds in decisions_by_id(store).values() for d in ds], cited)
+    return found[0].decision_id if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a cited id names: the record, how it was found, and the other records it could mean."""
+
+    decision: Decision
+    cited: str
+    how: str  # "id", "longer" (a longer form of the record's id) or "moved" (an id that moved to this one)
+    others: tuple[Decision, ...] = ()
+    superseded_by: tuple[str, ...] = ()  # the decisions that replace the record (supersession()), none if it stands
+
+
+def resolve(store: Store, text: str) -> Resolved:
+    """The decision ``text`` names: its id, a longer form of it, or an id that moved to it."""
+    cited = normalize_id(text)
+    if cited is None:
+        raise BadInput(f"{text!r} is not a decision id", fix="decision ids look like DR-7K3FQ (or DR-0003 for older ones)")
+    by_id = decisions_by_id(store)
+    everything = [d for ds in by_id.values() for d in ds]
+    later = supersession(everything)
+
+    def found(record: Decision, how: str, others: tuple[Decision, ...] = ()) -> Resolved:
+        return Resolved(record, cited, how, others, tuple(later.get(record.decision_id, ())))
+
+    if cited in by_id:
+        first = min(by_id[cited], key=lambda d: (d.ts, d.session)).session  # the earliest session keeps a shared id
+        latest = latest_per_session(by_id[cited])
+        return found(latest[first], "id", tuple(latest[s] for s in sorted(set(latest) - {first})))
+    longer = _longer_matches(everything, cited)
+    if len(longer) == 1:
+        return found(longer[0], "longer")
+    moved = aliases(store).get(cited, [])
+    targets = [max(by_id[new], key=lambda d: d.ts) for _sid, new in moved if new in by_id]
+    if targets:
+        return found(targets[0], "moved", tuple(targets[1:]))
+    known = sorted(by_id)
+    raise NotFound(f"no decision {cited} in {store.root}",
+                   fix="pick one of: " + (", ".join(known[-8:]) or "none recorded yet") + " (logkit decision list)")

@@ -1,27 +1,20 @@
 """The matrix cell: the one rule for what the evidence says about a backend value (docs/knowledge-model.md).
 
-Contract:
+Contract (pure functions of :class:`Row` s, no I/O, no pydantic):
 
-* A :class:`Row` is one attempt as plain data (session, attempt, role, start, status, model,
-  architecture, SGLang/flashinfer versions, backend axes chosen, the ``--hang-timeout`` that stopped
-  it, the hypotheses it tested). :func:`row_of` makes one from an index ``attempts`` row
-  (:mod:`logkit.store.index`): the one way every reader (the pre-launch check, the sweep's skip,
-  ``status``) gets its rows. This module is a pure function of them, with no I/O and no pydantic.
+* :func:`row_of` makes a :class:`Row` (one attempt as plain data) from an index ``attempts`` row:
+  the one way every reader (the pre-launch check, the sweep's skip, ``status``) gets its rows.
 * :func:`category` is a row's attributable category (``statuses.toml``), or None: only launches
-  count; an ``ignore`` status says nothing; a ``works`` launch whose smoke reply was degenerate is
-  ``garbage``; a ``hang`` stopped by a ``--hang-timeout`` shorter than ``[attribution]
+  count; an ``ignore`` status says nothing; a ``works`` launch with a degenerate smoke reply is
+  ``garbage``; a ``hang`` under a ``--hang-timeout`` shorter than ``[attribution]
   hang_timeout_default`` (``launch.toml``) is not attributable (the user cut it short).
-* :func:`state` is what a set of attributable rows says: ``works`` (a working one, no refuting
-  one), ``refuted`` (refuting ones, no working one), ``conflicting`` (both), ``untested`` (none).
+* :func:`state` of some categories: ``works``, ``refuted``, ``conflicting`` (both), ``untested``.
 * :func:`cells` groups rows into :class:`Cell` s keyed (model, axis, value, arch, sglang,
-  flashinfer): the count per category, every attributable attempt in time order, the latest, the
-  state, the refuting class and, for ``conflicting``, both sides. The site's matrix, the pre-launch
-  check, the sweep's skip and ``status``'s proposals all read these.
-* :func:`compare` is the one rule for "slow": two working configurations' runs of a
-  higher-is-better figure (output throughput) are ``slower`` / ``faster`` only when their
-  intervals (:mod:`logkit.stats`; a single run's from ``[attribution] slow_ratio``) do not overlap,
-  else ``tied``; the :class:`Comparison` says by how much and on how many runs. The matrix page, a
-  sweep's ranking and its decision draft all ask it.
+  flashinfer); the site's matrix, the pre-launch check, the sweep's skip and ``status`` read them.
+* :func:`compare` is the one rule for "slow": two sets of runs of a higher-is-better figure are
+  ``slower`` / ``faster`` only when their intervals (:mod:`logkit.stats`; a single run's from
+  ``[attribution] slow_ratio``) do not overlap, else ``tied`` (the matrix page, a sweep's ranking
+  and its decision draft).
 """
 
 from __future__ import annotations
@@ -36,10 +29,8 @@ from typing import Any
 from .. import statuses
 from ..launch.flags import table as launch_table
 
-__all__ = ["Cell", "Comparison", "Key", "Row", "STATES", "aggregated", "category", "category_of", "cells", "compare",
+__all__ = ["Cell", "Comparison", "Key", "Row", "aggregated", "category", "category_of", "cells", "compare",
            "hang_limit", "refutes", "row_of", "state", "with_smoke"]
-
-STATES = ("works", "refuted", "conflicting", "untested")
 
 #: (model, axis, value, arch, sglang version, flashinfer version)
 Key = tuple[str | None, str, str, str | None, str | None, str | None]
@@ -70,8 +61,7 @@ class Row:
     sglang: str | None = None
     flashinfer: str | None = None
     backends: dict[str, str] = field(default_factory=dict)
-    #: the --hang-timeout that stopped it (a hang), None when none did
-    hang_timeout: float | None = None
+    hang_timeout: float | None = None  # the --hang-timeout that stopped it (a hang)
     tests: tuple[str, ...] = ()
     smoke_failed: bool = False
     label: str | None = None
@@ -138,8 +128,7 @@ class Cell:
     arch: str | None
     sglang: str | None
     flashinfer: str | None
-    #: attributable attempts, in time order: all of them (:func:`cells`), or the latest working and
-    #: the latest refuting one (:func:`aggregated`: the cell as the index's counts give it)
+    # attributable attempts in time order: all (cells()), or the latest of each category (aggregated())
     rows: list[Row] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -178,13 +167,11 @@ def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
     """Every cell the attributable rows fill (see the contract), rows in (start, reference) order."""
     out: dict[Key, Cell] = {}
     for row in sorted(rows, key=_order):
-        cat = category(row)
-        if cat is None:
+        if (cat := category(row)) is None:
             continue
         for axis, value in row.backends.items():
             key = (row.model, axis, value, row.arch, row.sglang, row.flashinfer)
-            cell = out.get(key)
-            if cell is None:
+            if (cell := out.get(key)) is None:
                 cell = out[key] = Cell(*key)
             cell.rows.append(row)
             cell.counts[cat] = cell.counts.get(cat, 0) + 1
@@ -197,24 +184,18 @@ def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
 
 
 def _order(row: Row) -> tuple[str, str, int]:
-    return (row.started, row.session, _num(row.attempt))
-
-
-def _num(short: str) -> int:
-    digits = short.lstrip("A")
-    return int(digits) if digits.isdigit() else 0
+    digits = row.attempt.lstrip("A")
+    return (row.started, row.session, int(digits) if digits.isdigit() else 0)
 
 
 @dataclass(frozen=True)
 class Comparison:
     """Two configurations' runs of a higher-is-better figure, and what they say (:func:`compare`)."""
 
-    #: ``slower`` / ``faster`` (mine against theirs), or ``tied`` when the intervals overlap
-    verdict: str
+    verdict: str  # slower / faster (mine against theirs), or tied when the intervals overlap
     mine: Any  # logkit.stats.Spread
     theirs: Any
-    #: the intervals compared (a single run's widened by ``slow_ratio``)
-    mine_interval: tuple[float, float]
+    mine_interval: tuple[float, float]  # the intervals compared (a single run's widened by slow_ratio)
     theirs_interval: tuple[float, float]
 
     @property

@@ -21,17 +21,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..errors import BadInput
-from ..events import (
-    OUTCOME_STATUSES,
-    Attempt,
-    ConfigDiff,
-    Environment,
-    EvidenceLine,
-    Gpu,
-    LaunchConfig,
-    Metric,
-    Outcome,
-)
+from ..events import (OUTCOME_STATUSES, Attempt, ConfigDiff, Environment, EvidenceLine, Gpu, LaunchConfig, Metric,
+                      Outcome)
 from ..launch.flags import diff
 from ..store import SessionHandle, Store, Txn
 from .common import check_refs, now, provenance
@@ -41,38 +32,21 @@ __all__ = ["attempt", "environment", "metric", "session"]
 
 def _required(reconstructed: str | None) -> str:
     if not reconstructed or not reconstructed.strip():
-        raise BadInput(
-            "recording without running needs the account it follows",
-            fix='add --reconstructed "seed 000: msg 5976" (or use logkit run to capture a real run)',
-        )
+        raise BadInput("recording without running needs the account it follows",
+                       fix='add --reconstructed "seed 000: msg 5976" (or use logkit run to capture a real run)')
     return reconstructed
 
 
-def session(
-    store: Store,
-    title: str,
-    *,
-    session_id: str | None,
-    goal: str | None,
-    tags: list[str],
-    at: str | None,
-    reconstructed: str | None,
-) -> SessionHandle:
+def session(store: Store, title: str, *, session_id: str | None, goal: str | None, tags: list[str], at: str | None,
+            reconstructed: str | None) -> SessionHandle:
     """Create a reconstructed session (and make it current)."""
-    return store.create(
-        title, goal=goal, tags=tags, session_id=session_id, when=now(at), provenance=provenance(_required(reconstructed))
-    )
+    return store.create(title, goal=goal, tags=tags, session_id=session_id, when=now(at),
+                        provenance=provenance(_required(reconstructed)))
 
 
-def environment(
-    *,
-    gpu: str | None,
-    compute_cap: str | None,
-    count: int,
-    first_index: int = 0,
-    packages: dict[str, str | None] | None = None,
-    env: dict[str, str] | None = None,
-) -> Environment | None:
+def environment(*, gpu: str | None, compute_cap: str | None, count: int, first_index: int = 0,
+                packages: dict[str, str | None] | None = None,
+                env: dict[str, str] | None = None) -> Environment | None:
     """An environment made of what an account states (GPUs, packages, environment variables)."""
     if count < 1:
         raise BadInput(f"--count {count} must be at least 1", fix="--count 8")
@@ -84,23 +58,10 @@ def environment(
     return Environment(gpus=gpus, packages=dict(packages or {}), env=dict(env or {}), device_capability=compute_cap)
 
 
-def attempt(
-    handle: SessionHandle,
-    argv: list[str],
-    *,
-    role: str,
-    status: str | None,
-    label: str | None,
-    outcome_label: str | None,
-    evidence_text: list[str],
-    tests: list[str],
-    environment: Environment | None,
-    launch: LaunchConfig | None,
-    at: str | None,
-    duration_s: float | None,
-    reconstructed: str | None,
-    model: str | None = None,
-) -> tuple[Attempt, Outcome | None]:
+def attempt(handle: SessionHandle, argv: list[str], *, role: str, status: str | None, label: str | None,
+            outcome_label: str | None, evidence_text: list[str], tests: list[str], environment: Environment | None,
+            launch: LaunchConfig | None, at: str | None, duration_s: float | None, reconstructed: str | None,
+            model: str | None = None) -> tuple[Attempt, Outcome | None]:
     """Write a reconstructed attempt and (with ``status``) its outcome."""
     prov = provenance(_required(reconstructed))
     if not argv:
@@ -118,39 +79,25 @@ def attempt(
             launch = launch.model_copy(update={"diff": changes})
 
     def build(txn: Txn) -> Attempt:
-        return Attempt(
-            session=handle.id, ts=started, short_id=txn.next_short_id("A"), argv=argv, role=role,  # type: ignore[arg-type]
-            started=started, tests=tests, environment=environment, launch=launch, label=label, provenance=prov,
-            model=model,
-        )
+        return Attempt(session=handle.id, ts=started, short_id=txn.next_short_id("A"), argv=argv,
+                       role=role, started=started, tests=tests, environment=environment,  # type: ignore[arg-type]
+                       launch=launch, label=label, provenance=prov, model=model)
 
     made = handle.append_new(build)
     assert isinstance(made, Attempt)
     outcome = None
     if status is not None:
         ended = started + timedelta(seconds=duration_s or 0)
-        outcome = Outcome(
-            session=handle.id, ts=ended, attempt=made.short_id, status=status,  # type: ignore[arg-type]
-            label=outcome_label, ended=ended, duration_s=duration_s,
-            # line 0: the text is quoted from the account, not from a log (there is none).
-            evidence=[EvidenceLine(line=0, text=t) for t in evidence_text],
-            provenance=prov,
-        )
+        # line 0: the text is quoted from the account, not from a log (there is none).
+        outcome = Outcome(session=handle.id, ts=ended, attempt=made.short_id, status=status,  # type: ignore[arg-type]
+                          label=outcome_label, ended=ended, duration_s=duration_s, provenance=prov,
+                          evidence=[EvidenceLine(line=0, text=t) for t in evidence_text])
         handle.append(outcome, durable=True)
     return made, outcome
 
 
-def metric(
-    handle: SessionHandle,
-    name: str,
-    value: float,
-    *,
-    attempt_id: str,
-    unit: str | None,
-    labels: dict[str, Any],
-    at: str | None,
-    reconstructed: str | None,
-) -> Metric:
+def metric(handle: SessionHandle, name: str, value: float, *, attempt_id: str, unit: str | None,
+           labels: dict[str, Any], at: str | None, reconstructed: str | None) -> Metric:
     """Write one reconstructed figure, tied to an existing attempt."""
     if not math.isfinite(value):
         raise BadInput(f"metric {name} = {value}: a figure must be a finite number",
@@ -165,10 +112,8 @@ def metric(
         # A bench attempt measured the most recent launch before it.
         launches = [e for e in events if isinstance(e, Attempt) and e.role == "launch" and e.ts <= target.ts]
         server = launches[-1].short_id if launches else None
-    event = Metric(
-        session=handle.id, ts=now(at), name=name, value=value, unit=unit,
-        attempt=measured, server_attempt=server, labels=labels, provenance=prov,
-    )
+    event = Metric(session=handle.id, ts=now(at), name=name, value=value, unit=unit, attempt=measured,
+                   server_attempt=server, labels=labels, provenance=prov)
     handle.append(event)
     return event
 

@@ -1,21 +1,20 @@
 """Before a launch: does the knowledge base say this launch's backend values fail on this GPU?
 
-Contract:
+Contract (the cell rule is :mod:`logkit.reasoning.matrix`'s, as the site, the sweep's skip and
+``status`` read it):
 
-* The cells come from the index (:mod:`logkit.store.index`, brought up to date first), counted
-  per :func:`logkit.reasoning.matrix.category` in SQL; only a cell that is not ``works`` has its
-  latest attempts read. The same rule as the site's matrix, the sweep's skip and ``status``.
-* :func:`check` returns one :class:`RefutedRun` per ``refuted`` cell the new launch falls in
-  (same backend axis and value, architecture, and model and SGLang version where both are known;
-  :func:`check_launch` gives the model and the SGLang version the launch's parser reported, as the
-  sweep's skip and ``logkit hook pre-launch`` do):
-  its latest refuting attempt. :func:`conflicts` returns the ``conflicting`` ones, each naming both
-  sides; they are said, never asked about. An unknown architecture matches nothing.
+* :func:`launch_cells` reads the cells a launch falls in from the index (brought up to date first),
+  counted per category in SQL; only a cell that is not ``works`` has its latest attempts read.
+  Cells match on backend axis and value, architecture, and model and SGLang version where both are
+  known; an unknown architecture matches nothing.
+* :func:`check` gives one :class:`RefutedRun` (its latest refuting attempt) per ``refuted`` cell;
+  :func:`conflicts` one per ``conflicting`` cell, naming both sides: said, never asked about.
 * :func:`ask` asks ``Run anyway? [y/N]`` on a terminal, answers yes with ``--yes``, and never
   prompts when stdin is not a terminal (it proceeds and prints the warning).
 * :func:`check_launch` is the body of the runner's ``confirm(plan, environment)`` callback
-  (plugged in by :mod:`logkit.reasoning.prelaunch`, which stays import-light). A failure inside
-  the check is reported and never blocks a launch. ``--yes`` skips the callback altogether.
+  (plugged in by :mod:`logkit.reasoning.prelaunch`, which stays import-light), with the model and
+  SGLang version the launch's parser reported. A failure inside it is reported and never blocks a
+  launch; ``--yes`` skips it.
 """
 
 from __future__ import annotations
@@ -43,8 +42,7 @@ class RefutedRun:
     attempt: str
     status: str
     arch: str | None
-    #: axis -> the value that failed
-    suspects: dict[str, Any] = field(default_factory=dict)
+    suspects: dict[str, Any] = field(default_factory=dict)  # axis -> the value that failed
     label: str | None = None
     state: str = "refuted"
     worked: str | None = None
@@ -67,9 +65,7 @@ def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: 
 
 def cells_in(snap: Any, backends: dict[str, Any], arch: str, model: str | None = None,
              sglang: str | None = None) -> list[matrix.Cell]:
-    """The cells of an index snapshot ``snap`` a launch choosing ``backends`` on ``arch`` falls in (the
-    index's aggregate: counts per matrix category, the latest of each category of a cell that is not
-    ``works``), in the snapshot's order."""
+    """:func:`launch_cells` of an index snapshot, in its order (the latest of each category if not ``works``)."""
     arch = arch_name(arch) or arch
     counts: dict[matrix.Key, dict[str, int]] = {}
     for axis, value, cmodel, csglang, flashinfer, cat, count in snap.cell_counts(backends, arch, model=model,
@@ -113,18 +109,12 @@ def warning(run: RefutedRun) -> str:
     return text + "."
 
 
-def ask(
-    runs: list[RefutedRun],
-    *,
-    yes: bool = False,
-    stdin: TextIO | None = None,
-    stderr: TextIO | None = None,
-) -> bool:
+def ask(runs: list[RefutedRun], *, yes: bool = False, stdin: TextIO | None = None,
+        stderr: TextIO | None = None) -> bool:
     """Warn about ``runs``; True to go ahead. Prompts only on a terminal, and not with ``yes``."""
     if not runs:
         return True
-    stdin = stdin or sys.stdin
-    stderr = stderr or sys.stderr
+    stdin, stderr = stdin or sys.stdin, stderr or sys.stderr
     for run in runs:
         stderr.write(f"logkit: warning: {warning(run)}\n")
     if yes:

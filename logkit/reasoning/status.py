@@ -1,28 +1,22 @@
 """``logkit status``: where the current session stands, for a terminal or a script.
 
-Contract: :func:`session_status` is a query over the index (:mod:`logkit.store.index`, brought up
-to date for the session first: an appended session is seen; every line was validated once, at
-ingest, and its problems are named ``file:line``). It returns a JSON-ready dict:
+Contract: :func:`session_status` is a query over the index (brought up to date for the session
+first; every line was validated once, at ingest, and its problems are named ``file:line``). Its
+JSON-ready dict holds:
 
-* ``hypotheses``: the open ones (no verdict stands on them: :func:`logkit.reasoning.hypotheses.standing`,
-  the rule ``hypothesis list`` and the site read), each with the attempts testing it and those
-  still pending;
+* ``hypotheses``: the open ones (:func:`logkit.reasoning.hypotheses.standing`), each with the
+  attempts testing it and those still pending;
 * ``attempts``: the last ``last`` attempts with outcome status, label and the flags they changed;
 * ``running``: launch attempts without an outcome whose recorder or server is still alive;
-* ``proposals``: while H3 is open and the attempts run with ``--tests H3`` say ``refuted`` by the
-  matrix cell's rule (:mod:`logkit.reasoning.matrix`, rows by :func:`~logkit.reasoning.matrix.row_of`:
-  a refuting category, none working; an ``ignore`` status such as ``import_error`` refutes nothing,
-  and a later launch testing H3 that came up ready and passed its smoke test withdraws it), the
-  command that records the refutation, one per refuting attempt, unless every cell that attempt
-  falls in is ``conflicting`` in the whole knowledge base (the cells the pre-launch check and the
-  site read: the value also worked, in a launch that tested nothing or another session): those are
-  ``conflicting``, each with the latest working attempt of each cell, and nothing is proposed for them;
-* ``decisions``: the session's decision records;
-* ``todo``: the items of the latest todo snapshot (``logkit todo import``, ``logkit hook todo``),
-  each with the hypothesis it was matched to.
+* ``proposals``: while H3 is open and the attempts run with ``--tests H3`` make its matrix cell
+  ``refuted`` (:mod:`logkit.reasoning.matrix`: an ``ignore`` status such as ``import_error``
+  refutes nothing; a later ready launch that passed its smoke test withdraws it), the command that
+  records the refutation, one per refuting attempt; but an attempt whose every cell is
+  ``conflicting`` in the whole knowledge base (the cells the pre-launch check and the site read)
+  is listed under ``conflicting`` with the latest working attempt of each cell, nothing proposed;
+* ``decisions``: the session's decision records; ``todo``: the latest todo snapshot's items.
 
-Only the attempts shown (the last ``last``, the open launches) are read as events; the rest are
-index rows. :func:`render` turns the dict into text.
+Only the attempts shown are read as events; the rest are index rows. :func:`render` makes the text.
 """
 
 from __future__ import annotations
@@ -33,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import procs
-
 from ..events import Verdict
 from ..store import files
 from . import matrix
@@ -41,19 +34,14 @@ from .hypotheses import standing
 
 __all__ = ["PROBLEMS_KEPT", "current_status", "render", "session_status", "status"]
 
-#: problems named word for word (the others are counted)
-PROBLEMS_KEPT = 200
+PROBLEMS_KEPT = 200  # problems named word for word (the others are counted)
 
 
 def _changed(attempt: dict[str, Any]) -> dict[str, Any]:
-    diff = (attempt.get("launch") or {}).get("diff")
-    if not diff:
-        return {}
-    out: dict[str, Any] = {}
-    out.update({f"+{k}": v for k, v in (diff.get("added") or {}).items()})
-    out.update({f"-{k}": v for k, v in (diff.get("removed") or {}).items()})
-    out.update({k: f"{v[0]} -> {v[1]}" for k, v in (diff.get("changed") or {}).items() if len(v) == 2})
-    return out
+    diff = (attempt.get("launch") or {}).get("diff") or {}
+    return {**{f"+{k}": v for k, v in (diff.get("added") or {}).items()},
+            **{f"-{k}": v for k, v in (diff.get("removed") or {}).items()},
+            **{k: f"{v[0]} -> {v[1]}" for k, v in (diff.get("changed") or {}).items() if len(v) == 2}}
 
 
 def _alive(host: str | None, pids: list[int | None]) -> bool:
@@ -63,8 +51,7 @@ def _alive(host: str | None, pids: list[int | None]) -> bool:
 
 
 def _cells_of(snap: Any, row: matrix.Row) -> list[matrix.Cell]:
-    """The knowledge base's cells ``row`` falls in (its own model, architecture and versions), as the
-    pre-launch check and the site read them: every attributable attempt, not only this session's."""
+    """The knowledge base's cells ``row`` falls in (its own model, architecture and versions), every session's."""
     if not row.arch or not row.backends:
         return []
     from .refuted import cells_in
@@ -73,10 +60,9 @@ def _cells_of(snap: Any, row: matrix.Row) -> list[matrix.Cell]:
             if (c.model, c.sglang, c.flashinfer) == (row.model, row.sglang, row.flashinfer)]
 
 
-def _proposals(snap: Any, open_ids: list[str], rows: list[matrix.Row]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """For each open hypothesis whose testing attempts' cell is ``refuted``: one proposal per refuting
-    attempt whose cells in the knowledge base are refuted too; and, apart, the refuting attempts whose
-    every cell is ``conflicting`` there (it also worked: nothing to propose, both named)."""
+def _proposals(snap: Any, open_ids: list[str],
+               rows: list[matrix.Row]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(proposals, conflicting)`` of the open hypotheses (see the contract)."""
     out, conflicting = [], []
     for ref in sorted(open_ids, key=lambda h: int(h[1:]) if h[1:].isdigit() else 0):
         tested = [r for r in rows if ref in r.tests]
@@ -91,11 +77,9 @@ def _proposals(snap: Any, open_ids: list[str], rows: list[matrix.Row]) -> tuple[
                                     "worked": {f"{c.axis}={c.value}": c.working[-1].ref if c.working else None
                                                for c in sorted(cells, key=lambda c: (c.axis, c.value))}})
                 continue
-            because = f"{r.attempt} ended {r.status}" + (f": {r.label}" if r.label else "")
-            out.append({
-                "hypothesis": ref, "attempt": r.attempt, "status": r.status,
-                "command": f"logkit hypothesis refute {ref} --evidence {r.attempt} --because {shlex.quote(because)}",
-            })
+            because = shlex.quote(f"{r.attempt} ended {r.status}" + (f": {r.label}" if r.label else ""))
+            out.append({"hypothesis": ref, "attempt": r.attempt, "status": r.status,
+                        "command": f"logkit hypothesis refute {ref} --evidence {r.attempt} --because {because}"})
     return out, conflicting
 
 
@@ -112,24 +96,20 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
             closed += 1
             continue
         testing = [aid for aid, t in tests.items() if h["short_id"] in t]
-        hyp_rows.append({
-            "id": h["short_id"], "text": h["text"], "priority": h["priority"], "tags": json.loads(h["tags"] or "[]"),
-            "status": "open", "evidence": [], "because": None, "tests": testing,
-            "pending": [a for a in testing if state[a] is None],
-            "outcomes": {a: state[a] for a in testing if state[a] is not None},
-        })
+        hyp_rows.append({"id": h["short_id"], "text": h["text"], "priority": h["priority"],
+                         "tags": json.loads(h["tags"] or "[]"), "status": "open", "evidence": [], "because": None,
+                         "tests": testing, "pending": [a for a in testing if state[a] is None],
+                         "outcomes": {a: state[a] for a in testing if state[a] is not None}})
     shown = attempts[-last:] if last > 0 else []
     running = [a for a in attempts if a["role"] == "launch" and a["status"] is None]
     events = snap.attempt_events(session_id, [a["short_id"] for a in shown + running])
     rows = []
     for a in shown:
         e = events.get(a["short_id"]) or {}
-        rows.append({
-            "id": a["short_id"], "role": a["role"], "command": shlex.join(e.get("argv") or []),
-            "tests": tests[a["short_id"]], "status": a["status"] or "running",
-            "label": a["outcome_label"] or a["label"], "changed": _changed(e),
-            "reconstructed": (e.get("provenance") or {}).get("source") == "reconstructed",
-        })
+        rows.append({"id": a["short_id"], "role": a["role"], "command": shlex.join(e.get("argv") or []),
+                     "tests": tests[a["short_id"]], "status": a["status"] or "running",
+                     "label": a["outcome_label"] or a["label"], "changed": _changed(e),
+                     "reconstructed": (e.get("provenance") or {}).get("source") == "reconstructed"})
     alive = []
     for a in running:
         e = events.get(a["short_id"]) or {}
@@ -139,24 +119,16 @@ def status(snap: Any, session_id: str, *, last: int = 5) -> dict[str, Any]:
     meta = snap.sessions(session=session_id)
     proposals, conflicting = _proposals(snap, [h["id"] for h in hyp_rows],
                                         [matrix.row_of(a) for a in attempts if tests[a["short_id"]]])
-    todo = None
+    todo: dict[str, Any] = {}
     for row in snap.events(session_id, ["todo"]):
         todo = row["event"]  # the latest snapshot
-    return {
-        "session": session_id,
-        "title": meta[0]["title"] if meta else None,
-        "hypotheses": hyp_rows,
-        "closed_hypotheses": closed,
-        "attempts": rows,
-        "attempt_count": len(attempts),
-        "running": alive,
-        "proposals": proposals,
-        "conflicting": conflicting,
-        "decisions": [{"id": d["decision_id"], "title": d["title"], "status": d["status"]}
-                      for d in snap.decisions(session=session_id)],
-        "todo": [{k: item.get(k) for k in ("content", "status", "priority", "hypothesis")}
-                 for item in (todo or {}).get("items") or []],
-    }
+    return {"session": session_id, "title": meta[0]["title"] if meta else None, "hypotheses": hyp_rows,
+            "closed_hypotheses": closed, "attempts": rows, "attempt_count": len(attempts), "running": alive,
+            "proposals": proposals, "conflicting": conflicting,
+            "decisions": [{"id": d["decision_id"], "title": d["title"], "status": d["status"]}
+                          for d in snap.decisions(session=session_id)],
+            "todo": [{k: item.get(k) for k in ("content", "status", "priority", "hypothesis")}
+                     for item in todo.get("items") or []]}
 
 
 def session_status(root: Path, session_id: str, *, last: int = 5) -> tuple[dict[str, Any], list[str]]:
@@ -192,17 +164,15 @@ def current_status(store: Any, session_id: str | None = None, *, last: int = 5) 
 
 def render(data: dict[str, Any]) -> str:
     """The status dict as text for a terminal."""
-    out = [f"session {data['session']}" + (f": {data['title']}" if data.get("title") else "")]
-    out.append("")
-    out.append(f"open hypotheses ({len(data['hypotheses'])}, {data['closed_hypotheses']} closed):")
+    out = [f"session {data['session']}" + (f": {data['title']}" if data.get("title") else ""), "",
+           f"open hypotheses ({len(data['hypotheses'])}, {data['closed_hypotheses']} closed):"]
     for h in data["hypotheses"]:
         pending = f"  pending: {', '.join(h['pending'])}" if h["pending"] else ""
         tested = f"  tested by: {', '.join(h['tests'])}" if h["tests"] else "  no attempt tests it yet"
         out.append(f"  {h['id']:<4} [{h['priority']}] {h['text']}{tested}{pending}")
     if not data["hypotheses"]:
         out.append("  none")
-    out.append("")
-    out.append(f"last attempts ({len(data['attempts'])} of {data['attempt_count']}):")
+    out += ["", f"last attempts ({len(data['attempts'])} of {data['attempt_count']}):"]
     for a in data["attempts"]:
         tests = f" tests {','.join(a['tests'])}" if a["tests"] else ""
         out.append(f"  {a['id']:<4} {a['status']:<14} {a['role']:<7}{tests} $ {a['command']}")
@@ -213,31 +183,25 @@ def render(data: dict[str, Any]) -> str:
         if a["reconstructed"]:
             out.append("       (reconstructed from a written account; no log)")
     if data["running"]:
-        out.append("")
-        out.append("still running:")
+        out += ["", "still running:"]
         for r in data["running"]:
             where = f" port {r['port']}" if r.get("port") else ""
             out.append(f"  {r['id']:<4} pid {r['pid']}{where} $ {r['command']}")
-    todo = data.get("todo") or []
-    if todo:
-        out.append("")
-        out.append(f"todo ({sum(t.get('status') == 'completed' for t in todo)} of {len(todo)} done):")
+    if todo := data.get("todo") or []:
+        out += ["", f"todo ({sum(t.get('status') == 'completed' for t in todo)} of {len(todo)} done):"]
         for t in todo:
             mark = {"completed": "x", "in_progress": "~"}.get(str(t.get("status")), " ")
             linked = f"  ({t['hypothesis']})" if t.get("hypothesis") else ""
             out.append(f"  [{mark}] {t.get('content')}{linked}")
     if data["decisions"]:
-        out.append("")
-        out.append("decisions: " + ", ".join(f"{d['id']} {d['title']}" for d in data["decisions"]))
+        out += ["", "decisions: " + ", ".join(f"{d['id']} {d['title']}" for d in data["decisions"])]
     if data["proposals"]:
-        out.append("")
-        out.append("proposed (accept with the command shown):")
+        out += ["", "proposed (accept with the command shown):"]
         for p in data["proposals"]:
-            out.append(f"  {p['attempt']} tested {p['hypothesis']} and ended {p['status']}: refute it?")
-            out.append(f"    {p['command']}")
+            out += [f"  {p['attempt']} tested {p['hypothesis']} and ended {p['status']}: refute it?",
+                    f"    {p['command']}"]
     if data.get("conflicting"):
-        out.append("")
-        out.append("conflicting evidence (nothing proposed):")
+        out += ["", "conflicting evidence (nothing proposed):"]
         for c in data["conflicting"]:
             also = "; ".join(f"{cell} also worked in {ref}" for cell, ref in c["worked"].items())
             out.append(f"  {c['attempt']} tested {c['hypothesis']} and ended {c['status']}, but {also}")

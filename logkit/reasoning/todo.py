@@ -5,13 +5,14 @@ Contract:
 * :func:`parse` reads the JSON an agent's ``todowrite`` tool writes: ``{"todos": [{"content",
   "status", "priority"}, ...]}`` or a bare list of such items (:func:`parse_data` the same JSON
   already read: an MCP tool's argument, a TodoWrite hook's input; Claude Code's ``activeForm`` is
-  accepted and not kept). Bad input raises
-  :class:`~logkit.errors.BadInput` naming the file, the JSON line and the fix.
+  accepted and not kept). Bad input raises :class:`~logkit.errors.BadInput` naming the file, the
+  JSON line and the fix.
 * :func:`match` maps each item onto a hypothesis transparently: an explicit ``H3:`` prefix wins;
   else the hypothesis with the highest token overlap coefficient, if it reaches the threshold of
   ``reasoning.toml`` ``[todo_match]``. Every mapping comes back as a :class:`Match` with its score
   and reason, is stored on ``TodoItem.hypothesis`` and is printed by the CLI: never silent.
-* :func:`record_items` appends one ``todo`` event (a snapshot of the parsed items); :func:`diff` compares two snapshots.
+* :func:`record_items` appends one ``todo`` event (a snapshot of the parsed items); :func:`diff`
+  compares two snapshots.
 """
 
 from __future__ import annotations
@@ -58,17 +59,6 @@ def tokens(text: str) -> set[str]:
     return {t for t in _TOKEN.findall(text.lower()) if t not in stop}
 
 
-def _items_from(data: Any, path: Path | str) -> list[Any]:
-    if isinstance(data, dict) and isinstance(data.get("todos"), list):
-        return data["todos"]
-    if isinstance(data, list):
-        return data
-    raise BadInput(
-        f"{path}: expected {{\"todos\": [...]}} or a list of todo items, got {type(data).__name__}",
-        fix='write {"todos": [{"content": "...", "status": "pending", "priority": "high"}]}',
-    )
-
-
 def parse(path: Path) -> list[TodoItem]:
     """The items of a todo file."""
     try:
@@ -80,40 +70,37 @@ def parse(path: Path) -> list[TodoItem]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadInput(
-            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})",
-            fix="fix the JSON there (a truncated todowrite message needs its last item closed)",
-        ) from None
+        raise BadInput(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})",
+                       fix="fix the JSON there (a truncated todowrite message needs its last item closed)") from None
     except RecursionError:
         raise BadInput(f"{path}: JSON nested too deeply to be a todo list",
                        fix='give {"todos": [{"content", "status", "priority"}, ...]} or a bare list') from None
     return parse_data(data, path)
 
 
-#: the fields a todo item may carry: todowrite's, and Claude Code TodoWrite's ``activeForm`` (the
-#: item in the present tense, shown while it runs: not recorded)
+# the fields a todo item may carry: todowrite's, and Claude Code TodoWrite's activeForm (the item in
+# the present tense, shown while it runs: not recorded)
 ITEM_FIELDS = ("content", "status", "priority", "id", "activeForm")
 
 
 def parse_data(data: Any, path: Path | str) -> list[TodoItem]:
     """The items of a todo list already read as JSON (``path`` names where it came from)."""
+    if isinstance(data, dict) and isinstance(data.get("todos"), list):
+        data = data["todos"]
+    elif not isinstance(data, list):
+        raise BadInput(f"{path}: expected {{\"todos\": [...]}} or a list of todo items, got {type(data).__name__}",
+                       fix='write {"todos": [{"content": "...", "status": "pending", "priority": "high"}]}')
     items: list[TodoItem] = []
-    for number, raw in enumerate(_items_from(data, path), start=1):
+    for number, raw in enumerate(data, start=1):
         if isinstance(raw, str):
             raw = {"content": raw}
         if not isinstance(raw, dict) or not isinstance(raw.get("content"), str) or not raw["content"].strip():
-            raise BadInput(
-                f"{path}: todo item {number} has no \"content\" text: {json.dumps(raw)[:120]}",
-                fix='every item needs "content"; "status" and "priority" are optional',
-            )
-        unknown = set(raw) - set(ITEM_FIELDS)
-        if unknown:
-            raise BadInput(
-                f"{path}: todo item {number} has unknown field(s) {', '.join(sorted(unknown))}",
-                fix='use only "content", "status", "priority" (and "id", "activeForm")',
-            )
-        status = raw.get("status", "pending")
-        priority = raw.get("priority")
+            raise BadInput(f"{path}: todo item {number} has no \"content\" text: {json.dumps(raw)[:120]}",
+                           fix='every item needs "content"; "status" and "priority" are optional')
+        if unknown := set(raw) - set(ITEM_FIELDS):
+            raise BadInput(f"{path}: todo item {number} has unknown field(s) {', '.join(sorted(unknown))}",
+                           fix='use only "content", "status", "priority" (and "id", "activeForm")')
+        status, priority = raw.get("status", "pending"), raw.get("priority")
         if not isinstance(status, str) or (priority is not None and not isinstance(priority, str)):
             raise BadInput(f"{path}: todo item {number}: status and priority must be strings", fix='e.g. "status": "completed"')
         items.append(TodoItem(content=raw["content"], status=status, priority=priority))
@@ -133,15 +120,9 @@ def match(items: list[TodoItem], hypotheses: list[Hypothesis]) -> list[Match]:
             matches.append(Match(index, item.content, explicit.group(1), 1.0, f"explicit {explicit.group(1)}: prefix"))
             continue
         mine = tokens(item.content)
-        best: tuple[float, int, str] | None = None
-        for hid, theirs in hyp_tokens.items():
-            shared = len(mine & theirs)
-            if not shared or not mine or not theirs:
-                continue
-            score = shared / min(len(mine), len(theirs))
-            candidate = (score, shared, hid)
-            if best is None or candidate[:2] > best[:2]:
-                best = candidate
+        scored = [(shared / min(len(mine), len(theirs)), shared, hid) for hid, theirs in hyp_tokens.items()
+                  if (shared := len(mine & theirs))]
+        best = max(scored, key=lambda c: c[:2], default=None)  # the first of the best: hypotheses in order
         if best and best[0] >= threshold and best[1] >= min_shared:
             score, shared, hid = best
             matches.append(Match(index, item.content, hid, round(score, 2), f"{shared} shared words, overlap {score:.2f}"))
@@ -152,25 +133,13 @@ def match(items: list[TodoItem], hypotheses: list[Hypothesis]) -> list[Match]:
     return matches
 
 
-def record_items(
-    handle: SessionHandle,
-    items: list[TodoItem],
-    *,
-    source: str,
-    at: str | None = None,
-    reconstructed: str | None = None,
-) -> tuple[Todo, list[Match]]:
+def record_items(handle: SessionHandle, items: list[TodoItem], *, source: str, at: str | None = None,
+                 reconstructed: str | None = None) -> tuple[Todo, list[Match]]:
     """Record ``items`` as one snapshot, mapped onto the session's hypotheses (:func:`match`)."""
     events = handle.read().events
     matches = match(items, [e for e in events if isinstance(e, Hypothesis)])
     mapped = [item.model_copy(update={"hypothesis": m.hypothesis}) for item, m in zip(items, matches, strict=True)]
-    event = Todo(
-        session=handle.id,
-        ts=now(at),
-        items=mapped,
-        source=source,
-        provenance=provenance(reconstructed),
-    )
+    event = Todo(session=handle.id, ts=now(at), items=mapped, source=source, provenance=provenance(reconstructed))
     handle.append(event)
     return event, matches
 
@@ -179,12 +148,7 @@ def diff(before: Todo | None, after: Todo) -> dict[str, list[dict[str, Any]]]:
     """What changed from one snapshot to the next: added, removed and status-changed items."""
     old = {i.content: i for i in (before.items if before else [])}
     new = {i.content: i for i in after.items}
-    return {
-        "added": [i.model_dump(exclude_none=True) for c, i in new.items() if c not in old],
-        "removed": [i.model_dump(exclude_none=True) for c, i in old.items() if c not in new],
-        "changed": [
-            {"content": c, "from": old[c].status, "to": i.status}
-            for c, i in new.items()
-            if c in old and old[c].status != i.status
-        ],
-    }
+    return {"added": [i.model_dump(exclude_none=True) for c, i in new.items() if c not in old],
+            "removed": [i.model_dump(exclude_none=True) for c, i in old.items() if c not in new],
+            "changed": [{"content": c, "from": old[c].status, "to": i.status}
+                        for c, i in new.items() if c in old and old[c].status != i.status]}

@@ -1,23 +1,19 @@
 """``logkit why``: has this failure been seen before, and what was decided about it?
 
 Contract: :func:`failure_key` says what makes two failures "the same": the signature row that
-decided them, or, for ``other_crash`` (nothing explains it), the normalised template of its
-exception line (:func:`logkit.errorlines.error_template`). An outcome recorded without a signature
-(reconstructed from a written account, or by an older logkit) gets one by classifying its own
-label and evidence lines, when that agrees with its recorded status. :func:`seen_before` queries the
-index (:mod:`logkit.store.index`) for the failed attempts that can match (the same signature, none
-recorded, or the same status), reads only their attempt and outcome events, and returns the attempts that failed the same way, each with its
-configuration (:func:`logkit.launch.flags.configuration`, the one owner) and the decisions that cite it (as evidence,
-or as an option's attempt). Attempts reconstructed from an account (no log to compare) that
-end in the same class are listed apart, as "same class". The attempt whose log is the one asked
-about (the same file, or the same bytes: an imported copy) is not "seen before": it is named apart
+decided them, or for ``other_crash`` (nothing explains it) the normalised template of its exception
+line (:func:`logkit.errorlines.error_template`); an outcome recorded without a signature gets one
+by classifying its own label and evidence, when that agrees with its recorded status.
+:func:`seen_before` queries the index for the failed attempts that can match, reads only their
+attempt and outcome events, and returns those that failed the same way, each with its
+configuration (:func:`logkit.launch.flags.configuration`) and the decisions citing it; accounts
+without a log that end in the same class are listed apart ("same class"). The attempt whose own
+log is the one asked about (the same file, or the same bytes) is named apart
 (:attr:`SeenReport.itself`). A log that shows no failure but is the own log of an attempt that
-logkit's probes failed after ready (a degenerate smoke reply, wrong answers to the accuracy set:
-:data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`), or that logkit's hang stop ended (the log just
-stops: :data:`~logkit.capture.sglang.outcomes.HANG_STOP`), is judged by that recorded outcome, as ``logkit show`` gives it. What is
-a failure at all is :func:`logkit.statuses.is_failure`.
-Nothing is written but the index. :func:`as_json` is the report as ``logkit why --json`` and the MCP
-``why`` tool give it, with :func:`cite_links`' links to the decisions.
+logkit's probes failed after ready (:data:`~logkit.capture.sglang.watcher.PROBE_FINDINGS`) or its
+hang stop ended (:data:`~logkit.capture.sglang.outcomes.HANG_STOP`) is judged by that recorded
+outcome. What is a failure at all is :func:`logkit.statuses.is_failure`. Nothing is written but the
+index. :func:`as_json` is the report as ``logkit why --json`` and the MCP ``why`` tool give it.
 """
 
 from __future__ import annotations
@@ -35,6 +31,7 @@ from ..store.index import lines_at
 from ..errorlines import error_template
 from ..capture.sglang.outcomes import Classification as Verdict
 from ..capture.sglang.outcomes import HANG_STOP, classify_text
+from ..launch.flags import configuration
 
 __all__ = ["Match", "SeenReport", "as_json", "cite_links", "cited_by", "failure_key", "seen_before"]
 
@@ -50,8 +47,7 @@ class Match:
     label: str | None
     when: str
     config: dict[str, Any]
-    #: (decision id, title, status, chosen option names)
-    decisions: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
+    decisions: list[tuple[str, str, str, list[str]]] = field(default_factory=list)  # (id, title, status, chosen)
 
 
 @dataclass
@@ -61,14 +57,11 @@ class SeenReport:
     status: str
     label: str | None
     signature: str | None
-    #: what was compared: ``signature <id>`` or ``template <text>`` (None: nothing to compare)
-    key: str | None
+    key: str | None  # what was compared: ``signature <id>`` or ``template <text>`` (None: nothing to compare)
     evidence: list[tuple[int, str]]
     same: list[Match]
-    #: same class, from accounts without a log or text to compare
-    same_class: list[Match]
-    #: the attempts whose log is the one asked about (``session/A4``): not listed as seen before
-    itself: list[str] = field(default_factory=list)
+    same_class: list[Match]  # same class, from accounts without a log or text to compare
+    itself: list[str] = field(default_factory=list)  # the attempts whose log is the one asked about
 
 
 def failure_key(status: str, signature: str | None, label: str | None, texts: list[str] = ()) -> str | None:  # type: ignore[assignment]
@@ -94,16 +87,9 @@ def _outcome_key(o: dict[str, Any]) -> str | None:
     return failure_key(d.status, d.signature, d.label if d.status == "other_crash" else label, texts)
 
 
-def _config(a: dict[str, Any] | None) -> dict[str, Any]:
-    """The attempt's configuration, as its one owner makes it (no port, host, paths): what ``compare`` and the site show."""
-    from ..launch.flags import configuration
-
-    return configuration((a or {}).get("launch"))
-
-
 def cited_by(decisions: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, list[str]]]]:
-    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it; the status of one
-    a later record supersedes is ``superseded by DR-...`` (:func:`logkit.reasoning.decisions.supersession`)."""
+    """Attempt ref (``session/A4``) -> the decisions (latest record of each id) citing it, a replaced one's status
+    ``superseded by DR-...``."""
     from types import SimpleNamespace
 
     from .decisions import supersession
@@ -165,8 +151,8 @@ def _candidates(snap: Any, status: str, signature: str | None) -> list[tuple[str
 
 
 def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) -> dict[str, Any] | None:
-    """The recorded outcome of the attempt whose own log is ``asked``, when logkit found the failure outside
-    the log: its probes after ready, or its hang stop (the log just stops)."""
+    """The outcome of the attempt whose own log is ``asked``, when its failure was found outside the log."""
+    # by logkit's probes after ready, or its hang stop (the log just stops)
     from ..capture.sglang.watcher import PROBE_FINDINGS
 
     for signature, status in {**PROBE_FINDINGS, HANG_STOP: "hang"}.items():
@@ -181,14 +167,9 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
     """Every attempt of the store that failed like ``verdict``; ``log``: its file, whose own attempt is left out."""
     from ..store.index import Index
 
-    texts = [e.text for e in verdict.evidence]
-    key = failure_key(verdict.status, verdict.signature, verdict.label, texts)
-    same: list[Match] = []
-    same_class: list[Match] = []
-    itself: list[str] = []
+    key = failure_key(verdict.status, verdict.signature, verdict.label, [e.text for e in verdict.evidence])
     report = SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
-                        evidence=[(e.line, e.text) for e in verdict.evidence], same=same, same_class=same_class,
-                        itself=itself)
+                        evidence=[(e.line, e.text) for e in verdict.evidence], same=[], same_class=[])
     asked = log.resolve() if log is not None else None
     if asked is not None and not asked.exists() and asked.with_name(asked.name + ".gz").is_file():
         asked = asked.with_name(asked.name + ".gz")  # its attempt ended and the log was stored compressed
@@ -210,15 +191,15 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
     for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)
         if asked is not None and _own_log(store.root, sid, [a.get("log"), o.get("log")], asked, size, digest):
-            itself.append(ref)
+            report.itself.append(ref)
             continue
-        m = Match(ref=ref, session=sid, attempt=short, status=o["status"], label=o.get("label"),
-                  when=(o.get("ended") or "")[:10], config=_config(a), decisions=cited.get(ref, []))
+        m = Match(ref, sid, short, o["status"], o.get("label"), (o.get("ended") or "")[:10],
+                  configuration(a.get("launch")), cited.get(ref, []))
         if _outcome_key(o) == key:
-            same.append(m)
+            report.same.append(m)
         elif o["status"] == report.status and (not o.get("evidence")
                                                 or (o.get("provenance") or {}).get("source") == "reconstructed"):
-            same_class.append(m)
+            report.same_class.append(m)
     return report
 
 

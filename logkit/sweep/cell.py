@@ -7,15 +7,13 @@ Contract:
   appended to the sweep's driver log; the kernel sends it SIGTERM if the sweep dies
   (``PR_SET_PDEATHSIG``), so a SIGKILLed sweep leaves no server behind.
 * Its attempt is found by ``recorder_pid`` in ``events.jsonl``, read incrementally (:class:`Tail`).
-  Ready = HTTP ``/ready`` (``/health`` on old versions) on the launch's host:port, answered by the
-  launch's own server; then its ``smoke`` events are awaited. A launch not ready within
-  ``ready_timeout`` is ``hang``; a degenerate smoke reply stops the cell before the bench. With
-  ``accuracy`` the launch runs the accuracy gate and its ``accuracy`` metric is awaited too: below
-  the threshold the cell stops, ``inaccurate``, before the bench.
-* Each bench point is another ``logkit run`` (``--repeat N [--warmup]`` with ``repeat``/``warmup``:
-  the point's metrics are those of all its measured runs).
-* The server is then stopped with SIGTERM to its ``logkit run`` (which stops the whole group,
-  SIGKILL after ``grace``); members of the group still alive afterwards are reported and killed.
+  Ready = HTTP ``/ready`` (``/health`` on old versions) answered by the launch's own server; then
+  its ``smoke`` events (and with ``accuracy`` its ``accuracy`` metric) are awaited. Not ready
+  within ``ready_timeout``: ``hang``; a degenerate smoke reply or an accuracy below the threshold
+  (``inaccurate``) stops the cell before the bench.
+* Each bench point is another ``logkit run`` (``--repeat N [--warmup]``: the point's metrics are
+  those of all its measured runs). Then SIGTERM to the server's ``logkit run`` (which stops the
+  whole group, SIGKILL after ``grace``); members still alive afterwards are reported and killed.
 * :func:`wait_port` waits, never fights, for a port still held by an earlier server.
 * ``stop`` (set on Ctrl-C) ends the cell early: the server is stopped cleanly and
   :class:`Interrupted` is raised, so no result is written and a resume reruns it.
@@ -80,8 +78,7 @@ class Tail:
 
     def last(self, kind: str, **match: Any) -> dict[str, Any] | None:
         """The latest of :meth:`find`'s events, None without one."""
-        found = self.find(kind, **match)
-        return found[-1] if found else None
+        return next(reversed(self.find(kind, **match)), None)
 
 
 @dataclass
@@ -97,10 +94,9 @@ class CellContext:
     port_wait: float
     log: IO[bytes]
     stop: threading.Event
-    #: Called with the cell's current phase ("launching", "smoke", "bench c=16", "stopping").
-    phase: Callable[[str], None] = lambda _p: None
+    phase: Callable[[str], None] = lambda _p: None  # hears the cell's phase ("launching", "bench c=16", ...)
     env: dict[str, str] | None = None
-    #: the accuracy gate's threshold, None for none; runs per bench point; an unmeasured first run
+    # the accuracy gate's threshold (None: none); runs per bench point; an unmeasured first run
     accuracy: float | None = None
     repeat: int = 1
     warmup: bool = False
@@ -114,7 +110,7 @@ class CellRun:
     outcome: str | None
     reason: str | None
     launch: str | None
-    #: (labels, bench attempt id, its outcome dict, its metric events)
+    # (labels, bench attempt id, its outcome dict, its metric events)
     points: list[tuple[dict[str, Any], str | None, dict[str, Any] | None, list[dict[str, Any]]]] = field(default_factory=list)
     survivors: list[int] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -155,8 +151,7 @@ def port_free(host: str | None, port: int) -> bool:
 def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event,
               say: Callable[[str], None] = lambda _t: None) -> bool:
     """Wait until host:port is free (True), or ``timeout`` passes (False)."""
-    end = time.monotonic() + timeout
-    told = False
+    end, told = time.monotonic() + timeout, False
     while not port_free(host, port):
         if not told:
             say(f"port {port} still in use; waiting up to {timeout:g}s")
@@ -170,9 +165,9 @@ def wait_port(host: str | None, port: int, timeout: float, stop: threading.Event
 
 
 def foreign_server(attempt: dict[str, Any] | None, port: int) -> str | None:
-    """Why the server answering on ``port`` is not this launch's (None: it is, or it cannot be told), so that
-    no other server is measured and credited: a process outside the launch's group listens there and started
-    before the launch (a container's port proxy, started by the launch, is not foreign)."""
+    """Why the server on ``port`` is not this launch's (None: it is, or it cannot be told): none other is credited."""
+    # foreign: a process outside the launch's group listens there and started before the launch (a
+    # container's port proxy, started by the launch, is not foreign)
     pgid = (attempt or {}).get("pgid")
     began = procs.start_ticks(pgid) if pgid else None
     if began is None:
@@ -204,8 +199,7 @@ def _finish(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt
         proc.kill()
         proc.wait()
     survivors: list[int] = []
-    pgid = (attempt or {}).get("pgid")
-    if pgid:
+    if pgid := (attempt or {}).get("pgid"):
         end = time.monotonic() + 2.0
         while procs.group_members(pgid) and time.monotonic() < end:
             time.sleep(0.05)
@@ -239,15 +233,13 @@ def _await(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail, attempt:
 
 def _wait_attempt(ctx: CellContext, proc: subprocess.Popen[bytes], tail: Tail) -> dict[str, Any] | None:
     """The attempt line of ``proc`` (None if it ended without recording one)."""
-    while True:
-        attempt = _attempt_of(tail, proc)
-        if attempt is not None:
-            return attempt
+    while (attempt := _attempt_of(tail, proc)) is None:
         if proc.poll() is not None:
             return _attempt_of(tail, proc)
         if ctx.stop.is_set():
             return None
         time.sleep(POLL_S / 2)
+    return attempt
 
 
 def run_bench(ctx: CellContext, argv: list[str], label: str, tail: Tail, hypothesis: str) -> tuple[
@@ -283,9 +275,8 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
     clock["port"] = time.monotonic() - t0
     tail = Tail(Path(ctx.sessions) / ctx.session / "events.jsonl")
     tail.poll()
-    args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}", "--grace", f"{ctx.grace:g}"]
-    for prompt in ctx.smoke:
-        args += ["--smoke", prompt]
+    args = ["--tests", hypothesis, "--label", label, "--hang-timeout", f"{ctx.ready_timeout:g}",
+            "--grace", f"{ctx.grace:g}", *(w for prompt in ctx.smoke for w in ("--smoke", prompt))]
     if ctx.accuracy is not None:
         args += ["--accuracy", f"{ctx.accuracy:g}"]
     ctx.phase("launching")
@@ -302,9 +293,9 @@ def run_cell(ctx: CellContext, cell: Cell, hypothesis: str, points: list[tuple[d
 
     def failed(status: str | None, reason: str | None, *, stop_it: bool = True, fallback: str = "other_crash") -> CellRun:
         """Stop (or reap) the launch: the cell failed with ``status``/``reason``, else its outcome's."""
-        outcome, survivors = _finish(ctx, proc, tail, attempt, stop_it=stop_it)
+        found, survivors = _finish(ctx, proc, tail, attempt, stop_it=stop_it)
         clock["wrapped"] = time.monotonic() - t_launch
-        outcome = outcome or {}
+        outcome = found or {}
         return CellRun("failed", status or outcome.get("status") or fallback, reason or outcome.get("label"), short,
                        survivors=survivors, seconds=clock)
 

@@ -20,7 +20,7 @@ from ..errors import BadInput
 from ..events import DECISION_STATUSES, Decision
 from ..store import Store, shared
 from .spec import line_of
-from .state import load, ranking
+from .state import at_text, load, ranking
 
 __all__ = ["accept", "draft", "propose"]
 
@@ -39,12 +39,13 @@ def draft(store: Store, sweep_id: str) -> str:
     sweep = view.sweep
     works = [r for r in rows if r.status == "works"]
     best = works[0] if works else None
+    at_best = at_text(best.best_at if best else None)
     limit = f" with {sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else ""
     context = (f"Sweep {sweep.sweep} ran {len(rows)} configuration(s) of {', '.join(sweep.axes)} on "
                f"{sweep.arch or 'this GPU'}{' (SGLang ' + sweep.sglang_version + ')' if sweep.sglang_version else ''}: "
                f"{len(works)} worked, {len(rows) - len(works)} did not.")
     decision = (f"Launch with {best.key}: the highest output throughput{limit} "
-                f"({best.best:,.1f} tok/s{_at(best)}{_runs(best)})." if best and best.best else "")
+                f"({best.best:,.1f} tok/s{at_best}{_runs(best)})." if best and best.best else "")
     tied = [r for r in works if r.versus is not None and r.versus.verdict == "tied"]
     if decision and tied:
         decision += (f" Tied with {', '.join(r.key for r in tied)} (the intervals overlap): throughput does not "
@@ -69,21 +70,16 @@ def draft(store: Store, sweep_id: str) -> str:
             why = ""
         elif row.status == "works" and row.versus is not None:  # compared at the chosen one's best point
             why = f"{row.versus.verdict}: {row.versus.text()}" if row.versus.verdict != "tied" else row.versus.text()
-            why += _at(best)
+            why += at_best
         elif row.status == "works":  # not measured at the chosen one's point: its own best, with where
-            why = (f"ranked lower: {row.best:,.1f} tok/s{_at(row)}, not measured{_at(best)}" if row.best and best
-                   else "over the latency limit")
+            why = (f"ranked lower: {row.best:,.1f} tok/s{at_text(row.best_at)}, not measured{at_best}"
+                   if row.best and best else "over the latency limit")
         else:
             why = f"{row.status}: {row.why or ''}".rstrip(": ")
         refs = ([row.hypothesis] if row.hypothesis else []) + row.attempts + ([row.refuted_by] if row.refuted_by else [])
         out += ["", "[[option]]", f"name = {_q(row.key)}", f"why_not = {_q(why)}",
                 f"refs = [{', '.join(_q(r) for r in refs)}]"]
     return "\n".join(out) + "\n"
-
-
-def _at(row: Any) -> str:
-    """`` at max_concurrency=16``: the bench point a row's best figure was measured at (the workload)."""
-    return f" at {row.best_at}" if row.best_at and row.best_at != "bench" else ""
 
 
 def _runs(row: Any) -> str:
@@ -128,10 +124,7 @@ def accept(store: Store, path: Path) -> Decision:
     if isinstance(chosen, str):
         chosen = [chosen]
     sweep = str(data.get("sweep") or "")
-    handle = store.open(data["session"])
-    return decisions.record(
-        handle, data["title"], context=data.get("context") or None, decision=data.get("decision") or None,
-        options=options, chosen=[c for c in chosen if c], evidence=list(data.get("evidence", [])),
-        consequences=data.get("consequences") or None, status=status,
-        tags=["sweep", sweep] if sweep else ["sweep"],
-    )
+    return decisions.record(store.open(data["session"]), data["title"], context=data.get("context") or None,
+                            decision=data.get("decision") or None, options=options, chosen=[c for c in chosen if c],
+                            evidence=list(data.get("evidence", [])), consequences=data.get("consequences") or None,
+                            status=status, tags=["sweep", sweep] if sweep else ["sweep"])

@@ -6,22 +6,18 @@ Contract:
   with ``new=True``). Running a spec whose sweep exists resumes it: only cells without a
   ``sweep_cell`` result run, so a crash, a Ctrl-C or a SIGKILL loses at most the running cell.
 * Known outcomes first: a cell SGLang's parser refuses is refuted at once (``preflight``, never
-  launched); a cell in a ``refuted`` matrix cell for this GPU architecture
-  (:func:`known_refuted`: the same model and SGLang version where both are known; never a
-  ``conflicting`` one) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
+  launched); a cell in a ``refuted`` matrix cell (:func:`known_refuted`, as the pre-launch check
+  matches) is ``skipped``, unless ``retry_refuted``; every other cell runs (:mod:`.cell`).
 * Each cell gets a hypothesis (``moe_runner_backend=X works on SM120``, tagged with the sweep and
-  cell), closed by a verdict citing its attempts (confirmed when it launched, passed the smoke
-  prompts and ran its benchmarks; refuted or inconclusive by the matrix's rule otherwise:
-  inconclusive too when the value's cells are ``conflicting`` once its failure counts, the working
-  launch named, as ``status`` proposes nothing there), then its
-  ``sweep_cell`` result.
+  cell), closed by a verdict citing its attempts: confirmed when it launched, passed the smoke
+  prompts and ran its benchmarks; else refuted, or inconclusive where the matrix's rule says the
+  failure refutes nothing or the value's cells are ``conflicting`` once it counts (the working
+  launch named, as ``status`` proposes nothing there); then its ``sweep_cell`` result.
 * The time budget: no cell starts when the time spent plus the mean cell time so far would pass it;
   the rest stay pending (a budget of 0 records the sweep and runs none).
-* One run of a spec at a time (:func:`logkit.store.shared.running_lock`): a second is refused
-  naming the first one's pid. The sweep log (``logs/sweep-SW-*.log``) goes through the recorder's
-  redactor.
-* SIGINT/SIGTERM/SIGHUP stop the current cell cleanly (no result written) and end the run with
-  status 130; rerunning the spec resumes.
+* One run of a spec at a time (:func:`logkit.store.shared.running_lock`). The sweep log
+  (``logs/sweep-SW-*.log``) goes through the recorder's redactor. SIGINT/SIGTERM/SIGHUP stop the
+  current cell cleanly (no result written) and end the run with status 130; a rerun resumes.
 """
 
 from __future__ import annotations
@@ -70,8 +66,7 @@ class SweepReport:
     ran: int
     interrupted: bool
     budget_left: int
-    #: Seconds spent per cell besides the launch and bench ``logkit run`` processes it waited on.
-    overhead_s: list[float]
+    overhead_s: list[float]  # per cell, besides the launch and bench ``logkit run`` processes it waited on
 
 
 def _values(metrics: list[dict[str, Any]], name: str) -> list[float]:
@@ -128,10 +123,8 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
         n += 1
         sweep_id = f"{base}-{n}"
     session = opts.session or spec.session
-    if session:
-        handle = store.open(session)
-    else:
-        handle = store.create(f"sweep: {spec.title}", tags=["sweep"], make_current=False)
+    handle = (store.open(session) if session
+              else store.create(f"sweep: {spec.title}", tags=["sweep"], make_current=False))
     event = Sweep(session=handle.id, sweep=sweep_id, title=spec.title, spec_hash=spec_hash, spec_path=spec.path,
                   argv=spec.argv, axes=grid.axes, smoke=spec.smoke, bench_argv=spec.bench_argv,
                   bench_axes=spec.bench_axes, limit_metric=spec.limit_metric, limit_max=spec.limit_max,
@@ -143,8 +136,9 @@ def _start(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: 
 
 @contextlib.contextmanager
 def _redacted_log(path: Path, redactor: Redactor) -> Iterator[IO[bytes]]:
-    """A pipe whose bytes reach ``path`` (appended) through the recorder's redactor: the sweep log holds the
-    ``logkit run`` command lines and what they print (a server's ``api_key='...'``), and is committed."""
+    """A pipe whose bytes reach ``path`` (appended) through the recorder's redactor."""
+    # the sweep log holds the logkit run command lines and what they print (a server's api_key='...'),
+    # and is committed
     from ..capture.recorder import Recorder
 
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -195,19 +189,15 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
     done = set(load(store, sweep.sweep).results)
     by_key = {c.key: c for c in grid.cells}
     todo = [(c, by_key.get(c.key)) for c in sweep.cells if c.id not in done]
-    stop = threading.Event()
-    received: list[int] = []
-
-    def on_signal(sig: int, _frame: Any) -> None:
-        received.append(sig)
-        stop.set()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    stop = threading.Event()  # set by a signal; Interrupted is raised only once it is
+    old = {s: signal.signal(s, lambda _sig, _frame: stop.set())
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     prog = progress or make(len(sweep.cells), len(done))
     log_path = handle.log_path(f"sweep-{sweep.sweep}.log")
     started = time.monotonic()
-    ran, overhead, durations = 0, [], []
-    interrupted, left = False, 0
+    overhead: list[float] = []
+    durations: list[float] = []  # of the cells that launched
+    left = 0
     try:
         redactor = Redactor.for_run(env, [*spec.argv, *spec.bench_argv, *spec.smoke])
         with _redacted_log(log_path, redactor) as log, prog:
@@ -217,7 +207,6 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                               warmup=spec.warmup)
             for n, (recorded, cell) in enumerate(todo):
                 if stop.is_set():
-                    interrupted = True
                     break
                 if spec.budget_s is not None and (durations or spec.budget_s == 0):
                     mean = sum(durations) / len(durations) if durations else 0.0  # budget 0: no cell starts
@@ -232,7 +221,6 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                 try:
                     result, wrapped = _one(handle, store, spec, grid, sweep, recorded, cell, arch, ctx, opts)
                 except Interrupted:
-                    interrupted = True
                     break
                 seconds = time.monotonic() - t0
                 result.duration_s = round(seconds, 3)
@@ -240,39 +228,38 @@ def _run(store: Store, spec: SweepSpec, grid: Grid, opts: SweepOptions, arch: st
                 if wrapped is not None:  # the overhead includes writing the cell's result
                     durations.append(seconds)
                     overhead.append(max(0.0, time.monotonic() - t0 - wrapped))
-                    ran += 1
                 prog.ended(recorded.key, result.status, result.reason if result.status != "works" else None,
                            seconds, wrapped is not None)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    interrupted = interrupted or stop.is_set()  # a signal during the last cell's last steps is still one
-    if interrupted:
+    if stop.is_set():  # a signal during the last cell's last steps is still one
         prog.say(f"interrupted: the current cell was stopped cleanly; rerun the same sweep to resume ({sweep.sweep})")
-    return SweepReport(view=load(store, sweep.sweep), ran=ran, interrupted=interrupted, budget_left=left,
-                       overhead_s=overhead)
+    return SweepReport(view=load(store, sweep.sweep), ran=len(durations), interrupted=stop.is_set(),
+                       budget_left=left, overhead_s=overhead)
 
 
-def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
-    """The refuted matrix cells ``cell`` falls in, as the pre-launch check reads them: its backend values
-    on ``arch`` for its model and SGLang version where both are known (a conflicting cell, one refuted
-    on another SGLang or for another model, is worth trying)."""
+def _launch_cells(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The matrix cells ``cell`` falls in on ``arch`` (its model, ``sglang``), as the pre-launch check reads them."""
     from ..launch.flags import backend_axes, model_of
-    from ..reasoning.refuted import check
-
-    launch = {"fingerprint": cell.fingerprint}
-    return check(backend_axes(launch), arch, store, model=model_of(launch), sglang=sglang)
-
-
-def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
-    """``flashinfer_cutedsl MoE worked in S/A3`` when every matrix cell ``cell``'s launch falls in is
-    ``conflicting`` once its failure is counted (the value also worked); ``""`` otherwise."""
-    from ..launch.flags import backend_axes, describe, model_of
     from ..reasoning.refuted import launch_cells
 
     launch = {"fingerprint": cell.fingerprint}
-    backends = backend_axes(launch)
-    found = launch_cells(backends, arch, store.root, model_of(launch), sglang) if backends and arch else []
+    return launch_cells(backend_axes(launch), arch, store.root, model_of(launch), sglang)
+
+
+def known_refuted(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> list[Any]:
+    """The refuted matrix cells ``cell`` falls in (a conflicting one, or one of another SGLang or model, is tried)."""
+    from ..reasoning.refuted import run_of
+
+    return [run_of(c) for c in _launch_cells(cell, arch, store, sglang) if c.state == "refuted"]
+
+
+def _worked_elsewhere(cell: Cell, arch: str | None, store: Store, sglang: str | None) -> str:
+    """``flashinfer_cutedsl MoE worked in S/A3`` when every cell ``cell`` falls in is ``conflicting``, else ``""``."""
+    from ..launch.flags import describe
+
+    found = _launch_cells(cell, arch, store, sglang)
     if not found or any(c.state != "conflicting" for c in found):
         return ""
     return "; ".join(f"{describe({c.axis: c.value})} worked in {c.working[-1].ref}" for c in found if c.working)

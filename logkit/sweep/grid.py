@@ -32,12 +32,10 @@ class Cell:
 
     id: str
     key: str
-    #: SGLang dest -> value.
-    values: dict[str, Any]
+    values: dict[str, Any]  # SGLang dest -> value
     argv: list[str]
     fingerprint: dict[str, Any] = field(default_factory=dict)
-    #: SGLang's argparse message when it refuses the flags (never launched).
-    preflight: str | None = None
+    preflight: str | None = None  # SGLang's argparse message when it refuses the flags (never launched)
     host: str | None = None
     port: int | None = None
 
@@ -47,8 +45,7 @@ class Grid:
     """Every cell of a sweep, and what resolved them."""
 
     cells: list[Cell]
-    #: dest -> values (``"choices"`` resolved).
-    axes: dict[str, list[Any]]
+    axes: dict[str, list[Any]]  # dest -> values ("choices" resolved)
     parser: str
     sglang_version: str | None
     python: str | None
@@ -61,16 +58,11 @@ def with_flag(words: list[str], flag: str, value: Any) -> list[str]:
     i = 0
     while i < len(words):
         word = words[i]
-        if word == opt:
-            i += 1
-            if i < len(words) and not words[i].startswith("--"):
-                i += 1
-            continue
-        if word.startswith(opt + "="):
-            i += 1
-            continue
-        out.append(word)
         i += 1
+        if word == opt and i < len(words) and not words[i].startswith("--"):
+            i += 1  # its value
+        if word != opt and not word.startswith(opt + "="):
+            out.append(word)
     if isinstance(value, bool):
         return out + [opt] if value else out
     return out + [opt, str(value)]
@@ -148,10 +140,8 @@ def bench_points(spec: SweepSpec, cell: Cell) -> list[tuple[dict[str, Any], list
     axes = spec.bench_axes or {}
     points: list[tuple[dict[str, Any], list[str]]] = []
     for combo in itertools.product(*axes.values()):  # no axes: one point, the command as it is
-        words = list(base)
-        labels: dict[str, Any] = {}
+        words = base
         for flag, value in zip(axes, combo, strict=True):
             words = with_flag(words, flag, value)
-            labels[flag.replace("-", "_")] = value
-        points.append((labels, words))
+        points.append(({f.replace("-", "_"): v for f, v in zip(axes, combo, strict=True)}, list(words)))
     return points

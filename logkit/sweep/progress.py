@@ -28,8 +28,7 @@ class PlainProgress:
     """One line per event on ``stream``; nothing is redrawn (logs, CI, pipes)."""
 
     def __init__(self, total: int, done: int, stream: IO[str] | None = None) -> None:
-        self.total, self.done = total, done
-        self.stream = stream or sys.stderr
+        self.total, self.done, self.stream = total, done, stream or sys.stderr
         self.started = time.monotonic()
         self.cell_key: str | None = None
         self.durations: list[float] = []
@@ -42,9 +41,7 @@ class PlainProgress:
 
     def estimate(self) -> float | None:
         """Seconds left, from the mean duration of the cells run so far."""
-        if not self.durations:
-            return None
-        return sum(self.durations) / len(self.durations) * max(0, self.total - self.done)
+        return sum(self.durations) / len(self.durations) * max(0, self.total - self.done) if self.durations else None
 
     def say(self, text: str) -> None:
         """A message worth keeping (budget spent, port busy, survivors)."""
@@ -132,6 +129,4 @@ def make(total: int, done: int, stream: IO[str] | None = None) -> PlainProgress:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if tty and os.environ.get("TERM") != "dumb":
-        return LiveProgress(total, done, stream)
-    return PlainProgress(total, done, stream)
+    return (LiveProgress if tty and os.environ.get("TERM") != "dumb" else PlainProgress)(total, done, stream)

@@ -1,36 +1,12 @@
 """A sweep's specification: ``SPEC.toml``, or the one-axis command-line form.
 
-Contract: :func:`load` reads a TOML file into a :class:`SweepSpec` and :func:`from_cli` builds one
-from ``--axis FLAG=V1,V2 -- CMD ...``. Bad input raises :class:`~logkit.errors.BadInput` naming the
-file, the line of the offending key and the fix; nothing else is checked here (SGLang's parser
-checks the flags later, in the target interpreter). :meth:`SweepSpec.spec_hash` is the identity a
-rerun resumes by: the launch command, axes, smoke prompts and bench command with its axes (the
-latency limit and the time budget are not part of it: changing them does not change what runs).
-
-The file::
-
-    title = "MoE backends on SM120"
-    command = "python -m sglang.launch_server --model-path M --tp 8 --port 30000"
-    smoke = ["What is 3 + 5?"]          # prompts; a degenerate reply stops the cell
-    accuracy = 0.9                      # logkit's accuracy set after ready; below it the cell is
-                                        # inaccurate and not ranked (true: the default threshold)
-    ready_timeout = 900                 # seconds without readiness -> hang
-    budget = "4h"                       # start no cell that would end past it (s, m, h)
-    grace = 90                          # seconds between SIGTERM and SIGKILL of a server
-
-    [axes]
-    moe-runner-backend = ["auto", "flashinfer_cutlass", "flashinfer_trtllm"]
-    fp4-gemm-backend = "choices"        # every choice SGLang's parser allows
-
-    [bench]
-    command = "python -m sglang.bench_serving --dataset-name random --num-prompts 64"
-    axes = { max-concurrency = [1, 16, 64] }
-    repeat = 5                          # runs per point (median, spread; slow only when apart)
-    warmup = true                       # one unmeasured run first
-
-    [limit]
-    metric = "p99_tpot_ms"
-    max = 50
+Contract: :func:`load` reads a TOML file (its format: docs/reference.md, ``logkit
+sweep``) into a :class:`SweepSpec` and :func:`from_cli` builds one from ``--axis FLAG=V1,V2 --
+CMD ...``. Bad input raises :class:`~logkit.errors.BadInput` naming the file, the line of the
+offending key and the fix; nothing else is checked here (SGLang's parser checks the flags later, in
+the target interpreter). :meth:`SweepSpec.spec_hash` is the identity a rerun resumes by: the launch
+command, axes, smoke prompts and bench command with its axes (the latency limit and the time budget
+are not part of it: changing them does not change what runs).
 """
 
 from __future__ import annotations
@@ -49,8 +25,7 @@ from ..store import shared
 
 __all__ = ["CHOICES", "SweepSpec", "from_cli", "line_of", "load", "parse_duration"]
 
-#: The axis value that means "every choice SGLang's parser allows for this flag".
-CHOICES = "choices"
+CHOICES = "choices"  # the axis value that means "every choice SGLang's parser allows for this flag"
 KNOWN_KEYS = {"title", "command", "smoke", "accuracy", "ready_timeout", "budget", "grace", "port_wait", "session", "axes",
               "bench", "limit"}
 _DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd]?)\s*$")
@@ -63,8 +38,7 @@ class SweepSpec:
 
     title: str
     argv: list[str]
-    #: flag name without dashes (as written: ``moe-runner-backend``) -> values, or ``"choices"``.
-    axes: dict[str, list[Any] | str]
+    axes: dict[str, list[Any] | str]  # flag without dashes, as written (moe-runner-backend) -> values, or "choices"
     smoke: list[str] = field(default_factory=list)
     bench_argv: list[str] = field(default_factory=list)
     bench_axes: dict[str, list[Any]] = field(default_factory=dict)
@@ -76,9 +50,8 @@ class SweepSpec:
     port_wait: float = 120.0
     session: str | None = None
     path: str | None = None
-    #: the accuracy gate's threshold (``logkit run --accuracy``), None for no gate
-    accuracy: float | None = None
-    #: runs per bench point (``logkit run --repeat``) and whether an unmeasured warm-up run comes first
+    accuracy: float | None = None  # the accuracy gate's threshold (logkit run --accuracy), None for no gate
+    # runs per bench point (logkit run --repeat) and whether an unmeasured warm-up run comes first
     repeat: int = 1
     warmup: bool = False
 
@@ -94,11 +67,9 @@ class SweepSpec:
 
 def parse_duration(value: Any, *, where: str = "budget", zero: bool = False) -> float:
     """``3600``, ``"90m"``, ``"4h"`` -> seconds; ``0`` too with ``zero`` (a budget that runs nothing)."""
-    if isinstance(value, bool):
-        raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
-    if isinstance(value, (int, float)) and (value > 0 or (zero and value == 0)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (value > 0 or (zero and value == 0)):
         return float(value)
-    match = _DURATION.match(str(value))
+    match = None if isinstance(value, bool) else _DURATION.match(str(value))
     if not match or float(match.group(1)) < 0 or (float(match.group(1)) == 0 and not zero):
         raise BadInput(f"{where} = {value!r} is not a duration", fix=f'{where} = "4h" (or seconds, or "90m")')
     return float(match.group(1)) * _UNITS[match.group(2)]

@@ -5,8 +5,8 @@ first, for its ``sweep`` and ``sweep_cell`` events; :func:`load` returns a :clas
 sweep, its session, the latest result per cell); :func:`ranking` orders the cells (working ones by
 their best throughput within the latency limit, a point's figure the median of its runs, then the
 failed ones, then those never run) and compares each working cell with the first at the first's
-best bench point by :func:`logkit.reasoning.matrix.compare` (``slower`` only when the intervals do
-not overlap, else ``tied``; a cell not measured at that point is not compared: two workloads never are); :func:`table` renders it as plain text. Nothing is written.
+best bench point by :func:`logkit.reasoning.matrix.compare` (a cell not measured there is not
+compared: two workloads never are); :func:`table` renders it as plain text. Nothing is written.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..errors import NotFound
 from ..events import Sweep, SweepCellResult
 from ..store import Store
 
-__all__ = ["RankRow", "SweepView", "find", "load", "point_text", "ranking", "table", "versus_text"]
+__all__ = ["RankRow", "SweepView", "at_text", "find", "load", "point_text", "ranking", "table", "versus_text"]
 
 _KINDS = ("sweep", "sweep_cell")
 
@@ -32,8 +32,7 @@ class RankRow:
     key: str
     status: str
     why: str | None
-    #: bench label text (``max_concurrency=16``) -> output tok/s
-    throughput: dict[str, float | None] = field(default_factory=dict)
+    throughput: dict[str, float | None] = field(default_factory=dict)  # bench label (max_concurrency=16) -> tok/s
     per_user: dict[str, float | None] = field(default_factory=dict)
     latency: dict[str, float | None] = field(default_factory=dict)
     within_limit: bool | None = None
@@ -41,13 +40,10 @@ class RankRow:
     attempts: list[str] = field(default_factory=list)
     hypothesis: str | None = None
     refuted_by: str | None = None
-    #: bench label text -> every measured run's output tok/s (one run: its figure)
-    runs: dict[str, list[float]] = field(default_factory=dict)
-    #: the label text of the point ``best`` comes from
-    best_at: str | None = None
-    #: this working cell against the first-ranked one at that point (None for the first itself)
+    runs: dict[str, list[float]] = field(default_factory=dict)  # bench label -> every measured run's tok/s
+    best_at: str | None = None  # the bench label ``best`` comes from
+    # this working cell against the first-ranked one (None for the first itself), and the label compared at
     versus: Any = None  # logkit.reasoning.matrix.Comparison
-    #: the bench point (label text) ``versus`` compared the two at
     versus_at: str | None = None
 
 
@@ -75,22 +71,19 @@ def _recorded(store: Store) -> list[tuple[str, dict[str, Any]]]:
             return [(row["session"], row["event"]) for s in snap.sessions() for row in snap.events(s["session"], _KINDS)]
 
 
-def _sweeps(recorded: list[tuple[str, dict[str, Any]]], sweep_id: str | None, spec_hash: str | None) -> list[tuple[str, Sweep]]:
-    out = [(sid, Sweep.model_validate(data)) for sid, data in recorded if data["kind"] == "sweep"
+def find(store: Store, *, sweep_id: str | None = None, spec_hash: str | None = None,
+         recorded: list[tuple[str, dict[str, Any]]] | None = None) -> list[tuple[str, Sweep]]:
+    """``(session, sweep)`` for every sweep with this id or spec hash, oldest first."""
+    out = [(sid, Sweep.model_validate(data)) for sid, data in recorded or _recorded(store) if data["kind"] == "sweep"
            and (sweep_id is None or data.get("sweep") == sweep_id)
            and (spec_hash is None or data.get("spec_hash") == spec_hash)]
     return sorted(out, key=lambda pair: pair[1].ts)
 
 
-def find(store: Store, *, sweep_id: str | None = None, spec_hash: str | None = None) -> list[tuple[str, Sweep]]:
-    """``(session, sweep)`` for every sweep with this id or spec hash, oldest first."""
-    return _sweeps(_recorded(store), sweep_id, spec_hash)
-
-
 def load(store: Store, sweep_id: str) -> SweepView:
     """The sweep ``sweep_id`` with its cell results; :class:`NotFound` names the sweeps that exist."""
     recorded = _recorded(store)
-    hits = _sweeps(recorded, sweep_id, None)
+    hits = find(store, sweep_id=sweep_id, recorded=recorded)
     if not hits:
         known = sorted({d.get("sweep", "?") for _s, d in recorded if d["kind"] == "sweep"})
         raise NotFound(f"no sweep {sweep_id!r} in {store.root}", fix="known sweeps: " + (", ".join(known) or "none yet"))
@@ -98,8 +91,7 @@ def load(store: Store, sweep_id: str) -> SweepView:
     view = SweepView(sweep, session)
     for sid, data in recorded:
         if sid == session and data["kind"] == "sweep_cell" and data.get("sweep") == sweep_id:
-            result = SweepCellResult.model_validate(data)
-            view.results[result.cell] = result
+            view.results[data["cell"]] = SweepCellResult.model_validate(data)
     return view
 
 
@@ -119,7 +111,6 @@ def ranking(view: SweepView) -> list[RankRow]:
                       hypothesis=result.hypothesis, refuted_by=result.refuted_by)
         if result.status != "works" and result.outcome and result.outcome not in (row.why or ""):
             row.why = f"{result.outcome}: {row.why}" if row.why else result.outcome
-        within: list[bool] = []
         for point in result.points:
             name = _label(point.labels)
             row.throughput[name] = point.output_throughput
@@ -127,11 +118,10 @@ def ranking(view: SweepView) -> list[RankRow]:
                 row.runs[name] = list(point.runs) or [point.output_throughput]
             row.per_user[name] = point.per_user
             row.latency[name] = point.latency
-            if point.within_limit is not None:
-                within.append(point.within_limit)
-            if point.output_throughput is not None and point.within_limit is not False:
-                if point.output_throughput > (row.best or 0.0):
-                    row.best, row.best_at = point.output_throughput, name
+            if (point.output_throughput is not None and point.within_limit is not False
+                    and point.output_throughput > (row.best or 0.0)):
+                row.best, row.best_at = point.output_throughput, name
+        within = [p.within_limit for p in result.points if p.within_limit is not None]
         row.within_limit = all(within) if within else None
         rows.append(row)
     order = {"works": 0, "failed": 1, "preflight": 2, "skipped": 3, "pending": 4}
@@ -150,12 +140,16 @@ def ranking(view: SweepView) -> list[RankRow]:
     return rows
 
 
+def at_text(label: str | None) -> str:
+    """`` at max_concurrency=16``: where a figure was measured (nothing for a bench without axes)."""
+    return f" at {label}" if label and label != "bench" else ""
+
+
 def versus_text(row: RankRow) -> str:
     """``tied with #1 (5 runs each)``, ``47% below #1 (5 runs each)`` or ``""`` for the first."""
-    v = row.versus
-    if v is None:
+    if (v := row.versus) is None:
         return ""
-    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""
+    at = at_text(row.versus_at)
     return (f"tied with #1{at} ({v.runs})" if v.verdict == "tied"
             else f"{abs(v.by):.0%} {'below' if v.by > 0 else 'above'} #1{at} ({v.runs})")
 
@@ -177,9 +171,7 @@ def point_text(value: float | None, runs: list[float]) -> str:
 def table(view: SweepView) -> str:
     """The ranking as a plain-text table (what ``logkit sweep`` prints at the end)."""
     rows = ranking(view)
-    labels: list[str] = []
-    for row in rows:
-        labels.extend(k for k in row.throughput if k not in labels)
+    labels = list(dict.fromkeys(k for row in rows for k in row.throughput))
     sweep = view.sweep
     limit = f"{sweep.limit_metric} <= {sweep.limit_max:g}" if sweep.limit_metric and sweep.limit_max is not None else None
     head = ["#", "cell", "result"] + [f"tok/s {k}" for k in labels] + ["vs #1"] + (
