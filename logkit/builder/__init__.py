@@ -82,16 +82,14 @@ class _Stages:
 def generate(sessions: Path, docs: Path, *, strict: bool = False, warn: Callable[[str], None] = _stderr,
              templates: Path | None = None, chart_cache: Path | None = None, progress: Any = None) -> BuildResult:
     """Stages 1-6: the Markdown knowledge base of ``sessions``, charts included, into ``docs``."""
-    from ..store.index import Index
+    from ..store.index import current
 
     sessions, docs = Path(sessions), Path(docs)  # a script may pass strings
     result = BuildResult(docs=docs, out=None)
     stages = _Stages(result, warn, progress)
 
-    with Index(sessions) as db:
-        db.refresh()
-        with db.snapshot() as snap:
-            return _generate(sessions, docs, snap, stages, strict=strict, templates=templates, chart_cache=chart_cache)
+    with current(sessions) as snap:
+        return _generate(sessions, docs, snap, stages, strict=strict, templates=templates, chart_cache=chart_cache)
 
 
 def _generate(sessions: Path, docs: Path, snap: Any, stages: _Stages, *, strict: bool, templates: Path | None,

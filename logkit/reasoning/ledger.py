@@ -155,12 +155,10 @@ def aliases(store: Store) -> dict[str, list[tuple[str, str]]]:
 
 def decisions_by_id(store: Store) -> dict[str, list[Decision]]:
     """Every decision of the store by id (more than one: a collision), from the index, in (session, line) order."""
-    from ..store.index import Index
+    from ..store.index import current
 
-    with Index(store.root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            rows = snap.decisions()
+    with current(store.root) as snap:
+        rows = snap.decisions()
     found: dict[str, list[Decision]] = {}
     for row in rows:  # validated at ingest: the model is made again from the stored event, not checked anew
         found.setdefault(row["decision_id"], []).append(Decision.model_validate(row["event"]))

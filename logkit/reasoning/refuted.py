@@ -53,12 +53,10 @@ def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: 
     """The cells (every state) a launch choosing ``backends`` on ``arch`` falls in, from the index, latest last."""
     if not arch or not backends:
         return []
-    from ..store.index import Index
+    from ..store.index import current
 
-    with Index(root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            found = cells_in(snap, backends, arch, model, sglang)
+    with current(root) as snap:
+        found = cells_in(snap, backends, arch, model, sglang)
     # said in the order of their latest attempts
     return sorted(found, key=lambda c: (c.latest.started, c.latest.session, c.latest.attempt) if c.latest else ("", "", ""))
 

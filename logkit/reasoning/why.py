@@ -165,7 +165,7 @@ def _probed(snap: Any, root: Path, asked: Path, size: int, digest: list[str]) ->
 
 def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenReport:
     """Every attempt of the store that failed like ``verdict``; ``log``: its file, whose own attempt is left out."""
-    from ..store.index import Index
+    from ..store.index import current
 
     key = failure_key(verdict.status, verdict.signature, verdict.label, [e.text for e in verdict.evidence])
     report = SeenReport(status=verdict.status, label=verdict.label, signature=verdict.signature, key=key,
@@ -176,18 +176,16 @@ def seen_before(store: Any, verdict: Verdict, log: Path | None = None) -> SeenRe
     size, digest = (asked.stat().st_size if asked is not None else -1), []
     if key is None and asked is None:
         return report
-    with Index(store.root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            if key is None and asked is not None:
-                probed = _probed(snap, store.root, asked, size, digest)
-                if probed is None:
-                    return report
-                report.status, report.label, report.signature = probed["status"], probed.get("label"), probed["signature"]
-                report.key = key = failure_key(report.status, report.signature, report.label)
-                report.evidence = []
-            found = _candidates(snap, report.status, report.signature)
-            cited = cited_by(snap.decisions()) if found else {}
+    with current(store.root) as snap:
+        if key is None and asked is not None:
+            probed = _probed(snap, store.root, asked, size, digest)
+            if probed is None:
+                return report
+            report.status, report.label, report.signature = probed["status"], probed.get("label"), probed["signature"]
+            report.key = key = failure_key(report.status, report.signature, report.label)
+            report.evidence = []
+        found = _candidates(snap, report.status, report.signature)
+        cited = cited_by(snap.decisions()) if found else {}
     for ref, o, a in sorted(found, key=lambda item: (item[1].get("ended") or "", item[0])):
         sid, short = ref.rsplit("/", 1)
         if asked is not None and _own_log(store.root, sid, [a.get("log"), o.get("log")], asked, size, digest):

@@ -63,12 +63,10 @@ class SweepView:
 
 def _recorded(store: Store) -> list[tuple[str, dict[str, Any]]]:
     """``(session, event dict)`` of every ``sweep`` and ``sweep_cell`` event, in order, from one snapshot of the index."""
-    from ..store.index import Index
+    from ..store.index import current
 
-    with Index(store.root) as index:
-        index.refresh()
-        with index.snapshot() as snap:
-            return [(row["session"], row["event"]) for s in snap.sessions() for row in snap.events(s["session"], _KINDS)]
+    with current(store.root) as snap:
+        return [(row["session"], row["event"]) for s in snap.sessions() for row in snap.events(s["session"], _KINDS)]
 
 
 def find(store: Store, *, sweep_id: str | None = None, spec_hash: str | None = None,
