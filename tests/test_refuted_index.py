@@ -55,3 +55,24 @@ def test_a_cache_that_cannot_be_written_never_fails_the_check(store: Store) -> N
     assert (store.root / ".cache").read_text().startswith("a file")
 
 
+
+
+def test_cells_are_said_in_the_order_of_their_latest_attempts_by_number(tmp_path: Path) -> None:
+    """Two refuted cells whose latest attempts started in the same second: A9's before A10's (the matrix's
+    order), not A10's first as the text "A10" < "A9" had it."""
+    from datetime import UTC, datetime
+
+    st = Store(tmp_path / "sessions")
+    st.create("tie", session_id="tie", make_current=False)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    handle = st.handle("tie")
+    for n in range(1, 11):
+        fp = ({"moe_runner_backend": "flashinfer_trtllm"} if n == 9 else
+              {"attention_backend": "flashinfer"} if n == 10 else {"sampling_backend": f"s{n}"})
+        with handle.transaction() as txn:
+            txn.append(Attempt(session="tie", short_id=f"A{n}", argv=["python", "-m", "sglang.launch_server"],
+                               role="launch", started=when, environment=SM120,
+                               launch=LaunchConfig(fingerprint=fp, non_default=fp)))
+            txn.append(Outcome(session="tie", attempt=f"A{n}", status="arch_mismatch"))
+    cells = refuted.launch_cells(LIVE, "SM120", st.root)
+    assert [c.latest.attempt for c in cells] == ["A9", "A10"], [(c.axis, c.latest.attempt) for c in cells]

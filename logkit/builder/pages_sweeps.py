@@ -18,7 +18,7 @@ from . import vlspec as vl
 from .charts import chart_job
 from .contexts import ChartCtx, Page
 from ..reasoning.decisions import supersession
-from ..sweep.state import RankRow, SweepView, point_text, ranking
+from ..sweep.state import RankRow, SweepView, at_text, point_text, ranking
 from .load import Loaded, metric_label, tables
 from .paths import attempt_href, decision_href, session_href
 
@@ -124,7 +124,7 @@ def _versus(row: RankRow) -> str:
     v = row.versus
     if v is None:
         return ""
-    at = f" at {row.versus_at}" if row.versus_at and row.versus_at != "bench" else ""  # the one workload compared
+    at = at_text(row.versus_at)  # the one workload compared
     return v.text() + at if v.verdict == "tied" else f"{v.verdict} than #1{at}: {v.text()}"
 
 

@@ -30,7 +30,7 @@ from .. import statuses
 from ..launch.flags import table as launch_table
 
 __all__ = ["Cell", "Comparison", "Key", "Row", "aggregated", "category", "category_of", "cells", "compare",
-           "hang_limit", "refutes", "row_of", "state", "with_smoke"]
+           "hang_limit", "order", "refutes", "row_of", "state", "with_smoke"]
 
 #: (model, axis, value, arch, sglang version, flashinfer version)
 Key = tuple[str | None, str, str, str | None, str | None, str | None]
@@ -166,7 +166,7 @@ class Cell:
 def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
     """Every cell the attributable rows fill (see the contract), rows in (start, reference) order."""
     out: dict[Key, Cell] = {}
-    for row in sorted(rows, key=_order):
+    for row in sorted(rows, key=order):
         if (cat := category(row)) is None:
             continue
         for axis, value in row.backends.items():
@@ -180,10 +180,11 @@ def cells(rows: Iterable[Row]) -> dict[Key, Cell]:
 
 def aggregated(key: Key, counts: dict[str, int], latest: Iterable[Row]) -> Cell:
     """The cell ``key`` from the index's ``counts`` per category and its ``latest`` working and refuting rows."""
-    return Cell(*key, rows=sorted(latest, key=_order), counts=dict(counts))
+    return Cell(*key, rows=sorted(latest, key=order), counts=dict(counts))
 
 
-def _order(row: Row) -> tuple[str, str, int]:
+def order(row: Row) -> tuple[str, str, int]:
+    """The order of attempts, the latest last: start time, session, then attempt number (A9 before A10)."""
     digits = row.attempt.lstrip("A")
     return (row.started, row.session, int(digits) if digits.isdigit() else 0)
 

@@ -58,7 +58,7 @@ def launch_cells(backends: dict[str, Any], arch: str | None, root: Path, model: 
     with current(root) as snap:
         found = cells_in(snap, backends, arch, model, sglang)
     # said in the order of their latest attempts
-    return sorted(found, key=lambda c: (c.latest.started, c.latest.session, c.latest.attempt) if c.latest else ("", "", ""))
+    return sorted(found, key=lambda c: matrix.order(c.latest) if c.latest else ("", "", 0))
 
 
 def cells_in(snap: Any, backends: dict[str, Any], arch: str, model: str | None = None,
