@@ -178,3 +178,17 @@ def test_note_and_fixed_clock(logkit, sessions: Path) -> None:
         bad = logkit("note", "x", "--ref", ref)
         assert bad.returncode == 2 and said in bad.stderr, (ref, bad.stderr)
     assert [e.kind for e in Store(sessions).handle("s1").read().events].count("note") == 1  # none of them recorded
+
+
+def test_a_reconstructed_attempt_has_the_role_logkit_run_gives_its_command(logkit, sessions: Path) -> None:
+    """`record attempt` named roles by its own substring rule: a docker-wrapped launch was a plain command
+    and SGLang's `sglang.benchmark.serving` client no benchmark, as `logkit run` (capture.sglang.detect) has them."""
+    _session(logkit)
+    cases = {"docker run --gpus all lmsysorg/sglang python3 -m sglang.launch_server --model-path m --tp 8": "launch",
+             "python -m sglang.benchmark.serving --backend sglang --num-prompts 10": "bench",
+             "sglang serve --model-path m": "launch",
+             "python train.py --sglang.launch_server-like": "command"}
+    for cmd, role in cases.items():
+        assert _ok(logkit("record", "attempt", "--cmd", cmd, "--status", "exit_ok", *SRC, *AT))
+    attempts = [e for e in Store(sessions).handle("s1").read(strict=True).events if e.kind == "attempt"]
+    assert [a.role for a in attempts] == list(cases.values())

@@ -353,12 +353,11 @@ def cmd_record_session(args: argparse.Namespace) -> int:
 
 
 def _role(argv: list[str]) -> str:
-    joined = " ".join(argv)
-    if "sglang.launch_server" in joined or argv[:2] == ["sglang", "serve"]:
-        return "launch"
-    if "sglang.bench_serving" in joined or "bench_one_batch_server" in joined:
-        return "bench"
-    return "command"
+    """What ``logkit run`` would call this command line: capture.sglang.detect, the one reader of an argv."""
+    from ..capture.sglang.detect import detect
+
+    target = detect(argv)
+    return target.kind if target is not None else "command"
 
 
 def parse_launch(argv: list[str]) -> Any:
