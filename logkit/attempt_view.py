@@ -218,12 +218,10 @@ def show_json(rec: AttemptRecord, tail_lines: int = 20) -> dict[str, Any]:
 
 def compare(a: AttemptRecord, b: AttemptRecord) -> dict[str, Any]:
     """Two attempts side by side: configuration (no run-specific values), environment, versions, outcomes, metrics."""
-    from .launch.flags import table, watched_env
-
-    skip = set(table()["diff"]["skip"])
+    from .launch.flags import watched_env
 
     def diff(x: dict[str, Any], y: dict[str, Any]) -> dict[str, list[Any]]:
-        return {k: [x.get(k), y.get(k)] for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k) and k not in skip}
+        return {k: [x.get(k), y.get(k)] for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)}
 
     def metrics(rec: AttemptRecord) -> dict[tuple[str, Any, Any], float]:
         return {(m["name"], m.get("concurrency"), m.get("item")): m["value"] for m in rec.metrics}

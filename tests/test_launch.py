@@ -211,3 +211,21 @@ def test_a_warm_sglang_launch_imports_no_pydantic_before_the_child_starts(tmp_pa
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "AT SPAWN: -" in done.stderr, done.stderr  # the event models and urllib load after the exec
+
+
+def test_a_diff_between_launches_compares_configurations_not_run_specific_values() -> None:
+    """`logkit run`'s "vs A1" and `status`'s "changed:" read the raw flags: a new port or seed, or `tp` for
+    `tp_size`, showed as a change while `compare` and the fingerprint (configuration()) saw the same configuration."""
+    from logkit.launch.flags import diff, diff_note
+
+    def launch(moe: str, **flags: object) -> dict:
+        return {"parser": "sglang", "non_default": {**flags, "moe_runner_backend": moe},
+                "fingerprint": {"moe_runner_backend": moe}}
+
+    previous = {"short_id": "A1", "launch": launch("triton", tp=8, port=30000, random_seed=1)}
+    same = diff(launch("triton", tp_size=8, port=30001, random_seed=7), previous)
+    assert same is not None and not (same["changed"] or same["added"] or same["removed"]), same
+    assert diff_note(same) == "vs A1: same flags"
+    other = diff(launch("flashinfer_trtllm", tp_size=8, port=30001), previous)
+    assert other is not None and other["changed"] == {"moe_runner_backend": ["triton", "flashinfer_trtllm"]}, other
+    assert not other["added"] and not other["removed"], other

@@ -214,13 +214,12 @@ def diff(new: dict[str, Any], previous: dict[str, Any] | None, env: dict[str, An
     """A ``ConfigDiff`` dict of launch config ``new`` against attempt dict ``previous``; ``env``: the new side's."""
     if not previous or not previous.get("launch"):
         return None
-    skip = set(table()["diff"]["skip"])
-    old, cur = chosen(previous["launch"]), chosen(new)
+    old, cur = configuration(previous["launch"]), configuration(new)  # run-specific values (a port) are no change
     out: dict[str, Any] = {
         "against": previous.get("short_id"),
-        "added": {k: v for k, v in cur.items() if k not in old and k not in skip},
-        "removed": {k: v for k, v in old.items() if k not in cur and k not in skip},
-        "changed": {k: [old[k], v] for k, v in cur.items() if k in old and old[k] != v and k not in skip},
+        "added": {k: v for k, v in cur.items() if k not in old},
+        "removed": {k: v for k, v in old.items() if k not in cur},
+        "changed": {k: [old[k], v] for k, v in cur.items() if k in old and old[k] != v},
         "env_changed": {},
         "packages_changed": {},
     }
