@@ -417,15 +417,16 @@ class Redactor:
                 out[i + 1] = argv[i + 1].partition(":")[0] + ":" + self.placeholder
             elif glued and word.startswith("-p") and len(word) > 2:
                 out[i] = "-p" + self.placeholder
-        login = argv.index("login") if "login" in argv else -1
-        tools = {w.rpartition("/")[2] for w in argv[:max(login, 0)]}
-        for i in range(login + 1, len(argv) if login > 0 else 0):
+        login = argv.index("login") if "login" in argv else 0  # `docker login`, `sudo podman login`, `wandb login`
+        tools = {w.rpartition("/")[2] for w in argv[:login]}
+        password, key = bool(tools & self.rules.login_password), bool(tools & self.rules.login_key)
+        for i in range(login + 1, len(argv)) if password or key else ():
             word = argv[i]
-            if tools & self.rules.login_password and word in ("-p", "--password") and i + 1 < len(argv):
+            if password and word in ("-p", "--password") and i + 1 < len(argv):
                 out[i + 1] = self.placeholder
-            elif tools & self.rules.login_password and word.startswith(("-p=", "--password=")):
+            elif password and word.startswith(("-p=", "--password=")):
                 out[i] = word.partition("=")[0] + "=" + self.placeholder
-            elif tools & self.rules.login_key and len(word) >= 32 and not word.startswith("-"):
+            elif key and len(word) >= 32 and not word.startswith("-"):
                 out[i] = self.placeholder
         return [self.text(word) if word != self.placeholder else word for word in out]
 
